@@ -8,8 +8,15 @@ const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000 };
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m)?$/;
 const RANGE = /^(\d+(?:\.\d+)?)(ms|s|m)?-(\d+(?:\.\d+)?)(ms|s|m)?$/;
 
+/**
+ * The delay grammar (a duration or a range, no surrounding whitespace) as a pattern that both
+ * ECMAScript and RE2 (Kubernetes' OpenAPI validation) read the same way, for JSON schemas.
+ */
+export const DELAY_SPEC_PATTERN = String.raw`^\d+(?:\.\d+)?(?:ms|s|m)?(?:-\d+(?:\.\d+)?(?:ms|s|m)?)?$`;
+
 /** The accepted forms, worded for error messages. */
-export const DURATION_FORM = 'a duration: a non-negative number with unit ms, s or m (bare number = ms), e.g. 250ms';
+export const DURATION_FORM =
+  'a duration: a non-negative number with unit ms, s or m (bare number = ms), e.g. 250ms';
 export const DELAY_SPEC_FORM = `${DURATION_FORM}, or a range min-max with a unit, e.g. 100-500ms`;
 
 /**
@@ -34,6 +41,16 @@ export interface DelaySpec {
  * @returns the range, or `undefined` when the text is malformed or the range is reversed.
  */
 export function parseDelaySpec(text: string): DelaySpec | undefined {
+  const bounds = parseDelayBounds(text);
+  return bounds !== undefined && bounds.minMs <= bounds.maxMs ? bounds : undefined;
+}
+
+/**
+ * Parses like {@link parseDelaySpec} but returns a reversed range as written (`minMs > maxMs`),
+ * so that a validator can say what is wrong with it.
+ * @returns the bounds in milliseconds, or `undefined` only when the text is malformed.
+ */
+export function parseDelayBounds(text: string): DelaySpec | undefined {
   const trimmed = text.trim();
   const fixed = parseDurationMs(trimmed);
   if (fixed !== undefined) return { minMs: fixed, maxMs: fixed };
@@ -41,9 +58,7 @@ export function parseDelaySpec(text: string): DelaySpec | undefined {
   if (m === null) return undefined;
   const maxUnit = UNIT_MS[m[4] ?? 'ms'] ?? 1;
   const minUnit = m[2] === undefined ? maxUnit : (UNIT_MS[m[2]] ?? 1);
-  const minMs = Math.round(Number(m[1]) * minUnit);
-  const maxMs = Math.round(Number(m[3]) * maxUnit);
-  return minMs <= maxMs ? { minMs, maxMs } : undefined;
+  return { minMs: Math.round(Number(m[1]) * minUnit), maxMs: Math.round(Number(m[3]) * maxUnit) };
 }
 
 /** Draws a delay from a spec with the given source of randomness in `[0, 1)`. */

@@ -1,0 +1,189 @@
+import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import cors from '@fastify/cors';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+import { CardinalityFirewall } from '../obs/cardinality.ts';
+import { ScenarioStore, type Scenario } from '../scenario/index.ts';
+import type { EchoConfig } from './config.ts';
+import { errorHandler, notFoundHandler } from './error-handler.ts';
+import { History } from './history.ts';
+import { registerLogging } from './logging.ts';
+import { EchoMetrics } from './metrics.ts';
+import { createEchoHandler } from './pipeline.ts';
+import { type RandomSource, seededRandom } from './random.ts';
+import { TokenBucket } from './rate-limit.ts';
+import { RateLimitedError } from './errors.ts';
+import { registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
+import { startScenarioFile } from './scenario-file.ts';
+import { formatUptime, HOSTNAME, VERSION } from './version.ts';
+
+/** Things a test or an embedding program may supply instead of the defaults. */
+export interface BuildOptions {
+  /** Randomness for chaos, jitter and random errors; default `ECHO_RANDOM_SEED` or `Math.random`. */
+  readonly random?: RandomSource;
+  /** The logger; default a pino logger on stdout at `LOG_LEVEL`. */
+  readonly logger?: Logger;
+  /** Scenarios to start with instead of `ECHO_SCENARIO_FILE`. */
+  readonly scenarios?: readonly Scenario[];
+}
+
+/** The service's live state, reachable as `app.echo`. */
+export interface EchoState {
+  readonly config: EchoConfig;
+  readonly history: History;
+  readonly scenarios: ScenarioStore;
+  readonly metrics: EchoMetrics;
+  readonly startedAt: Date;
+  requestCount: number;
+  inFlight: number;
+  /** Open streaming connections, by kind (filled by the WebSocket and SSE endpoints). */
+  readonly openStreams: { ws: number; sse: number };
+  readonly eventLoopDelay: ReturnType<typeof monitorEventLoopDelay>;
+  /** Aborted when the server starts draining. */
+  readonly drain: AbortController;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    echo: EchoState;
+  }
+}
+
+/**
+ * Builds the echo service as a fastify instance, ready to `listen` or `inject`. Reads no
+ * environment: everything comes from `config` and `options`.
+ */
+export async function buildApp(config: EchoConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: config.maxBodyBytes,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreDuplicateSlashes: false },
+  });
+
+  const random = options.random ?? (config.randomSeed === undefined ? Math.random : seededRandom(config.randomSeed));
+  const firewall = new CardinalityFirewall();
+  const eventLoopDelay = monitorEventLoopDelay({ resolution: 20 });
+  eventLoopDelay.enable();
+  const state: EchoState = {
+    config,
+    history: new History(config.historySize, config.historyMaxBodyBytes),
+    scenarios: new ScenarioStore(),
+    metrics: new EchoMetrics(firewall),
+    startedAt: new Date(),
+    requestCount: 0,
+    inFlight: 0,
+    openStreams: { ws: 0, sse: 0 },
+    eventLoopDelay,
+    drain: new AbortController(),
+  };
+  app.decorate('echo', state);
+  app.decorateRequest('historyEntry', undefined);
+
+  const scenarioFile = options.scenarios
+    ? (state.scenarios.replace([...options.scenarios]), undefined)
+    : startScenarioFile(config, state.scenarios, logger);
+  app.addHook('onClose', async () => {
+    scenarioFile?.close();
+    eventLoopDelay.disable();
+  });
+
+  // 1. Request id and the headers every response carries.
+  const extraHeaders = config.extraHeaders;
+  const startMs = Date.now();
+  app.addHook('onRequest', (request, reply, done) => {
+    state.requestCount++;
+    state.inFlight++;
+    reply.raw.once('close', () => {
+      state.inFlight--;
+    });
+    reply.header('x-request-id', request.id);
+    reply.header('x-echo-request-count', state.requestCount);
+    for (const [name, value] of extraHeaders) reply.header(name, value);
+    const info = request.headers['x-echo-server-info'];
+    if (info === undefined ? config.serverInfo : String(info).toLowerCase() === 'true') {
+      reply.header('x-echo-server', HOSTNAME);
+      reply.header('x-echo-version', VERSION);
+      reply.header('x-echo-uptime', formatUptime((Date.now() - startMs) / 1000));
+    }
+    done();
+  });
+
+  registerLogging(app, config);
+
+  // 2. CORS.
+  if (config.enableCors) {
+    await app.register(cors, {
+      origin: true,
+      credentials: true,
+      methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      exposedHeaders: [
+        'X-Request-ID',
+        'X-Echo-Request-Count',
+        'X-Echo-Fault',
+        'X-Echo-Server',
+        'X-Echo-Version',
+        'X-Echo-Uptime',
+        'X-Echo-Replay-Of',
+        'Retry-After',
+      ],
+      maxAge: 86400,
+      strictPreflight: false,
+      hideOptionsRoute: true,
+    });
+  }
+
+  // 3. Rate limit; probes and scrapes are never limited.
+  if (config.rateLimitRps > 0) {
+    const bucket = new TokenBucket(config.rateLimitRps, config.rateLimitBurst);
+    app.addHook('onRequest', (request, reply, done) => {
+      if (UNLIMITED_PATHS.has(request.routeOptions.url ?? '')) return done();
+      const waitMs = bucket.take();
+      if (waitMs === 0) return done();
+      reply.header('retry-after', Math.max(1, Math.ceil(waitMs / 1000)));
+      done(new RateLimitedError(config.rateLimitRps));
+    });
+  }
+
+  // Completion: metrics and history of every answered request.
+  app.addHook('onResponse', (request, reply, done) => {
+    const entry = request.historyEntry;
+    if (entry !== undefined) {
+      entry.status = reply.statusCode;
+      entry.duration_ms = Math.round(reply.elapsedTime);
+    }
+    const url = request.url;
+    const q = url.indexOf('?');
+    state.metrics.recordRequest(request.method, q === -1 ? url : url.slice(0, q), reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+
+  await app.register(async (service) => registerServiceRoutes(service, state, logger));
+
+  // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.
+  const echo = createEchoHandler({
+    config,
+    random,
+    history: state.history,
+    scenarios: state.scenarios,
+    metrics: state.metrics,
+    drainSignal: state.drain.signal,
+  });
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    // With CORS on, OPTIONS belongs to the preflight handler; without it, OPTIONS is echoed too.
+    const methods = scope.supportedMethods.filter((m) => m !== 'OPTIONS' || !config.enableCors);
+    scope.route({ method: methods, url: '*', handler: echo });
+  });
+  return app;
+}

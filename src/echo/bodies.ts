@@ -1,0 +1,79 @@
+import { randomFillSync } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import { createBrotliCompress, createDeflate, createGzip } from 'node:zlib';
+import type { Compression } from './controls.ts';
+
+const CHUNK_BYTES = 64 * 1024;
+
+/** `size` random bytes, produced chunk by chunk as the client reads: never buffered whole. */
+export class RandomBody extends Readable {
+  #remaining: number;
+
+  constructor(size: number) {
+    super({ highWaterMark: CHUNK_BYTES });
+    this.#remaining = size;
+  }
+
+  override _read(): void {
+    if (this.#remaining <= 0) {
+      this.push(null);
+      return;
+    }
+    const n = Math.min(CHUNK_BYTES, this.#remaining);
+    this.#remaining -= n;
+    this.push(randomFillSync(Buffer.allocUnsafe(n)));
+  }
+}
+
+/** A streaming compressor for an `X-Echo-Compress` value. */
+export function compressor(kind: Compression) {
+  switch (kind) {
+    case 'gzip':
+      return createGzip();
+    case 'deflate':
+      return createDeflate();
+    case 'br':
+      return createBrotliCompress();
+  }
+}
+
+/**
+ * The plain-text summary a GET without a body answers with: the request line, every header as
+ * received, the client IP and a timestamp, one item a line.
+ */
+export function requestSummary(raw: IncomingMessage, clientIp: string, protocol: string): string {
+  let out = `${raw.method} ${raw.url} ${protocol}\n`;
+  const headers = raw.rawHeaders;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name.charCodeAt(0) === 58 /* ':' pseudo-header */) continue;
+    out += `${name}: ${headers[i + 1]}\n`;
+  }
+  out += `\nClient IP: ${clientIp}\nTimestamp: ${new Date().toISOString()}\n`;
+  return out;
+}
+
+/** Whether a request announces a body (so a GET with one is echoed, not summarised). */
+export function hasBody(raw: IncomingMessage): boolean {
+  const length = raw.headers['content-length'];
+  return (length !== undefined && length !== '0') || raw.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Reads a body fastify did not parse (a GET or HEAD with a body), up to `limit` bytes.
+ * Resolves `undefined` when the body is over the limit.
+ */
+export async function readRawBody(raw: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of raw) {
+    total += (chunk as Buffer).length;
+    if (total > limit) {
+      raw.resume();
+      return undefined;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks, total);
+}

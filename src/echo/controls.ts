@@ -1,0 +1,354 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { DELAY_SPEC_FORM, DURATION_FORM, type DelaySpec, drawDelayMs, parseDelaySpec, parseDurationMs } from '../scenario/duration.ts';
+import type { ErrorDetail } from './errors.ts';
+import type { RandomSource } from './random.ts';
+
+/** What `X-Echo-Error` asked for. A status fault carries the status it answers with. */
+export type ErrorFault =
+  | { readonly kind: 'status'; readonly name: string; readonly status: number }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'reset' }
+  | { readonly kind: 'close' };
+
+export type Compression = 'gzip' | 'br' | 'deflate';
+
+/** The parsed `X-Echo-*` control headers of one request. Absent means "not asked for". */
+export interface Controls {
+  delayMs?: number;
+  delaySource?: string;
+  status?: number;
+  error?: ErrorFault;
+  chaosPercent?: number;
+  responseSize?: number;
+  compress?: Compression;
+  contentType?: string;
+  setHeaders?: Array<readonly [string, string]>;
+  echoHeaders?: string[];
+  serverInfo?: boolean;
+  historyEnabled?: boolean;
+}
+
+/** Ceilings the parser enforces (from the service's configuration). */
+export interface ControlLimits {
+  readonly maxDelayMs: number;
+  readonly maxResponseBytes: number;
+}
+
+export type ParseResult = { readonly controls: Controls; readonly problems: readonly ErrorDetail[] };
+
+/** Statuses a chaos draw and `X-Echo-Error: random` pick from. */
+export const CHAOS_STATUSES = [500, 502, 503, 504, 408, 429] as const;
+export const RANDOM_ERROR_STATUSES = [500, 502, 503, 504, 429] as const;
+
+/** Named `X-Echo-Error` values that answer with a status. */
+export const NAMED_ERRORS: Readonly<Record<string, number>> = {
+  internal: 500,
+  'bad-gateway': 502,
+  unavailable: 503,
+  'gateway-timeout': 504,
+  'rate-limit': 429,
+};
+
+const EXPONENTIAL_MAX_ATTEMPT = 32;
+const MAX_ECHOED_HEADERS = 64;
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;[^\r\n]*)?$/;
+const NON_NEGATIVE_INT = /^\d{1,16}$/;
+/** Headers whose value frames the message: setting them would corrupt the response. */
+const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te']);
+/** Response-only headers a client may reflect back at us; they control nothing. */
+const IGNORED = new Set([
+  'x-echo-request-count',
+  'x-echo-fault',
+  'x-echo-server',
+  'x-echo-version',
+  'x-echo-uptime',
+  'x-echo-replay-of',
+]);
+export const SET_HEADER_PREFIX = 'x-echo-set-header-';
+
+/** Context handed to each header parser. */
+interface ParseContext {
+  readonly limits: ControlLimits;
+  readonly random: RandomSource;
+  readonly controls: Controls;
+  readonly problems: ErrorDetail[];
+}
+
+type HeaderParser = (value: string, ctx: ParseContext, name: string) => void;
+
+function problem(ctx: ParseContext, field: string, value: string, message: string): void {
+  ctx.problems.push({ field, value, message });
+}
+
+/** Delay headers in precedence order: the first present one decides the delay. */
+const DELAY_RANK: Readonly<Record<string, number>> = {
+  'x-echo-delay': 0,
+  'x-echo-jitter': 1,
+  'x-echo-random-delay': 2,
+  'x-echo-exponential': 3,
+  'x-echo-latency': 4,
+};
+
+function setDelay(ctx: ParseContext, name: string, value: string, ms: number, worstMs: number): void {
+  if (worstMs > ctx.limits.maxDelayMs) {
+    problem(ctx, name, value, `delay of ${worstMs} ms is above ECHO_MAX_DELAY (${ctx.limits.maxDelayMs} ms)`);
+    return;
+  }
+  const current = ctx.controls.delaySource;
+  if (current !== undefined && (DELAY_RANK[current] ?? 99) < (DELAY_RANK[name] ?? 99)) return;
+  ctx.controls.delayMs = ms;
+  ctx.controls.delaySource = name;
+}
+
+function pair(value: string): [number, number] | undefined {
+  const parts = value.split(',');
+  if (parts.length !== 2) return undefined;
+  const a = parseDurationMs(parts[0] ?? '');
+  const b = parseDurationMs(parts[1] ?? '');
+  return a === undefined || b === undefined ? undefined : [a, b];
+}
+
+function bool(ctx: ParseContext, name: string, value: string): boolean | undefined {
+  const v = value.trim().toLowerCase();
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  problem(ctx, name, value, 'expected true or false');
+  return undefined;
+}
+
+/** One parser per control header: a table, so a request pays one lookup per `X-Echo-*` header. */
+const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>([
+  [
+    'x-echo-delay',
+    (value, ctx, name) => {
+      const ms = parseDurationMs(value);
+      if (ms === undefined) return problem(ctx, name, value, `expected ${DURATION_FORM}`);
+      setDelay(ctx, name, value, ms, ms);
+    },
+  ],
+  [
+    'x-echo-jitter',
+    (value, ctx, name) => {
+      const p = pair(value);
+      if (p === undefined) return problem(ctx, name, value, 'expected base,jitter in ms, e.g. 200,50');
+      const [base, jitter] = p;
+      const ms = Math.max(0, base + Math.round((ctx.random() * 2 - 1) * jitter));
+      setDelay(ctx, name, value, ms, base + jitter);
+    },
+  ],
+  [
+    'x-echo-random-delay',
+    (value, ctx, name) => {
+      const p = pair(value);
+      if (p === undefined || p[0] > p[1]) return problem(ctx, name, value, 'expected min,max in ms with min <= max, e.g. 100,500');
+      setDelay(ctx, name, value, drawDelayMs({ minMs: p[0], maxMs: p[1] }, ctx.random), p[1]);
+    },
+  ],
+  [
+    'x-echo-exponential',
+    (value, ctx, name) => {
+      const parts = value.split(',');
+      const base = parts.length === 2 ? parseDurationMs(parts[0] ?? '') : undefined;
+      const attemptText = (parts[1] ?? '').trim();
+      const attempt = /^\d{1,3}$/.test(attemptText) ? Number(attemptText) : 0;
+      if (base === undefined || attempt < 1 || attempt > EXPONENTIAL_MAX_ATTEMPT) {
+        return problem(ctx, name, value, `expected base_ms,attempt with attempt 1-${EXPONENTIAL_MAX_ATTEMPT}, e.g. 100,3`);
+      }
+      const nominal = base * 2 ** (attempt - 1);
+      const ms = Math.round(nominal * (0.75 + ctx.random() * 0.5));
+      setDelay(ctx, name, value, ms, Math.round(nominal * 1.25));
+    },
+  ],
+  [
+    'x-echo-latency',
+    (value, ctx, name) => {
+      const spec: DelaySpec | undefined = parseDelaySpec(value);
+      if (spec === undefined) return problem(ctx, name, value, `expected ${DELAY_SPEC_FORM}`);
+      setDelay(ctx, name, value, drawDelayMs(spec, ctx.random), spec.maxMs);
+    },
+  ],
+  [
+    'x-echo-status',
+    (value, ctx, name) => {
+      const t = value.trim();
+      const status = /^\d{3}$/.test(t) ? Number(t) : 0;
+      if (status < 100 || status > 599 || status === 101) {
+        return problem(ctx, name, value, 'expected an HTTP status 100-599 (101 cannot be injected)');
+      }
+      ctx.controls.status = status;
+    },
+  ],
+  [
+    'x-echo-error',
+    (value, ctx, name) => {
+      const fault = parseErrorFault(value, ctx.random);
+      if (fault === undefined) {
+        return problem(
+          ctx,
+          name,
+          value,
+          'expected a status 400-599, one of internal, bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close',
+        );
+      }
+      ctx.controls.error = fault;
+    },
+  ],
+  [
+    'x-echo-chaos',
+    (value, ctx, name) => {
+      const t = value.trim();
+      const pct = /^\d{1,3}$/.test(t) ? Number(t) : -1;
+      if (pct < 0 || pct > 100) return problem(ctx, name, value, 'expected an integer percentage 0-100');
+      ctx.controls.chaosPercent = pct;
+    },
+  ],
+  [
+    'x-echo-response-size',
+    (value, ctx, name) => {
+      const t = value.trim();
+      const size = NON_NEGATIVE_INT.test(t) ? Number(t) : -1;
+      if (size < 0) return problem(ctx, name, value, 'expected a non-negative integer number of bytes');
+      if (size > ctx.limits.maxResponseBytes) {
+        return problem(ctx, name, value, `size is above ECHO_MAX_RESPONSE_SIZE (${ctx.limits.maxResponseBytes} bytes)`);
+      }
+      ctx.controls.responseSize = size;
+    },
+  ],
+  [
+    'x-echo-compress',
+    (value, ctx, name) => {
+      const v = value.trim().toLowerCase();
+      if (v !== 'gzip' && v !== 'br' && v !== 'deflate') return problem(ctx, name, value, 'expected gzip, br or deflate');
+      ctx.controls.compress = v;
+    },
+  ],
+  [
+    'x-echo-content-type',
+    (value, ctx, name) => {
+      const v = value.trim();
+      if (!MEDIA_TYPE.test(v)) return problem(ctx, name, value, 'expected a media type such as application/json');
+      ctx.controls.contentType = v;
+    },
+  ],
+  [
+    'x-echo-headers',
+    (value, ctx, name) => {
+      const names = value
+        .split(',')
+        .map((n) => n.trim().toLowerCase())
+        .filter((n) => n.length > 0);
+      if (names.length === 0 || names.length > MAX_ECHOED_HEADERS || !names.every((n) => TOKEN.test(n))) {
+        return problem(ctx, name, value, `expected a comma-separated list of up to ${MAX_ECHOED_HEADERS} header names`);
+      }
+      ctx.controls.echoHeaders = names;
+    },
+  ],
+  [
+    'x-echo-server-info',
+    (value, ctx, name) => {
+      const b = bool(ctx, name, value);
+      if (b !== undefined) ctx.controls.serverInfo = b;
+    },
+  ],
+  [
+    'x-echo-history-enabled',
+    (value, ctx, name) => {
+      const b = bool(ctx, name, value);
+      if (b !== undefined) ctx.controls.historyEnabled = b;
+    },
+  ],
+]);
+
+/** The control headers this service understands, for documentation and suggestions. */
+export const CONTROL_HEADERS: readonly string[] = [...PARSERS.keys(), `${SET_HEADER_PREFIX}<name>`];
+
+function parseErrorFault(value: string, random: RandomSource): ErrorFault | undefined {
+  const v = value.trim().toLowerCase();
+  if (/^\d{3}$/.test(v)) {
+    const status = Number(v);
+    return status >= 400 && status <= 599 ? { kind: 'status', name: v, status } : undefined;
+  }
+  const named = NAMED_ERRORS[v];
+  if (named !== undefined) return { kind: 'status', name: v, status: named };
+  switch (v) {
+    case 'random':
+      return { kind: 'status', name: 'random', status: pick(RANDOM_ERROR_STATUSES, random) };
+    case 'timeout':
+    case 'reset':
+    case 'close':
+      return { kind: v };
+    default:
+      return undefined;
+  }
+}
+
+export function pick<T>(items: readonly T[], random: RandomSource): T {
+  return items[Math.min(items.length - 1, Math.floor(random() * items.length))] as T;
+}
+
+function setHeader(ctx: ParseContext, name: string, value: string): void {
+  const target = name.slice(SET_HEADER_PREFIX.length);
+  if (target.length === 0 || !TOKEN.test(target)) return problem(ctx, name, value, 'expected X-Echo-Set-Header-<Name> with a header name');
+  if (FRAMING.has(target)) return problem(ctx, name, value, `${target} frames the message and cannot be set`);
+  (ctx.controls.setHeaders ??= []).push([dashCase(target), value]);
+}
+
+/** `cache-control` → `Cache-Control`. */
+export function dashCase(name: string): string {
+  return name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+}
+
+function nearest(name: string): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 4;
+  for (const known of PARSERS.keys()) {
+    const d = editDistance(name, known);
+    if (d < bestDistance) {
+      best = known;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length]!;
+}
+
+const NO_PROBLEMS: readonly ErrorDetail[] = [];
+
+/**
+ * Parses every `X-Echo-*` header of a request once. Unknown `X-Echo-*` names are problems too
+ * (with the nearest known name), so a typo never silently does nothing.
+ */
+export function parseControls(headers: IncomingHttpHeaders, limits: ControlLimits, random: RandomSource): ParseResult {
+  let ctx: ParseContext | undefined;
+  for (const name in headers) {
+    if (!name.startsWith('x-echo-')) continue;
+    ctx ??= { limits, random, controls: {}, problems: [] };
+    const raw = headers[name];
+    const value = Array.isArray(raw) ? raw.join(', ') : (raw ?? '');
+    const parser = PARSERS.get(name);
+    if (parser !== undefined) parser(value, ctx, name);
+    else if (name.startsWith(SET_HEADER_PREFIX)) setHeader(ctx, name, value);
+    else if (!IGNORED.has(name)) {
+      const suggestion = nearest(name);
+      problem(ctx, name, value, `unknown control header${suggestion ? `; did you mean ${dashCase(suggestion)}?` : ''}`);
+    }
+  }
+  if (ctx === undefined) return EMPTY;
+  return { controls: ctx.controls, problems: ctx.problems.length === 0 ? NO_PROBLEMS : ctx.problems };
+}
+
+const EMPTY: ParseResult = Object.freeze({ controls: Object.freeze({}) as Controls, problems: NO_PROBLEMS });

@@ -1,0 +1,52 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ECHO_ERRORS, type EchoErrorCode, type ErrorDetail } from './errors.ts';
+
+/** Fastify's own error codes, mapped onto ours so every error body speaks one catalogue. */
+const FASTIFY_CODES: Readonly<Record<string, EchoErrorCode>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'ECHO_ERR_BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'ECHO_ERR_INVALID_JSON',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'ECHO_ERR_INVALID_JSON',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'ECHO_ERR_BAD_REQUEST',
+  FST_ERR_CTP_INVALID_TYPE: 'ECHO_ERR_BAD_REQUEST',
+};
+
+/** The JSON body of every error the service itself answers with. */
+export interface ErrorBody {
+  error: { code: string; message: string; request_id: string; details?: readonly ErrorDetail[] };
+}
+
+export function errorBody(code: string, message: string, requestId: string, details?: readonly ErrorDetail[]): ErrorBody {
+  return { error: { code, message, request_id: requestId, ...(details ? { details } : {}) } };
+}
+
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  let code = error.code as string | undefined;
+  let status = error.statusCode ?? 500;
+  let message = error.message;
+  if (code !== undefined && code in FASTIFY_CODES) {
+    code = FASTIFY_CODES[code];
+    if (code === 'ECHO_ERR_BODY_TOO_LARGE') message = `request body exceeds MAX_BODY_SIZE (${request.routeOptions.bodyLimit} bytes)`;
+    if (code === 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE') message = `unsupported content type ${request.headers['content-type'] ?? '(none)'}`;
+  } else if (code === undefined || !(code in ECHO_ERRORS)) {
+    if (status >= 500 || status < 400) {
+      request.log.error({ err: error }, 'unhandled error');
+      code = 'ECHO_ERR_INTERNAL';
+      status = 500;
+      message = ECHO_ERRORS.ECHO_ERR_INTERNAL.message;
+    } else {
+      code = 'ECHO_ERR_BAD_REQUEST';
+    }
+  }
+  const details = (error as FastifyError & { details?: readonly ErrorDetail[] }).details;
+  // Injected-fault headers must not leak onto the service's own errors.
+  reply.removeHeader('content-encoding');
+  reply.code(status).type('application/json; charset=utf-8').send(errorBody(code ?? 'ECHO_ERR_INTERNAL', message, request.id, details));
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): void {
+  reply
+    .code(404)
+    .type('application/json; charset=utf-8')
+    .send(errorBody('ECHO_ERR_NOT_FOUND', `no route for ${request.method} ${request.url}`, request.id));
+}

@@ -1,0 +1,111 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { EchoConfig } from './config.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The response body as logged (already cut to MAX_LOG_BODY_SIZE), set by the onSend hook. */
+    loggedResponseBody: LoggedBody | undefined;
+  }
+}
+
+/** A body as it appears in a log line: text cut to `MAX_LOG_BODY_SIZE`. */
+export interface LoggedBody {
+  readonly text: string;
+  readonly size: number | null;
+  readonly truncated: boolean;
+}
+
+/** Streaming endpoints whose bodies are never logged. */
+const UNLOGGED_BODY_PATHS = new Set(['/sse']);
+
+/** Cuts a body for logging; a stream is described, never read (it is the client's to consume). */
+export function logBody(payload: unknown, maxBytes: number): LoggedBody {
+  if (typeof payload === 'string') {
+    const size = Buffer.byteLength(payload);
+    if (size <= maxBytes) return { text: payload, size, truncated: false };
+    return { text: Buffer.from(payload).subarray(0, maxBytes).toString('utf8'), size, truncated: true };
+  }
+  if (Buffer.isBuffer(payload)) {
+    return { text: payload.subarray(0, maxBytes).toString('utf8'), size: payload.length, truncated: payload.length > maxBytes };
+  }
+  if (payload === undefined || payload === null) return { text: '', size: 0, truncated: false };
+  return { text: '[stream]', size: null, truncated: false };
+}
+
+function pathOf(request: FastifyRequest): string {
+  const q = request.url.indexOf('?');
+  return q === -1 ? request.url : request.url.slice(0, q);
+}
+
+/**
+ * Request and response logging as the `LOG_*` settings ask. Each hook is registered only when a
+ * setting needs it, so the defaults pay for two lines and nothing else.
+ */
+export function registerLogging(app: FastifyInstance, config: EchoConfig): void {
+  const max = config.maxLogBodyBytes;
+  const wantsResponseBody = config.logResponseBody || (config.logTransaction && config.logBody);
+  app.decorateRequest('loggedResponseBody', undefined);
+
+  if (config.logRequests || config.logHeaders) {
+    app.addHook('onRequest', (request, _reply, done) => {
+      const line = `${request.ip} ${request.method} ${request.url}`;
+      if (config.logHeaders) request.log.info({ headers: request.headers }, line);
+      else request.log.info(line);
+      done();
+    });
+  }
+
+  if (config.logBody && !config.logTransaction) {
+    app.addHook('preHandler', (request, _reply, done) => {
+      if (request.body !== undefined && !UNLOGGED_BODY_PATHS.has(pathOf(request))) {
+        request.log.info({ body: logBody(request.body, max) }, 'request body');
+      }
+      done();
+    });
+  }
+
+  if (wantsResponseBody) {
+    app.addHook('onSend', (request, _reply, payload, done) => {
+      if (!UNLOGGED_BODY_PATHS.has(pathOf(request))) request.loggedResponseBody = logBody(payload, max);
+      done(null, payload);
+    });
+  }
+
+  if (config.logRequests || config.logResponse || config.logResponseHeaders || config.logResponseBody || config.logTransaction) {
+    app.addHook('onResponse', (request, reply, done) => {
+      const status = reply.statusCode;
+      const durationMs = Math.round(reply.elapsedTime * 1000) / 1000;
+      if (config.logRequests) {
+        request.log.info(`${request.ip} ${request.method} ${request.url} - ${status} ${durationMs}ms`);
+      }
+      if (config.logTransaction) {
+        const sse = UNLOGGED_BODY_PATHS.has(pathOf(request));
+        request.log.info(
+          {
+            request: {
+              method: request.method,
+              url: request.url,
+              remote: request.ip,
+              headers: request.headers,
+              ...(config.logBody && !sse && request.body !== undefined ? { body: logBody(request.body, max) } : {}),
+            },
+            response: {
+              status,
+              headers: reply.getHeaders(),
+              ...(config.logResponseBody && !sse && request.loggedResponseBody ? { body: request.loggedResponseBody } : {}),
+            },
+            duration_ms: durationMs,
+          },
+          'transaction',
+        );
+        return done();
+      }
+      const fields: Record<string, unknown> = {};
+      if (config.logResponse) Object.assign(fields, { status, duration_ms: durationMs, content_length: reply.getHeader('content-length') ?? null });
+      if (config.logResponseHeaders) fields['headers'] = reply.getHeaders();
+      if (config.logResponseBody && request.loggedResponseBody) fields['body'] = request.loggedResponseBody;
+      if (Object.keys(fields).length > 0) request.log.info(fields, 'response');
+      done();
+    });
+  }
+}

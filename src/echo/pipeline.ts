@@ -1,0 +1,244 @@
+import { STATUS_CODES } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { drawDelayMs, type DelaySpec } from '../scenario/duration.ts';
+import type { ScenarioStep } from '../scenario/index.ts';
+import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
+import type { EchoConfig } from './config.ts';
+import { CHAOS_STATUSES, type Controls, dashCase, parseControls, pick } from './controls.ts';
+import { BodyTooLargeError, InvalidHeaderError, withDetails } from './errors.ts';
+import type { History, HistoryEntry } from './history.ts';
+import type { EchoMetrics } from './metrics.ts';
+import type { RandomSource } from './random.ts';
+
+/** What the echo pipeline needs from the app. */
+export interface PipelineDeps {
+  readonly config: EchoConfig;
+  readonly random: RandomSource;
+  readonly history: History;
+  readonly scenarios: { next(path: string): ScenarioStep | undefined };
+  readonly metrics: EchoMetrics;
+  /** Aborted when the server starts draining: delays end early and the request is answered. */
+  readonly drainSignal: AbortSignal;
+}
+
+/** Status recorded for a request whose client went away before the answer (nginx's convention). */
+export const CLIENT_CLOSED_STATUS = 499;
+/** Status recorded for a connection ended on purpose without a response (`reset`, `close`). */
+export const NO_RESPONSE_STATUS = 0;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The history entry of this request, completed when the response ends. */
+    historyEntry: HistoryEntry | undefined;
+  }
+}
+
+type Outcome = 'done' | 'client-gone';
+
+/**
+ * The echo handler: validate controls, record history, delay, chaos, error, scenario, response
+ * (decisions.md 1.1). A request pays only for what its headers ask for.
+ */
+export function createEchoHandler(deps: PipelineDeps) {
+  const { config, random, history, metrics } = deps;
+  const limits = { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes };
+
+  return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const raw = request.raw;
+    const { controls, problems } = parseControls(raw.headers, limits, random);
+    if (problems.length > 0) {
+      throw withDetails(new InvalidHeaderError(problems.map((p) => p.field).join(', ')), problems);
+    }
+
+    let body = request.body as Buffer | undefined;
+    if (body === undefined && hasBody(raw)) {
+      body = await readRawBody(raw, config.maxBodyBytes);
+      if (body === undefined) throw new BodyTooLargeError(config.maxBodyBytes);
+    }
+
+    if (controls.historyEnabled !== false) {
+      request.historyEntry = history.record({
+        requestId: request.id,
+        method: raw.method ?? 'GET',
+        url: raw.url ?? '/',
+        headers: raw.headers,
+        body,
+        remoteAddr: request.ip,
+        protocol: protocolOf(request),
+      });
+    }
+
+    const path = pathOf(raw.url ?? '/');
+    const step = deps.scenarios.next(path);
+
+    let delayMs = controls.delayMs ?? delayOf(config.defaultDelay, random);
+    if (step?.delay !== undefined) delayMs += drawDelayMs(step.delay, random);
+    if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
+    if (delayMs > 0 && (await wait(delayMs, reply, deps.drainSignal)) === 'client-gone') {
+      return abandon(request, reply, deps);
+    }
+
+    const chaosPercent = controls.chaosPercent ?? config.chaosPercent;
+    if (chaosPercent > 0 && random() * 100 < chaosPercent) {
+      metrics.recordFault('chaos');
+      return sendFault(reply, controls, pick(CHAOS_STATUSES, random), 'chaos');
+    }
+
+    const error = controls.error;
+    if (error !== undefined) {
+      switch (error.kind) {
+        case 'status':
+          metrics.recordFault(error.name);
+          return sendFault(reply, controls, error.status, 'error');
+        case 'timeout':
+          metrics.recordFault('timeout');
+          if ((await wait(config.errorTimeoutMs, reply, deps.drainSignal)) === 'client-gone') {
+            return abandon(request, reply, deps);
+          }
+          return sendFault(reply, controls, 504, 'timeout');
+        case 'reset':
+        case 'close':
+          metrics.recordFault(error.kind);
+          return endWithoutResponse(request, reply, deps, error.kind);
+      }
+    }
+
+    reply.code(controls.status ?? step?.status ?? 200);
+    sendInterimIfInformational(reply);
+    if (step !== undefined) {
+      reply.header('x-echo-fault', 'scenario');
+      for (const name in step.headers) reply.header(name, step.headers[name]);
+    }
+
+    if (controls.responseSize !== undefined) {
+      reply.type(controls.contentType ?? contentTypeOf(request, 'application/octet-stream'));
+      if (controls.compress === undefined) reply.header('content-length', controls.responseSize);
+      return send(reply, controls, new RandomBody(controls.responseSize));
+    }
+    if (step !== undefined && step.body !== undefined) {
+      reply.type(controls.contentType ?? step.headers['content-type'] ?? step.headers['Content-Type'] ?? 'text/plain; charset=utf-8');
+      return send(reply, controls, step.body);
+    }
+    if (body === undefined && (raw.method === 'GET' || raw.method === 'HEAD')) {
+      reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
+      return send(reply, controls, requestSummary(raw, request.ip, protocolOf(request)));
+    }
+    reply.type(controls.contentType ?? contentTypeOf(request, 'text/plain'));
+    return send(reply, controls, body ?? EMPTY);
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function delayOf(spec: DelaySpec | undefined, random: RandomSource): number {
+  return spec === undefined ? 0 : drawDelayMs(spec, random);
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+export function protocolOf(request: FastifyRequest): string {
+  return `HTTP/${request.raw.httpVersion}`;
+}
+
+function contentTypeOf(request: FastifyRequest, fallback: string): string {
+  return request.headers['content-type'] ?? fallback;
+}
+
+/** Waits, ending early when the client goes away (no work left) or the server drains (answer now). */
+async function wait(ms: number, reply: FastifyReply, drainSignal: AbortSignal): Promise<Outcome> {
+  if (drainSignal.aborted) return 'done';
+  const res = reply.raw;
+  if (res.destroyed || res.writableEnded) return 'client-gone';
+  const controller = new AbortController();
+  let gone = false;
+  const onClose = () => {
+    gone = true;
+    controller.abort();
+  };
+  const onDrain = () => controller.abort();
+  res.once('close', onClose);
+  drainSignal.addEventListener('abort', onDrain, { once: true });
+  try {
+    await sleep(ms, undefined, { signal: controller.signal });
+  } catch {
+    // aborted: by the client or by the drain
+  } finally {
+    res.removeListener('close', onClose);
+    drainSignal.removeEventListener('abort', onDrain);
+  }
+  return gone ? 'client-gone' : 'done';
+}
+
+/** The modifiers every pipeline response gets: content type, set and echoed headers, compression. */
+function applyModifiers(reply: FastifyReply, controls: Controls): void {
+  if (controls.setHeaders !== undefined) {
+    for (const [name, value] of controls.setHeaders) reply.header(name, value);
+  }
+  if (controls.echoHeaders !== undefined) {
+    const headers = reply.request.headers;
+    for (const name of controls.echoHeaders) {
+      const value = headers[name];
+      if (value !== undefined) reply.header(`X-Echoed-${dashCase(name)}`, value);
+    }
+  }
+}
+
+function send(reply: FastifyReply, controls: Controls, payload: string | Buffer | RandomBody): FastifyReply {
+  applyModifiers(reply, controls);
+  if (controls.compress === undefined) return reply.send(payload);
+  const zip = compressor(controls.compress);
+  reply.header('content-encoding', controls.compress);
+  reply.header('vary', 'X-Echo-Compress');
+  reply.removeHeader('content-length');
+  if (typeof payload === 'string' || Buffer.isBuffer(payload)) zip.end(payload);
+  else payload.pipe(zip);
+  return reply.send(zip);
+}
+
+/** An injected failure: plain text, as if someone else's server had failed. */
+function sendFault(reply: FastifyReply, controls: Controls, status: number, kind: string): FastifyReply {
+  reply.code(status).header('x-echo-fault', kind);
+  if (status === 429 || status === 503) reply.header('retry-after', '1');
+  reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
+  return send(reply, controls, `${status} ${STATUS_CODES[status] ?? 'Error'} (injected by echo-chaos: ${kind})\n`);
+}
+
+/** A 1xx answer is sent as an interim response, then the request is answered with 200. */
+function sendInterimIfInformational(reply: FastifyReply): void {
+  const status = reply.statusCode;
+  if (status >= 200) return;
+  const res = reply.raw;
+  if (status === 100) res.writeContinue();
+  else if (status === 103) res.writeEarlyHints({});
+  else if (status === 102) res.writeProcessing();
+  else (res as unknown as { _writeRaw(s: string, e: string): void })._writeRaw?.(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Informational'}\r\n\r\n`, 'latin1');
+  reply.code(200);
+}
+
+function complete(request: FastifyRequest, status: number, deps: PipelineDeps, reply: FastifyReply): void {
+  const seconds = reply.elapsedTime / 1000;
+  const entry = request.historyEntry;
+  if (entry !== undefined) {
+    entry.status = status;
+    entry.duration_ms = Math.round(reply.elapsedTime);
+  }
+  deps.metrics.recordRequest(request.method, pathOf(request.url), status, seconds);
+}
+
+/** The client left during a wait: stop here, record it, send nothing. */
+function abandon(request: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): void {
+  reply.hijack();
+  complete(request, CLIENT_CLOSED_STATUS, deps, reply);
+}
+
+function endWithoutResponse(request: FastifyRequest, reply: FastifyReply, deps: PipelineDeps, kind: 'reset' | 'close'): void {
+  reply.hijack();
+  const socket = request.raw.socket;
+  if (kind === 'reset') socket.resetAndDestroy();
+  else socket.destroySoon();
+  complete(request, NO_RESPONSE_STATUS, deps, reply);
+}

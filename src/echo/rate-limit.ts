@@ -1,0 +1,31 @@
+/**
+ * A global token bucket: `rps` tokens a second, holding at most `burst`. One bucket for the whole
+ * process, as `ECHO_RATE_LIMIT_RPS` is a global limit (not per client).
+ */
+export class TokenBucket {
+  readonly rps: number;
+  readonly burst: number;
+  readonly #now: () => number;
+  #tokens: number;
+  #last: number;
+
+  constructor(rps: number, burst: number, now: () => number = performance.now.bind(performance)) {
+    this.rps = rps;
+    this.burst = burst > 0 ? burst : Math.max(1, Math.ceil(rps));
+    this.#now = now;
+    this.#tokens = this.burst;
+    this.#last = now();
+  }
+
+  /** Takes a token. Returns 0 when granted, else the milliseconds until the next token. */
+  take(): number {
+    const now = this.#now();
+    this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#last) / 1000) * this.rps);
+    this.#last = now;
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - this.#tokens) / this.rps) * 1000);
+  }
+}

@@ -1,0 +1,154 @@
+import type { Readable } from 'node:stream';
+import { type Dispatcher, errors, request } from 'undici';
+import {
+  InvalidReplayError,
+  InvalidTargetError,
+  ReplayNotFoundError,
+  UpstreamTimeoutError,
+  UpstreamUnreachableError,
+} from './errors.ts';
+import type { History, HistoryEntry } from './history.ts';
+
+/** The body of `POST /replay`. */
+export interface ReplayRequest {
+  readonly id: string;
+  readonly modify_headers?: Readonly<Record<string, string>>;
+  readonly modify_body?: string;
+  readonly target?: string;
+}
+
+/** What the replayed call answered; the body is streamed, never buffered whole. */
+export interface ReplayResult {
+  readonly status: number;
+  readonly contentType: string | undefined;
+  readonly body: Readable;
+}
+
+export interface ReplayOptions {
+  /** Where to send when the request names no `target`: this server's own address. */
+  readonly selfBaseUrl: string;
+  readonly timeoutMs: number;
+  readonly dispatcher?: Dispatcher;
+}
+
+/** Request headers not replayed: hop-by-hop, framing, and the host (the target's own is used). */
+const DROPPED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'host',
+  'expect',
+  'http2-settings',
+]);
+
+const MAX_MODIFIED_HEADERS = 100;
+
+/** Checks the shape of a `POST /replay` body; throws `ECHO_ERR_INVALID_REPLAY` naming the field. */
+export function parseReplayRequest(body: unknown): ReplayRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new InvalidReplayError('expected a JSON object with a string field "id"');
+  }
+  const b = body as Record<string, unknown>;
+  if (typeof b['id'] !== 'string' || b['id'].length === 0) throw new InvalidReplayError('"id" must be a non-empty string');
+  for (const key of Object.keys(b)) {
+    if (!['id', 'modify_headers', 'modify_body', 'target'].includes(key)) {
+      throw new InvalidReplayError(`unknown field "${key}"; expected id, modify_headers, modify_body, target`);
+    }
+  }
+  const headers = b['modify_headers'];
+  if (headers !== undefined) {
+    if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+      throw new InvalidReplayError('"modify_headers" must be an object of string values');
+    }
+    const entries = Object.entries(headers);
+    if (entries.length > MAX_MODIFIED_HEADERS) {
+      throw new InvalidReplayError(`"modify_headers" has more than ${MAX_MODIFIED_HEADERS} entries`);
+    }
+    for (const [name, value] of entries) {
+      if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(value)) {
+        throw new InvalidReplayError(`"modify_headers.${name}" must be a valid header name with a string value`);
+      }
+    }
+  }
+  if (b['modify_body'] !== undefined && typeof b['modify_body'] !== 'string') {
+    throw new InvalidReplayError('"modify_body" must be a string');
+  }
+  if (b['target'] !== undefined && typeof b['target'] !== 'string') throw new InvalidReplayError('"target" must be a string');
+  return b as unknown as ReplayRequest;
+}
+
+/** Validates a replay target: an absolute http(s) URL, without query or fragment. */
+export function parseTarget(target: string): string {
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    throw new InvalidTargetError(JSON.stringify(target));
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
+    throw new InvalidTargetError(JSON.stringify(target));
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/**
+ * Re-sends a stored request: same method, path and query, headers (less hop-by-hop and length
+ * headers) and body, with the request's modifications applied.
+ */
+export async function replay(history: History, req: ReplayRequest, options: ReplayOptions): Promise<ReplayResult> {
+  const base = req.target === undefined ? options.selfBaseUrl : parseTarget(req.target);
+  const entry = history.get(req.id);
+  if (entry === undefined) throw new ReplayNotFoundError(req.id);
+  const headers = replayHeaders(entry, req.modify_headers);
+  const body = req.modify_body !== undefined ? req.modify_body : storedBody(entry);
+  const bodyAllowed = entry.method !== 'GET' && entry.method !== 'HEAD';
+  try {
+    const res = await request(base + entry.url, {
+      method: entry.method as Dispatcher.HttpMethod,
+      headers,
+      body: bodyAllowed || body.length > 0 ? body : undefined,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    });
+    const ct = res.headers['content-type'];
+    return { status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body: res.body };
+  } catch (err) {
+    if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
+      throw new UpstreamTimeoutError(options.timeoutMs);
+    }
+    throw new UpstreamUnreachableError(describe(err));
+  }
+}
+
+function replayHeaders(entry: HistoryEntry, modify: Readonly<Record<string, string>> | undefined): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(entry.headers)) {
+    if (!DROPPED.has(name) && !name.startsWith(':')) out[name] = value;
+  }
+  if (modify !== undefined) {
+    for (const [name, value] of Object.entries(modify)) out[name.toLowerCase()] = value;
+  }
+  out['x-echo-replay-of'] = entry.id;
+  return out;
+}
+
+function storedBody(entry: HistoryEntry): Buffer {
+  return Buffer.from(entry.body, entry.body_encoding === 'base64' ? 'base64' : 'utf8');
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const code = (err as Error & { code?: string }).code;
+    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+    return cause?.code ?? code ?? err.message;
+  }
+  return String(err);
+}

@@ -1,0 +1,124 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { validateScenarios } from '../scenario/index.ts';
+import type { EchoState } from './app.ts';
+import { InvalidScenariosError, withDetails } from './errors.ts';
+import { protocolOf } from './pipeline.ts';
+import { parseReplayRequest, replay } from './replay.ts';
+import { formatUptime, HOSTNAME, VERSION } from './version.ts';
+
+/** Routes never rate limited: probes and scrapes must not flap. */
+export const UNLIMITED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics']);
+
+const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
+
+/** The service's own routes: health, readiness, info, metrics, history, replay, scenarios. */
+export async function registerServiceRoutes(app: FastifyInstance, state: EchoState, _logger: Logger): Promise<void> {
+  const { config, history, scenarios, metrics } = state;
+  app.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_req, body, done) => done(null, { yaml: body }));
+
+  app.get('/health', async () => {
+    const uptimeSeconds = uptime(state);
+    const mem = process.memoryUsage();
+    return {
+      status: 'healthy',
+      timestamp: new Date().toISOString(),
+      uptime: formatUptime(uptimeSeconds),
+      uptime_seconds: Math.round(uptimeSeconds * 1000) / 1000,
+      metrics: {
+        requests: state.requestCount,
+        in_flight: state.inFlight,
+        open_websockets: state.openStreams.ws,
+        open_sse_streams: state.openStreams.sse,
+        history_size: history.size,
+        scenario_count: scenarios.size,
+        rss_bytes: mem.rss,
+        heap_used_bytes: mem.heapUsed,
+        event_loop_lag_ms: Math.round((state.eventLoopDelay.mean / 1e6) * 100) / 100,
+      },
+    };
+  });
+
+  app.get('/ready', async (_request, reply) => {
+    if (state.drain.signal.aborted) return reply.code(503).send({ status: 'draining' });
+    return { status: 'ready' };
+  });
+
+  app.get('/info', async (request) => {
+    const raw = request.raw;
+    const url = raw.url ?? '/';
+    const q = url.indexOf('?');
+    const length = request.headers['content-length'];
+    return {
+      method: request.method,
+      path: q === -1 ? url : url.slice(0, q),
+      url,
+      query: q === -1 ? '' : url.slice(q + 1),
+      remote_addr: request.ip,
+      request_id: request.id,
+      protocol: protocolOf(request),
+      tls: request.protocol === 'https',
+      user_agent: request.headers['user-agent'] ?? '',
+      content_type: request.headers['content-type'] ?? '',
+      body_size: length === undefined ? 0 : Number(length),
+      headers: request.headers,
+      server: {
+        hostname: HOSTNAME,
+        version: VERSION,
+        uptime: formatUptime(uptime(state)),
+        start_time: state.startedAt.toISOString(),
+        request_count: String(state.requestCount),
+        node_version: process.version,
+      },
+    };
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+
+  app.get('/history', async () => history.list());
+
+  app.post('/replay', async (request: FastifyRequest, reply: FastifyReply) => {
+    const body = parseReplayRequest(request.body);
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : config.port;
+    const scheme = request.protocol === 'https' ? 'https' : 'http';
+    const result = await replay(history, body, { selfBaseUrl: `${scheme}://127.0.0.1:${port}`, timeoutMs: config.replayTimeoutMs });
+    reply.code(result.status).header('x-echo-replay-of', body.id);
+    if (result.contentType !== undefined) reply.type(result.contentType);
+    return reply.send(result.body);
+  });
+
+  app.get('/scenario', async () => scenarios.list());
+
+  app.post('/scenario', async (request) => {
+    const input = request.body as unknown;
+    const parsed =
+      typeof input === 'object' && input !== null && 'yaml' in input && !Array.isArray(input)
+        ? parseYamlScenarios((input as { yaml: string }).yaml, config.maxDelayMs)
+        : validateScenarios(input, { maxDelayMs: config.maxDelayMs });
+    if (!parsed.ok) {
+      const details = parsed.problems.map((p) => ({ field: p.path, message: p.message }));
+      throw withDetails(new InvalidScenariosError(details.map((d) => `${d.field}: ${d.message}`).join('; ')), details);
+    }
+    scenarios.replace(parsed.scenarios);
+    return { status: 'scenarios updated', count: parsed.scenarios.length };
+  });
+}
+
+import { parseScenarioDocument } from '../scenario/index.ts';
+
+function parseYamlScenarios(text: string, maxDelayMs: number): ReturnType<typeof validateScenarios> {
+  try {
+    return { ok: true, scenarios: parseScenarioDocument(text, 'request body', { maxDelayMs }) };
+  } catch (err) {
+    const problems = (err as { problems?: Array<{ path: string; message: string }> }).problems;
+    return { ok: false, problems: problems ?? [{ path: '', message: (err as Error).message }] };
+  }
+}
+
+function uptime(state: EchoState): number {
+  return (Date.now() - state.startedAt.getTime()) / 1000;
+}

@@ -1,0 +1,427 @@
+/**
+ * Validation of a scenario set against the one schema, plus the checks a structural schema cannot
+ * express. Lists every problem with its location and never throws because of the input.
+ */
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
+import { DELAY_SPEC_FORM, parseDelayBounds } from './duration.ts';
+import {
+  HEADER_NAME_PATTERN,
+  MAX_BODY_LENGTH,
+  MAX_HEADER_NAME_LENGTH,
+  MAX_HEADERS,
+  MAX_PATH_LENGTH,
+  MAX_RESPONSES,
+  MAX_SCENARIOS,
+  MAX_STATUS,
+  MAX_TIMER_DELAY_MS,
+  MIN_STATUS,
+  type Scenario,
+  ScenarioListSchema,
+  type ScenarioResponse,
+} from './schema.ts';
+
+/** One thing wrong with a scenario set. */
+export interface ScenarioProblem {
+  /** JSON pointer (RFC 6901) to the offending value, e.g. `/0/responses/1/status`; `''` is the input. */
+  readonly path: string;
+  /** What was expected and what was found, e.g. `status must be an integer 100-599, got 700`. */
+  readonly message: string;
+}
+
+/** Options of {@link validateScenarios}. */
+export interface ValidateScenariosOptions {
+  /**
+   * Longest delay a response may ask for, in milliseconds (for a range, its upper bound); the
+   * service's `ECHO_MAX_DELAY`. Default: no ceiling of the caller's own, only `MAX_TIMER_DELAY_MS`.
+   */
+  readonly maxDelayMs?: number;
+}
+
+/** The outcome of {@link validateScenarios}: the validated set, or every problem found. */
+export type ValidateScenariosResult =
+  | { readonly ok: true; readonly scenarios: Scenario[] }
+  | { readonly ok: false; readonly problems: ScenarioProblem[] };
+
+/** Most problems one validation lists; a last problem at path `''` says when it stopped there. */
+export const MAX_PROBLEMS = 1000;
+
+/**
+ * Headers a scenario may not set: they manage the connection or the message framing, which the
+ * server owns, and HTTP/2 forbids the connection-specific ones outright (Node throws on them).
+ */
+const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'content-length',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+const HEADER_NAME = new RegExp(HEADER_NAME_PATTERN);
+const checker = TypeCompiler.Compile(ScenarioListSchema);
+
+const SCENARIO_KEYS = 'path, responses';
+const RESPONSE_KEYS = 'status, delay, body, headers';
+const PATH_FORM = `a string starting with "/" without whitespace, control characters, "?" or "#"`;
+const HEADER_VALUE_FORM = 'printable ASCII or Latin-1 text (no CR, LF, NUL or other control characters)';
+const HEADER_NAME_CHARS = "letters, digits and !#$%&'*+-.^_`|~";
+
+/**
+ * Validates a scenario set: the parsed body of `POST /scenario`, a scenario file or the operator's
+ * merged array. Checks the schema (types, required and unknown fields, status 100-599, `delay`
+ * grammar, lengths and counts) and what it cannot express: a reversed delay range, a delay above
+ * `maxDelayMs` (or {@link MAX_TIMER_DELAY_MS}), a `path` used twice, header names that are not HTTP
+ * tokens, repeat in another case, or are reserved (`Connection`, `Content-Length`, ...).
+ *
+ * Never throws because of the input: anything at all (null, strings, cycles, huge arrays) gives a
+ * result. Counts are checked before contents, so an oversized array costs no deep walk.
+ * @returns `{ ok: true, scenarios }` with a fresh copy of the input, or `{ ok: false, problems }`
+ *   listing every problem (at most {@link MAX_PROBLEMS}), in input order, one per location.
+ * @throws RangeError when `options.maxDelayMs` is not a non-negative number (a programming error).
+ */
+export function validateScenarios(
+  input: unknown,
+  options: ValidateScenariosOptions = {},
+): ValidateScenariosResult {
+  const { maxDelayMs } = options;
+  if (maxDelayMs !== undefined && !(typeof maxDelayMs === 'number' && maxDelayMs >= 0)) {
+    throw new RangeError(
+      `maxDelayMs must be a non-negative number of milliseconds, got ${String(maxDelayMs)}`,
+    );
+  }
+  const delayLimitMs = Math.min(maxDelayMs ?? MAX_TIMER_DELAY_MS, MAX_TIMER_DELAY_MS);
+  try {
+    if (!Array.isArray(input)) {
+      return failure([{ path: '', message: `input must be an array of scenarios, got ${describe(input)}` }]);
+    }
+    if (input.length > MAX_SCENARIOS) {
+      return failure([
+        { path: '', message: `input must hold at most ${MAX_SCENARIOS} scenarios, got ${input.length}` },
+      ]);
+    }
+    const problems = new ProblemList();
+    const view = boundedView(input, problems);
+    if (!checker.Check(view)) collectSchemaProblems(view, problems);
+    collectSemanticProblems(view, problems, delayLimitMs, maxDelayMs !== undefined);
+    if (problems.size > 0) return failure(problems.sorted());
+    return { ok: true, scenarios: (view as Scenario[]).map(copyScenario) };
+  } catch (error) {
+    // Only exotic objects (throwing getters, proxies) get here; JSON and YAML never do.
+    return failure([{ path: '', message: `input could not be read: ${(error as Error)?.message ?? error}` }]);
+  }
+}
+
+function failure(problems: ScenarioProblem[]): ValidateScenariosResult {
+  return { ok: false, problems };
+}
+
+/** A deep copy of a validated scenario, keeping only the schema's fields. */
+export function copyScenario(scenario: Scenario): Scenario {
+  return { path: scenario.path, responses: scenario.responses.map(copyResponse) };
+}
+
+function copyResponse(response: ScenarioResponse): ScenarioResponse {
+  const copy: ScenarioResponse = { status: response.status };
+  if (response.delay !== undefined) copy.delay = response.delay;
+  if (response.body !== undefined) copy.body = response.body;
+  // fromEntries defines own properties, so even a header named `__proto__` survives the copy.
+  if (response.headers !== undefined) copy.headers = Object.fromEntries(Object.entries(response.headers));
+  return copy;
+}
+
+/** Problems keyed by location: the first problem found at a location is the one reported. */
+class ProblemList {
+  readonly #byPath = new Map<string, string>();
+  #truncated = false;
+
+  get size(): number {
+    return this.#byPath.size;
+  }
+
+  get full(): boolean {
+    return this.#truncated;
+  }
+
+  has(path: string): boolean {
+    return this.#byPath.has(path);
+  }
+
+  add(path: string, message: string): void {
+    if (this.#truncated || this.#byPath.has(path)) return;
+    this.#set(path, message);
+  }
+
+  /** Adds a second aspect to a location's problem (a header's name beside its value). */
+  append(path: string, message: string): void {
+    const existing = this.#byPath.get(path);
+    if (existing === undefined) this.add(path, message);
+    else this.#byPath.set(path, `${message}; ${existing}`);
+  }
+
+  #set(path: string, message: string): void {
+    if (this.#byPath.size === MAX_PROBLEMS) {
+      this.#truncated = true;
+      return;
+    }
+    this.#byPath.set(path, message);
+  }
+
+  /** Problems grouped by scenario, then response, in input order; schema problems first in each. */
+  sorted(): ScenarioProblem[] {
+    const list = [...this.#byPath].map(([path, message], order) => ({ path, message, order }));
+    list.sort((a, b) => compareLocations(a.path, b.path) || a.order - b.order);
+    const problems: ScenarioProblem[] = list.map(({ path, message }) => ({ path, message }));
+    if (this.#truncated) {
+      problems.push({ path: '', message: `too many problems: stopped after the first ${MAX_PROBLEMS}` });
+    }
+    return problems;
+  }
+}
+
+function compareLocations(a: string, b: string): number {
+  const [as = -1, ar = -1] = indexesOf(a);
+  const [bs = -1, br = -1] = indexesOf(b);
+  return as - bs || ar - br;
+}
+
+/** The scenario and response index of a location, where it has them. */
+function indexesOf(path: string): number[] {
+  const segments = path.split('/');
+  const indexes: number[] = [];
+  if (segments[1] !== undefined && /^\d+$/.test(segments[1])) indexes.push(Number(segments[1]));
+  if (segments[2] === 'responses' && segments[3] !== undefined && /^\d+$/.test(segments[3])) {
+    indexes.push(Number(segments[3]));
+  }
+  return indexes;
+}
+
+/**
+ * The input with every `responses` array cut to {@link MAX_RESPONSES}, so that the schema walk never
+ * goes through a huge array: the excess is reported here, once.
+ */
+function boundedView(input: unknown[], problems: ProblemList): unknown[] {
+  let view: unknown[] | undefined;
+  for (let i = 0; i < input.length; i++) {
+    const scenario = input[i];
+    if (!isRecord(scenario)) continue;
+    const responses = scenario['responses'];
+    if (!Array.isArray(responses) || responses.length <= MAX_RESPONSES) continue;
+    problems.add(
+      `/${i}/responses`,
+      `responses must hold at most ${MAX_RESPONSES} responses, got ${responses.length}`,
+    );
+    view ??= input.slice();
+    view[i] = { ...scenario, responses: responses.slice(0, MAX_RESPONSES) };
+  }
+  return view ?? input;
+}
+
+function collectSchemaProblems(view: unknown[], problems: ProblemList): void {
+  for (const error of checker.Errors(view)) {
+    if (problems.full) return;
+    if (problems.has(error.path)) continue;
+    problems.add(error.path, schemaMessage(error));
+  }
+}
+
+function collectSemanticProblems(
+  view: unknown[],
+  problems: ProblemList,
+  delayLimitMs: number,
+  callerLimit: boolean,
+): void {
+  const firstByPath = new Map<string, number>();
+  for (let i = 0; i < view.length && !problems.full; i++) {
+    const scenario = view[i];
+    if (!isRecord(scenario)) continue;
+    const path = scenario['path'];
+    const pathLocation = `/${i}/path`;
+    if (typeof path === 'string' && !problems.has(pathLocation)) {
+      const first = firstByPath.get(path);
+      if (first === undefined) firstByPath.set(path, i);
+      else
+        problems.add(
+          pathLocation,
+          `path ${quote(path)} is already used by scenario ${first}; paths must be unique`,
+        );
+    }
+    const responses = scenario['responses'];
+    if (!Array.isArray(responses)) continue;
+    for (let j = 0; j < responses.length && !problems.full; j++) {
+      const response = responses[j];
+      if (!isRecord(response)) continue;
+      const location = `/${i}/responses/${j}`;
+      checkDelay(response['delay'], `${location}/delay`, problems, delayLimitMs, callerLimit);
+      checkHeaderNames(response['headers'], `${location}/headers`, problems);
+    }
+  }
+}
+
+function checkDelay(
+  delay: unknown,
+  location: string,
+  problems: ProblemList,
+  delayLimitMs: number,
+  callerLimit: boolean,
+): void {
+  if (typeof delay !== 'string' || problems.has(location)) return;
+  const bounds = parseDelayBounds(delay);
+  if (bounds === undefined) {
+    problems.add(location, `delay must be ${DELAY_SPEC_FORM}, got ${quote(delay)}`);
+  } else if (bounds.minMs > bounds.maxMs) {
+    problems.add(
+      location,
+      `delay range must go from low to high, got ${quote(delay)} (${bounds.minMs}ms > ${bounds.maxMs}ms)`,
+    );
+  } else if (bounds.maxMs > delayLimitMs) {
+    const limit = callerLimit
+      ? `${delayLimitMs}ms (the maximum delay)`
+      : `${delayLimitMs}ms (the longest timer)`;
+    problems.add(location, `delay must be at most ${limit}, got ${quote(delay)} (${bounds.maxMs}ms)`);
+  }
+}
+
+function checkHeaderNames(headers: unknown, location: string, problems: ProblemList): void {
+  if (!isRecord(headers)) return;
+  const seen = new Map<string, string>();
+  for (const name of Object.keys(headers)) {
+    if (problems.full) return;
+    const at = `${location}/${escapePointer(name)}`;
+    const lower = name.toLowerCase();
+    if (name.length > MAX_HEADER_NAME_LENGTH) {
+      problems.append(
+        at,
+        `header name must be at most ${MAX_HEADER_NAME_LENGTH} characters, got ${name.length} characters`,
+      );
+    } else if (!HEADER_NAME.test(name)) {
+      problems.append(at, `header name must be an HTTP token (${HEADER_NAME_CHARS}), got ${quote(name)}`);
+    } else if (RESERVED_HEADERS.has(lower)) {
+      problems.append(
+        at,
+        `header ${quote(name)} cannot be set by a scenario: the server manages the connection and message framing`,
+      );
+    } else {
+      const first = seen.get(lower);
+      if (first === undefined) seen.set(lower, name);
+      else
+        problems.append(
+          at,
+          `header ${quote(name)} repeats ${quote(first)}: header names are case-insensitive`,
+        );
+    }
+  }
+}
+
+/** What a location holds, worded for messages: its label and the expected form. */
+interface Field {
+  readonly label: string;
+  readonly expected: string;
+  /** What the counted items are called, for count errors. */
+  readonly unit?: string;
+}
+
+const FIELDS: Readonly<Record<string, Field>> = {
+  scenario: { label: 'scenario', expected: 'an object with path and responses' },
+  path: { label: 'path', expected: `${PATH_FORM}, at most ${MAX_PATH_LENGTH} characters long` },
+  responses: { label: 'responses', expected: `an array of 1-${MAX_RESPONSES} responses`, unit: 'responses' },
+  response: { label: 'response', expected: 'an object with status and optionally delay, body and headers' },
+  status: { label: 'status', expected: `an integer ${MIN_STATUS}-${MAX_STATUS}` },
+  delay: { label: 'delay', expected: `a string holding ${DELAY_SPEC_FORM}` },
+  body: { label: 'body', expected: `a string of at most ${MAX_BODY_LENGTH} characters` },
+  headers: {
+    label: 'headers',
+    expected: `an object of header names to string values, at most ${MAX_HEADERS} entries`,
+    unit: 'entries',
+  },
+};
+
+/** One clear message for a schema error, whatever TypeBox's own wording. */
+function schemaMessage(error: ValueError): string {
+  const segments = error.path.split('/').slice(1).map(unescapePointer);
+  const key = segments.at(-1) ?? '';
+  if (error.type === ValueErrorType.ObjectAdditionalProperties) {
+    const allowed = segments.length <= 2 ? SCENARIO_KEYS : RESPONSE_KEYS;
+    const owner = segments.length <= 2 ? 'scenario' : 'response';
+    return `unknown property ${quote(key)} in ${owner}; expected only ${allowed}`;
+  }
+  const field = fieldAt(segments);
+  if (error.type === ValueErrorType.ObjectRequiredProperty)
+    return `${field.label} is required: ${field.expected}`;
+  const value: unknown = error.value;
+  switch (error.type) {
+    case ValueErrorType.StringMaxLength:
+      return `${field.label} must be at most ${String(error.schema['maxLength'])} characters long, got ${(value as string).length} characters`;
+    case ValueErrorType.ArrayMinItems:
+    case ValueErrorType.ArrayMaxItems:
+      return `${field.label} must be ${field.expected}, got ${(value as unknown[]).length} ${field.unit ?? 'items'}`;
+    case ValueErrorType.ObjectMaxProperties:
+      return `${field.label} must be ${field.expected}, got ${Object.keys(value as object).length} ${field.unit ?? 'entries'}`;
+    default: {
+      const hint =
+        key === 'delay' && typeof value === 'number' ? ` (write it as a string, e.g. "${value}ms")` : '';
+      return `${field.label} must be ${field.expected}, got ${describe(value)}${hint}`;
+    }
+  }
+}
+
+function fieldAt(segments: string[]): Field {
+  switch (segments.length) {
+    case 0:
+      return { label: 'input', expected: `an array of at most ${MAX_SCENARIOS} scenarios` };
+    case 1:
+      return FIELDS['scenario']!;
+    case 3:
+      return FIELDS['response']!;
+    case 5: {
+      const name = segments[4] ?? '';
+      return {
+        label: `header ${quote(name)} value`,
+        expected: `a string of ${HEADER_VALUE_FORM}`,
+      };
+    }
+    default: {
+      const key = segments.at(-1) ?? '';
+      return FIELDS[key] ?? { label: key, expected: 'valid' };
+    }
+  }
+}
+
+/** A short, exact account of a value found where something else was expected. */
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  switch (typeof value) {
+    case 'string':
+      return quote(value);
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+      return String(value);
+    case 'undefined':
+      return 'nothing';
+    default:
+      return typeof value;
+  }
+}
+
+const QUOTE_MAX = 60;
+
+function quote(text: string): string {
+  if (text.length <= QUOTE_MAX) return JSON.stringify(text);
+  return `${JSON.stringify(text.slice(0, QUOTE_MAX))}... (${text.length} characters)`;
+}
+
+function escapePointer(key: string): string {
+  return key.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+function unescapePointer(segment: string): string {
+  return segment.replaceAll('~1', '/').replaceAll('~0', '~');
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
