@@ -11,8 +11,12 @@ const esc = (s: string) => s.replaceAll('|', '\\|');
 const code = (s: string) => (s === '' ? '(empty)' : `\`${s}\``);
 
 export function variablesTable(): string {
-  const rows = VARIABLES.map((v) => `| \`${v.name}\` | ${esc(v.meaning)} | ${code(v.default)} | ${esc(v.form)} |`);
-  rows.push(`| \`${HEADER_VARIABLE.name}\` | ${HEADER_VARIABLE.meaning} | ${HEADER_VARIABLE.default} | ${esc(HEADER_VARIABLE.form)} |`);
+  const rows = VARIABLES.map(
+    (v) => `| \`${v.name}\` | ${esc(v.meaning)} | ${code(v.default)} | ${esc(v.form)} |`,
+  );
+  rows.push(
+    `| \`${HEADER_VARIABLE.name}\` | ${HEADER_VARIABLE.meaning} | ${HEADER_VARIABLE.default} | ${esc(HEADER_VARIABLE.form)} |`,
+  );
   return ['| Variable | Meaning | Default | Accepted form |', '|---|---|---|---|', ...rows].join('\n');
 }
 

@@ -1,20 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import cors from '@fastify/cors';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { CardinalityFirewall } from '../obs/cardinality.ts';
-import { ScenarioStore, type Scenario } from '../scenario/index.ts';
+import { type Scenario, ScenarioStore } from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
 import { errorHandler, notFoundHandler } from './error-handler.ts';
+import { RateLimitedError } from './errors.ts';
 import { History } from './history.ts';
 import { registerLogging } from './logging.ts';
 import { EchoMetrics } from './metrics.ts';
 import { createEchoHandler } from './pipeline.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { TokenBucket } from './rate-limit.ts';
-import { RateLimitedError } from './errors.ts';
-import { registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
+import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
@@ -58,7 +58,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   const logger = options.logger ?? pino({ level: config.logLevel });
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // echo-chaos writes its own request lines (LOG_REQUESTS and friends).
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxBodyBytes,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
@@ -67,9 +68,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     routerOptions: { ignoreDuplicateSlashes: false },
   });
 
-  const random = options.random ?? (config.randomSeed === undefined ? Math.random : seededRandom(config.randomSeed));
+  const random =
+    options.random ?? (config.randomSeed === undefined ? Math.random : seededRandom(config.randomSeed));
   const firewall = new CardinalityFirewall();
-  const eventLoopDelay = monitorEventLoopDelay({ resolution: 20 });
+  const eventLoopDelay = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
   eventLoopDelay.enable();
   const state: EchoState = {
     config,
@@ -86,9 +88,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.decorate('echo', state);
   app.decorateRequest('historyEntry', undefined);
 
-  const scenarioFile = options.scenarios
-    ? (state.scenarios.replace([...options.scenarios]), undefined)
-    : startScenarioFile(config, state.scenarios, logger);
+  let scenarioFile: { close(): void } | undefined;
+  if (options.scenarios !== undefined) state.scenarios.replace([...options.scenarios]);
+  else scenarioFile = startScenarioFile(config, state.scenarios, logger);
   app.addHook('onClose', async () => {
     scenarioFile?.close();
     eventLoopDelay.disable();
@@ -160,7 +162,12 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     }
     const url = request.url;
     const q = url.indexOf('?');
-    state.metrics.recordRequest(request.method, q === -1 ? url : url.slice(0, q), reply.statusCode, reply.elapsedTime / 1000);
+    state.metrics.recordRequest(
+      request.method,
+      q === -1 ? url : url.slice(0, q),
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
     done();
   });
 

@@ -1,4 +1,10 @@
-import { DELAY_SPEC_FORM, DURATION_FORM, type DelaySpec, parseDelaySpec, parseDurationMs } from '../scenario/duration.ts';
+import {
+  DELAY_SPEC_FORM,
+  type DelaySpec,
+  DURATION_FORM,
+  parseDelaySpec,
+  parseDurationMs,
+} from '../scenario/duration.ts';
 import { ConfigError } from './errors.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
@@ -103,34 +109,202 @@ export const VARIABLES: readonly VariableSpec[] = [
   v('ENABLE_TLS', 'enableTls', 'false', '`true` or `false`', 'Serve HTTPS', boolean()),
   v('CERT_FILE', 'certFile', 'server.crt', 'a file path', 'TLS certificate (PEM)', text),
   v('KEY_FILE', 'keyFile', 'server.key', 'a file path', 'TLS private key (PEM)', text),
-  v('ENABLE_CORS', 'enableCors', 'true', '`true` or `false`', 'Permissive CORS: any origin, method and header', boolean()),
-  v('MAX_BODY_SIZE', 'maxBodyBytes', String(DEFAULT_MAX_BODY_BYTES), 'integer bytes 0-1073741824', 'Largest request body; above it is a 413', integer(0, GiB)),
-  v('ECHO_CHAOS', 'chaosPercent', '', 'empty, or integer 0-100', 'Default chaos percentage (random injected failures)', (raw) => (raw === '' ? ok(0) : integer(0, 100)(raw))),
-  v('ECHO_DELAY', 'defaultDelay', '', `empty, or ${DELAY_SPEC_FORM}`, 'Default delay when a request sends no delay header', (raw) => (raw === '' ? ok(undefined) : delaySpec(raw))),
-  v('ECHO_MAX_DELAY', 'maxDelayMs', '300s', `${DURATION_FORM}, at most 24h`, 'Ceiling of any delay; a larger requested delay is a 400', duration(0, DAY_MS)),
-  v('ECHO_ERROR_TIMEOUT', 'errorTimeoutMs', '65s', `${DURATION_FORM}, at most 24h`, 'How long `X-Echo-Error: timeout` holds a request before its 504', duration(0, DAY_MS)),
-  v('ECHO_MAX_RESPONSE_SIZE', 'maxResponseBytes', String(DEFAULT_MAX_RESPONSE_BYTES), 'integer bytes 0-10737418240', 'Ceiling of `X-Echo-Response-Size`; above it is a 400', integer(0, 10 * GiB)),
-  v('ECHO_RATE_LIMIT_RPS', 'rateLimitRps', '0', 'number 0-1000000', 'Global rate limit in requests per second; 0 disables', decimal(0, 1_000_000)),
-  v('ECHO_RATE_LIMIT_BURST', 'rateLimitBurst', '0', 'integer 0-1000000', 'Token-bucket burst; 0 means max(1, ceil(rps))', integer(0, 1_000_000)),
-  v('ECHO_SSE_TICKER', 'sseTickerMs', '5s', `${DURATION_FORM}, 10ms-1h`, 'Interval between `/sse` events', duration(10, 3_600_000)),
-  v('ECHO_HISTORY_SIZE', 'historySize', '100', 'integer 0-100000', 'Requests kept in history (oldest dropped first); 0 keeps none', integer(0, 100_000)),
-  v('ECHO_HISTORY_MAX_BODY', 'historyMaxBodyBytes', '65536', 'integer bytes 0-10485760', 'Bytes of each body kept in history; the rest is cut', integer(0, 10 * MiB)),
-  v('ECHO_SCENARIO_FILE', 'scenarioFile', 'scenarios.yaml', 'a file path', 'YAML scenarios file, watched for changes; a missing default file means no scenarios', text),
-  v('ECHO_SERVER_INFO', 'serverInfo', 'false', '`true` or `false`', 'Add `X-Echo-Server`, `X-Echo-Version`, `X-Echo-Uptime` to every response', boolean()),
-  v('ECHO_REPLAY_TIMEOUT', 'replayTimeoutMs', '30s', `${DURATION_FORM}, at most 24h`, 'How long `POST /replay` waits for the target before a 504', duration(1, DAY_MS)),
-  v('ECHO_RANDOM_SEED', 'randomSeed', '', 'empty, or integer 0-4294967295', 'Seed for chaos, jitter and random bodies, for reproducible runs; empty is unseeded', (raw) => (raw === '' ? ok(undefined) : integer(0, 0xffffffff)(raw))),
-  v('LOG_LEVEL', 'logLevel', 'info', 'one of trace, debug, info, warn, error, fatal, silent', 'Log level', (raw) => (/^(trace|debug|info|warn|error|fatal|silent)$/.test(raw) ? ok(raw) : bad)),
-  v('LOG_REQUESTS', 'logRequests', 'true', '`true` or `false`', 'Log a request line and a completion line', boolean()),
+  v(
+    'ENABLE_CORS',
+    'enableCors',
+    'true',
+    '`true` or `false`',
+    'Permissive CORS: any origin, method and header',
+    boolean(),
+  ),
+  v(
+    'MAX_BODY_SIZE',
+    'maxBodyBytes',
+    String(DEFAULT_MAX_BODY_BYTES),
+    'integer bytes 0-1073741824',
+    'Largest request body; above it is a 413',
+    integer(0, GiB),
+  ),
+  v(
+    'ECHO_CHAOS',
+    'chaosPercent',
+    '',
+    'empty, or integer 0-100',
+    'Default chaos percentage (random injected failures)',
+    (raw) => (raw === '' ? ok(0) : integer(0, 100)(raw)),
+  ),
+  v(
+    'ECHO_DELAY',
+    'defaultDelay',
+    '',
+    `empty, or ${DELAY_SPEC_FORM}`,
+    'Default delay when a request sends no delay header',
+    (raw) => (raw === '' ? ok(undefined) : delaySpec(raw)),
+  ),
+  v(
+    'ECHO_MAX_DELAY',
+    'maxDelayMs',
+    '300s',
+    `${DURATION_FORM}, at most 24h`,
+    'Ceiling of any delay; a larger requested delay is a 400',
+    duration(0, DAY_MS),
+  ),
+  v(
+    'ECHO_ERROR_TIMEOUT',
+    'errorTimeoutMs',
+    '65s',
+    `${DURATION_FORM}, at most 24h`,
+    'How long `X-Echo-Error: timeout` holds a request before its 504',
+    duration(0, DAY_MS),
+  ),
+  v(
+    'ECHO_MAX_RESPONSE_SIZE',
+    'maxResponseBytes',
+    String(DEFAULT_MAX_RESPONSE_BYTES),
+    'integer bytes 0-10737418240',
+    'Ceiling of `X-Echo-Response-Size`; above it is a 400',
+    integer(0, 10 * GiB),
+  ),
+  v(
+    'ECHO_RATE_LIMIT_RPS',
+    'rateLimitRps',
+    '0',
+    'number 0-1000000',
+    'Global rate limit in requests per second; 0 disables',
+    decimal(0, 1_000_000),
+  ),
+  v(
+    'ECHO_RATE_LIMIT_BURST',
+    'rateLimitBurst',
+    '0',
+    'integer 0-1000000',
+    'Token-bucket burst; 0 means max(1, ceil(rps))',
+    integer(0, 1_000_000),
+  ),
+  v(
+    'ECHO_SSE_TICKER',
+    'sseTickerMs',
+    '5s',
+    `${DURATION_FORM}, 10ms-1h`,
+    'Interval between `/sse` events',
+    duration(10, 3_600_000),
+  ),
+  v(
+    'ECHO_HISTORY_SIZE',
+    'historySize',
+    '100',
+    'integer 0-100000',
+    'Requests kept in history (oldest dropped first); 0 keeps none',
+    integer(0, 100_000),
+  ),
+  v(
+    'ECHO_HISTORY_MAX_BODY',
+    'historyMaxBodyBytes',
+    '65536',
+    'integer bytes 0-10485760',
+    'Bytes of each body kept in history; the rest is cut',
+    integer(0, 10 * MiB),
+  ),
+  v(
+    'ECHO_SCENARIO_FILE',
+    'scenarioFile',
+    'scenarios.yaml',
+    'a file path',
+    'YAML scenarios file, watched for changes; a missing default file means no scenarios',
+    text,
+  ),
+  v(
+    'ECHO_SERVER_INFO',
+    'serverInfo',
+    'false',
+    '`true` or `false`',
+    'Add `X-Echo-Server`, `X-Echo-Version`, `X-Echo-Uptime` to every response',
+    boolean(),
+  ),
+  v(
+    'ECHO_REPLAY_TIMEOUT',
+    'replayTimeoutMs',
+    '30s',
+    `${DURATION_FORM}, at most 24h`,
+    'How long `POST /replay` waits for the target before a 504',
+    duration(1, DAY_MS),
+  ),
+  v(
+    'ECHO_RANDOM_SEED',
+    'randomSeed',
+    '',
+    'empty, or integer 0-4294967295',
+    'Seed for chaos, jitter and random bodies, for reproducible runs; empty is unseeded',
+    (raw) => (raw === '' ? ok(undefined) : integer(0, 0xffffffff)(raw)),
+  ),
+  v(
+    'LOG_LEVEL',
+    'logLevel',
+    'info',
+    'one of trace, debug, info, warn, error, fatal, silent',
+    'Log level',
+    (raw) => (/^(trace|debug|info|warn|error|fatal|silent)$/.test(raw) ? ok(raw) : bad),
+  ),
+  v(
+    'LOG_REQUESTS',
+    'logRequests',
+    'true',
+    '`true` or `false`',
+    'Log a request line and a completion line',
+    boolean(),
+  ),
   v('LOG_HEADERS', 'logHeaders', 'false', '`true` or `false`', 'Log request headers', boolean()),
   v('LOG_BODY', 'logBody', 'false', '`true` or `false`', 'Log request body (never for `/sse`)', boolean()),
-  v('LOG_TRANSACTION', 'logTransaction', 'false', '`true` or `false`', 'Log one consolidated record of request and response', boolean()),
-  v('LOG_RESPONSE', 'logResponse', 'false', '`true` or `false`', 'Log a response completion summary', boolean()),
-  v('LOG_RESPONSE_HEADERS', 'logResponseHeaders', 'false', '`true` or `false`', 'Log response headers', boolean()),
-  v('LOG_RESPONSE_BODY', 'logResponseBody', 'false', '`true` or `false`', 'Log response body (never for `/sse`)', boolean()),
-  v('MAX_LOG_BODY_SIZE', 'maxLogBodyBytes', '2048', 'integer bytes 0-1048576', 'Bytes of a body logged before truncation', integer(0, MiB)),
+  v(
+    'LOG_TRANSACTION',
+    'logTransaction',
+    'false',
+    '`true` or `false`',
+    'Log one consolidated record of request and response',
+    boolean(),
+  ),
+  v(
+    'LOG_RESPONSE',
+    'logResponse',
+    'false',
+    '`true` or `false`',
+    'Log a response completion summary',
+    boolean(),
+  ),
+  v(
+    'LOG_RESPONSE_HEADERS',
+    'logResponseHeaders',
+    'false',
+    '`true` or `false`',
+    'Log response headers',
+    boolean(),
+  ),
+  v(
+    'LOG_RESPONSE_BODY',
+    'logResponseBody',
+    'false',
+    '`true` or `false`',
+    'Log response body (never for `/sse`)',
+    boolean(),
+  ),
+  v(
+    'MAX_LOG_BODY_SIZE',
+    'maxLogBodyBytes',
+    '2048',
+    'integer bytes 0-1048576',
+    'Bytes of a body logged before truncation',
+    integer(0, MiB),
+  ),
 ];
 
-function v(name: string, key: keyof EchoConfig, def: string, form: string, meaning: string, parse: Parser): VariableSpec {
+function v(
+  name: string,
+  key: keyof EchoConfig,
+  def: string,
+  form: string,
+  meaning: string,
+  parse: Parser,
+): VariableSpec {
   return { name, key, default: def, form, meaning, parse };
 }
 
@@ -172,8 +346,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
   for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith(HEADER_PREFIX) || value === undefined) continue;
     const header = name.slice(HEADER_PREFIX.length).replaceAll('_', '-');
-    if (!TOKEN.test(header)) problems.push(`${name}: "${header}" is not a valid header name: expected letters, digits and -`);
-    else if (!SAFE_VALUE.test(value)) problems.push(`${name}=${JSON.stringify(value)} is invalid: a header value must not contain CR, LF or NUL`);
+    if (!TOKEN.test(header))
+      problems.push(`${name}: "${header}" is not a valid header name: expected letters, digits and -`);
+    else if (!SAFE_VALUE.test(value))
+      problems.push(
+        `${name}=${JSON.stringify(value)} is invalid: a header value must not contain CR, LF or NUL`,
+      );
     else extraHeaders.push([header, value]);
   }
   out['extraHeaders'] = extraHeaders;

@@ -1,5 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { DELAY_SPEC_FORM, DURATION_FORM, type DelaySpec, drawDelayMs, parseDelaySpec, parseDurationMs } from '../scenario/duration.ts';
+import {
+  DELAY_SPEC_FORM,
+  type DelaySpec,
+  DURATION_FORM,
+  drawDelayMs,
+  parseDelaySpec,
+  parseDurationMs,
+} from '../scenario/duration.ts';
 import type { ErrorDetail } from './errors.ts';
 import type { RandomSource } from './random.ts';
 
@@ -55,7 +62,15 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;[^\r\n]*)?$/;
 const NON_NEGATIVE_INT = /^\d{1,16}$/;
 /** Headers whose value frames the message: setting them would corrupt the response. */
-const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te']);
+const FRAMING = new Set([
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'trailer',
+  'te',
+]);
 /** Response-only headers a client may reflect back at us; they control nothing. */
 const IGNORED = new Set([
   'x-echo-request-count',
@@ -141,7 +156,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     'x-echo-random-delay',
     (value, ctx, name) => {
       const p = pair(value);
-      if (p === undefined || p[0] > p[1]) return problem(ctx, name, value, 'expected min,max in ms with min <= max, e.g. 100,500');
+      if (p === undefined || p[0] > p[1])
+        return problem(ctx, name, value, 'expected min,max in ms with min <= max, e.g. 100,500');
       setDelay(ctx, name, value, drawDelayMs({ minMs: p[0], maxMs: p[1] }, ctx.random), p[1]);
     },
   ],
@@ -153,7 +169,12 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
       const attemptText = (parts[1] ?? '').trim();
       const attempt = /^\d{1,3}$/.test(attemptText) ? Number(attemptText) : 0;
       if (base === undefined || attempt < 1 || attempt > EXPONENTIAL_MAX_ATTEMPT) {
-        return problem(ctx, name, value, `expected base_ms,attempt with attempt 1-${EXPONENTIAL_MAX_ATTEMPT}, e.g. 100,3`);
+        return problem(
+          ctx,
+          name,
+          value,
+          `expected base_ms,attempt with attempt 1-${EXPONENTIAL_MAX_ATTEMPT}, e.g. 100,3`,
+        );
       }
       const nominal = base * 2 ** (attempt - 1);
       const ms = Math.round(nominal * (0.75 + ctx.random() * 0.5));
@@ -210,7 +231,12 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
       const size = NON_NEGATIVE_INT.test(t) ? Number(t) : -1;
       if (size < 0) return problem(ctx, name, value, 'expected a non-negative integer number of bytes');
       if (size > ctx.limits.maxResponseBytes) {
-        return problem(ctx, name, value, `size is above ECHO_MAX_RESPONSE_SIZE (${ctx.limits.maxResponseBytes} bytes)`);
+        return problem(
+          ctx,
+          name,
+          value,
+          `size is above ECHO_MAX_RESPONSE_SIZE (${ctx.limits.maxResponseBytes} bytes)`,
+        );
       }
       ctx.controls.responseSize = size;
     },
@@ -219,7 +245,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     'x-echo-compress',
     (value, ctx, name) => {
       const v = value.trim().toLowerCase();
-      if (v !== 'gzip' && v !== 'br' && v !== 'deflate') return problem(ctx, name, value, 'expected gzip, br or deflate');
+      if (v !== 'gzip' && v !== 'br' && v !== 'deflate')
+        return problem(ctx, name, value, 'expected gzip, br or deflate');
       ctx.controls.compress = v;
     },
   ],
@@ -227,7 +254,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     'x-echo-content-type',
     (value, ctx, name) => {
       const v = value.trim();
-      if (!MEDIA_TYPE.test(v)) return problem(ctx, name, value, 'expected a media type such as application/json');
+      if (!MEDIA_TYPE.test(v))
+        return problem(ctx, name, value, 'expected a media type such as application/json');
       ctx.controls.contentType = v;
     },
   ],
@@ -239,7 +267,12 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
         .map((n) => n.trim().toLowerCase())
         .filter((n) => n.length > 0);
       if (names.length === 0 || names.length > MAX_ECHOED_HEADERS || !names.every((n) => TOKEN.test(n))) {
-        return problem(ctx, name, value, `expected a comma-separated list of up to ${MAX_ECHOED_HEADERS} header names`);
+        return problem(
+          ctx,
+          name,
+          value,
+          `expected a comma-separated list of up to ${MAX_ECHOED_HEADERS} header names`,
+        );
       }
       ctx.controls.echoHeaders = names;
     },
@@ -289,9 +322,14 @@ export function pick<T>(items: readonly T[], random: RandomSource): T {
 
 function setHeader(ctx: ParseContext, name: string, value: string): void {
   const target = name.slice(SET_HEADER_PREFIX.length);
-  if (target.length === 0 || !TOKEN.test(target)) return problem(ctx, name, value, 'expected X-Echo-Set-Header-<Name> with a header name');
-  if (FRAMING.has(target)) return problem(ctx, name, value, `${target} frames the message and cannot be set`);
-  (ctx.controls.setHeaders ??= []).push([dashCase(target), value]);
+  if (target.length === 0 || !TOKEN.test(target)) {
+    problem(ctx, name, value, 'expected X-Echo-Set-Header-<Name> with a header name');
+  } else if (FRAMING.has(target)) {
+    problem(ctx, name, value, `${target} frames the message and cannot be set`);
+  } else {
+    ctx.controls.setHeaders ??= [];
+    ctx.controls.setHeaders.push([dashCase(target), value]);
+  }
 }
 
 /** `cache-control` → `Cache-Control`. */
@@ -332,7 +370,11 @@ const NO_PROBLEMS: readonly ErrorDetail[] = [];
  * Parses every `X-Echo-*` header of a request once. Unknown `X-Echo-*` names are problems too
  * (with the nearest known name), so a typo never silently does nothing.
  */
-export function parseControls(headers: IncomingHttpHeaders, limits: ControlLimits, random: RandomSource): ParseResult {
+export function parseControls(
+  headers: IncomingHttpHeaders,
+  limits: ControlLimits,
+  random: RandomSource,
+): ParseResult {
   let ctx: ParseContext | undefined;
   for (const name in headers) {
     if (!name.startsWith('x-echo-')) continue;
@@ -344,7 +386,12 @@ export function parseControls(headers: IncomingHttpHeaders, limits: ControlLimit
     else if (name.startsWith(SET_HEADER_PREFIX)) setHeader(ctx, name, value);
     else if (!IGNORED.has(name)) {
       const suggestion = nearest(name);
-      problem(ctx, name, value, `unknown control header${suggestion ? `; did you mean ${dashCase(suggestion)}?` : ''}`);
+      problem(
+        ctx,
+        name,
+        value,
+        `unknown control header${suggestion ? `; did you mean ${dashCase(suggestion)}?` : ''}`,
+      );
     }
   }
   if (ctx === undefined) return EMPTY;

@@ -16,7 +16,12 @@ export interface ErrorBody {
   error: { code: string; message: string; request_id: string; details?: readonly ErrorDetail[] };
 }
 
-export function errorBody(code: string, message: string, requestId: string, details?: readonly ErrorDetail[]): ErrorBody {
+export function errorBody(
+  code: string,
+  message: string,
+  requestId: string,
+  details?: readonly ErrorDetail[],
+): ErrorBody {
   return { error: { code, message, request_id: requestId, ...(details ? { details } : {}) } };
 }
 
@@ -26,8 +31,10 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   let message = error.message;
   if (code !== undefined && code in FASTIFY_CODES) {
     code = FASTIFY_CODES[code];
-    if (code === 'ECHO_ERR_BODY_TOO_LARGE') message = `request body exceeds MAX_BODY_SIZE (${request.routeOptions.bodyLimit} bytes)`;
-    if (code === 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE') message = `unsupported content type ${request.headers['content-type'] ?? '(none)'}`;
+    if (code === 'ECHO_ERR_BODY_TOO_LARGE')
+      message = `request body exceeds MAX_BODY_SIZE (${request.routeOptions.bodyLimit} bytes)`;
+    if (code === 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE')
+      message = `unsupported content type ${request.headers['content-type'] ?? '(none)'}`;
   } else if (code === undefined || !(code in ECHO_ERRORS)) {
     if (status >= 500 || status < 400) {
       request.log.error({ err: error }, 'unhandled error');
@@ -41,7 +48,10 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   const details = (error as FastifyError & { details?: readonly ErrorDetail[] }).details;
   // Injected-fault headers must not leak onto the service's own errors.
   reply.removeHeader('content-encoding');
-  reply.code(status).type('application/json; charset=utf-8').send(errorBody(code ?? 'ECHO_ERR_INTERNAL', message, request.id, details));
+  reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(code ?? 'ECHO_ERR_INTERNAL', message, request.id, details));
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): void {

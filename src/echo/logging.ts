@@ -26,7 +26,11 @@ export function logBody(payload: unknown, maxBytes: number): LoggedBody {
     return { text: Buffer.from(payload).subarray(0, maxBytes).toString('utf8'), size, truncated: true };
   }
   if (Buffer.isBuffer(payload)) {
-    return { text: payload.subarray(0, maxBytes).toString('utf8'), size: payload.length, truncated: payload.length > maxBytes };
+    return {
+      text: payload.subarray(0, maxBytes).toString('utf8'),
+      size: payload.length,
+      truncated: payload.length > maxBytes,
+    };
   }
   if (payload === undefined || payload === null) return { text: '', size: 0, truncated: false };
   return { text: '[stream]', size: null, truncated: false };
@@ -71,7 +75,13 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
     });
   }
 
-  if (config.logRequests || config.logResponse || config.logResponseHeaders || config.logResponseBody || config.logTransaction) {
+  if (
+    config.logRequests ||
+    config.logResponse ||
+    config.logResponseHeaders ||
+    config.logResponseBody ||
+    config.logTransaction
+  ) {
     app.addHook('onResponse', (request, reply, done) => {
       const status = reply.statusCode;
       const durationMs = Math.round(reply.elapsedTime * 1000) / 1000;
@@ -87,12 +97,16 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
               url: request.url,
               remote: request.ip,
               headers: request.headers,
-              ...(config.logBody && !sse && request.body !== undefined ? { body: logBody(request.body, max) } : {}),
+              ...(config.logBody && !sse && request.body !== undefined
+                ? { body: logBody(request.body, max) }
+                : {}),
             },
             response: {
               status,
               headers: reply.getHeaders(),
-              ...(config.logResponseBody && !sse && request.loggedResponseBody ? { body: request.loggedResponseBody } : {}),
+              ...(config.logResponseBody && !sse && request.loggedResponseBody
+                ? { body: request.loggedResponseBody }
+                : {}),
             },
             duration_ms: durationMs,
           },
@@ -101,7 +115,12 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
         return done();
       }
       const fields: Record<string, unknown> = {};
-      if (config.logResponse) Object.assign(fields, { status, duration_ms: durationMs, content_length: reply.getHeader('content-length') ?? null });
+      if (config.logResponse)
+        Object.assign(fields, {
+          status,
+          duration_ms: durationMs,
+          content_length: reply.getHeader('content-length') ?? null,
+        });
       if (config.logResponseHeaders) fields['headers'] = reply.getHeaders();
       if (config.logResponseBody && request.loggedResponseBody) fields['body'] = request.loggedResponseBody;
       if (Object.keys(fields).length > 0) request.log.info(fields, 'response');

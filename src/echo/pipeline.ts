@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { drawDelayMs, type DelaySpec } from '../scenario/duration.ts';
+import { type DelaySpec, drawDelayMs } from '../scenario/duration.ts';
 import type { ScenarioStep } from '../scenario/index.ts';
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import type { EchoConfig } from './config.ts';
@@ -117,7 +117,12 @@ export function createEchoHandler(deps: PipelineDeps) {
       return send(reply, controls, new RandomBody(controls.responseSize));
     }
     if (step !== undefined && step.body !== undefined) {
-      reply.type(controls.contentType ?? step.headers['content-type'] ?? step.headers['Content-Type'] ?? 'text/plain; charset=utf-8');
+      reply.type(
+        controls.contentType ??
+          step.headers['content-type'] ??
+          step.headers['Content-Type'] ??
+          'text/plain; charset=utf-8',
+      );
       return send(reply, controls, step.body);
     }
     if (body === undefined && (raw.method === 'GET' || raw.method === 'HEAD')) {
@@ -204,7 +209,11 @@ function sendFault(reply: FastifyReply, controls: Controls, status: number, kind
   reply.code(status).header('x-echo-fault', kind);
   if (status === 429 || status === 503) reply.header('retry-after', '1');
   reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
-  return send(reply, controls, `${status} ${STATUS_CODES[status] ?? 'Error'} (injected by echo-chaos: ${kind})\n`);
+  return send(
+    reply,
+    controls,
+    `${status} ${STATUS_CODES[status] ?? 'Error'} (injected by echo-chaos: ${kind})\n`,
+  );
 }
 
 /** A 1xx answer is sent as an interim response, then the request is answered with 200. */
@@ -215,7 +224,11 @@ function sendInterimIfInformational(reply: FastifyReply): void {
   if (status === 100) res.writeContinue();
   else if (status === 103) res.writeEarlyHints({});
   else if (status === 102) res.writeProcessing();
-  else (res as unknown as { _writeRaw(s: string, e: string): void })._writeRaw?.(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Informational'}\r\n\r\n`, 'latin1');
+  else
+    (res as unknown as { _writeRaw(s: string, e: string): void })._writeRaw?.(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Informational'}\r\n\r\n`,
+      'latin1',
+    );
   reply.code(200);
 }
 
@@ -235,7 +248,12 @@ function abandon(request: FastifyRequest, reply: FastifyReply, deps: PipelineDep
   complete(request, CLIENT_CLOSED_STATUS, deps, reply);
 }
 
-function endWithoutResponse(request: FastifyRequest, reply: FastifyReply, deps: PipelineDeps, kind: 'reset' | 'close'): void {
+function endWithoutResponse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PipelineDeps,
+  kind: 'reset' | 'close',
+): void {
   reply.hijack();
   const socket = request.raw.socket;
   if (kind === 'reset') socket.resetAndDestroy();

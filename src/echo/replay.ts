@@ -56,10 +56,13 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
     throw new InvalidReplayError('expected a JSON object with a string field "id"');
   }
   const b = body as Record<string, unknown>;
-  if (typeof b['id'] !== 'string' || b['id'].length === 0) throw new InvalidReplayError('"id" must be a non-empty string');
+  if (typeof b['id'] !== 'string' || b['id'].length === 0)
+    throw new InvalidReplayError('"id" must be a non-empty string');
   for (const key of Object.keys(b)) {
     if (!['id', 'modify_headers', 'modify_body', 'target'].includes(key)) {
-      throw new InvalidReplayError(`unknown field "${key}"; expected id, modify_headers, modify_body, target`);
+      throw new InvalidReplayError(
+        `unknown field "${key}"; expected id, modify_headers, modify_body, target`,
+      );
     }
   }
   const headers = b['modify_headers'];
@@ -72,15 +75,22 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
       throw new InvalidReplayError(`"modify_headers" has more than ${MAX_MODIFIED_HEADERS} entries`);
     }
     for (const [name, value] of entries) {
-      if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(value)) {
-        throw new InvalidReplayError(`"modify_headers.${name}" must be a valid header name with a string value`);
+      if (
+        typeof value !== 'string' ||
+        !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) ||
+        /[\r\n\0]/.test(value)
+      ) {
+        throw new InvalidReplayError(
+          `"modify_headers.${name}" must be a valid header name with a string value`,
+        );
       }
     }
   }
   if (b['modify_body'] !== undefined && typeof b['modify_body'] !== 'string') {
     throw new InvalidReplayError('"modify_body" must be a string');
   }
-  if (b['target'] !== undefined && typeof b['target'] !== 'string') throw new InvalidReplayError('"target" must be a string');
+  if (b['target'] !== undefined && typeof b['target'] !== 'string')
+    throw new InvalidReplayError('"target" must be a string');
   return b as unknown as ReplayRequest;
 }
 
@@ -102,7 +112,11 @@ export function parseTarget(target: string): string {
  * Re-sends a stored request: same method, path and query, headers (less hop-by-hop and length
  * headers) and body, with the request's modifications applied.
  */
-export async function replay(history: History, req: ReplayRequest, options: ReplayOptions): Promise<ReplayResult> {
+export async function replay(
+  history: History,
+  req: ReplayRequest,
+  options: ReplayOptions,
+): Promise<ReplayResult> {
   const base = req.target === undefined ? options.selfBaseUrl : parseTarget(req.target);
   const entry = history.get(req.id);
   if (entry === undefined) throw new ReplayNotFoundError(req.id);
@@ -128,7 +142,10 @@ export async function replay(history: History, req: ReplayRequest, options: Repl
   }
 }
 
-function replayHeaders(entry: HistoryEntry, modify: Readonly<Record<string, string>> | undefined): Record<string, string | string[]> {
+function replayHeaders(
+  entry: HistoryEntry,
+  modify: Readonly<Record<string, string>> | undefined,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(entry.headers)) {
     if (!DROPPED.has(name) && !name.startsWith(':')) out[name] = value;

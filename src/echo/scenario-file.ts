@@ -8,11 +8,17 @@ import { ConfigError } from './errors.ts';
  * Loads `ECHO_SCENARIO_FILE` into the store and watches it. A missing default file means no
  * scenarios; a file named explicitly must exist and be valid, else startup stops.
  */
-export function startScenarioFile(config: EchoConfig, store: ScenarioStore, logger: Logger): { close(): void } | undefined {
+export function startScenarioFile(
+  config: EchoConfig,
+  store: ScenarioStore,
+  logger: Logger,
+): { close(): void } | undefined {
   const file = config.scenarioFile;
   if (!existsSync(file)) {
     if (config.scenarioFileExplicit) {
-      throw new ConfigError([`ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: the file does not exist`]);
+      throw new ConfigError([
+        `ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: the file does not exist`,
+      ]);
     }
     return undefined;
   }
@@ -28,12 +34,14 @@ export function startScenarioFile(config: EchoConfig, store: ScenarioStore, logg
       store.replace(scenarios);
       logger.info({ file, scenarios: scenarios.length }, 'scenarios reloaded');
     },
-    onError: (err) => logger.warn({ file, err: describe(err) }, 'scenario file change ignored; the previous scenarios stay'),
+    onError: (err) =>
+      logger.warn({ file, err: describe(err) }, 'scenario file change ignored; the previous scenarios stay'),
   });
 }
 
 function describe(err: unknown): string {
   const problems = (err as { problems?: Array<{ path: string; message: string }> }).problems;
-  if (Array.isArray(problems) && problems.length > 0) return problems.map((p) => `${p.path || '/'}: ${p.message}`).join('; ');
+  if (Array.isArray(problems) && problems.length > 0)
+    return problems.map((p) => `${p.path || '/'}: ${p.message}`).join('; ');
   return err instanceof Error ? err.message : String(err);
 }

@@ -35,10 +35,12 @@ export const MAX_STATUS = 599;
 export const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
 /**
- * A path: starts with `/`, no whitespace, control characters, query (`?`) or fragment (`#`), since
- * a scenario matches the request path exactly. Written so ECMAScript and RE2 read it the same way.
+ * A path: starts with `/`, then visible ASCII only (no space, control character or raw non-ASCII:
+ * those arrive percent-encoded, so a scenario naming them raw would never match), and no query
+ * (`?`) or fragment (`#`), since a scenario matches the request path exactly. Written so that
+ * ECMAScript and RE2 read it the same way.
  */
-export const PATH_PATTERN = String.raw`^/[^\s?#\x00-\x1f\x7f]*$`;
+export const PATH_PATTERN = String.raw`^/[!"$->@-~]*$`;
 
 /**
  * A header value Node's HTTP stack accepts: tab, visible ASCII, space and Latin-1 (obs-text). So no
@@ -107,7 +109,8 @@ export const ScenarioSchema = Type.Object(
   {
     path: Type.String({
       description:
-        'Request path the scenario matches exactly, starting with /; no query, fragment or whitespace.',
+        'Request path the scenario matches exactly: starts with /, visible ASCII (percent-encode the rest), ' +
+        'no query or fragment.',
       maxLength: MAX_PATH_LENGTH,
       pattern: PATH_PATTERN,
     }),

@@ -65,7 +65,8 @@ const checker = TypeCompiler.Compile(ScenarioListSchema);
 
 const SCENARIO_KEYS = 'path, responses';
 const RESPONSE_KEYS = 'status, delay, body, headers';
-const PATH_FORM = `a string starting with "/" without whitespace, control characters, "?" or "#"`;
+const PATH_FORM =
+  'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#"';
 const HEADER_VALUE_FORM = 'printable ASCII or Latin-1 text (no CR, LF, NUL or other control characters)';
 const HEADER_NAME_CHARS = "letters, digits and !#$%&'*+-.^_`|~";
 

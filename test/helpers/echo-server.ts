@@ -1,0 +1,51 @@
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { type BuildOptions, buildApp } from '../../src/echo/app.ts';
+import { loadConfig } from '../../src/echo/config.ts';
+
+export interface RunningEcho {
+  readonly app: FastifyInstance;
+  readonly url: string;
+  readonly port: number;
+  /** Log records written so far (only when `captureLogs` was asked for). */
+  readonly logs: Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a real echo server on 127.0.0.1 and a free port. `env` is the environment the config is
+ * read from; scenarios start empty unless `ECHO_SCENARIO_FILE` is given.
+ */
+export async function startEcho(
+  env: Record<string, string> = {},
+  options: BuildOptions & { captureLogs?: boolean } = {},
+): Promise<RunningEcho> {
+  const config = loadConfig({
+    LOG_LEVEL: options.captureLogs ? 'info' : 'silent',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ...env,
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  const logger =
+    options.logger ??
+    pino(
+      { level: config.logLevel },
+      new Writable({
+        write(chunk, _enc, cb) {
+          for (const line of String(chunk).split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line));
+          cb();
+        },
+      }),
+    );
+  const app = await buildApp(config, {
+    ...options,
+    logger,
+    ...(env['ECHO_SCENARIO_FILE'] === undefined && options.scenarios === undefined ? { scenarios: [] } : {}),
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return { app, url: `http://127.0.0.1:${port}`, port, logs, close: () => app.close() };
+}

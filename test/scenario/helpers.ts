@@ -1,0 +1,57 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+
+/** A fresh directory under the OS temp dir, removed when the test ends. */
+export function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-scenario-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Records the calls of a callback and waits, boundedly, for them. */
+export class Calls<T> {
+  readonly values: T[] = [];
+  #waiters: Array<() => void> = [];
+
+  readonly record = (value: T): void => {
+    this.values.push(value);
+    for (const wake of this.#waiters.splice(0)) wake();
+  };
+
+  /** Resolves once at least `count` calls happened; rejects after `timeoutMs`. */
+  async until(count: number, timeoutMs = 5000): Promise<T[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.values.length < count) {
+      const left = deadline - Date.now();
+      if (left <= 0)
+        throw new Error(`expected ${count} call(s) within ${timeoutMs}ms, got ${this.values.length}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.values;
+  }
+}
+
+/** Waits a fixed time: only to give something that must NOT happen a chance to happen. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A seeded pseudo-random source in [0, 1) (mulberry32), so fuzz runs repeat exactly. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
