@@ -14,9 +14,10 @@ const RANGE = /^(\d+(?:\.\d+)?)(ms|s|m)?-(\d+(?:\.\d+)?)(ms|s|m)?$/;
  */
 export const DELAY_SPEC_PATTERN = String.raw`^\d+(?:\.\d+)?(?:ms|s|m)?(?:-\d+(?:\.\d+)?(?:ms|s|m)?)?$`;
 
-/** The accepted forms, worded for error messages. */
+/** The accepted duration form, worded for error messages. */
 export const DURATION_FORM =
   'a duration: a non-negative number with unit ms, s or m (bare number = ms), e.g. 250ms';
+/** The accepted delay form (a duration or a range), worded for error messages. */
 export const DELAY_SPEC_FORM = `${DURATION_FORM}, or a range min-max with a unit, e.g. 100-500ms`;
 
 /**

@@ -174,14 +174,22 @@ export interface WatchScenarioFileOptions extends ScenarioFileOptions {
   readonly debounceMs?: number;
   /**
    * The set the caller already has, usually from {@link loadScenarioFile}. The watcher compares the
-   * file with it when it starts, so a change made between that load and the watch is not lost.
-   * Default: whatever the file holds when the watcher starts (reported to no one).
+   * file with it from its first look on, so a change made between that load and the watch is not
+   * lost: a different valid set goes to `onChange`, an unusable file to `onError` (except a
+   * missing file when `initial` is empty: "no file, no scenarios" is then the known state).
+   * Default: whatever the file holds when the watcher starts is the baseline, reported to no one
+   * (so a change racing the start may go unseen until the next one).
    */
   readonly initial?: readonly Scenario[];
 }
 
 /** A running watch; see {@link watchScenarioFile}. */
 export interface ScenarioFileWatcher {
+  /**
+   * Settles (never rejects) once the watcher's first look at the file is done: from then on the
+   * baseline is set and only file system events lead to callbacks.
+   */
+  readonly ready: Promise<void>;
   /** Stops watching and cancels any pending re-read; no callback runs afterwards. Idempotent. */
   close(): void;
 }
@@ -231,11 +239,13 @@ export function watchScenarioFile(path: string, options: WatchScenarioFileOption
     try {
       text = await readScenarioText(path, maxFileBytes);
     } catch (error) {
-      const state = `error:${isCoded(error) ? error.code : String(error)}`;
-      if (closed || state === seen) return;
-      seen = state;
-      // The caller's own load already dealt with the state the watch starts in.
-      if (!first) report(error);
+      const code = isCoded(error) ? error.code : String(error);
+      if (closed || `error:${code}` === seen) return;
+      seen = `error:${code}`;
+      // No file and no scenarios is the state a caller starts in when a default file is missing.
+      const known =
+        first && (initial === undefined || (initial.length === 0 && code === 'SCENARIO_ERR_FILE_NOT_FOUND'));
+      if (!known) report(error);
       return;
     }
     const textPrint = fingerprint(text);
@@ -245,17 +255,20 @@ export function watchScenarioFile(path: string, options: WatchScenarioFileOption
     try {
       scenarios = parseScenarioDocument(text, path, validateOptions);
     } catch (error) {
-      if (!first) report(error);
+      if (!(first && initial === undefined)) report(error);
       return;
     }
     const setPrint = fingerprint(JSON.stringify(scenarios));
     if (setPrint === applied) return;
     const baseline = first && applied === undefined;
+    const previous = applied;
     applied = setPrint;
     if (baseline) return;
     try {
       onChange(scenarios);
     } catch (error) {
+      // Not applied after all: the next change that parses to this set offers it again.
+      applied = previous;
       report(error);
     }
   };
@@ -299,9 +312,10 @@ export function watchScenarioFile(path: string, options: WatchScenarioFileOption
       report(new SCENARIO_ERR_FILE_UNREADABLE(path, `watch failed: ${error.message}`, { cause: error }));
   });
   watcher.unref();
-  void check();
+  const ready = check();
 
   return {
+    ready,
     close(): void {
       if (closed) return;
       closed = true;

@@ -38,9 +38,10 @@ export const MAX_TIMER_DELAY_MS = 2_147_483_647;
  * A path: starts with `/`, then visible ASCII only (no space, control character or raw non-ASCII:
  * those arrive percent-encoded, so a scenario naming them raw would never match), and no query
  * (`?`) or fragment (`#`), since a scenario matches the request path exactly. Written so that
- * ECMAScript and RE2 read it the same way.
+ * ECMAScript and RE2 read it the same way: the class is U+0021-U+007E without `#` (U+0023) and
+ * `?` (U+003F), i.e. `!"`, `$` to `>`, `@` to `~`.
  */
-export const PATH_PATTERN = String.raw`^/[!"$->@-~]*$`;
+export const PATH_PATTERN = '^/[!"$->@-~]*$';
 
 /**
  * A header value Node's HTTP stack accepts: tab, visible ASCII, space and Latin-1 (obs-text). So no

@@ -1,0 +1,442 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  MAX_BODY_LENGTH,
+  MAX_HEADERS,
+  MAX_PATH_LENGTH,
+  MAX_PROBLEMS,
+  MAX_RESPONSES,
+  MAX_SCENARIOS,
+  type Scenario,
+  type ScenarioProblem,
+  validateScenarios,
+} from '../../src/scenario/index.ts';
+import { seededRandom } from './helpers.ts';
+
+function problemsOf(input: unknown, options?: { maxDelayMs?: number }): ScenarioProblem[] {
+  const result = validateScenarios(input, options);
+  assert.equal(result.ok, false, 'expected the input to be rejected');
+  return result.ok ? [] : result.problems;
+}
+
+/** The single problem of an input built around one response. */
+function responseProblem(response: unknown, options?: { maxDelayMs?: number }): ScenarioProblem {
+  const problems = problemsOf([{ path: '/r', responses: [response] }], options);
+  assert.equal(problems.length, 1, JSON.stringify(problems));
+  return problems[0]!;
+}
+
+const DELAY_FORM =
+  'a duration: a non-negative number with unit ms, s or m (bare number = ms), e.g. 250ms, or a range min-max with a unit, e.g. 100-500ms';
+const PATH_FORM =
+  'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#", at most 2048 characters long';
+const HEADER_VALUE_FORM =
+  'a string of printable ASCII or Latin-1 text (no CR, LF, NUL or other control characters)';
+
+test('validateScenarios – accepts a valid list with fixed delays, ranges, bodies and headers', () => {
+  const input: Scenario[] = [
+    {
+      path: '/api/orders',
+      responses: [
+        { status: 200, body: '{"ok":true}', headers: { 'Content-Type': 'application/json' } },
+        { status: 503, delay: '100-500ms' },
+        { status: 429, delay: '1s-2s', headers: { 'Retry-After': '1' } },
+        { status: 204, delay: '250' },
+      ],
+    },
+    { path: '/', responses: [{ status: 100 }, { status: 599, delay: '1.5s', body: '' }] },
+  ];
+  const result = validateScenarios(input);
+  assert.equal(result.ok, true);
+  assert.deepEqual(result.ok && result.scenarios, input);
+  // A copy: the caller's objects are not handed back.
+  assert.notEqual(result.ok && result.scenarios[0], input[0]);
+  assert.notEqual(result.ok && result.scenarios[0]?.responses[0]?.headers, input[0]?.responses[0]?.headers);
+});
+
+test('validateScenarios – accepts an empty list', () => {
+  assert.deepEqual(validateScenarios([]), { ok: true, scenarios: [] });
+});
+
+test('validateScenarios – rejects anything but an array, saying what it got', () => {
+  const cases: Array<[unknown, string]> = [
+    [{ path: '/a', responses: [] }, 'object'],
+    [null, 'null'],
+    [undefined, 'nothing'],
+    ['[]', '"[]"'],
+    [42, '42'],
+    [true, 'true'],
+  ];
+  for (const [input, found] of cases) {
+    assert.deepEqual(problemsOf(input), [
+      { path: '', message: `input must be an array of scenarios, got ${found}` },
+    ]);
+  }
+});
+
+test('validateScenarios – lists every problem with its path, in input order', () => {
+  const problems = problemsOf(
+    [
+      { path: 'no-slash', responses: [], extra: 1 },
+      'not a scenario',
+      {
+        responses: [
+          { status: 700, delay: 500, foo: 'bar' },
+          { status: '200', delay: '500-100ms', headers: { 'Bad Name': 'x', 'X-A': 'a\r\nb' } },
+          {},
+        ],
+      },
+      { path: '/dup', responses: [{ status: 200 }] },
+      { path: '/dup', responses: [{ status: 200, body: 5, headers: [] }] },
+    ],
+    { maxDelayMs: 1000 },
+  );
+  assert.deepEqual(problems, [
+    { path: '/0/extra', message: 'unknown property "extra" in scenario; expected only path, responses' },
+    { path: '/0/path', message: `path must be ${PATH_FORM}, got "no-slash"` },
+    { path: '/0/responses', message: 'responses must be an array of 1-1000 responses, got 0 responses' },
+    { path: '/1', message: 'scenario must be an object with path and responses, got "not a scenario"' },
+    { path: '/2/path', message: `path is required: ${PATH_FORM}` },
+    {
+      path: '/2/responses/0/foo',
+      message: 'unknown property "foo" in response; expected only status, delay, body, headers',
+    },
+    { path: '/2/responses/0/status', message: 'status must be an integer 100-599, got 700' },
+    {
+      path: '/2/responses/0/delay',
+      message: `delay must be a string holding ${DELAY_FORM}, got 500 (write it as a string, e.g. "500ms")`,
+    },
+    { path: '/2/responses/1/status', message: 'status must be an integer 100-599, got "200"' },
+    {
+      path: '/2/responses/1/headers/X-A',
+      message: `header "X-A" value must be ${HEADER_VALUE_FORM}, got "a\\r\\nb"`,
+    },
+    {
+      path: '/2/responses/1/delay',
+      message: 'delay range must go from low to high, got "500-100ms" (500ms > 100ms)',
+    },
+    {
+      path: '/2/responses/1/headers/Bad Name',
+      message: `header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~), got "Bad Name"`,
+    },
+    { path: '/2/responses/2/status', message: 'status is required: an integer 100-599' },
+    { path: '/4/path', message: 'path "/dup" is already used by scenario 3; paths must be unique' },
+    { path: '/4/responses/0/body', message: 'body must be a string of at most 1048576 characters, got 5' },
+    {
+      path: '/4/responses/0/headers',
+      message: 'headers must be an object of header names to string values, at most 100 entries, got array',
+    },
+  ]);
+});
+
+test('validateScenarios – path: required, a string, a leading slash, visible ASCII, no query, bounded', () => {
+  const cases: Array<[unknown, string]> = [
+    [42, `path must be ${PATH_FORM}, got 42`],
+    ['', `path must be ${PATH_FORM}, got ""`],
+    ['/a b', `path must be ${PATH_FORM}, got "/a b"`],
+    ['/search?q=1', `path must be ${PATH_FORM}, got "/search?q=1"`],
+    [`/${'a'.repeat(MAX_PATH_LENGTH)}`, 'path must be at most 2048 characters long, got 2049 characters'],
+  ];
+  for (const [path, message] of cases) {
+    assert.deepEqual(problemsOf([{ path, responses: [{ status: 200 }] }]), [{ path: '/0/path', message }]);
+  }
+  assert.equal(
+    validateScenarios([{ path: `/${'a'.repeat(MAX_PATH_LENGTH - 1)}`, responses: [{ status: 200 }] }]).ok,
+    true,
+  );
+});
+
+test('validateScenarios – responses: required, an array of 1 to 1000 objects', () => {
+  assert.deepEqual(problemsOf([{ path: '/a' }]), [
+    { path: '/0/responses', message: 'responses is required: an array of 1-1000 responses' },
+  ]);
+  assert.deepEqual(problemsOf([{ path: '/a', responses: { status: 200 } }]), [
+    { path: '/0/responses', message: 'responses must be an array of 1-1000 responses, got object' },
+  ]);
+  assert.deepEqual(problemsOf([{ path: '/a', responses: [null, [], 3] }]), [
+    {
+      path: '/0/responses/0',
+      message: 'response must be an object with status and optionally delay, body and headers, got null',
+    },
+    {
+      path: '/0/responses/1',
+      message: 'response must be an object with status and optionally delay, body and headers, got array',
+    },
+    {
+      path: '/0/responses/2',
+      message: 'response must be an object with status and optionally delay, body and headers, got 3',
+    },
+  ]);
+});
+
+test('validateScenarios – status: an integer 100-599', () => {
+  for (const [status, found] of [
+    [99, '99'],
+    [600, '600'],
+    [200.5, '200.5'],
+    ['200', '"200"'],
+    [null, 'null'],
+    [Number.POSITIVE_INFINITY, 'Infinity'],
+  ] as const) {
+    assert.deepEqual(responseProblem({ status }), {
+      path: '/0/responses/0/status',
+      message: `status must be an integer 100-599, got ${found}`,
+    });
+  }
+  for (const status of [100, 101, 200, 418, 599])
+    assert.equal(validateScenarios([{ path: '/a', responses: [{ status }] }]).ok, true);
+});
+
+test('validateScenarios – delay: the duration grammar, ordered ranges, and the ceilings', () => {
+  const at = '/0/responses/0/delay';
+  assert.deepEqual(responseProblem({ status: 200, delay: 'soon' }), {
+    path: at,
+    message: `delay must be a string holding ${DELAY_FORM}, got "soon"`,
+  });
+  assert.deepEqual(responseProblem({ status: 200, delay: '5h' }), {
+    path: at,
+    message: `delay must be a string holding ${DELAY_FORM}, got "5h"`,
+  });
+  assert.deepEqual(responseProblem({ status: 200, delay: '2s-1s' }), {
+    path: at,
+    message: 'delay range must go from low to high, got "2s-1s" (2000ms > 1000ms)',
+  });
+  // A unit written once, after the upper bound, applies to both bounds.
+  assert.deepEqual(responseProblem({ status: 200, delay: '100-2s' }), {
+    path: at,
+    message: 'delay range must go from low to high, got "100-2s" (100000ms > 2000ms)',
+  });
+  assert.deepEqual(responseProblem({ status: 200, delay: '100ms-2s' }, { maxDelayMs: 1000 }), {
+    path: at,
+    message: 'delay must be at most 1000ms (the maximum delay), got "100ms-2s" (2000ms)',
+  });
+  // Without a caller's ceiling, Node's longest timer still applies.
+  assert.deepEqual(responseProblem({ status: 200, delay: '40000m' }), {
+    path: at,
+    message: 'delay must be at most 2147483647ms (the longest timer), got "40000m" (2400000000ms)',
+  });
+  assert.equal(
+    validateScenarios([{ path: '/a', responses: [{ status: 200, delay: '1s' }] }], { maxDelayMs: 1000 }).ok,
+    true,
+  );
+  assert.equal(
+    validateScenarios([{ path: '/a', responses: [{ status: 200, delay: '0' }] }], { maxDelayMs: 0 }).ok,
+    true,
+  );
+  assert.throws(() => validateScenarios([], { maxDelayMs: -1 }), RangeError);
+  assert.throws(() => validateScenarios([], { maxDelayMs: Number.NaN }), RangeError);
+});
+
+test('validateScenarios – body: a string of at most 1 MiB', () => {
+  assert.equal(
+    validateScenarios([{ path: '/a', responses: [{ status: 200, body: 'x'.repeat(MAX_BODY_LENGTH) }] }]).ok,
+    true,
+  );
+  assert.deepEqual(responseProblem({ status: 200, body: 'x'.repeat(MAX_BODY_LENGTH + 1) }), {
+    path: '/0/responses/0/body',
+    message: 'body must be at most 1048576 characters long, got 1048577 characters',
+  });
+  assert.deepEqual(responseProblem({ status: 200, body: { text: 'hi' } }), {
+    path: '/0/responses/0/body',
+    message: 'body must be a string of at most 1048576 characters, got object',
+  });
+});
+
+test('validateScenarios – headers: tokens to safe text, at most 100, no repeats, no framing headers', () => {
+  const at = (name: string) => `/0/responses/0/headers/${name}`;
+  const cases: Array<[Record<string, unknown>, ScenarioProblem]> = [
+    [
+      { 'X-Num': 5 },
+      { path: at('X-Num'), message: `header "X-Num" value must be ${HEADER_VALUE_FORM}, got 5` },
+    ],
+    [
+      { 'X-Nul': 'a\u0000b' },
+      { path: at('X-Nul'), message: `header "X-Nul" value must be ${HEADER_VALUE_FORM}, got "a\\u0000b"` },
+    ],
+    [
+      { 'X-Lf': 'a\nb' },
+      { path: at('X-Lf'), message: `header "X-Lf" value must be ${HEADER_VALUE_FORM}, got "a\\nb"` },
+    ],
+    [
+      { 'X-Euro': '€' },
+      { path: at('X-Euro'), message: `header "X-Euro" value must be ${HEADER_VALUE_FORM}, got "€"` },
+    ],
+    [
+      { 'X-Long': 'v'.repeat(8193) },
+      {
+        path: at('X-Long'),
+        message: 'header "X-Long" value must be at most 8192 characters long, got 8193 characters',
+      },
+    ],
+    [
+      { 'x(y)': 'v' },
+      {
+        path: at('x(y)'),
+        message: `header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~), got "x(y)"`,
+      },
+    ],
+    [
+      { ['N'.repeat(257)]: 'v' },
+      {
+        path: at('N'.repeat(257)),
+        message: 'header name must be at most 256 characters, got 257 characters',
+      },
+    ],
+    [
+      { 'Transfer-Encoding': 'chunked' },
+      {
+        path: at('Transfer-Encoding'),
+        message:
+          'header "Transfer-Encoding" cannot be set by a scenario: the server manages the connection and message framing',
+      },
+    ],
+    [
+      { 'X-Trace': '1', 'x-trace': '2' },
+      {
+        path: at('x-trace'),
+        message: 'header "x-trace" repeats "X-Trace": header names are case-insensitive',
+      },
+    ],
+    // A JSON pointer escapes `/` and `~` in a key.
+    [
+      { 'a/b~c': 'v' },
+      {
+        path: at('a~1b~0c'),
+        message: `header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~), got "a/b~c"`,
+      },
+    ],
+  ];
+  for (const [headers, problem] of cases)
+    assert.deepEqual(responseProblem({ status: 200, headers }), problem);
+
+  const full = Object.fromEntries(Array.from({ length: MAX_HEADERS }, (_, i) => [`X-H${i}`, `${i}`]));
+  assert.equal(validateScenarios([{ path: '/a', responses: [{ status: 200, headers: full }] }]).ok, true);
+  assert.deepEqual(responseProblem({ status: 200, headers: { ...full, 'X-One-More': '1' } }), {
+    path: '/0/responses/0/headers',
+    message:
+      'headers must be an object of header names to string values, at most 100 entries, got 101 entries',
+  });
+  // Tab and Latin-1 are what Node's HTTP stack accepts.
+  assert.equal(
+    validateScenarios([{ path: '/a', responses: [{ status: 200, headers: { 'X-A': 'a\tb é' } }] }]).ok,
+    true,
+  );
+});
+
+test('validateScenarios – a header named __proto__ stays an own header in the copy', () => {
+  const input = JSON.parse('[{"path":"/a","responses":[{"status":200,"headers":{"__proto__":"x"}}]}]');
+  const result = validateScenarios(input);
+  assert.equal(result.ok, true);
+  const headers = result.ok ? result.scenarios[0]?.responses[0]?.headers : undefined;
+  assert.deepEqual(Object.entries(headers ?? {}), [['__proto__', 'x']]);
+  assert.equal(Object.getPrototypeOf(headers), Object.prototype);
+});
+
+test('validateScenarios – limits: 1000 scenarios and 1000 responses pass, one more does not', () => {
+  const scenarios = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({ path: `/s${i}`, responses: [{ status: 200 }] }));
+  const responses = (count: number) => [
+    { path: '/a', responses: Array.from({ length: count }, () => ({ status: 200 })) },
+  ];
+  assert.equal(validateScenarios(scenarios(MAX_SCENARIOS)).ok, true);
+  assert.equal(validateScenarios(responses(MAX_RESPONSES)).ok, true);
+  assert.deepEqual(problemsOf(scenarios(MAX_SCENARIOS + 1)), [
+    { path: '', message: 'input must hold at most 1000 scenarios, got 1001' },
+  ]);
+  assert.deepEqual(problemsOf(responses(MAX_RESPONSES + 1)), [
+    { path: '/0/responses', message: 'responses must hold at most 1000 responses, got 1001' },
+  ]);
+});
+
+test('validateScenarios – a huge array is refused by its length, without a walk through it', () => {
+  let reads = 0;
+  const item = {
+    get path() {
+      reads++;
+      return '/a';
+    },
+    responses: [{ status: 200 }],
+  };
+  assert.deepEqual(problemsOf(new Array(5_000_000).fill(item)), [
+    { path: '', message: 'input must hold at most 1000 scenarios, got 5000000' },
+  ]);
+  assert.equal(reads, 0);
+  const responses: unknown[] = new Array(2_000_000).fill({ status: 200 });
+  responses[10] = { status: 'bad' };
+  responses[1_999_999] = { status: 'bad' };
+  // The excess is one problem; only the first 1000 responses are looked into.
+  assert.deepEqual(problemsOf([{ path: '/a', responses }]), [
+    { path: '/0/responses', message: 'responses must hold at most 1000 responses, got 2000000' },
+    { path: '/0/responses/10/status', message: 'status must be an integer 100-599, got "bad"' },
+  ]);
+});
+
+test('validateScenarios – stops listing at MAX_PROBLEMS and says so', () => {
+  const input = Array.from({ length: MAX_SCENARIOS }, () => ({
+    path: 'x',
+    responses: [{ status: 1 }, { status: 2 }],
+  }));
+  const problems = problemsOf(input);
+  assert.equal(problems.length, MAX_PROBLEMS + 1);
+  assert.deepEqual(problems.at(-1), { path: '', message: 'too many problems: stopped after the first 1000' });
+  assert.equal(problems[0]?.path, '/0/path');
+});
+
+test('validateScenarios – never throws, whatever the input', () => {
+  const random = seededRandom(42);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const leaves = [
+    null,
+    undefined,
+    true,
+    0,
+    -1,
+    200,
+    1e308,
+    Number.NaN,
+    '',
+    '/a',
+    '10ms',
+    'x\r\n',
+    [],
+    {},
+    Symbol('s'),
+    10n,
+  ];
+  const keys = ['path', 'responses', 'status', 'delay', 'body', 'headers', '__proto__', 'constructor', 'x'];
+  const garbage = (depth: number): unknown => {
+    if (depth === 0 || random() < 0.3) return pick(leaves);
+    if (random() < 0.5) return Array.from({ length: Math.floor(random() * 4) }, () => garbage(depth - 1));
+    const object: Record<string, unknown> = {};
+    for (let i = Math.floor(random() * 4); i > 0; i--) object[pick(keys)] = garbage(depth - 1);
+    return object;
+  };
+  for (let i = 0; i < 2000; i++) {
+    const input = garbage(6);
+    const result = validateScenarios(input);
+    if (!result.ok)
+      assert.ok(result.problems.length > 0 && result.problems.every((p) => typeof p.message === 'string'));
+  }
+  // Deep nesting, cycles and hostile objects.
+  let deep: unknown = [];
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  assert.equal(validateScenarios([{ path: '/a', responses: deep }]).ok, false);
+  const cyclic: Record<string, unknown> = { path: '/a' };
+  cyclic['responses'] = [cyclic];
+  assert.equal(validateScenarios([cyclic]).ok, false);
+  const hostile = new Proxy(
+    {},
+    {
+      get() {
+        throw new Error('boom');
+      },
+      ownKeys() {
+        throw new Error('boom');
+      },
+    },
+  );
+  assert.deepEqual(validateScenarios([hostile]), {
+    ok: false,
+    problems: [{ path: '', message: 'input could not be read: boom' }],
+  });
+});
