@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** One recorded request, as `GET /history` shows it. */
@@ -62,10 +63,19 @@ export class History {
     if (this.capacity === 0) return undefined;
     const q = input.url.indexOf('?');
     const body = input.body ?? EMPTY;
-    const kept = body.length > this.maxBodyBytes ? body.subarray(0, this.maxBodyBytes) : body;
-    const text = isUtf8Text(kept) ? kept.toString('utf8') : undefined;
+    const cut = body.length > this.maxBodyBytes;
+    let kept = cut ? body.subarray(0, this.maxBodyBytes) : body;
+    let text: string | undefined;
+    // A cut may split a multi-byte character: keep the whole characters, so the text holds no
+    // U+FFFD that was never sent. An uncut body is text only when every byte of it is.
+    const textual = isUtf8Text(cut ? kept.subarray(0, kept.length - partialCharBytes(kept)) : kept);
+    if (textual !== undefined) {
+      kept = textual;
+      text = kept.toString('utf8');
+    }
+    // A sent id may itself look like `<id>-<n>`: look for a suffix no stored entry has.
     let id = input.requestId;
-    if (this.#byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
+    while (this.#byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
     const entry: HistoryEntry = {
       id,
       request_id: input.requestId,
@@ -120,18 +130,24 @@ function copyHeaders(headers: IncomingHttpHeaders): Record<string, string | stri
   return out;
 }
 
-/** Valid UTF-8 without control characters other than whitespace: safe to show as text. */
-function isUtf8Text(buf: Buffer): boolean {
-  if (buf.length === 0) return true;
-  // A cut may split a multi-byte character at the end; tolerate up to 3 trailing bytes.
-  for (let trim = 0; trim <= 3 && trim < buf.length; trim++) {
-    const slice = trim === 0 ? buf : buf.subarray(0, buf.length - trim);
-    if (isUtf8(slice)) return !hasBinaryControl(slice);
-  }
-  return false;
+/**
+ * `buf` when it is valid UTF-8 without control characters other than whitespace (safe to show as
+ * text), else `undefined`.
+ */
+function isUtf8Text(buf: Buffer): Buffer | undefined {
+  return isUtf8(buf) && !hasBinaryControl(buf) ? buf : undefined;
 }
 
-import { isUtf8 } from 'node:buffer';
+/** Bytes at the end of `buf` that start a UTF-8 character without finishing it (0-3). */
+function partialCharBytes(buf: Buffer): number {
+  for (let back = 1; back <= 3 && back <= buf.length; back++) {
+    const b = buf[buf.length - back]!;
+    if (b >= 0x80 && b <= 0xbf) continue; // a continuation byte: look further back
+    const needed = b >= 0xf5 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 ? 2 : 1;
+    return needed > back ? back : 0;
+  }
+  return 0;
+}
 
 function hasBinaryControl(buf: Buffer): boolean {
   for (let i = 0; i < buf.length; i++) {

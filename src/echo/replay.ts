@@ -135,7 +135,11 @@ export async function replay(
     const ct = res.headers['content-type'];
     return { status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body: res.body };
   } catch (err) {
-    if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
+    if (
+      err instanceof errors.HeadersTimeoutError ||
+      err instanceof errors.BodyTimeoutError ||
+      err instanceof errors.ConnectTimeoutError
+    ) {
       throw new UpstreamTimeoutError(options.timeoutMs);
     }
     throw new UpstreamUnreachableError(describe(err));
@@ -147,8 +151,15 @@ function replayHeaders(
   modify: Readonly<Record<string, string>> | undefined,
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
+  // Headers the sender named in `Connection` are hop-by-hop too (RFC 9110, section 7.6.1).
+  const connection = entry.headers['connection'];
+  const named = new Set(
+    (Array.isArray(connection) ? connection.join(',') : (connection ?? ''))
+      .split(',')
+      .map((token) => token.trim().toLowerCase()),
+  );
   for (const [name, value] of Object.entries(entry.headers)) {
-    if (!DROPPED.has(name) && !name.startsWith(':')) out[name] = value;
+    if (!DROPPED.has(name) && !named.has(name) && !name.startsWith(':')) out[name] = value;
   }
   if (modify !== undefined) {
     for (const [name, value] of Object.entries(modify)) out[name.toLowerCase()] = value;

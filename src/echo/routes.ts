@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { validateScenarios } from '../scenario/index.ts';
+import { Agent } from 'undici';
+import { parseScenarioDocument, validateScenarios } from '../scenario/index.ts';
 import type { EchoState } from './app.ts';
 import { InvalidScenariosError, withDetails } from './errors.ts';
 import { protocolOf } from './pipeline.ts';
@@ -22,9 +23,9 @@ export async function registerServiceRoutes(
   _logger: Logger,
 ): Promise<void> {
   const { config, history, scenarios, metrics } = state;
-  app.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_req, body, done) =>
-    done(null, { yaml: body }),
-  );
+  // The service's own bodies are JSON (and YAML for /scenario, below): fastify's default text/plain
+  // parser would hand a plain string on to the routes, which must answer 415 instead.
+  app.removeContentTypeParser('text/plain');
 
   app.get('/health', async () => {
     const uptimeSeconds = uptime(state);
@@ -89,14 +90,21 @@ export async function registerServiceRoutes(
 
   app.get('/history', async () => history.list());
 
+  // One connection pool for every replay, bounded in time at each phase, connect included.
+  const replayAgent = new Agent({
+    connect: { timeout: config.replayTimeoutMs },
+    headersTimeout: config.replayTimeoutMs,
+    bodyTimeout: config.replayTimeoutMs,
+    connections: 64,
+  });
+  app.addHook('onClose', async () => replayAgent.close());
+
   app.post('/replay', async (request: FastifyRequest, reply: FastifyReply) => {
     const body = parseReplayRequest(request.body);
-    const address = app.server.address();
-    const port = typeof address === 'object' && address !== null ? address.port : config.port;
-    const scheme = request.protocol === 'https' ? 'https' : 'http';
     const result = await replay(history, body, {
-      selfBaseUrl: `${scheme}://127.0.0.1:${port}`,
+      selfBaseUrl: selfBaseUrl(app, request.protocol === 'https' ? 'https' : 'http', config.port),
       timeoutMs: config.replayTimeoutMs,
+      dispatcher: replayAgent,
     });
     reply.code(result.status).header('x-echo-replay-of', body.id);
     if (result.contentType !== undefined) reply.type(result.contentType);
@@ -105,11 +113,33 @@ export async function registerServiceRoutes(
 
   app.get('/scenario', async () => scenarios.list());
 
+  // YAML is accepted by /scenario alone, so its parser lives in a scope of its own.
+  await app.register(async (scope) => {
+    scope.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_req, body, done) =>
+      done(null, new YamlBody(body as string)),
+    );
+    registerScenarioPost(scope, state);
+  });
+}
+
+/**
+ * A YAML body, as its parser hands it on. A class of its own, so that a JSON body shaped like it
+ * (`{"yaml": "..."}`) is still validated as JSON, and refused for not being an array.
+ */
+class YamlBody {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
+  const { config, scenarios } = state;
   app.post('/scenario', async (request) => {
     const input = request.body as unknown;
     const parsed =
-      typeof input === 'object' && input !== null && 'yaml' in input && !Array.isArray(input)
-        ? parseYamlScenarios((input as { yaml: string }).yaml, config.maxDelayMs)
+      input instanceof YamlBody
+        ? parseYamlScenarios(input.text, config.maxDelayMs)
         : validateScenarios(input, { maxDelayMs: config.maxDelayMs });
     if (!parsed.ok) {
       const details = parsed.problems.map((p) => ({ field: p.path, message: p.message }));
@@ -122,8 +152,6 @@ export async function registerServiceRoutes(
     return { status: 'scenarios updated', count: parsed.scenarios.length };
   });
 }
-
-import { parseScenarioDocument } from '../scenario/index.ts';
 
 function parseYamlScenarios(text: string, maxDelayMs: number): ReturnType<typeof validateScenarios> {
   try {
@@ -139,6 +167,16 @@ function eventLoopLagMs(state: EchoState): number {
   const mean = state.eventLoopDelay.mean;
   if (!Number.isFinite(mean)) return 0;
   return Math.max(0, Math.round((mean / 1e6 - EVENT_LOOP_RESOLUTION_MS) * 100) / 100);
+}
+
+/** This server's own address as a client reaches it: a wildcard listen becomes loopback. */
+function selfBaseUrl(app: FastifyInstance, scheme: string, fallbackPort: number): string {
+  const address = app.server.address();
+  if (typeof address !== 'object' || address === null) return `${scheme}://127.0.0.1:${fallbackPort}`;
+  let host = address.address;
+  if (host === '0.0.0.0') host = '127.0.0.1';
+  else if (host === '::') host = '::1';
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
 }
 
 function uptime(state: EchoState): number {

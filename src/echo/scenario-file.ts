@@ -30,6 +30,9 @@ export function startScenarioFile(
   logger.info({ file, scenarios: store.size }, 'scenarios loaded');
   return watchScenarioFile(file, {
     maxDelayMs: config.maxDelayMs,
+    // The set just loaded: a change made between that load and the watcher's first read is then
+    // applied, not taken for the starting point.
+    initial: store.list(),
     onChange: (scenarios) => {
       store.replace(scenarios);
       logger.info({ file, scenarios: scenarios.length }, 'scenarios reloaded');

@@ -228,6 +228,9 @@ function collectSchemaProblems(view: unknown[], problems: ProblemList): void {
   }
 }
 
+/** 101 is in range but cannot be answered without an actual protocol switch. */
+const SWITCHING_PROTOCOLS = 101;
+
 function collectSemanticProblems(
   view: unknown[],
   problems: ProblemList,
@@ -255,6 +258,12 @@ function collectSemanticProblems(
       const response = responses[j];
       if (!isRecord(response)) continue;
       const location = `/${i}/responses/${j}`;
+      if (response['status'] === SWITCHING_PROTOCOLS && !problems.has(`${location}/status`)) {
+        problems.add(
+          `${location}/status`,
+          'status 101 (Switching Protocols) cannot be scripted: it would break the connection',
+        );
+      }
       checkDelay(response['delay'], `${location}/delay`, problems, delayLimitMs, callerLimit);
       checkHeaderNames(response['headers'], `${location}/headers`, problems);
     }

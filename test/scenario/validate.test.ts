@@ -183,8 +183,12 @@ test('validateScenarios – status: an integer 100-599', () => {
       message: `status must be an integer 100-599, got ${found}`,
     });
   }
-  for (const status of [100, 101, 200, 418, 599])
+  for (const status of [100, 103, 200, 418, 599])
     assert.equal(validateScenarios([{ path: '/a', responses: [{ status }] }]).ok, true);
+  assert.deepEqual(responseProblem({ status: 101 }), {
+    path: '/0/responses/0/status',
+    message: 'status 101 (Switching Protocols) cannot be scripted: it would break the connection',
+  });
 });
 
 test('validateScenarios – delay: the duration grammar, ordered ranges, and the ceilings', () => {
