@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { CardinalityFirewall } from '../obs/cardinality.ts';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
+import { registerCors } from './cors.ts';
 import { errorHandler, notFoundHandler } from './error-handler.ts';
 import { RateLimitedError } from './errors.ts';
 import { History } from './history.ts';
@@ -120,26 +120,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   registerLogging(app, config);
 
   // 2. CORS.
-  if (config.enableCors) {
-    await app.register(cors, {
-      origin: true,
-      credentials: true,
-      methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      exposedHeaders: [
-        'X-Request-ID',
-        'X-Echo-Request-Count',
-        'X-Echo-Fault',
-        'X-Echo-Server',
-        'X-Echo-Version',
-        'X-Echo-Uptime',
-        'X-Echo-Replay-Of',
-        'Retry-After',
-      ],
-      maxAge: 86400,
-      strictPreflight: false,
-      hideOptionsRoute: true,
-    });
-  }
+  if (config.enableCors) registerCors(app);
 
   // 3. Rate limit; probes and scrapes are never limited.
   if (config.rateLimitRps > 0) {
@@ -188,9 +169,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-    // With CORS on, OPTIONS belongs to the preflight handler; without it, OPTIONS is echoed too.
-    const methods = scope.supportedMethods.filter((m) => m !== 'OPTIONS' || !config.enableCors);
-    scope.route({ method: methods, url: '*', handler: echo });
+    // A CORS preflight is answered in onRequest; any other OPTIONS is echoed like every method.
+    scope.route({ method: scope.supportedMethods, url: '*', handler: echo });
   });
   return app;
 }
