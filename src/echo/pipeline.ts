@@ -110,6 +110,12 @@ export function createEchoHandler(deps: PipelineDeps) {
       reply.header('x-echo-fault', 'scenario');
       for (const name in step.headers) reply.header(name, step.headers[name]);
     }
+    if (NO_CONTENT_STATUSES.has(reply.statusCode)) {
+      // No content may follow 204, 205 or 304: a Content-Length announcing the echo that never comes
+      // breaks strict clients (undici fails the response), so send none.
+      applyModifiers(reply, controls);
+      return reply.send();
+    }
 
     if (controls.responseSize !== undefined) {
       reply.type(controls.contentType ?? contentTypeOf(request, 'application/octet-stream'));
@@ -135,6 +141,8 @@ export function createEchoHandler(deps: PipelineDeps) {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
+const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
 
 function delayOf(spec: DelaySpec | undefined, random: RandomSource): number {
   return spec === undefined ? 0 : drawDelayMs(spec, random);
@@ -192,14 +200,22 @@ function applyModifiers(reply: FastifyReply, controls: Controls): void {
   }
 }
 
-function send(reply: FastifyReply, controls: Controls, payload: string | Buffer | RandomBody): FastifyReply {
+function send(reply: FastifyReply, controls: Controls, body: string | Buffer | RandomBody): FastifyReply {
   applyModifiers(reply, controls);
+  // As bytes: fastify would append `; charset=utf-8` to a JSON-like type given with a string, and
+  // X-Echo-Content-Type (or a scenario's Content-Type) must reach the client exactly as asked.
+  const payload = typeof body === 'string' ? Buffer.from(body) : body;
   if (controls.compress === undefined) return reply.send(payload);
   const zip = compressor(controls.compress);
   reply.header('content-encoding', controls.compress);
-  reply.header('vary', 'X-Echo-Compress');
+  // Append: CORS has already put `Origin` there, and a cache must keep varying on it.
+  const vary = reply.getHeader('vary');
+  reply.header(
+    'vary',
+    vary === undefined ? 'X-Echo-Compress' : `${[vary].flat().join(', ')}, X-Echo-Compress`,
+  );
   reply.removeHeader('content-length');
-  if (typeof payload === 'string' || Buffer.isBuffer(payload)) zip.end(payload);
+  if (Buffer.isBuffer(payload)) zip.end(payload);
   else payload.pipe(zip);
   return reply.send(zip);
 }
@@ -222,13 +238,14 @@ function sendInterimIfInformational(reply: FastifyReply): void {
   if (status >= 200) return;
   const res = reply.raw;
   if (status === 100) res.writeContinue();
-  else if (status === 103) res.writeEarlyHints({});
   else if (status === 102) res.writeProcessing();
-  else
+  else {
+    // 103 too: writeEarlyHints writes nothing at all unless it is given a Link header.
     (res as unknown as { _writeRaw(s: string, e: string): void })._writeRaw?.(
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Informational'}\r\n\r\n`,
       'latin1',
     );
+  }
   reply.code(200);
 }
 
