@@ -91,6 +91,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   let scenarioFile: { close(): void } | undefined;
   if (options.scenarios !== undefined) state.scenarios.replace([...options.scenarios]);
   else scenarioFile = startScenarioFile(config, state.scenarios, logger);
+  // Closing drains: waiting requests are answered at once instead of holding close() for their delay.
+  app.addHook('preClose', (done) => {
+    state.drain.abort();
+    done();
+  });
   app.addHook('onClose', async () => {
     scenarioFile?.close();
     eventLoopDelay.disable();

@@ -88,6 +88,8 @@ interface ParseContext {
   readonly random: RandomSource;
   readonly controls: Controls;
   readonly problems: ErrorDetail[];
+  /** The winning delay header so far, drawn once all headers are checked. */
+  delay?: { readonly name: string; readonly draw: Draw };
 }
 
 type HeaderParser = (value: string, ctx: ParseContext, name: string) => void;
@@ -105,16 +107,21 @@ const DELAY_RANK: Readonly<Record<string, number>> = {
   'x-echo-latency': 4,
 };
 
-function setDelay(ctx: ParseContext, name: string, value: string, ms: number, worstMs: number): void {
+/**
+ * Offers a delay header's draw. Only the winner by precedence is drawn (after every header is
+ * checked), so a losing header consumes no randomness and a seeded run stays reproducible.
+ */
+function setDelay(ctx: ParseContext, name: string, value: string, draw: Draw, worstMs: number): void {
   if (worstMs > ctx.limits.maxDelayMs) {
     problem(ctx, name, value, `delay of ${worstMs} ms is above ECHO_MAX_DELAY (${ctx.limits.maxDelayMs} ms)`);
     return;
   }
-  const current = ctx.controls.delaySource;
-  if (current !== undefined && (DELAY_RANK[current] ?? 99) < (DELAY_RANK[name] ?? 99)) return;
-  ctx.controls.delayMs = ms;
-  ctx.controls.delaySource = name;
+  const current = ctx.delay;
+  if (current !== undefined && (DELAY_RANK[current.name] ?? 99) < (DELAY_RANK[name] ?? 99)) return;
+  ctx.delay = { name, draw };
 }
+
+type Draw = (random: RandomSource) => number;
 
 function pair(value: string): [number, number] | undefined {
   const parts = value.split(',');
@@ -139,7 +146,7 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     (value, ctx, name) => {
       const ms = parseDurationMs(value);
       if (ms === undefined) return problem(ctx, name, value, `expected ${DURATION_FORM}`);
-      setDelay(ctx, name, value, ms, ms);
+      setDelay(ctx, name, value, () => ms, ms);
     },
   ],
   [
@@ -148,8 +155,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
       const p = pair(value);
       if (p === undefined) return problem(ctx, name, value, 'expected base,jitter in ms, e.g. 200,50');
       const [base, jitter] = p;
-      const ms = Math.max(0, base + Math.round((ctx.random() * 2 - 1) * jitter));
-      setDelay(ctx, name, value, ms, base + jitter);
+      const draw: Draw = (random) => Math.max(0, base + Math.round((random() * 2 - 1) * jitter));
+      setDelay(ctx, name, value, draw, base + jitter);
     },
   ],
   [
@@ -158,7 +165,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
       const p = pair(value);
       if (p === undefined || p[0] > p[1])
         return problem(ctx, name, value, 'expected min,max in ms with min <= max, e.g. 100,500');
-      setDelay(ctx, name, value, drawDelayMs({ minMs: p[0], maxMs: p[1] }, ctx.random), p[1]);
+      const range = { minMs: p[0], maxMs: p[1] };
+      setDelay(ctx, name, value, (random) => drawDelayMs(range, random), p[1]);
     },
   ],
   [
@@ -177,8 +185,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
         );
       }
       const nominal = base * 2 ** (attempt - 1);
-      const ms = Math.round(nominal * (0.75 + ctx.random() * 0.5));
-      setDelay(ctx, name, value, ms, Math.round(nominal * 1.25));
+      const draw: Draw = (random) => Math.round(nominal * (0.75 + random() * 0.5));
+      setDelay(ctx, name, value, draw, Math.round(nominal * 1.25));
     },
   ],
   [
@@ -186,7 +194,7 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     (value, ctx, name) => {
       const spec: DelaySpec | undefined = parseDelaySpec(value);
       if (spec === undefined) return problem(ctx, name, value, `expected ${DELAY_SPEC_FORM}`);
-      setDelay(ctx, name, value, drawDelayMs(spec, ctx.random), spec.maxMs);
+      setDelay(ctx, name, value, (random) => drawDelayMs(spec, random), spec.maxMs);
     },
   ],
   [
@@ -395,6 +403,10 @@ export function parseControls(
     }
   }
   if (ctx === undefined) return EMPTY;
+  if (ctx.delay !== undefined && ctx.problems.length === 0) {
+    ctx.controls.delayMs = ctx.delay.draw(random);
+    ctx.controls.delaySource = ctx.delay.name;
+  }
   return { controls: ctx.controls, problems: ctx.problems.length === 0 ? NO_PROBLEMS : ctx.problems };
 }
 
