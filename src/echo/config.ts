@@ -121,9 +121,10 @@ export const VARIABLES: readonly VariableSpec[] = [
     'MAX_BODY_SIZE',
     'maxBodyBytes',
     String(DEFAULT_MAX_BODY_BYTES),
-    'integer bytes 0-1073741824',
+    'integer bytes 1-1073741824',
     'Largest request body; above it is a 413',
-    integer(0, GiB),
+    // fastify's bodyLimit must be at least 1: 0 would stop startup with fastify's own message.
+    integer(1, GiB),
   ),
   v(
     'ECHO_CHAOS',
@@ -137,7 +138,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'ECHO_DELAY',
     'defaultDelay',
     '',
-    `empty, or ${DELAY_SPEC_FORM}`,
+    `empty, or ${DELAY_SPEC_FORM}, at most ECHO_MAX_DELAY`,
     'Default delay when a request sends no delay header',
     (raw) => (raw === '' ? ok(undefined) : delaySpec(raw)),
   ),
@@ -145,7 +146,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'ECHO_MAX_DELAY',
     'maxDelayMs',
     '300s',
-    `${DURATION_FORM}, at most 24h`,
+    `${DURATION_FORM}, at most 1440m (24 hours)`,
     'Ceiling of any delay; a larger requested delay is a 400',
     duration(0, DAY_MS),
   ),
@@ -153,7 +154,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'ECHO_ERROR_TIMEOUT',
     'errorTimeoutMs',
     '65s',
-    `${DURATION_FORM}, at most 24h`,
+    `${DURATION_FORM}, at most 1440m (24 hours)`,
     'How long `X-Echo-Error: timeout` holds a request before its 504',
     duration(0, DAY_MS),
   ),
@@ -225,7 +226,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'ECHO_REPLAY_TIMEOUT',
     'replayTimeoutMs',
     '30s',
-    `${DURATION_FORM}, at most 24h`,
+    `${DURATION_FORM}, at most 1440m (24 hours)`,
     'How long `POST /replay` waits for the target before a 504',
     duration(1, DAY_MS),
   ),
@@ -316,12 +317,22 @@ function delaySpec(raw: string): Parsed {
 const HEADER_PREFIX = 'ECHO_HEADER_';
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const SAFE_VALUE = /^[^\r\n\0]*$/;
+/** Headers that frame the message: set on every response they would corrupt every response. */
+const FRAMING_HEADERS = new Set([
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'trailer',
+  'te',
+]);
 
 /** Names the environment may hold that are ours but not in `VARIABLES` (used by the README test). */
 export const HEADER_VARIABLE = {
   name: 'ECHO_HEADER_<Name>',
   default: 'unset',
-  form: 'any header value; `_` in `<Name>` becomes `-`',
+  form: 'any header value; `_` in `<Name>` becomes `-`; framing headers (`Content-Length`, `Connection`, …) are refused',
   meaning: 'Sets response header `<Name>` on every response',
 } as const;
 
@@ -342,12 +353,27 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
   }
   out['scenarioFileExplicit'] = env['ECHO_SCENARIO_FILE'] !== undefined;
 
+  // A default delay above the ceiling would be cut silently on every request: say so at startup.
+  const defaultDelay = out['defaultDelay'] as DelaySpec | undefined;
+  const maxDelayMs = out['maxDelayMs'] as number | undefined;
+  if (defaultDelay !== undefined && maxDelayMs !== undefined && defaultDelay.maxMs > maxDelayMs) {
+    problems.push(
+      `ECHO_DELAY=${JSON.stringify(env['ECHO_DELAY'])} is invalid: expected a delay of at most ECHO_MAX_DELAY (${maxDelayMs} ms)`,
+    );
+  }
+
   const extraHeaders: Array<readonly [string, string]> = [];
   for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith(HEADER_PREFIX) || value === undefined) continue;
     const header = name.slice(HEADER_PREFIX.length).replaceAll('_', '-');
     if (!TOKEN.test(header))
-      problems.push(`${name}: "${header}" is not a valid header name: expected letters, digits and -`);
+      problems.push(
+        `${name}: ${JSON.stringify(header)} is not a valid header name: expected letters, digits and -`,
+      );
+    else if (FRAMING_HEADERS.has(header.toLowerCase()))
+      problems.push(
+        `${name}: ${JSON.stringify(header)} frames the message and cannot be set: expected any other header name`,
+      );
     else if (!SAFE_VALUE.test(value))
       problems.push(
         `${name}=${JSON.stringify(value)} is invalid: a header value must not contain CR, LF or NUL`,

@@ -18,22 +18,36 @@ export interface LoggedBody {
 /** Streaming endpoints whose bodies are never logged. */
 const UNLOGGED_BODY_PATHS = new Set(['/sse']);
 
+/** The first `maxBytes` bytes as text, without a character split in two at the cut. */
+function cut(bytes: Buffer, maxBytes: number): string {
+  // In streaming mode the decoder holds back an incomplete sequence at the end instead of
+  // writing U+FFFD for it.
+  return new TextDecoder('utf-8').decode(bytes.subarray(0, maxBytes), { stream: true });
+}
+
 /** Cuts a body for logging; a stream is described, never read (it is the client's to consume). */
 export function logBody(payload: unknown, maxBytes: number): LoggedBody {
   if (typeof payload === 'string') {
     const size = Buffer.byteLength(payload);
     if (size <= maxBytes) return { text: payload, size, truncated: false };
-    return { text: Buffer.from(payload).subarray(0, maxBytes).toString('utf8'), size, truncated: true };
+    return { text: cut(Buffer.from(payload), maxBytes), size, truncated: true };
   }
   if (Buffer.isBuffer(payload)) {
     return {
-      text: payload.subarray(0, maxBytes).toString('utf8'),
+      text: cut(payload, maxBytes),
       size: payload.length,
       truncated: payload.length > maxBytes,
     };
   }
   if (payload === undefined || payload === null) return { text: '', size: 0, truncated: false };
   return { text: '[stream]', size: null, truncated: false };
+}
+
+/** `Content-Length` as a number (fastify keeps it as a number or a string), or null when absent. */
+function contentLengthOf(header: unknown): number | null {
+  if (header === undefined || header === null || header === '') return null;
+  const n = Number(header);
+  return Number.isFinite(n) ? n : null;
 }
 
 function pathOf(request: FastifyRequest): string {
@@ -50,11 +64,20 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
   const wantsResponseBody = config.logResponseBody || (config.logTransaction && config.logBody);
   app.decorateRequest('loggedResponseBody', undefined);
 
-  if (config.logRequests || config.logHeaders) {
+  // The client address is read when the request arrives: once the socket is gone (a 413 closes it)
+  // `request.ip` is undefined, and the completion line would name no one.
+  const remotes = new WeakMap<FastifyRequest, string>();
+  const remoteOf = (request: FastifyRequest) => remotes.get(request) ?? request.ip ?? '-';
+  const logsRequestLine = config.logRequests || config.logHeaders;
+  if (logsRequestLine || config.logTransaction) {
     app.addHook('onRequest', (request, _reply, done) => {
-      const line = `${request.ip} ${request.method} ${request.url}`;
-      if (config.logHeaders) request.log.info({ headers: request.headers }, line);
-      else request.log.info(line);
+      const remote = request.ip ?? '-';
+      remotes.set(request, remote);
+      if (logsRequestLine) {
+        const line = `${remote} ${request.method} ${request.url}`;
+        if (config.logHeaders) request.log.info({ headers: request.headers }, line);
+        else request.log.info(line);
+      }
       done();
     });
   }
@@ -86,7 +109,7 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
       const status = reply.statusCode;
       const durationMs = Math.round(reply.elapsedTime * 1000) / 1000;
       if (config.logRequests) {
-        request.log.info(`${request.ip} ${request.method} ${request.url} - ${status} ${durationMs}ms`);
+        request.log.info(`${remoteOf(request)} ${request.method} ${request.url} - ${status} ${durationMs}ms`);
       }
       if (config.logTransaction) {
         const sse = UNLOGGED_BODY_PATHS.has(pathOf(request));
@@ -95,7 +118,7 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
             request: {
               method: request.method,
               url: request.url,
-              remote: request.ip,
+              remote: remoteOf(request),
               headers: request.headers,
               ...(config.logBody && !sse && request.body !== undefined
                 ? { body: logBody(request.body, max) }
@@ -119,7 +142,7 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
         Object.assign(fields, {
           status,
           duration_ms: durationMs,
-          content_length: reply.getHeader('content-length') ?? null,
+          content_length: contentLengthOf(reply.getHeader('content-length')),
         });
       if (config.logResponseHeaders) fields['headers'] = reply.getHeaders();
       if (config.logResponseBody && request.loggedResponseBody) fields['body'] = request.loggedResponseBody;

@@ -1,7 +1,13 @@
 #!/usr/bin/env node
+import type { Server } from 'node:http';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { ConfigError } from './errors.ts';
+
+/** How long in-flight requests may take to finish after SIGTERM/SIGINT (decisions.md 2). */
+const DRAIN_TIMEOUT_MS = 30_000;
+/** How often connections that turned idle during the drain are closed. */
+const IDLE_SWEEP_MS = 50;
 
 /** The echo-chaos entry point: configuration from the environment, then listen. */
 async function main(): Promise<void> {
@@ -25,6 +31,17 @@ async function main(): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     app.echo.drain.abort();
+    // `close` ends the connections idle at that moment only. A keep-alive connection whose request
+    // was in flight turns idle later and would hold the process open until the client lets go:
+    // sweep such connections as they turn idle, and end every connection at the drain timeout.
+    const server = app.server as Partial<Pick<Server, 'closeIdleConnections' | 'closeAllConnections'>>;
+    const sweep = setInterval(() => server.closeIdleConnections?.(), IDLE_SWEEP_MS);
+    const deadline = setTimeout(() => {
+      app.log.warn({ drain_timeout_ms: DRAIN_TIMEOUT_MS }, 'drain timeout: closing every connection');
+      server.closeAllConnections?.();
+    }, DRAIN_TIMEOUT_MS);
+    sweep.unref();
+    deadline.unref();
     app.close().then(
       () => process.exit(0),
       () => process.exit(1),

@@ -1,6 +1,12 @@
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { CardinalityFirewall } from '../obs/cardinality.ts';
 
+const UNLABELLED_TOTAL_GAUGES = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
 /** The echo service's own meters, on a registry of their own (one per app, so tests stay apart). */
 export class EchoMetrics {
   readonly registry: Registry;
@@ -13,6 +19,9 @@ export class EchoMetrics {
     this.registry = registry;
     this.#firewall = firewall;
     collectDefaultMetrics({ register: registry });
+    // prom-client names three gauges `..._total`, which Prometheus reserves for counters (promtool
+    // rejects the scrape). Each is the sum of its labelled sibling (`nodejs_active_handles{type}`...).
+    for (const name of UNLABELLED_TOTAL_GAUGES) registry.removeSingleMetric(name);
     this.#requests = new Counter({
       name: 'echo_requests_total',
       help: 'HTTP requests served, by method, path and status',

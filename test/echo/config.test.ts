@@ -1,0 +1,367 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import { buildApp } from '../../src/echo/app.ts';
+import { type EchoConfig, loadConfig, VARIABLES } from '../../src/echo/config.ts';
+import { ConfigError } from '../../src/echo/errors.ts';
+
+/** Runs `loadConfig` expecting a ConfigError and returns its lines. */
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+    assert.equal(err.code, 'ECHO_ERR_CONFIG');
+    assert.equal(err.message, err.problems.join('\n'));
+    return err.problems;
+  }
+  assert.fail(`loadConfig(${JSON.stringify(env)}) accepted the environment`);
+}
+
+function formOf(name: string): string {
+  const spec = VARIABLES.find((v) => v.name === name);
+  assert.ok(spec, `${name} is not in VARIABLES`);
+  return spec.form;
+}
+
+const DEFAULTS: EchoConfig = {
+  port: 8080,
+  host: '0.0.0.0',
+  enableTls: false,
+  certFile: 'server.crt',
+  keyFile: 'server.key',
+  enableCors: true,
+  maxBodyBytes: 10_485_760,
+  chaosPercent: 0,
+  defaultDelay: undefined,
+  maxDelayMs: 300_000,
+  errorTimeoutMs: 65_000,
+  maxResponseBytes: 104_857_600,
+  rateLimitRps: 0,
+  rateLimitBurst: 0,
+  sseTickerMs: 5_000,
+  historySize: 100,
+  historyMaxBodyBytes: 65_536,
+  scenarioFile: 'scenarios.yaml',
+  scenarioFileExplicit: false,
+  serverInfo: false,
+  replayTimeoutMs: 30_000,
+  randomSeed: undefined,
+  logLevel: 'info',
+  logRequests: true,
+  logHeaders: false,
+  logBody: false,
+  logTransaction: false,
+  logResponse: false,
+  logResponseHeaders: false,
+  logResponseBody: false,
+  maxLogBodyBytes: 2048,
+  extraHeaders: [],
+};
+
+test('loadConfig – an empty environment gives every documented default', () => {
+  assert.deepEqual(loadConfig({}), DEFAULTS);
+});
+
+test('loadConfig – reads only the environment it is given, never process.env', () => {
+  const saved = process.env['PORT'];
+  process.env['PORT'] = '1234';
+  try {
+    assert.equal(loadConfig({}).port, 8080);
+  } finally {
+    if (saved === undefined) delete process.env['PORT'];
+    else process.env['PORT'] = saved;
+  }
+});
+
+/** [variable, value as written, config key, value the service uses]. */
+const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknown]> = [
+  ['PORT', '0', 'port', 0],
+  ['PORT', '65535', 'port', 65535],
+  ['PORT', ' 9090 ', 'port', 9090],
+  ['HOST', '127.0.0.1', 'host', '127.0.0.1'],
+  ['HOST', '::', 'host', '::'],
+  ['ENABLE_TLS', 'true', 'enableTls', true],
+  ['ENABLE_TLS', 'TRUE', 'enableTls', true],
+  ['ENABLE_TLS', 'false', 'enableTls', false],
+  ['CERT_FILE', '/etc/tls/tls.crt', 'certFile', '/etc/tls/tls.crt'],
+  ['KEY_FILE', '/etc/tls/tls.key', 'keyFile', '/etc/tls/tls.key'],
+  ['ENABLE_CORS', 'false', 'enableCors', false],
+  ['MAX_BODY_SIZE', '1', 'maxBodyBytes', 1],
+  ['MAX_BODY_SIZE', '1073741824', 'maxBodyBytes', 1_073_741_824],
+  ['ECHO_CHAOS', '', 'chaosPercent', 0],
+  ['ECHO_CHAOS', '0', 'chaosPercent', 0],
+  ['ECHO_CHAOS', '100', 'chaosPercent', 100],
+  ['ECHO_DELAY', '', 'defaultDelay', undefined],
+  ['ECHO_DELAY', '250ms', 'defaultDelay', { minMs: 250, maxMs: 250 }],
+  ['ECHO_DELAY', '1.5s', 'defaultDelay', { minMs: 1500, maxMs: 1500 }],
+  ['ECHO_DELAY', '2m', 'defaultDelay', { minMs: 120_000, maxMs: 120_000 }],
+  ['ECHO_DELAY', '40', 'defaultDelay', { minMs: 40, maxMs: 40 }],
+  ['ECHO_DELAY', '100-500ms', 'defaultDelay', { minMs: 100, maxMs: 500 }],
+  ['ECHO_MAX_DELAY', '0', 'maxDelayMs', 0],
+  ['ECHO_MAX_DELAY', '1440m', 'maxDelayMs', 86_400_000],
+  ['ECHO_MAX_DELAY', '10s', 'maxDelayMs', 10_000],
+  ['ECHO_ERROR_TIMEOUT', '2s', 'errorTimeoutMs', 2000],
+  ['ECHO_ERROR_TIMEOUT', '0ms', 'errorTimeoutMs', 0],
+  ['ECHO_MAX_RESPONSE_SIZE', '10737418240', 'maxResponseBytes', 10_737_418_240],
+  ['ECHO_MAX_RESPONSE_SIZE', '1024', 'maxResponseBytes', 1024],
+  ['ECHO_RATE_LIMIT_RPS', '2', 'rateLimitRps', 2],
+  ['ECHO_RATE_LIMIT_RPS', '0.5', 'rateLimitRps', 0.5],
+  ['ECHO_RATE_LIMIT_RPS', '1000000', 'rateLimitRps', 1_000_000],
+  ['ECHO_RATE_LIMIT_BURST', '10', 'rateLimitBurst', 10],
+  ['ECHO_SSE_TICKER', '10ms', 'sseTickerMs', 10],
+  ['ECHO_SSE_TICKER', '60m', 'sseTickerMs', 3_600_000],
+  ['ECHO_HISTORY_SIZE', '0', 'historySize', 0],
+  ['ECHO_HISTORY_SIZE', '100000', 'historySize', 100_000],
+  ['ECHO_HISTORY_MAX_BODY', '10485760', 'historyMaxBodyBytes', 10_485_760],
+  ['ECHO_SCENARIO_FILE', '/config/scenarios.yaml', 'scenarioFile', '/config/scenarios.yaml'],
+  ['ECHO_SERVER_INFO', 'true', 'serverInfo', true],
+  ['ECHO_REPLAY_TIMEOUT', '1ms', 'replayTimeoutMs', 1],
+  ['ECHO_REPLAY_TIMEOUT', '5s', 'replayTimeoutMs', 5000],
+  ['ECHO_RANDOM_SEED', '', 'randomSeed', undefined],
+  ['ECHO_RANDOM_SEED', '0', 'randomSeed', 0],
+  ['ECHO_RANDOM_SEED', '4294967295', 'randomSeed', 4_294_967_295],
+  ['LOG_LEVEL', 'debug', 'logLevel', 'debug'],
+  ['LOG_LEVEL', 'silent', 'logLevel', 'silent'],
+  ['LOG_REQUESTS', 'false', 'logRequests', false],
+  ['LOG_HEADERS', 'true', 'logHeaders', true],
+  ['LOG_BODY', 'true', 'logBody', true],
+  ['LOG_TRANSACTION', 'true', 'logTransaction', true],
+  ['LOG_RESPONSE', 'true', 'logResponse', true],
+  ['LOG_RESPONSE_HEADERS', 'true', 'logResponseHeaders', true],
+  ['LOG_RESPONSE_BODY', 'true', 'logResponseBody', true],
+  ['MAX_LOG_BODY_SIZE', '0', 'maxLogBodyBytes', 0],
+  ['MAX_LOG_BODY_SIZE', '1048576', 'maxLogBodyBytes', 1_048_576],
+];
+
+for (const [name, raw, key, expected] of ACCEPTED) {
+  test(`loadConfig – ${name}=${JSON.stringify(raw)} is accepted as ${JSON.stringify(expected)}`, () => {
+    const config = loadConfig({ [name]: raw });
+    assert.deepEqual(config[key], expected);
+  });
+}
+
+test('loadConfig – every accepted value, extremes included, builds a service that answers', async () => {
+  const logger = pino({ level: 'silent' });
+  for (const [name, raw] of ACCEPTED) {
+    const app = await buildApp(loadConfig({ [name]: raw }), { scenarios: [], logger });
+    try {
+      const response = await app.inject({ url: '/health' });
+      assert.equal(response.statusCode, 200, `${name}=${raw}`);
+    } finally {
+      await app.close();
+    }
+  }
+});
+
+test('loadConfig – every variable in VARIABLES has an accepted form under test', () => {
+  const covered = new Set(ACCEPTED.map(([name]) => name));
+  assert.deepEqual(
+    VARIABLES.map((v) => v.name).filter((n) => !covered.has(n)),
+    [],
+  );
+});
+
+test('loadConfig – ECHO_SCENARIO_FILE set explicitly is marked explicit, even to the default name', () => {
+  assert.equal(loadConfig({}).scenarioFileExplicit, false);
+  assert.equal(loadConfig({ ECHO_SCENARIO_FILE: 'scenarios.yaml' }).scenarioFileExplicit, true);
+});
+
+/** [variable, bad value, why it is bad]. */
+const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
+  ['PORT', 'abc', 'not a number'],
+  ['PORT', '65536', 'out of range'],
+  ['PORT', '-1', 'negative'],
+  ['PORT', '80.5', 'not an integer'],
+  ['PORT', '', 'empty'],
+  ['HOST', '', 'empty'],
+  ['HOST', '   ', 'blank'],
+  ['ENABLE_TLS', 'yes', 'not true/false'],
+  ['ENABLE_TLS', '1', 'not true/false'],
+  ['CERT_FILE', '', 'empty'],
+  ['KEY_FILE', '', 'empty'],
+  ['ENABLE_CORS', 'on', 'not true/false'],
+  ['MAX_BODY_SIZE', '10MB', 'not a number'],
+  ['MAX_BODY_SIZE', '1073741825', 'out of range'],
+  ['MAX_BODY_SIZE', '0', 'below 1 byte'],
+  ['ECHO_CHAOS', '150', 'out of range'],
+  ['ECHO_CHAOS', '12.5', 'not an integer'],
+  ['ECHO_CHAOS', 'lots', 'not a number'],
+  ['ECHO_DELAY', 'soon', 'not a duration'],
+  ['ECHO_DELAY', '5h', 'unknown unit'],
+  ['ECHO_DELAY', '500-100ms', 'reversed range'],
+  ['ECHO_DELAY', '-5ms', 'negative'],
+  ['ECHO_MAX_DELAY', 'forever', 'not a duration'],
+  ['ECHO_MAX_DELAY', '1441m', 'above 24 hours'],
+  ['ECHO_MAX_DELAY', '1-2s', 'a range where one duration is expected'],
+  ['ECHO_ERROR_TIMEOUT', '1 minute', 'not a duration'],
+  ['ECHO_ERROR_TIMEOUT', '1441m', 'above 24 hours'],
+  ['ECHO_MAX_RESPONSE_SIZE', '1GiB', 'not a number'],
+  ['ECHO_MAX_RESPONSE_SIZE', '10737418241', 'out of range'],
+  ['ECHO_RATE_LIMIT_RPS', 'fast', 'not a number'],
+  ['ECHO_RATE_LIMIT_RPS', '-1', 'negative'],
+  ['ECHO_RATE_LIMIT_RPS', '1000001', 'out of range'],
+  ['ECHO_RATE_LIMIT_RPS', '1e3', 'exponent notation'],
+  ['ECHO_RATE_LIMIT_BURST', '2.5', 'not an integer'],
+  ['ECHO_RATE_LIMIT_BURST', '1000001', 'out of range'],
+  ['ECHO_SSE_TICKER', '5ms', 'below 10ms'],
+  ['ECHO_SSE_TICKER', '61m', 'above 1h'],
+  ['ECHO_SSE_TICKER', 'often', 'not a duration'],
+  ['ECHO_HISTORY_SIZE', '100001', 'out of range'],
+  ['ECHO_HISTORY_SIZE', 'all', 'not a number'],
+  ['ECHO_HISTORY_MAX_BODY', '10485761', 'out of range'],
+  ['ECHO_SCENARIO_FILE', '', 'empty'],
+  ['ECHO_SERVER_INFO', 'y', 'not true/false'],
+  ['ECHO_REPLAY_TIMEOUT', '0', 'below 1ms'],
+  ['ECHO_REPLAY_TIMEOUT', 'later', 'not a duration'],
+  ['ECHO_RANDOM_SEED', '4294967296', 'out of range'],
+  ['ECHO_RANDOM_SEED', 'abc', 'not a number'],
+  ['LOG_LEVEL', 'verbose', 'not a level'],
+  ['LOG_REQUESTS', 'no', 'not true/false'],
+  ['LOG_HEADERS', '0', 'not true/false'],
+  ['LOG_BODY', 'yes', 'not true/false'],
+  ['LOG_TRANSACTION', 'enabled', 'not true/false'],
+  ['LOG_RESPONSE', 't', 'not true/false'],
+  ['LOG_RESPONSE_HEADERS', 'off', 'not true/false'],
+  ['LOG_RESPONSE_BODY', 'truee', 'not true/false'],
+  ['MAX_LOG_BODY_SIZE', '2KiB', 'not a number'],
+  ['MAX_LOG_BODY_SIZE', '1048577', 'out of range'],
+];
+
+for (const [name, raw, why] of REJECTED) {
+  test(`loadConfig – ${name}=${JSON.stringify(raw)} (${why}) is one line naming variable, value and form`, () => {
+    const problems = problemsOf({ [name]: raw });
+    assert.equal(problems.length, 1, problems.join('\n'));
+    assert.equal(problems[0], `${name}=${JSON.stringify(raw)} is invalid: expected ${formOf(name)}`);
+  });
+}
+
+test('loadConfig – every variable in VARIABLES has a rejected value under test', () => {
+  const covered = new Set(REJECTED.map(([name]) => name));
+  assert.deepEqual(
+    VARIABLES.map((v) => v.name).filter((n) => !covered.has(n)),
+    [],
+  );
+});
+
+test('loadConfig – every variable documents a form that says what is expected', () => {
+  for (const spec of VARIABLES) {
+    assert.ok(spec.form.length > 0, spec.name);
+    assert.ok(spec.meaning.length > 0, spec.name);
+    assert.ok(spec.parse(spec.default).ok, `${spec.name}: its own default ${spec.default} does not parse`);
+  }
+});
+
+test('loadConfig – several bad values are all listed, one line each, in README order', () => {
+  const problems = problemsOf({
+    LOG_BODY: 'maybe',
+    PORT: 'abc',
+    ECHO_CHAOS: '150',
+    ENABLE_TLS: 'yes',
+    ECHO_SSE_TICKER: '1ms',
+    HOST: '127.0.0.1',
+  });
+  assert.deepEqual(problems, [
+    `PORT="abc" is invalid: expected ${formOf('PORT')}`,
+    `ENABLE_TLS="yes" is invalid: expected ${formOf('ENABLE_TLS')}`,
+    `ECHO_CHAOS="150" is invalid: expected ${formOf('ECHO_CHAOS')}`,
+    `ECHO_SSE_TICKER="1ms" is invalid: expected ${formOf('ECHO_SSE_TICKER')}`,
+    `LOG_BODY="maybe" is invalid: expected ${formOf('LOG_BODY')}`,
+  ]);
+});
+
+test('loadConfig – a value with a line break stays on one line of the error', () => {
+  const problems = problemsOf({ PORT: '80\n81' });
+  assert.equal(problems.length, 1);
+  assert.ok(!problems[0]!.includes('\n'));
+  assert.ok(problems[0]!.startsWith('PORT="80\\n81" is invalid'));
+});
+
+test('loadConfig – ECHO_DELAY above the default ECHO_MAX_DELAY (300s) is rejected', () => {
+  assert.deepEqual(problemsOf({ ECHO_DELAY: '301s' }), [
+    'ECHO_DELAY="301s" is invalid: expected a delay of at most ECHO_MAX_DELAY (300000 ms)',
+  ]);
+});
+
+test('loadConfig – ECHO_DELAY above an explicit ECHO_MAX_DELAY is rejected, a range by its upper bound', () => {
+  assert.deepEqual(problemsOf({ ECHO_DELAY: '100-1500ms', ECHO_MAX_DELAY: '1s' }), [
+    'ECHO_DELAY="100-1500ms" is invalid: expected a delay of at most ECHO_MAX_DELAY (1000 ms)',
+  ]);
+});
+
+test('loadConfig – ECHO_DELAY equal to ECHO_MAX_DELAY, or under a raised one, is accepted', () => {
+  assert.deepEqual(loadConfig({ ECHO_DELAY: '1s', ECHO_MAX_DELAY: '1000ms' }).defaultDelay, {
+    minMs: 1000,
+    maxMs: 1000,
+  });
+  assert.equal(loadConfig({ ECHO_DELAY: '10m', ECHO_MAX_DELAY: '20m' }).maxDelayMs, 1_200_000);
+});
+
+test('loadConfig – with ECHO_MAX_DELAY malformed, ECHO_DELAY is not also blamed', () => {
+  assert.deepEqual(problemsOf({ ECHO_DELAY: '10m', ECHO_MAX_DELAY: 'never' }), [
+    `ECHO_MAX_DELAY="never" is invalid: expected ${formOf('ECHO_MAX_DELAY')}`,
+  ]);
+});
+
+test('loadConfig – ECHO_HEADER_<Name> sets a response header, underscores becoming dashes', () => {
+  const config = loadConfig({
+    ECHO_HEADER_Cache_Control: 'no-store',
+    ECHO_HEADER_X_Team: 'platform',
+    ECHO_HEADER_X_Empty: '',
+  });
+  assert.deepEqual(
+    [...config.extraHeaders].sort(([a], [b]) => a.localeCompare(b)),
+    [
+      ['Cache-Control', 'no-store'],
+      ['X-Empty', ''],
+      ['X-Team', 'platform'],
+    ],
+  );
+});
+
+test('loadConfig – other ECHO_ variables (Kubernetes service links) are ignored', () => {
+  const config = loadConfig({
+    ECHO_SERVICE_HOST: '10.0.0.1',
+    ECHO_PORT: 'tcp://10.0.0.1:80',
+    ECHO_CHAOS_SERVICE_PORT: '8080',
+  });
+  assert.deepEqual(config, DEFAULTS);
+});
+
+test('loadConfig – ECHO_HEADER_ with a bad header name is rejected, naming variable and name', () => {
+  const problems = problemsOf({ 'ECHO_HEADER_X(Bad)': '1', ECHO_HEADER_: 'x', 'ECHO_HEADER_A B': 'y' });
+  assert.equal(problems.length, 3, problems.join('\n'));
+  for (const [variable, header] of [
+    ['ECHO_HEADER_X(Bad)', 'X(Bad)'],
+    ['ECHO_HEADER_', ''],
+    ['ECHO_HEADER_A B', 'A B'],
+  ] as const) {
+    assert.ok(
+      problems.includes(
+        `${variable}: ${JSON.stringify(header)} is not a valid header name: expected letters, digits and -`,
+      ),
+      `no line for ${variable} in\n${problems.join('\n')}`,
+    );
+  }
+});
+
+test('loadConfig – ECHO_HEADER_ value with CR, LF or NUL is rejected (no header injection)', () => {
+  assert.deepEqual(problemsOf({ ECHO_HEADER_X_Inject: 'a\r\nSet-Cookie: x=1' }), [
+    'ECHO_HEADER_X_Inject="a\\r\\nSet-Cookie: x=1" is invalid: a header value must not contain CR, LF or NUL',
+  ]);
+});
+
+test('loadConfig – ECHO_HEADER_ naming a framing header (Content-Length, Connection) is rejected', () => {
+  const problems = problemsOf({ ECHO_HEADER_Content_Length: '5', ECHO_HEADER_connection: 'close' });
+  assert.deepEqual(problems.toSorted(), [
+    'ECHO_HEADER_Content_Length: "Content-Length" frames the message and cannot be set: expected any other header name',
+    'ECHO_HEADER_connection: "connection" frames the message and cannot be set: expected any other header name',
+  ]);
+});
+
+test('loadConfig – bad variables and bad ECHO_HEADER_ names are reported together', () => {
+  const problems = problemsOf({ PORT: 'x', 'ECHO_HEADER_?': '1' });
+  assert.equal(problems.length, 2);
+  assert.match(problems[0]!, /^PORT="x"/);
+  assert.match(problems[1]!, /^ECHO_HEADER_\?: "\?"/);
+});

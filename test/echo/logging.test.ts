@@ -1,0 +1,334 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { logBody } from '../../src/echo/logging.ts';
+import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+
+type LogRecord = Record<string, unknown>;
+
+/**
+ * The log records of one request, by its id. The completion hooks run after the client has its
+ * answer, so wait until the records stop coming (or `settleMs` passes without a new one).
+ */
+async function recordsOf(server: RunningEcho, requestId: string, settleMs = 100): Promise<LogRecord[]> {
+  let seen = -1;
+  let records: LogRecord[] = [];
+  while (records.length !== seen) {
+    seen = records.length;
+    await sleep(settleMs);
+    records = server.logs.filter((r) => r['reqId'] === requestId);
+  }
+  return records;
+}
+
+function messages(records: readonly LogRecord[]): string[] {
+  return records.map((r) => String(r['msg']));
+}
+
+async function call(server: RunningEcho, path: string, init: RequestInit = {}): Promise<string> {
+  const id = `log-${Math.random().toString(36).slice(2)}`;
+  const headers = new Headers(init.headers);
+  headers.set('X-Request-ID', id);
+  const response = await fetch(server.url + path, { ...init, headers });
+  await response.arrayBuffer();
+  return id;
+}
+
+const DURATION = String.raw`\d+(\.\d+)?ms`;
+
+test('logging – by default one request gives `remote method path` and `remote method path - status duration`', async (t) => {
+  const server = await startEcho({}, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/hello?x=1');
+  const records = await recordsOf(server, id);
+  assert.equal(records.length, 2, JSON.stringify(records));
+  assert.equal(records[0]!['msg'], '127.0.0.1 GET /hello?x=1');
+  assert.match(
+    String(records[1]!['msg']),
+    new RegExp(String.raw`^127\.0\.0\.1 GET /hello\?x=1 - 200 ${DURATION}$`),
+  );
+  // Nothing else is in those lines unless asked for.
+  for (const r of records) {
+    assert.equal(r['headers'], undefined);
+    assert.equal(r['body'], undefined);
+  }
+});
+
+test('logging – the completion line carries the status the client saw', async (t) => {
+  const server = await startEcho({}, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/teapot', { method: 'DELETE', headers: { 'X-Echo-Status': '418' } });
+  assert.match(
+    messages(await recordsOf(server, id))[1] ?? '',
+    new RegExp(String.raw`^127\.0\.0\.1 DELETE /teapot - 418 ${DURATION}$`),
+  );
+});
+
+test('logging – LOG_REQUESTS=false logs nothing for a request', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/quiet', { method: 'POST', body: 'shh' });
+  assert.deepEqual(await recordsOf(server, id), []);
+});
+
+test('logging – LOG_HEADERS=true adds the request headers to the request line', async (t) => {
+  const server = await startEcho({ LOG_HEADERS: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/with-headers', { headers: { 'X-Team': 'platform' } });
+  const records = await recordsOf(server, id);
+  assert.equal(records[0]!['msg'], '127.0.0.1 GET /with-headers');
+  const headers = records[0]!['headers'] as Record<string, string>;
+  assert.equal(headers['x-team'], 'platform');
+  assert.equal(headers['x-request-id'], id);
+});
+
+test('logging – LOG_BODY=true logs the request body', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false', LOG_BODY: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/orders', { method: 'POST', body: '{"id":7}' });
+  const records = await recordsOf(server, id);
+  assert.deepEqual(
+    records.map((r) => [r['msg'], r['body']]),
+    [['request body', { text: '{"id":7}', size: 8, truncated: false }]],
+  );
+});
+
+test('logging – LOG_BODY cuts the body at MAX_LOG_BODY_SIZE and says so', async (t) => {
+  const server = await startEcho(
+    { LOG_REQUESTS: 'false', LOG_BODY: 'true', MAX_LOG_BODY_SIZE: '5' },
+    { captureLogs: true },
+  );
+  t.after(() => server.close());
+  const id = await call(server, '/long', { method: 'PUT', body: 'hello world' });
+  const [record] = await recordsOf(server, id);
+  assert.deepEqual(record?.['body'], { text: 'hello', size: 11, truncated: true });
+});
+
+test('logging – LOG_BODY never logs a body sent to /sse', async (t) => {
+  const server = await startEcho({ LOG_BODY: 'true', LOG_RESPONSE_BODY: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/sse', { method: 'POST', body: 'secret-stream' });
+  const records = await recordsOf(server, id);
+  assert.equal(records.length, 2, JSON.stringify(records));
+  assert.doesNotMatch(JSON.stringify(records), /secret-stream/);
+});
+
+test('logging – LOG_RESPONSE=true logs a completion summary: status, duration, length', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false', LOG_RESPONSE: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/summary', {
+    method: 'POST',
+    body: 'abc',
+    headers: { 'X-Echo-Status': '201' },
+  });
+  const records = await recordsOf(server, id);
+  assert.equal(records.length, 1, JSON.stringify(records));
+  const r = records[0]!;
+  assert.equal(r['msg'], 'response');
+  assert.equal(r['status'], 201);
+  assert.equal(typeof r['duration_ms'], 'number');
+  assert.equal(r['content_length'], 3);
+  assert.equal(r['headers'], undefined);
+  assert.equal(r['body'], undefined);
+});
+
+test('logging – LOG_RESPONSE_HEADERS=true logs the response headers', async (t) => {
+  const server = await startEcho(
+    { LOG_REQUESTS: 'false', LOG_RESPONSE_HEADERS: 'true', ECHO_HEADER_X_Service: 'echo' },
+    { captureLogs: true },
+  );
+  t.after(() => server.close());
+  const id = await call(server, '/h', { headers: { 'X-Echo-Set-Header-Cache-Control': 'no-store' } });
+  const records = await recordsOf(server, id);
+  assert.equal(records.length, 1, JSON.stringify(records));
+  const headers = records[0]!['headers'] as Record<string, unknown>;
+  assert.equal(records[0]!['msg'], 'response');
+  assert.equal(headers['x-request-id'], id);
+  assert.equal(headers['x-service'], 'echo');
+  assert.equal(headers['cache-control'], 'no-store');
+  assert.match(String(headers['content-type']), /^text\/plain/);
+});
+
+test('logging – LOG_RESPONSE_BODY=true logs the response body, cut at MAX_LOG_BODY_SIZE', async (t) => {
+  const server = await startEcho(
+    { LOG_REQUESTS: 'false', LOG_RESPONSE_BODY: 'true', MAX_LOG_BODY_SIZE: '4' },
+    { captureLogs: true },
+  );
+  t.after(() => server.close());
+  const short = await call(server, '/r', { method: 'POST', body: 'ok' });
+  const long = await call(server, '/r', { method: 'POST', body: 'abcdefgh' });
+  assert.deepEqual(
+    (await recordsOf(server, short)).map((r) => [r['msg'], r['body']]),
+    [['response', { text: 'ok', size: 2, truncated: false }]],
+  );
+  assert.deepEqual(
+    (await recordsOf(server, long)).map((r) => r['body']),
+    [{ text: 'abcd', size: 8, truncated: true }],
+  );
+});
+
+test('logging – LOG_RESPONSE_BODY never logs the body of /sse', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false', LOG_RESPONSE_BODY: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const controller = new AbortController();
+  const id = `sse-${Date.now()}`;
+  const response = await fetch(`${server.url}/sse`, {
+    headers: { 'X-Request-ID': id },
+    signal: controller.signal,
+  });
+  // Whatever /sse is (a stream of events, or the echo), read a little and leave.
+  const reader = response.body?.getReader();
+  await reader?.read();
+  controller.abort();
+  await reader?.cancel().catch(() => {});
+  const records = await recordsOf(server, id, 200);
+  assert.ok(
+    records.every((r) => r['body'] === undefined),
+    JSON.stringify(records),
+  );
+});
+
+test('logging – a streamed response body is logged as [stream] and still arrives complete', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false', LOG_RESPONSE_BODY: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = 'stream-1';
+  const response = await fetch(`${server.url}/big`, {
+    headers: { 'X-Request-ID': id, 'X-Echo-Response-Size': '300000' },
+  });
+  assert.equal(response.status, 200);
+  assert.equal((await response.arrayBuffer()).byteLength, 300_000);
+  const records = await recordsOf(server, id);
+  assert.deepEqual(
+    records.map((r) => r['body']),
+    [{ text: '[stream]', size: null, truncated: false }],
+  );
+});
+
+test('logging – a compressed response is logged as [stream] and decompresses to the whole body', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false', LOG_RESPONSE_BODY: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = 'stream-gzip';
+  const body = 'compress me '.repeat(1000);
+  const response = await fetch(`${server.url}/zip`, {
+    method: 'POST',
+    body,
+    headers: { 'X-Request-ID': id, 'X-Echo-Compress': 'gzip' },
+  });
+  assert.equal(response.headers.get('content-encoding'), 'gzip');
+  assert.equal(await response.text(), body);
+  const records = await recordsOf(server, id);
+  assert.deepEqual(
+    records.map((r) => (r['body'] as { text: string }).text),
+    ['[stream]'],
+  );
+});
+
+test('logging – LOG_TRANSACTION=true logs one consolidated record of request and response', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false', LOG_TRANSACTION: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = await call(server, '/tx?q=1', { method: 'POST', body: 'payload', headers: { 'X-Team': 'sre' } });
+  const records = await recordsOf(server, id);
+  assert.equal(records.length, 1, JSON.stringify(records));
+  const r = records[0]!;
+  assert.equal(r['msg'], 'transaction');
+  const request = r['request'] as Record<string, unknown>;
+  const response = r['response'] as Record<string, unknown>;
+  assert.equal(request['method'], 'POST');
+  assert.equal(request['url'], '/tx?q=1');
+  assert.equal(request['remote'], '127.0.0.1');
+  assert.equal((request['headers'] as Record<string, string>)['x-team'], 'sre');
+  assert.equal(response['status'], 200);
+  assert.equal((response['headers'] as Record<string, string>)['x-request-id'], id);
+  assert.equal(typeof r['duration_ms'], 'number');
+  // Bodies follow LOG_BODY and LOG_RESPONSE_BODY, both off here.
+  assert.equal(request['body'], undefined);
+  assert.equal(response['body'], undefined);
+});
+
+test('logging – LOG_TRANSACTION with LOG_BODY and LOG_RESPONSE_BODY carries both bodies, and no other record', async (t) => {
+  const server = await startEcho(
+    {
+      LOG_REQUESTS: 'false',
+      LOG_TRANSACTION: 'true',
+      LOG_BODY: 'true',
+      LOG_RESPONSE_BODY: 'true',
+      LOG_RESPONSE: 'true',
+      MAX_LOG_BODY_SIZE: '6',
+    },
+    { captureLogs: true },
+  );
+  t.after(() => server.close());
+  const id = await call(server, '/tx', { method: 'POST', body: 'request-body' });
+  const records = await recordsOf(server, id);
+  assert.deepEqual(messages(records), ['transaction']);
+  const r = records[0]!;
+  assert.deepEqual((r['request'] as LogRecord)['body'], { text: 'reques', size: 12, truncated: true });
+  assert.deepEqual((r['response'] as LogRecord)['body'], { text: 'reques', size: 12, truncated: true });
+});
+
+test('logging – LOG_TRANSACTION omits the bodies of /sse', async (t) => {
+  const server = await startEcho(
+    { LOG_REQUESTS: 'false', LOG_TRANSACTION: 'true', LOG_BODY: 'true', LOG_RESPONSE_BODY: 'true' },
+    { captureLogs: true },
+  );
+  t.after(() => server.close());
+  const id = await call(server, '/sse', { method: 'POST', body: 'hidden-body' });
+  const records = await recordsOf(server, id);
+  assert.deepEqual(messages(records), ['transaction']);
+  assert.doesNotMatch(JSON.stringify(records), /hidden-body/);
+});
+
+test('logging – LOG_TRANSACTION logs a streamed response body as [stream]', async (t) => {
+  const server = await startEcho(
+    { LOG_REQUESTS: 'false', LOG_TRANSACTION: 'true', LOG_RESPONSE_BODY: 'true' },
+    { captureLogs: true },
+  );
+  t.after(() => server.close());
+  const id = await call(server, '/big', { headers: { 'X-Echo-Response-Size': '70000' } });
+  const records = await recordsOf(server, id);
+  assert.equal(records.length, 1, JSON.stringify(records));
+  assert.deepEqual((records[0]!['response'] as LogRecord)['body'], {
+    text: '[stream]',
+    size: null,
+    truncated: false,
+  });
+});
+
+test('logging – a 413 whose connection is closed still names the client in the completion line', async (t) => {
+  const server = await startEcho({ MAX_BODY_SIZE: '16' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = 'too-large-get';
+  await new Promise<void>((resolve, reject) => {
+    const req = httpRequest(
+      `${server.url}/search`,
+      { method: 'GET', headers: { 'x-request-id': id, 'content-length': '64' } },
+      (res) => {
+        res.resume();
+        res.on('end', resolve);
+      },
+    );
+    req.on('error', reject);
+    req.end('x'.repeat(64));
+  });
+  const lines = messages(await recordsOf(server, id));
+  assert.equal(lines[0], '127.0.0.1 GET /search');
+  assert.match(lines[1] ?? '', new RegExp(String.raw`^127\.0\.0\.1 GET /search - 413 ${DURATION}$`));
+});
+
+test('logBody – text and buffers are cut at a byte count, never inside a character; streams are described, never read', () => {
+  assert.deepEqual(logBody('héllo', 2), { text: 'h', size: 6, truncated: true }, 'é is not split in two');
+  assert.deepEqual(logBody('héllo', 3), { text: 'hé', size: 6, truncated: true });
+  assert.deepEqual(logBody(Buffer.from('€uro'), 2), { text: '', size: 6, truncated: true });
+  assert.deepEqual(logBody(Buffer.from('abc'), 10), { text: 'abc', size: 3, truncated: false });
+  assert.deepEqual(logBody(undefined, 10), { text: '', size: 0, truncated: false });
+  assert.deepEqual(logBody('anything', 0), { text: '', size: 8, truncated: true });
+  let read = false;
+  const stream = {
+    read() {
+      read = true;
+    },
+  };
+  assert.deepEqual(logBody(stream, 10), { text: '[stream]', size: null, truncated: false });
+  assert.equal(read, false);
+});

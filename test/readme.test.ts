@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { renderReadme } from '../scripts/readme-tables.ts';
+import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
+import { ECHO_ERRORS } from '../src/echo/errors.ts';
+
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+test('README – the generated tables are fresh (run `node scripts/readme-tables.ts --write`)', () => {
+  const fresh = renderReadme(README);
+  if (fresh !== README) {
+    const ours = README.split('\n');
+    const theirs = fresh.split('\n');
+    const at = ours.findIndex((line, i) => line !== theirs[i]);
+    assert.fail(
+      `README.md is stale from line ${at + 1}:\n  README:    ${ours[at]}\n  generated: ${theirs[at]}\n` +
+        'run `npx node scripts/readme-tables.ts --write`',
+    );
+  }
+});
+
+test('README – renderReadme notices a hand-edited table', () => {
+  const tampered = README.replace('| `PORT` | Port to listen on', '| `PORT` | Port we listen on');
+  assert.notEqual(tampered, README, 'the PORT row was not found to tamper with');
+  assert.notEqual(renderReadme(tampered), tampered);
+  assert.equal(renderReadme(tampered), README);
+});
+
+test('README – renderReadme refuses a README without the generated-section markers', () => {
+  assert.throws(() => renderReadme('# echo-chaos\n'), /lacks the markers of section variables/);
+});
+
+test('README – every variable of VARIABLES is documented, with its default and form', () => {
+  for (const spec of VARIABLES) {
+    const row = README.split('\n').find((line) => line.startsWith(`| \`${spec.name}\` |`));
+    assert.ok(row, `${spec.name} has no row in README.md`);
+    assert.ok(row.includes(spec.default === '' ? '(empty)' : `\`${spec.default}\``), `${spec.name} default`);
+    assert.ok(row.includes(spec.form.replaceAll('|', '\\|')), `${spec.name} form`);
+  }
+  assert.ok(README.includes(`\`${HEADER_VARIABLE.name}\``));
+});
+
+test('README – every error code of ECHO_ERRORS is documented with its status', () => {
+  for (const [code, def] of Object.entries(ECHO_ERRORS)) {
+    const row = README.split('\n').find((line) => line.startsWith(`| \`${code}\` |`));
+    assert.ok(row, `${code} has no row in README.md`);
+    assert.ok(row.includes(`| ${def.status} |`), `${code} status`);
+  }
+});
+
+test('README – every variable of the seed specification is a variable of the service', () => {
+  const seed = [
+    'PORT',
+    'ENABLE_TLS',
+    'CERT_FILE',
+    'KEY_FILE',
+    'ENABLE_CORS',
+    'MAX_BODY_SIZE',
+    'ECHO_CHAOS',
+    'ECHO_DELAY',
+    'ECHO_RATE_LIMIT_RPS',
+    'ECHO_RATE_LIMIT_BURST',
+    'ECHO_SSE_TICKER',
+    'ECHO_HISTORY_SIZE',
+    'ECHO_SCENARIO_FILE',
+    'ECHO_SERVER_INFO',
+    'LOG_REQUESTS',
+    'LOG_HEADERS',
+    'LOG_BODY',
+    'LOG_TRANSACTION',
+    'LOG_RESPONSE',
+    'LOG_RESPONSE_HEADERS',
+    'LOG_RESPONSE_BODY',
+    'MAX_LOG_BODY_SIZE',
+  ];
+  const names = new Set(VARIABLES.map((v) => v.name));
+  assert.deepEqual(
+    seed.filter((name) => !names.has(name)),
+    [],
+  );
+});
+
+test('README – every variable and error code the prose names exists in the code', () => {
+  const variables = new Set<string>(VARIABLES.map((v) => v.name));
+  // Named in the prose as examples of what is ignored or as the header family.
+  const mentionedOnly = new Set(['ECHO_HEADER_', 'ECHO_SERVICE_HOST']);
+  for (const [, name] of README.matchAll(/`((?:ECHO|LOG|MAX)_[A-Z_]+)(?:[=<`])/g)) {
+    if (name === undefined || name.startsWith('ECHO_ERR_') || mentionedOnly.has(name)) continue;
+    assert.ok(variables.has(name), `README names ${name}, which the service does not read`);
+  }
+  for (const [code] of README.matchAll(/ECHO_ERR_[A-Z_]+/g)) {
+    assert.ok(code in ECHO_ERRORS, `README names ${code}, which is not in ECHO_ERRORS`);
+  }
+});
