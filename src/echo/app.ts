@@ -11,7 +11,7 @@ import { RateLimitedError } from './errors.ts';
 import { History } from './history.ts';
 import { registerLogging } from './logging.ts';
 import { EchoMetrics } from './metrics.ts';
-import { createEchoHandler } from './pipeline.ts';
+import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { TokenBucket } from './rate-limit.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
@@ -174,6 +174,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    scope.addHook('preValidation', createBodylessMethodReader(config.maxBodyBytes));
     // A CORS preflight is answered in onRequest; any other OPTIONS is echoed like every method.
     scope.route({ method: scope.supportedMethods, url: '*', handler: echo });
   });

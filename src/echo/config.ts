@@ -6,6 +6,7 @@ import {
   parseDurationMs,
 } from '../scenario/duration.ts';
 import { ConfigError } from './errors.ts';
+import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
 export interface EchoConfig {
@@ -315,18 +316,7 @@ function delaySpec(raw: string): Parsed {
 }
 
 const HEADER_PREFIX = 'ECHO_HEADER_';
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const SAFE_VALUE = /^[^\r\n\0]*$/;
-/** Headers that frame the message: set on every response they would corrupt every response. */
-const FRAMING_HEADERS = new Set([
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'trailer',
-  'te',
-]);
 
 /** Names the environment may hold that are ours but not in `VARIABLES` (used by the README test). */
 export const HEADER_VARIABLE = {

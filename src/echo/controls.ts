@@ -8,6 +8,7 @@ import {
   parseDurationMs,
 } from '../scenario/duration.ts';
 import type { ErrorDetail } from './errors.ts';
+import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
 import type { RandomSource } from './random.ts';
 
 /** What `X-Echo-Error` asked for. A status fault carries the status it answers with. */
@@ -58,19 +59,8 @@ export const NAMED_ERRORS: Readonly<Record<string, number>> = {
 
 const EXPONENTIAL_MAX_ATTEMPT = 32;
 const MAX_ECHOED_HEADERS = 64;
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;[^\r\n]*)?$/;
 const NON_NEGATIVE_INT = /^\d{1,16}$/;
-/** Headers whose value frames the message: setting them would corrupt the response. */
-const FRAMING = new Set([
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'trailer',
-  'te',
-]);
 /** Response-only headers a client may reflect back at us; they control nothing. */
 const IGNORED = new Set([
   'x-echo-request-count',
@@ -332,7 +322,7 @@ function setHeader(ctx: ParseContext, name: string, value: string): void {
   const target = name.slice(SET_HEADER_PREFIX.length);
   if (target.length === 0 || !TOKEN.test(target)) {
     problem(ctx, name, value, 'expected X-Echo-Set-Header-<Name> with a header name');
-  } else if (FRAMING.has(target)) {
+  } else if (FRAMING_HEADERS.has(target)) {
     problem(ctx, name, value, `${target} frames the message and cannot be set`);
   } else {
     ctx.controls.setHeaders ??= [];

@@ -22,6 +22,19 @@ export interface PipelineDeps {
   readonly drainSignal: AbortSignal;
 }
 
+/**
+ * fastify parses no body for GET and HEAD; the echo reads one itself (bounded) before the
+ * handler and the body loggers run, so a GET with a body is echoed, recorded and logged alike.
+ */
+export function createBodylessMethodReader(maxBodyBytes: number) {
+  return async function readBodyOfBodylessMethod(request: FastifyRequest): Promise<void> {
+    if (request.body !== undefined || !hasBody(request.raw)) return;
+    const body = await readRawBody(request.raw, maxBodyBytes);
+    if (body === undefined) throw new BodyTooLargeError(maxBodyBytes);
+    request.body = body;
+  };
+}
+
 /** Status recorded for a request whose client went away before the answer (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = 499;
 /** Status recorded for a connection ended on purpose without a response (`reset`, `close`). */
@@ -51,11 +64,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       throw withDetails(new InvalidHeaderError(problems.map((p) => p.field).join(', ')), problems);
     }
 
-    let body = request.body as Buffer | undefined;
-    if (body === undefined && hasBody(raw)) {
-      body = await readRawBody(raw, config.maxBodyBytes);
-      if (body === undefined) throw new BodyTooLargeError(config.maxBodyBytes);
-    }
+    const body = request.body as Buffer | undefined;
 
     if (controls.historyEnabled !== false) {
       request.historyEntry = history.record({

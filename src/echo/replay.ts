@@ -8,6 +8,7 @@ import {
   UpstreamUnreachableError,
 } from './errors.ts';
 import type { History, HistoryEntry } from './history.ts';
+import { TOKEN } from './http-grammar.ts';
 
 /** The body of `POST /replay`. */
 export interface ReplayRequest {
@@ -75,11 +76,7 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
       throw new InvalidReplayError(`"modify_headers" has more than ${MAX_MODIFIED_HEADERS} entries`);
     }
     for (const [name, value] of entries) {
-      if (
-        typeof value !== 'string' ||
-        !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) ||
-        /[\r\n\0]/.test(value)
-      ) {
+      if (typeof value !== 'string' || !TOKEN.test(name) || /[\r\n\0]/.test(value)) {
         throw new InvalidReplayError(
           `"modify_headers.${name}" must be a valid header name with a string value`,
         );

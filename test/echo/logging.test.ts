@@ -94,6 +94,34 @@ test('logging – LOG_BODY=true logs the request body', async (t) => {
   );
 });
 
+test('logging – LOG_BODY=true logs the body of a GET that has one, and the echo still returns it', async (t) => {
+  const server = await startEcho({ LOG_REQUESTS: 'false', LOG_BODY: 'true' }, { captureLogs: true });
+  t.after(() => server.close());
+  const id = 'log-get-body';
+  const answer = await new Promise<string>((resolve, reject) => {
+    const req = httpRequest(
+      `${server.url}/lookup`,
+      { method: 'GET', headers: { 'X-Request-ID': id, 'Content-Type': 'text/plain', 'Content-Length': '7' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => resolve(text));
+      },
+    );
+    req.on('error', reject);
+    req.end('find me');
+  });
+  assert.equal(answer, 'find me');
+  const records = await recordsOf(server, id);
+  assert.deepEqual(
+    records.map((r) => [r['msg'], r['body']]),
+    [['request body', { text: 'find me', size: 7, truncated: false }]],
+  );
+});
+
 test('logging – LOG_BODY cuts the body at MAX_LOG_BODY_SIZE and says so', async (t) => {
   const server = await startEcho(
     { LOG_REQUESTS: 'false', LOG_BODY: 'true', MAX_LOG_BODY_SIZE: '5' },
