@@ -25,6 +25,10 @@ export interface EchoConfig {
   readonly rateLimitRps: number;
   readonly rateLimitBurst: number;
   readonly sseTickerMs: number;
+  /** Concurrent `/ws` and `/sse` connections; past it new ones are refused. */
+  readonly maxStreams: number;
+  /** How long SIGTERM waits for in-flight work before closing every connection. */
+  readonly drainTimeoutMs: number;
   readonly historySize: number;
   readonly historyMaxBodyBytes: number;
   readonly scenarioFile: string;
@@ -190,6 +194,22 @@ export const VARIABLES: readonly VariableSpec[] = [
     `${DURATION_FORM}, 10ms-1h`,
     'Interval between `/sse` events',
     duration(10, 3_600_000),
+  ),
+  v(
+    'ECHO_MAX_STREAMS',
+    'maxStreams',
+    '10000',
+    'integer 0-1000000',
+    'Concurrent `/ws` and `/sse` connections; past it `/sse` answers 503 and `/ws` closes with 1013',
+    integer(0, 1_000_000),
+  ),
+  v(
+    'ECHO_DRAIN_TIMEOUT',
+    'drainTimeoutMs',
+    '30s',
+    `${DURATION_FORM}, at most 60m`,
+    'On SIGTERM/SIGINT: how long in-flight requests may take before every connection is closed',
+    duration(0, 3_600_000),
   ),
   v(
     'ECHO_HISTORY_SIZE',
