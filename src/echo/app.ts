@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
@@ -42,7 +44,12 @@ export interface EchoState {
   readonly eventLoopDelay: ReturnType<typeof monitorEventLoopDelay>;
   /** Aborted when the server starts draining. */
   readonly drain: AbortController;
+  /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
+  readonly upgradeHandlers: Map<string, UpgradeHandler>;
 }
+
+/** Takes over the socket of an HTTP/1.1 upgrade request for one path. */
+export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -84,6 +91,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     openStreams: { ws: 0, sse: 0 },
     eventLoopDelay,
     drain: new AbortController(),
+    upgradeHandlers: new Map(),
   };
   app.decorate('echo', state);
   app.decorateRequest('historyEntry', undefined);
