@@ -12,7 +12,7 @@ export interface HistoryEntry {
   readonly url: string;
   readonly path: string;
   readonly query: string;
-  readonly headers: Readonly<Record<string, string | string[]>>;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly body: string;
   readonly body_encoding: 'utf8' | 'base64';
   readonly body_size: number;
@@ -22,6 +22,103 @@ export interface HistoryEntry {
   /** The answered status; `null` while the request is still in flight, 499 if the client left. */
   status: number | null;
   duration_ms: number | null;
+}
+
+/**
+ * A stored request. Recording is on the hot path of every echo, so it only keeps references
+ * (the request's own headers object, the bounded body bytes, a clock reading); the text forms
+ * (`timestamp`, `body`, `path`, …) are worked out when history is read, which is rare.
+ */
+class Recorded implements HistoryEntry {
+  readonly id: string;
+  readonly request_id: string;
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body_size: number;
+  readonly remote_addr: string;
+  readonly protocol: string;
+  status: number | null = null;
+  duration_ms: number | null = null;
+  readonly #timeMs: number;
+  readonly #bytes: Buffer;
+  readonly #cut: boolean;
+  #decoded: { body: string; encoding: 'utf8' | 'base64'; keptBytes: number } | undefined;
+
+  constructor(id: string, input: RecordInput, bytes: Buffer, cut: boolean) {
+    this.id = id;
+    this.request_id = input.requestId;
+    this.method = input.method;
+    this.url = input.url;
+    this.headers = input.headers;
+    this.body_size = input.body?.length ?? 0;
+    this.remote_addr = input.remoteAddr;
+    this.protocol = input.protocol;
+    this.#timeMs = Date.now();
+    this.#bytes = bytes;
+    this.#cut = cut;
+  }
+
+  get timestamp(): string {
+    return new Date(this.#timeMs).toISOString();
+  }
+
+  get path(): string {
+    const q = this.url.indexOf('?');
+    return q === -1 ? this.url : this.url.slice(0, q);
+  }
+
+  get query(): string {
+    const q = this.url.indexOf('?');
+    return q === -1 ? '' : this.url.slice(q + 1);
+  }
+
+  get body(): string {
+    return this.#decode().body;
+  }
+
+  get body_encoding(): 'utf8' | 'base64' {
+    return this.#decode().encoding;
+  }
+
+  get body_truncated(): boolean {
+    return this.#decode().keptBytes < this.body_size;
+  }
+
+  #decode(): { body: string; encoding: 'utf8' | 'base64'; keptBytes: number } {
+    if (this.#decoded !== undefined) return this.#decoded;
+    let kept = this.#bytes;
+    // A cut may split a multi-byte character: keep the whole characters, so the text holds no
+    // U+FFFD that was never sent. An uncut body is text only when every byte of it is.
+    const textual = isUtf8Text(this.#cut ? kept.subarray(0, kept.length - partialCharBytes(kept)) : kept);
+    if (textual !== undefined) kept = textual;
+    this.#decoded =
+      textual !== undefined
+        ? { body: kept.toString('utf8'), encoding: 'utf8', keptBytes: kept.length }
+        : { body: kept.toString('base64'), encoding: 'base64', keptBytes: kept.length };
+    return this.#decoded;
+  }
+
+  toJSON(): HistoryEntry {
+    return {
+      id: this.id,
+      request_id: this.request_id,
+      timestamp: this.timestamp,
+      method: this.method,
+      url: this.url,
+      path: this.path,
+      query: this.query,
+      headers: this.headers,
+      body: this.body,
+      body_encoding: this.body_encoding,
+      body_size: this.body_size,
+      body_truncated: this.body_truncated,
+      remote_addr: this.remote_addr,
+      protocol: this.protocol,
+      status: this.status,
+      duration_ms: this.duration_ms,
+    };
+  }
 }
 
 /** What `History.record` needs to know of a request. */
@@ -42,8 +139,8 @@ export interface RecordInput {
 export class History {
   readonly capacity: number;
   readonly maxBodyBytes: number;
-  readonly #ring: Array<HistoryEntry | undefined>;
-  readonly #byId = new Map<string, HistoryEntry>();
+  readonly #ring: Array<Recorded | undefined>;
+  readonly #byId = new Map<string, Recorded>();
   #start = 0;
   #size = 0;
   #collisions = 0;
@@ -61,39 +158,16 @@ export class History {
   /** Stores a request, evicting the oldest entry when full. Returns the entry (status pending). */
   record(input: RecordInput): HistoryEntry | undefined {
     if (this.capacity === 0) return undefined;
-    const q = input.url.indexOf('?');
     const body = input.body ?? EMPTY;
     const cut = body.length > this.maxBodyBytes;
-    let kept = cut ? body.subarray(0, this.maxBodyBytes) : body;
-    let text: string | undefined;
-    // A cut may split a multi-byte character: keep the whole characters, so the text holds no
-    // U+FFFD that was never sent. An uncut body is text only when every byte of it is.
-    const textual = isUtf8Text(cut ? kept.subarray(0, kept.length - partialCharBytes(kept)) : kept);
-    if (textual !== undefined) {
-      kept = textual;
-      text = kept.toString('utf8');
-    }
+    // Keep our own copy of a cut body, or of a view into a larger buffer, so that history never
+    // holds more than maxBodyBytes of memory per entry.
+    const kept = cut ? body.subarray(0, this.maxBodyBytes) : body;
+    const bytes = kept.byteLength === kept.buffer.byteLength ? kept : Buffer.from(kept);
     // A sent id may itself look like `<id>-<n>`: look for a suffix no stored entry has.
     let id = input.requestId;
     while (this.#byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
-    const entry: HistoryEntry = {
-      id,
-      request_id: input.requestId,
-      timestamp: new Date().toISOString(),
-      method: input.method,
-      url: input.url,
-      path: q === -1 ? input.url : input.url.slice(0, q),
-      query: q === -1 ? '' : input.url.slice(q + 1),
-      headers: copyHeaders(input.headers),
-      body: text ?? kept.toString('base64'),
-      body_encoding: text === undefined ? 'base64' : 'utf8',
-      body_size: body.length,
-      body_truncated: kept.length < body.length,
-      remote_addr: input.remoteAddr,
-      protocol: input.protocol,
-      status: null,
-      duration_ms: null,
-    };
+    const entry = new Recorded(id, input, bytes, cut);
     if (this.#size === this.capacity) {
       const oldest = this.#ring[this.#start];
       if (oldest !== undefined) this.#byId.delete(oldest.id);
@@ -120,15 +194,6 @@ export class History {
 }
 
 const EMPTY = Buffer.alloc(0);
-
-function copyHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value !== undefined) out[name] = value;
-  }
-  return out;
-}
 
 /**
  * `buf` when it is valid UTF-8 without control characters other than whitespace (safe to show as
