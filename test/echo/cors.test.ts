@@ -1,29 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Dispatcher, request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 
 const ORIGIN = 'https://app.example.com';
 
-interface Answer {
-  status: number;
-  headers: Dispatcher.ResponseData['headers'];
-  text: string;
-}
-
-async function send(
-  echo: RunningEcho,
-  path: string,
-  options: { method?: Dispatcher.HttpMethod; headers?: Record<string, string>; body?: string } = {},
-): Promise<Answer> {
-  const res = await request(echo.url + path, {
-    method: options.method ?? 'GET',
-    headers: options.headers,
-    body: options.body,
-  });
-  return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
-}
+const send = (echo: RunningEcho, path: string, options?: SendOptions): Promise<Answer> =>
+  sendTo(echo.url + path, options);
 
 function list(value: string | string[] | undefined): string[] {
   return String(value ?? '')

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Dispatcher, request } from 'undici';
+import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 
 interface Entry {
   id: string;
@@ -25,18 +26,8 @@ interface Entry {
 
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-async function send(
-  echo: RunningEcho,
-  path: string,
-  options: { method?: Dispatcher.HttpMethod; headers?: Record<string, string>; body?: string | Buffer } = {},
-): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; body: Buffer }> {
-  const res = await request(echo.url + path, {
-    method: options.method ?? 'GET',
-    headers: options.headers,
-    body: options.body,
-  });
-  return { status: res.statusCode, headers: res.headers, body: Buffer.from(await res.body.arrayBuffer()) };
-}
+const send = (echo: RunningEcho, path: string, options?: SendOptions): Promise<Answer> =>
+  sendTo(echo.url + path, options);
 
 async function history(echo: RunningEcho): Promise<Entry[]> {
   const res = await request(`${echo.url}/history`);

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { createServer, Socket } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Dispatcher, request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 
 interface Entry {
   id: string;
@@ -19,24 +19,8 @@ interface Entry {
   status: number | null;
 }
 
-interface Answer {
-  status: number;
-  headers: Dispatcher.ResponseData['headers'];
-  body: Buffer;
-}
-
-async function send(
-  base: string,
-  path: string,
-  options: { method?: Dispatcher.HttpMethod; headers?: Record<string, string>; body?: string | Buffer } = {},
-): Promise<Answer> {
-  const res = await request(base + path, {
-    method: options.method ?? 'GET',
-    headers: options.headers,
-    body: options.body,
-  });
-  return { status: res.statusCode, headers: res.headers, body: Buffer.from(await res.body.arrayBuffer()) };
-}
+const send = (base: string, path: string, options?: SendOptions): Promise<Answer> =>
+  sendTo(base + path, options);
 
 function postReplay(echo: RunningEcho, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   return send(echo.url, '/replay', {

@@ -4,32 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Dispatcher, request } from 'undici';
+import { request } from 'undici';
 import { buildApp } from '../../src/echo/app.ts';
 import { loadConfig } from '../../src/echo/config.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 
-interface Answer {
-  status: number;
-  headers: Dispatcher.ResponseData['headers'];
-  text: string;
-  ms: number;
-}
-
-async function send(
-  echo: RunningEcho,
-  path: string,
-  options: { method?: Dispatcher.HttpMethod; headers?: Record<string, string>; body?: string } = {},
-): Promise<Answer> {
-  const started = performance.now();
-  const res = await request(echo.url + path, {
-    method: options.method ?? 'GET',
-    headers: options.headers,
-    body: options.body,
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, text, ms: performance.now() - started };
-}
+const send = (echo: RunningEcho, path: string, options?: SendOptions): Promise<Answer> =>
+  sendTo(echo.url + path, options);
 
 function postScenarios(echo: RunningEcho, body: unknown, type = 'application/json'): Promise<Answer> {
   return send(echo, '/scenario', {

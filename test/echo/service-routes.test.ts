@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Dispatcher, request } from 'undici';
+import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -12,27 +13,8 @@ const PACKAGE_VERSION = (
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const UPTIME = /^(\d+d)?(\d+h)?(\d+m)?\d+s$/;
 
-interface Answer {
-  status: number;
-  headers: Dispatcher.ResponseData['headers'];
-  text: string;
-  ms: number;
-}
-
-async function send(
-  echo: RunningEcho,
-  path: string,
-  options: { method?: Dispatcher.HttpMethod; headers?: Record<string, string>; body?: string } = {},
-): Promise<Answer> {
-  const started = performance.now();
-  const res = await request(echo.url + path, {
-    method: options.method ?? 'GET',
-    headers: options.headers,
-    body: options.body,
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, text, ms: performance.now() - started };
-}
+const send = (echo: RunningEcho, path: string, options?: SendOptions): Promise<Answer> =>
+  sendTo(echo.url + path, options);
 
 async function getJson<T>(echo: RunningEcho, path: string, headers: Record<string, string> = {}): Promise<T> {
   const res = await send(echo, path, { headers });
