@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { CardinalityFirewall } from '../obs/cardinality.ts';
@@ -13,11 +13,13 @@ import { RateLimitedError } from './errors.ts';
 import { History } from './history.ts';
 import { registerLogging } from './logging.ts';
 import { EchoMetrics } from './metrics.ts';
+import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { TokenBucket } from './rate-limit.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
+import { transportOptions, wireServer } from './server.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
 /** Things a test or an embedding program may supply instead of the defaults. */
@@ -64,7 +66,8 @@ declare module 'fastify' {
 export async function buildApp(config: EchoConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   // Asynchronous stdout: a burst of log lines is written in one go instead of one syscall each,
   // and pino flushes what is left when the process exits.
-  const logger = options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
+  const logger =
+    options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // echo-chaos writes its own request lines (LOG_REQUESTS and friends).
@@ -75,7 +78,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreDuplicateSlashes: false },
+    // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).
+    ...(await transportOptions(config, logger)),
   });
+  wireServer(app);
 
   const random =
     options.random ?? (config.randomSeed === undefined ? Math.random : seededRandom(config.randomSeed));
@@ -171,6 +177,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.setNotFoundHandler(notFoundHandler);
 
   await app.register(async (service) => registerServiceRoutes(service, state, logger));
+  await app.register(async (streams) => registerStreamEndpoints(streams, state));
 
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.
   const echo = createEchoHandler({

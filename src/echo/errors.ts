@@ -61,6 +61,21 @@ export const ECHO_ERRORS = {
     message: 'replay target did not answer within %s ms',
     when: '`POST /replay` target did not answer within `ECHO_REPLAY_TIMEOUT`',
   },
+  ECHO_ERR_UPGRADE_REQUIRED: {
+    status: 426,
+    message: '%s is a WebSocket endpoint: connect with an HTTP/1.1 WebSocket upgrade',
+    when: 'A plain (non-WebSocket) request to `/ws`',
+  },
+  ECHO_ERR_TOO_MANY_STREAMS: {
+    status: 503,
+    message: 'too many open streams: ECHO_MAX_STREAMS is %s',
+    when: '`/sse` while `ECHO_MAX_STREAMS` WebSocket and SSE connections are open (`/ws` closes with 1013 instead)',
+  },
+  ECHO_ERR_DRAINING: {
+    status: 503,
+    message: 'the server is shutting down: connect again',
+    when: '`/sse` while the server drains (`/ws` closes with 1001 instead)',
+  },
   ECHO_ERR_BAD_REQUEST: {
     status: 400,
     message: 'bad request: %s',
@@ -96,6 +111,9 @@ export const BodyTooLargeError = define('ECHO_ERR_BODY_TOO_LARGE');
 export const RateLimitedError = define('ECHO_ERR_RATE_LIMITED');
 export const UpstreamUnreachableError = define('ECHO_ERR_UPSTREAM_UNREACHABLE');
 export const UpstreamTimeoutError = define('ECHO_ERR_UPSTREAM_TIMEOUT');
+export const UpgradeRequiredError = define('ECHO_ERR_UPGRADE_REQUIRED');
+export const TooManyStreamsError = define('ECHO_ERR_TOO_MANY_STREAMS');
+export const DrainingError = define('ECHO_ERR_DRAINING');
 export const BadRequestError = define('ECHO_ERR_BAD_REQUEST');
 export const NotFoundError = define('ECHO_ERR_NOT_FOUND');
 export const InternalError = define('ECHO_ERR_INTERNAL');

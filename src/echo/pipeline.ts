@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DelaySpec, drawDelayMs } from '../scenario/duration.ts';
@@ -113,8 +114,10 @@ export function createEchoHandler(deps: PipelineDeps) {
       }
     }
 
-    reply.code(controls.status ?? step?.status ?? 200);
-    sendInterimIfInformational(reply);
+    // A 1xx is sent first, then 200 (and never set as the status: HTTP/2's response refuses it).
+    const status = controls.status ?? step?.status ?? 200;
+    if (status < 200) sendInterim(reply, status);
+    reply.code(status < 200 ? 200 : status);
     if (step !== undefined) {
       reply.header('x-echo-fault', 'scenario');
       for (const name in step.headers) reply.header(name, step.headers[name]);
@@ -241,12 +244,13 @@ function sendFault(reply: FastifyReply, controls: Controls, status: number, kind
   );
 }
 
-/** A 1xx answer is sent as an interim response, then the request is answered with 200. */
-function sendInterimIfInformational(reply: FastifyReply): void {
-  const status = reply.statusCode;
-  if (status >= 200) return;
+/** A 1xx answer is sent as an interim response; the request is then answered with 200. */
+function sendInterim(reply: FastifyReply, status: number): void {
   const res = reply.raw;
-  if (status === 100) res.writeContinue();
+  // HTTP/2 sends any 1xx as an informational HEADERS frame (its response has no writeProcessing).
+  const stream = (res as unknown as Partial<Http2ServerResponse>).stream;
+  if (stream !== undefined) stream.additionalHeaders({ ':status': status });
+  else if (status === 100) res.writeContinue();
   else if (status === 102) res.writeProcessing();
   else {
     // 103 too: writeEarlyHints writes nothing at all unless it is given a Link header.
@@ -255,7 +259,6 @@ function sendInterimIfInformational(reply: FastifyReply): void {
       'latin1',
     );
   }
-  reply.code(200);
 }
 
 function complete(request: FastifyRequest, status: number, deps: PipelineDeps, reply: FastifyReply): void {
@@ -281,8 +284,16 @@ function endWithoutResponse(
   kind: 'reset' | 'close',
 ): void {
   reply.hijack();
-  const socket = request.raw.socket;
-  if (kind === 'reset') socket.resetAndDestroy();
-  else socket.destroySoon();
+  const stream = (request.raw as unknown as Partial<Http2ServerRequest>).stream;
+  if (stream !== undefined) {
+    // HTTP/2: the connection carries other streams. `reset` resets this stream (RST_STREAM);
+    // `close` ends the session (GOAWAY, then the connection closes), as closing an HTTP/1.1 one does.
+    if (kind === 'reset') stream.close(http2Constants.NGHTTP2_INTERNAL_ERROR);
+    else stream.session?.destroy();
+  } else {
+    const socket = request.raw.socket;
+    if (kind === 'reset') socket.resetAndDestroy();
+    else socket.destroySoon();
+  }
   complete(request, NO_RESPONSE_STATUS, deps, reply);
 }

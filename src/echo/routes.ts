@@ -91,20 +91,27 @@ export async function registerServiceRoutes(
   app.get('/history', async () => history.list());
 
   // One connection pool for every replay, bounded in time at each phase, connect included.
-  const replayAgent = new Agent({
-    connect: { timeout: config.replayTimeoutMs },
+  const agentOptions = {
     headersTimeout: config.replayTimeoutMs,
     bodyTimeout: config.replayTimeoutMs,
     connections: 64,
+  };
+  const replayAgent = new Agent({ ...agentOptions, connect: { timeout: config.replayTimeoutMs } });
+  // A replay to this server itself dials its own address: under TLS its certificate may be the
+  // generated self-signed one, or name another host, so only there it is not verified.
+  const selfAgent = config.enableTls
+    ? new Agent({ ...agentOptions, connect: { timeout: config.replayTimeoutMs, rejectUnauthorized: false } })
+    : replayAgent;
+  app.addHook('onClose', async () => {
+    await Promise.all([replayAgent.close(), selfAgent === replayAgent ? undefined : selfAgent.close()]);
   });
-  app.addHook('onClose', async () => replayAgent.close());
 
   app.post('/replay', async (request: FastifyRequest, reply: FastifyReply) => {
     const body = parseReplayRequest(request.body);
     const result = await replay(history, body, {
       selfBaseUrl: selfBaseUrl(app, request.protocol === 'https' ? 'https' : 'http', config.port),
       timeoutMs: config.replayTimeoutMs,
-      dispatcher: replayAgent,
+      dispatcher: body.target === undefined ? selfAgent : replayAgent,
     });
     reply.code(result.status).header('x-echo-replay-of', body.id);
     if (result.contentType !== undefined) reply.type(result.contentType);

@@ -1,12 +1,186 @@
 /**
- * `echo-chaos/obs`: observability for fastify services. This is its first piece, the cardinality
- * firewall the echo service's metrics pass through; the rest of the library follows.
+ * `echo-chaos/obs`: observability for fastify services. A fastify plugin ({@link obsPlugin}) over
+ * a core usable on its own ({@link createObs}): the `obs.*` configuration, the enforcement lever,
+ * the cardinality firewall, the actuator routes and the snapshot. It depends on
+ * `@opentelemetry/api` only; the application installs an OpenTelemetry SDK, or none.
  * @packageDocumentation
  */
+export { MAX_ACTUATOR_BODY_BYTES, MODE_CHANGE_NOTE } from './actuator.ts';
 export {
+  CARDINALITY_OVERFLOW_METRIC,
   CardinalityFirewall,
   type CardinalityFirewallOptions,
+  type CardinalityOffender,
   DEFAULT_MAX_VALUES_PER_TAG,
-  type EnforcementMode,
   OVERFLOW_VALUE,
+  type OverflowListener,
 } from './cardinality.ts';
+export {
+  ENV_VARIABLES,
+  envVariableOf,
+  flattenEffective,
+  LEGACY_MODE_KEY,
+  type LoadObsConfigInput,
+  loadObsConfig,
+  MAX_CONFIG_FILE_BYTES,
+  OBS_CONFIG_FILE_VARIABLE,
+  OBS_PROFILE_VARIABLE,
+  presetFileUrl,
+  type ResolvedObsConfig,
+} from './config.ts';
+export { canonicalJson, configHash, type JsonValue } from './config-hash.ts';
+export {
+  type EnabledWhen,
+  type EnabledWhenFeature,
+  FEATURES,
+  OBS_SCHEMA,
+  type ObsConfig,
+  type ObsConfigInput,
+  PRESET_PROFILES,
+  type PresetProfile,
+} from './config-schema.ts';
+// --- container memory, drain and flush, diagnostics, meter guards ---
+export {
+  type CgroupVersion,
+  CONTAINER_MEMORY_METRICS,
+  type ContainerMemoryOptions,
+  type ContainerMemoryReading,
+  DEFAULT_CGROUP_ROOT,
+  DEFAULT_CRITICAL_HEADROOM_RATIO,
+  locateCgroup,
+  readContainerMemory,
+  registerContainerMemoryMetrics,
+  SELF_CGROUP_FILE,
+  UNLIMITED_THRESHOLD_BYTES,
+} from './container-memory.ts';
+export {
+  createDiagnostics,
+  DEFAULT_EVENT_LOOP_RESOLUTION_MS,
+  DEFAULT_TOP_OFFENDERS,
+  type Diagnostics,
+  type DiagnosticsOptions,
+} from './diagnostics.ts';
+export {
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_FLUSH_TIMEOUT_MS,
+  DRAIN_METRICS,
+  type DrainListener,
+  type DrainOptions,
+  type DrainPhase,
+  type DrainResult,
+  DrainState,
+  type DrainStateOptions,
+  type FlushHook,
+  type FlushHookResult,
+  type FlushOptions,
+  type FlushReport,
+} from './drain.ts';
+// --- end ---
+export { DURATION_FORM, formatDuration, parseDurationMs } from './duration.ts';
+export {
+  createRequestMatcher,
+  MATCH_ALL,
+  type MatchableRequest,
+  type RequestMatcher,
+} from './enabled-when.ts';
+export {
+  ENFORCEMENT_MODES,
+  Enforcement,
+  type EnforcementMode,
+  isEnforcementMode,
+  type ModeChange,
+  type ModeListener,
+} from './enforcement.ts';
+export { type ConfigProblem, OBS_ERRORS, ObsConfigError, ObsError, type ObsErrorCode } from './errors.ts';
+// --- request-level features: structured logs, exception fingerprints, trace guard, sampling, wide events ---
+export {
+  boundEventAttributes,
+  createWideEvents,
+  EVENTS_METRIC,
+  MAX_EVENT_KEY_CHARS,
+  MAX_EVENT_NAME_CHARS,
+  type WideEvents,
+  type WideEventsDependencies,
+} from './events.ts';
+export {
+  DEFAULT_FINGERPRINT_FRAMES,
+  EXCEPTION_METRICS,
+  type ExceptionHandlerOptions,
+  errorStatus,
+  errorType,
+  type FingerprintFrame,
+  fingerprint,
+  fingerprintFrames,
+  PROBLEM_CONTENT_TYPE,
+  problemBody,
+  problemErrorHandler,
+  type RecordedError,
+  registerExceptionHandler,
+  SERVER_ERROR_DETAIL,
+} from './fingerprint.ts';
+export {
+  activeTraceFields,
+  isSecretName,
+  luhnValid,
+  MASK,
+  MASK_LIMITS,
+  MASKS,
+  maskLogLine,
+  maskSecrets,
+  maskText,
+  type ObsFastifyOptions,
+  type ObsLoggerOptionsInput,
+  obsFastifyOptions,
+  obsLoggerOptions,
+  REQUEST_ID_LOG_LABEL,
+} from './logging.ts';
+export {
+  type GuardRegistryOptions,
+  guardMeter,
+  guardMeterProvider,
+  guardMetric,
+  guardRegistry,
+  registryGuard,
+} from './meters.ts';
+export {
+  type CreateObsOptions,
+  createObs,
+  type EventAttributes,
+  type FeatureSnapshot,
+  OBS_METRICS,
+  type Obs,
+  type ObsLogger,
+  type ObsSnapshot,
+  READINESS_TIMEOUT_MS,
+  type ReadinessCheck,
+  type ReadinessReport,
+  type ReadinessResult,
+  type RuntimeSnapshot,
+} from './obs.ts';
+export { escapeHtml, OBSUI_CSP, renderObsUi } from './obsui.ts';
+export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
+export {
+  createErrorUpgradeSpanProcessor,
+  createObsSampler,
+  type ObsSampler,
+  type ObsSamplingDecision,
+  type ObsSamplingResult,
+  type ObsSamplingSettings,
+  type ObsSpanProcessor,
+  SAMPLING_DECISION,
+  traceIdSampled,
+  UPGRADABLE_ATTRIBUTE,
+  UPGRADED_ATTRIBUTE,
+  type UpgradableSpan,
+} from './sampling.ts';
+export {
+  isValidTraceparent,
+  registerTraceGuard,
+  TRACE_CONTEXT_MISSING_CODE,
+  TRACE_CONTEXT_MISSING_STATUS,
+  TRACE_GUARD_METRICS,
+  traceContextMissingBody,
+  traceIdOfTraceparent,
+  UNMATCHED_ROUTE,
+} from './trace-guard.ts';
+// --- end ---

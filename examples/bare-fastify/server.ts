@@ -1,0 +1,57 @@
+/**
+ * A bare fastify app using obs, with no OpenTelemetry SDK installed: obs depends on
+ * `@opentelemetry/api` only, whose calls are no-ops until an SDK is registered.
+ *
+ *   npx node examples/bare-fastify/server.ts
+ *   curl localhost:3000/users/42
+ *   curl localhost:3000/actuator/obs
+ *   open http://localhost:3000/actuator/obsui
+ *
+ * Every `OBS_*` variable applies (`OBS_ENFORCEMENT_MODE=DRY_RUN`, `OBS_CONFIG_FILE=obs.yml`, ...);
+ * `PORT` (default 3000, 0 for any free port) and `HOST` (default 127.0.0.1) choose the address.
+ */
+import { ObsConfigError, obsPlugin } from 'echo-chaos/obs';
+import Fastify from 'fastify';
+import { Counter } from 'prom-client';
+
+const app = Fastify({ logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+
+try {
+  await app.register(obsPlugin, { env: process.env, version: '1.0.0', serviceName: 'bare-fastify-example' });
+} catch (error) {
+  // A configuration mistake stops startup with every problem on its own line.
+  if (!(error instanceof ObsConfigError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
+}
+
+// The app's own meter, on the obs registry so one scrape holds both; its labels pass the firewall.
+const greetings = new Counter({
+  name: 'example_greetings_total',
+  help: 'Greetings served, by user',
+  labelNames: ['user'],
+  registers: [app.obs.registry],
+});
+
+app.get('/', async () => ({ hello: 'world', mode: app.obs.mode.get() }));
+
+app.get<{ Params: { id: string } }>('/users/:id', async (request) => {
+  greetings.inc(app.obs.firewall.admitLabels('example_greetings_total', { user: request.params.id }));
+  app.obs.event('user.greeted', { user: request.params.id });
+  return { hello: request.params.id };
+});
+
+app.get('/metrics', async (_request, reply) =>
+  reply.type(app.obs.registry.contentType).send(await app.obs.registry.metrics()),
+);
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    app.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+}
+
+await app.listen({ port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });

@@ -1,0 +1,113 @@
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { EchoState } from './app.ts';
+import { UpgradeRequiredError } from './errors.ts';
+
+/** The path of the WebSocket echo. */
+export const WS_PATH = '/ws';
+
+/** Close codes this endpoint sends (RFC 6455 7.4.1 and the IANA registry). */
+export const WS_CLOSE = {
+  /** The server is draining. */
+  GOING_AWAY: 1001,
+  /** A message above `MAX_BODY_SIZE` (sent by `ws` itself through `maxPayload`). */
+  MESSAGE_TOO_BIG: 1009,
+  /** `ECHO_MAX_STREAMS` connections are open already. */
+  TRY_AGAIN_LATER: 1013,
+} as const;
+
+/**
+ * Reading from a client stops while this many bytes of its echoes wait to be written, and resumes
+ * once they are out: a client that sends without reading cannot grow the server's memory beyond
+ * this and the one message being read.
+ */
+const HIGH_WATER_BYTES = 1024 * 1024;
+
+/**
+ * `/ws`: every message echoed back unchanged, with its frame type. The socket arrives through
+ * `state.upgradeHandlers` (the server dispatches HTTP/1.1 upgrades by path); a plain request to
+ * `/ws` is a 426.
+ */
+export function registerWebSocket(app: FastifyInstance, state: EchoState): void {
+  const { config } = state;
+  const log = app.log;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: config.maxBodyBytes,
+    // Compression would let a small frame inflate to MAX_BODY_SIZE and costs memory per socket.
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  /** The connections counted in `state.openStreams.ws`. */
+  const clients = new Set<WebSocket>();
+  /** Settled when the last counted connection has closed (waited for while closing). */
+  let allClosed: PromiseWithResolvers<void> | undefined;
+  let straggler: NodeJS.Timeout | undefined;
+
+  const closeAll = () => {
+    for (const ws of clients) ws.close(WS_CLOSE.GOING_AWAY, 'server draining');
+    // A client that never answers the close frame must not hold the drain open.
+    if (clients.size > 0 && straggler === undefined) {
+      straggler = setTimeout(() => {
+        for (const ws of clients) ws.terminate();
+      }, config.drainTimeoutMs);
+      straggler.unref();
+    }
+  };
+  state.drain.signal.addEventListener('abort', closeAll, { once: true });
+  // The HTTP server does not wait for upgraded sockets: closing waits here for their close
+  // handshakes (bounded by ECHO_DRAIN_TIMEOUT), so every client sees its 1001.
+  app.addHook('preClose', async () => {
+    closeAll();
+    if (clients.size === 0) return;
+    allClosed = Promise.withResolvers<void>();
+    await allClosed.promise;
+  });
+  app.addHook('onClose', async () => {
+    state.drain.signal.removeEventListener('abort', closeAll);
+    clearTimeout(straggler);
+    wss.close();
+  });
+
+  const onConnection = (ws: WebSocket, request: IncomingMessage) => {
+    ws.on('error', (err) => log.debug({ err }, 'websocket error'));
+    if (state.drain.signal.aborted) return ws.close(WS_CLOSE.GOING_AWAY, 'server draining');
+    if (state.openStreams.ws + state.openStreams.sse >= config.maxStreams) {
+      return ws.close(WS_CLOSE.TRY_AGAIN_LATER, 'too many open streams');
+    }
+    state.openStreams.ws++;
+    clients.add(ws);
+    const remote = request.socket.remoteAddress ?? '-';
+    const openedAt = performance.now();
+    if (config.logRequests) log.info(`${remote} GET ${request.url} - 101 websocket`);
+    ws.once('close', (code) => {
+      state.openStreams.ws--;
+      clients.delete(ws);
+      if (clients.size === 0) {
+        clearTimeout(straggler);
+        allClosed?.resolve();
+      }
+      if (config.logRequests) {
+        const ms = Math.round(performance.now() - openedAt);
+        log.info(`${remote} GET ${request.url} - websocket closed ${code} after ${ms}ms`);
+      }
+    });
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      ws.send(data, { binary: isBinary }, () => {
+        if (ws.isPaused && ws.bufferedAmount < HIGH_WATER_BYTES / 2) ws.resume();
+      });
+      if (ws.bufferedAmount >= HIGH_WATER_BYTES) ws.pause();
+    });
+  };
+
+  state.upgradeHandlers.set(WS_PATH, (request, socket, head) => {
+    wss.handleUpgrade(request, socket, head, (ws) => onConnection(ws, request));
+  });
+
+  app.get(WS_PATH, async (request, reply) => {
+    // `Upgrade` is a connection header: HTTP/2 forbids it (and has no WebSocket upgrade of this kind).
+    if (request.raw.httpVersionMajor === 1) reply.header('upgrade', 'websocket');
+    throw new UpgradeRequiredError(WS_PATH);
+  });
+}

@@ -1,0 +1,88 @@
+/**
+ * The configuration reference of `src/obs/README.md`, generated from {@link OBS_SCHEMA} so that it
+ * cannot drift. `npx node src/obs/config-doc.ts --write` rewrites the README's generated section;
+ * `test/obs/config-doc.test.ts` fails when the checked-in README differs from what this produces.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { envVariableOf, expectedForm } from './config.ts';
+import { type Fields, OBS_SCHEMA } from './config-schema.ts';
+import { formatDuration } from './duration.ts';
+import { OBS_ERRORS } from './errors.ts';
+
+const cell = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
+
+function defaultText(field: Fields[string]): string {
+  switch (field.kind) {
+    case 'group':
+      return '';
+    case 'duration':
+      return field.default === undefined ? '(unset)' : `\`${formatDuration(field.default)}\``;
+    case 'string':
+      return field.default === undefined ? '(unset)' : `\`${field.default}\``;
+    case 'string-list':
+    case 'object-list':
+      return field.default.length === 0 ? '`[]`' : `\`${field.default.join(', ')}\``;
+    case 'string-map':
+      return '`{}`';
+    default:
+      return `\`${String(field.default)}\``;
+  }
+}
+
+/** One row per key: key, environment variable, default, accepted form, meaning. */
+export function renderConfigTable(): string {
+  const rows: string[] = [];
+  const walk = (fields: Fields, path: string): void => {
+    for (const [key, field] of Object.entries(fields)) {
+      const here = `${path}.${key}`;
+      if (field.kind === 'group') {
+        walk(field.fields, here);
+        continue;
+      }
+      const form =
+        field.kind === 'object-list'
+          ? `${expectedForm(field)}; items: ${Object.keys(field.item).join(', ')}`
+          : expectedForm(field);
+      rows.push(
+        `| \`${here}\` | \`${envVariableOf(here)}\` | ${cell(defaultText(field))} | ${cell(form)} | ${cell(field.doc)} |`,
+      );
+    }
+  };
+  walk(OBS_SCHEMA.fields, 'obs');
+  return ['| Key | Variable | Default | Accepted form | Meaning |', '|---|---|---|---|---|', ...rows].join(
+    '\n',
+  );
+}
+
+/** One row per error code: code, HTTP status, when. */
+export function renderErrorTable(): string {
+  const rows = Object.entries(OBS_ERRORS).map(
+    ([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.when)} |`,
+  );
+  return ['| Code | Status | When |', '|---|---|---|', ...rows].join('\n');
+}
+
+const SECTIONS: Readonly<Record<string, () => string>> = {
+  'obs-config': renderConfigTable,
+  'obs-errors': renderErrorTable,
+};
+
+/** The README with every generated section replaced by fresh content. */
+export function renderObsReadme(readme: string): string {
+  let out = readme;
+  for (const [name, render] of Object.entries(SECTIONS)) {
+    const begin = `<!-- generated:${name} (by src/obs/config-doc.ts, do not edit) -->`;
+    const end = `<!-- /generated:${name} -->`;
+    const start = out.indexOf(begin);
+    const stop = out.indexOf(end);
+    if (start === -1 || stop === -1)
+      throw new Error(`src/obs/README.md lacks the markers of section ${name}`);
+    out = `${out.slice(0, start + begin.length)}\n${render()}\n${out.slice(stop)}`;
+  }
+  return out;
+}
+
+if (import.meta.main && process.argv.includes('--write')) {
+  const path = new URL('./README.md', import.meta.url);
+  writeFileSync(path, renderObsReadme(readFileSync(path, 'utf8')));
+}

@@ -1,0 +1,601 @@
+/**
+ * The `obs.*` configuration tree: every key, its type, default, limits and meaning, in one place
+ * (pino's habit: all defaults in one file). The TypeScript types of the resolved tree
+ * ({@link ObsConfig}) and of the code options ({@link ObsConfigInput}) are derived from it, the
+ * loader validates against it, the environment variable names come from it and the reference in
+ * `src/obs/README.md` is generated from it, so none of them can drift.
+ *
+ * Names follow the seed (`obs.timeout-budget.default-budget`) and, where the seed is silent, the
+ * public Spring starter it was written from. Durations are held in milliseconds.
+ */
+import { parseDurationMs } from './duration.ts';
+
+interface FieldBase {
+  /** One sentence for the reference: what the key does. */
+  readonly doc: string;
+}
+
+/** `true` or `false`. */
+export interface BooleanField extends FieldBase {
+  readonly kind: 'boolean';
+  readonly default: boolean;
+}
+
+/** A whole number within `[min, max]`. */
+export interface IntegerField extends FieldBase {
+  readonly kind: 'integer';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** A number within `[min, max]`. */
+export interface NumberField extends FieldBase {
+  readonly kind: 'number';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** A duration, held in milliseconds, within `[min, max]` milliseconds. */
+export interface DurationField extends FieldBase {
+  readonly kind: 'duration';
+  readonly default: number | undefined;
+  readonly min: number;
+  readonly max: number;
+  readonly optional?: true;
+}
+
+/** Text, optionally matching a pattern. */
+export interface StringField extends FieldBase {
+  readonly kind: 'string';
+  readonly default: string | undefined;
+  readonly pattern?: RegExp;
+  /** The accepted form, for error messages, when there is a pattern. */
+  readonly form?: string;
+  readonly optional?: true;
+}
+
+/** One of a fixed set of words. */
+export interface EnumField<V extends string = string> extends FieldBase {
+  readonly kind: 'enum';
+  readonly values: readonly V[];
+  readonly default: V;
+}
+
+/** An ordered list of text items. Later sources replace the whole list. */
+export interface StringListField extends FieldBase {
+  readonly kind: 'string-list';
+  readonly default: readonly string[];
+  readonly pattern?: RegExp;
+  readonly form?: string;
+}
+
+/** A map of free-form keys (header names, host names) to text. Later sources merge key by key. */
+export interface StringMapField extends FieldBase {
+  readonly kind: 'string-map';
+  readonly default: Readonly<Record<string, string>>;
+  /** What a key is, for the reference: `header name`, `host`. */
+  readonly keyForm: string;
+  /** Keys are compared case-insensitively and held in lower case (header names). */
+  readonly lowerCaseKeys?: true;
+}
+
+/** A list of objects of one shape (SLO objectives). */
+export interface ObjectListField<F extends Fields = Fields> extends FieldBase {
+  readonly kind: 'object-list';
+  readonly item: F;
+  /** Item keys that must be present. */
+  readonly required: readonly string[];
+  readonly default: readonly never[];
+}
+
+/** A subtree: a feature, or a block inside one. */
+export interface GroupField<F extends Fields = Fields> extends FieldBase {
+  readonly kind: 'group';
+  readonly fields: F;
+}
+
+export type LeafField =
+  | BooleanField
+  | IntegerField
+  | NumberField
+  | DurationField
+  | StringField
+  | EnumField
+  | StringListField
+  | StringMapField
+  | ObjectListField;
+export type Field = LeafField | GroupField;
+export type Fields = { readonly [key: string]: Field };
+
+/** The resolved value of a field: what the library reads. */
+export type Resolved<F> =
+  F extends GroupField<infer G>
+    ? { readonly [K in keyof G]: Resolved<G[K]> }
+    : F extends ObjectListField<infer G>
+      ? ReadonlyArray<{ readonly [K in keyof G]: Resolved<G[K]> }>
+      : F extends EnumField<infer V>
+        ? V
+        : F extends BooleanField
+          ? boolean
+          : F extends IntegerField | NumberField | DurationField
+            ? F extends { optional: true }
+              ? number | undefined
+              : number
+            : F extends StringField
+              ? F extends { optional: true }
+                ? string | undefined
+                : string
+              : F extends StringListField
+                ? readonly string[]
+                : F extends StringMapField
+                  ? Readonly<Record<string, string>>
+                  : never;
+
+/** What code may pass for a field: any part of the tree, durations as text or milliseconds. */
+export type Input<F> =
+  F extends GroupField<infer G>
+    ? { readonly [K in keyof G]?: Input<G[K]> }
+    : F extends ObjectListField<infer G>
+      ? ReadonlyArray<{ readonly [K in keyof G]?: Input<G[K]> }>
+      : F extends EnumField<infer V>
+        ? V
+        : F extends BooleanField
+          ? boolean
+          : F extends DurationField
+            ? string | number
+            : F extends IntegerField | NumberField
+              ? number
+              : F extends StringField
+                ? string
+                : F extends StringListField
+                  ? readonly string[]
+                  : F extends StringMapField
+                    ? Readonly<Record<string, string>>
+                    : never;
+
+// Builders: they keep the literal shape of each subtree so that the types above can be derived.
+
+const MAX_DURATION_MS = 365 * 86_400_000;
+
+function ms(text: string): number {
+  const value = parseDurationMs(text);
+  if (value === undefined) throw new Error(`bad duration literal in the obs schema: ${text}`);
+  return value;
+}
+
+function group<const F extends Fields>(doc: string, fields: F): GroupField<F> {
+  return { kind: 'group', doc, fields };
+}
+
+function bool(value: boolean, doc: string): BooleanField {
+  return { kind: 'boolean', default: value, doc };
+}
+
+function integer(value: number, min: number, max: number, doc: string): IntegerField {
+  return { kind: 'integer', default: value, min, max, doc };
+}
+
+function ratio(value: number, doc: string): NumberField {
+  return { kind: 'number', default: value, min: 0, max: 1, doc };
+}
+
+function duration(value: string, doc: string, min = 0, max = MAX_DURATION_MS): DurationField {
+  return { kind: 'duration', default: ms(value), min, max, doc };
+}
+
+function optionalDuration(doc: string): DurationField & { readonly optional: true } {
+  return { kind: 'duration', default: undefined, min: 0, max: MAX_DURATION_MS, doc, optional: true };
+}
+
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HEADER_FORM = 'an HTTP header name (a token of letters, digits and symbols such as - and _)';
+
+function text(value: string, doc: string, pattern?: RegExp, form?: string): StringField {
+  return pattern === undefined
+    ? { kind: 'string', default: value, doc, form: 'non-empty text', pattern: /\S/ }
+    : { kind: 'string', default: value, doc, pattern, form: form ?? `text matching ${pattern}` };
+}
+
+function header(value: string, doc: string): StringField {
+  return text(value, doc, HEADER_NAME, HEADER_FORM);
+}
+
+function optionalText(doc: string, pattern: RegExp, form: string): StringField & { readonly optional: true } {
+  return { kind: 'string', default: undefined, doc, pattern, form, optional: true };
+}
+
+/** Text without a default that an object-list item must carry (see `required`). */
+function requiredText(doc: string, pattern: RegExp, form: string): StringField {
+  return { kind: 'string', default: undefined, doc, pattern, form };
+}
+
+function oneOf<const V extends string>(values: readonly V[], value: NoInfer<V>, doc: string): EnumField<V> {
+  return { kind: 'enum', values, default: value, doc };
+}
+
+function list(value: readonly string[], doc: string, pattern?: RegExp, form?: string): StringListField {
+  return pattern === undefined
+    ? { kind: 'string-list', default: value, doc }
+    : { kind: 'string-list', default: value, doc, pattern, ...(form === undefined ? {} : { form }) };
+}
+
+function headerMap(doc: string): StringMapField {
+  return { kind: 'string-map', default: {}, doc, keyForm: 'header name', lowerCaseKeys: true };
+}
+
+const PATH = /^\/\S*$/;
+const PATH_FORM = 'a path starting with /';
+
+/**
+ * The per-request gate of a feature. An empty block matches every request; populated fields
+ * combine with AND.
+ */
+function enabledWhen() {
+  return group('Skips the feature for matching requests; empty matches every request.', {
+    'header-not-equals': headerMap(
+      'Header name to value: a request carrying that header with exactly that value skips the feature. A missing header does not skip.',
+    ),
+    'path-excludes': list(
+      [],
+      'Paths skipped: a request whose path equals one of these, or lies below it (`/internal` skips `/internal/x`, not `/internals`), skips the feature.',
+      PATH,
+      PATH_FORM,
+    ),
+  });
+}
+
+/** The two enforcement modes. There is no OFF: a feature is taken out with its own `enabled=false`. */
+export const ENFORCEMENT_MODES = ['ENFORCING', 'DRY_RUN'] as const;
+/** Enforcement mode: ENFORCING applies every guardrail; DRY_RUN observes and counts, never enforces. */
+export type EnforcementMode = (typeof ENFORCEMENT_MODES)[number];
+
+/** The profiles of the shipped presets (`application-obs-<profile>.yml`). */
+export const PRESET_PROFILES = ['dev', 'prod', 'test', 'canary'] as const;
+export type PresetProfile = (typeof PRESET_PROFILES)[number];
+
+/** The whole `obs.*` tree. Keys are the kebab-case property names. */
+export const OBS_SCHEMA = group('Observability library settings.', {
+  cardinality: group('Cardinality firewall: a hard cap of distinct values per meter and label.', {
+    enabled: bool(true, 'Guard every label of every meter.'),
+    'max-tag-values-per-meter': integer(
+      1000,
+      1,
+      1_000_000,
+      'Distinct values kept per meter and label; past it ENFORCING rewrites the value, DRY_RUN counts it.',
+    ),
+    'overflow-value': text('OVERFLOW', 'The value a label takes past the cap in ENFORCING mode.'),
+    'meter-prefixes-to-protect': list(
+      [],
+      'Only meters whose name starts with one of these; empty guards all.',
+    ),
+    'exempt-meter-prefixes': list([], 'Meters whose name starts with one of these are never guarded.'),
+  }),
+  'timeout-budget': group('Deadline propagation across inbound and outbound calls.', {
+    enabled: bool(true, 'Establish a budget per inbound request and stamp it on outbound calls.'),
+    'default-budget': duration('2s', 'Budget of a request that carries no deadline header.'),
+    'maximum-budget': duration('30s', 'Ceiling of an inbound budget; larger ones are clamped.'),
+    'minimum-budget': duration(
+      '100ms',
+      'An outbound call with this much or less remaining counts as exhausted; also the floor of the implicit default.',
+    ),
+    'safety-margin': duration(
+      '50ms',
+      'Subtracted when a remaining-ms header or the default establishes a deadline; never from an absolute deadline.',
+    ),
+    'inbound-header': header('Obs-Timeout-Ms', 'Inbound header of remaining milliseconds.'),
+    'outbound-header': optionalText(
+      'Outbound header of remaining milliseconds; default: the inbound header.',
+      HEADER_NAME,
+      HEADER_FORM,
+    ),
+    'abort-on-exhaustion': bool(false, 'Outbound HTTP calls throw instead of executing when exhausted.'),
+    'apply-client-timeout': bool(
+      false,
+      'Bound each outbound call by an AbortSignal of the remaining budget.',
+    ),
+    'enabled-when': enabledWhen(),
+  }),
+  context: group('Context propagation: request and trace context carried across async work and Kafka.', {
+    enabled: bool(
+      true,
+      'Carry the request context (AsyncLocalStorage) into queued work and Kafka listeners.',
+    ),
+    'request-id-header': header('X-Request-ID', 'Header of the request id put on every log line.'),
+  }),
+  'trace-guard': group('Trace-context guard: counts requests with and without `traceparent` per route.', {
+    enabled: bool(true, 'Count `obs_trace_received_total` and `obs_trace_missing_total` per route.'),
+    'fail-on-missing': bool(false, 'Reject a request without trace context with 400 (ENFORCING only).'),
+    'exclude-path-prefixes': list(
+      ['/actuator', '/health', '/ready', '/metrics'],
+      'Paths never checked (probes and scrapes).',
+      PATH,
+      PATH_FORM,
+    ),
+    'enabled-when': enabledWhen(),
+  }),
+  logging: group('Structured logs: JSON lines with request, trace and span ids.', {
+    enabled: bool(true, 'Write JSON log lines carrying request id, trace id and span id.'),
+    'pii-masking-enabled': bool(
+      true,
+      'Mask emails, bearer tokens, card numbers, SSNs and secret-named JSON fields in messages, headers and bodies.',
+    ),
+  }),
+  'exception-handler': group('Stable exception fingerprints and RFC 7807 problem answers.', {
+    enabled: bool(
+      true,
+      'Fingerprint server errors (log line, span, `obs_errors_unhandled_total`); the plugin option `problemErrorHandler` also answers them as RFC 7807 problems.',
+    ),
+    // fingerprint.ts
+    'fingerprint-frames': integer(
+      5,
+      1,
+      50,
+      'Top stack frames (function and package-relative file, no line numbers) a fingerprint covers.',
+    ),
+    'enabled-when': enabledWhen(),
+  }),
+  'conditional-features': group('Conditional features: the `enabled-when` blocks of the features.', {
+    enabled: bool(true, 'Apply every `enabled-when` block; false makes every feature run on every request.'),
+  }),
+  dependencies: group('Dependency health map: per-downstream RED metrics.', {
+    enabled: bool(true, 'Record requests, errors and latency per downstream dependency.'),
+    map: {
+      kind: 'string-map',
+      default: {},
+      keyForm: 'host',
+      doc: 'Host (or host:port) to logical dependency name.',
+    } satisfies StringMapField,
+    'default-name': text('unknown', 'Dependency name of a host missing from the map.'),
+    health: group('Dependency health indicator.', {
+      enabled: bool(true, 'Report DEGRADED when a dependency error rate crosses the threshold.'),
+      'error-rate-threshold': ratio(
+        0.5,
+        'Error ratio (transport errors and timeouts included) that degrades.',
+      ),
+      window: duration('1m', 'Sliding window the error rate is computed over.', 1000),
+    }),
+    'enabled-when': enabledWhen(),
+  }),
+  retry: group('Retry amplification: retry depth carried as `Obs-Retry-Depth` header and baggage.', {
+    enabled: bool(true, 'Propagate the retry depth and flag amplification.'),
+    'amplification-threshold': integer(
+      3,
+      1,
+      1000,
+      'Inbound retry depth above which amplification is flagged.',
+    ),
+    'header-name': header('Obs-Retry-Depth', 'Header carrying the retry depth.'),
+  }),
+  tenant: group('Multi-tenant context: tenant id from a header, a JWT claim or the subdomain.', {
+    enabled: bool(false, 'Extract the tenant id and put it on logs, baggage and outbound calls.'),
+    header: group('Tenant id from a header.', {
+      enabled: bool(true, 'Read the tenant id from the header.'),
+      name: header('Obs-Tenant-Id', 'Header carrying the tenant id.'),
+    }),
+    jwt: group('Tenant id from a claim of the bearer token (read, not verified).', {
+      enabled: bool(false, 'Read the tenant id from the JWT claim.'),
+      claim: text('tenant_id', 'Claim carrying the tenant id.'),
+    }),
+    subdomain: group('Tenant id from a label of the Host header.', {
+      enabled: bool(false, 'Read the tenant id from the Host header.'),
+      index: integer(0, 0, 126, 'Label of the host name, 0-based from the left.'),
+    }),
+    'max-tag-cardinality': integer(100, 1, 1_000_000, 'Distinct tenant values kept as a metric label.'),
+    'tag-meters': list([], 'Meters that get a `tenant` label.'),
+  }),
+  priority: group('Request priority from the `Obs-Priority` header.', {
+    enabled: bool(false, 'Read the request priority and propagate it.'),
+    'header-name': header('Obs-Priority', 'Header carrying the priority.'),
+    'default-priority': oneOf(
+      ['critical', 'high', 'normal', 'low', 'background'],
+      'normal',
+      'Priority of a request without the header.',
+    ),
+    'tag-meters': list([], 'Meters that get a `priority` label.'),
+  }),
+  'container-memory': group('Container-aware memory metrics from cgroup v1 or v2.', {
+    enabled: bool(true, 'Export `obs_container_memory_*` metrics (used, limit, headroom, OOM kills).'),
+    'readiness-enabled': bool(false, 'Fail readiness while headroom is below the critical ratio.'),
+    'critical-headroom-ratio': ratio(0.1, 'Headroom (free share of the limit) below which readiness fails.'),
+    'cgroup-root': text('/sys/fs/cgroup', 'Where the cgroup file system is mounted.', PATH, PATH_FORM),
+  }),
+  kafka: group('Kafka propagation and time-based lag (kafkajs, when handed to obs).', {
+    enabled: bool(true, 'Instrument the kafkajs client handed to obs.'),
+    'propagation-enabled': bool(true, 'Stamp deadline and context headers on produced records.'),
+    'consumer-time-lag-enabled': bool(true, 'Record how old each consumed record is.'),
+    'skip-stale-records': bool(false, 'Skip consumed records older than skip-stale-max-age.'),
+    'skip-stale-max-age': duration('5m', 'Oldest record processed when skipping is on.'),
+  }),
+  'fan-out': group('Request fan-out: outbound calls per inbound request, per endpoint.', {
+    enabled: bool(true, 'Record `obs_request_fan_out` per endpoint.'),
+    'warn-threshold': integer(
+      20,
+      1,
+      100_000,
+      'Outbound calls of one request above which a warning is logged.',
+    ),
+    'enabled-when': enabledWhen(),
+  }),
+  slo: group('SLO-as-code: objectives rendered as multi-window, multi-burn-rate Prometheus rules.', {
+    enabled: bool(false, 'Serve `/actuator/obs/slo` from the declared objectives.'),
+    objectives: {
+      kind: 'object-list',
+      doc: 'Declared objectives.',
+      default: [],
+      required: ['name'],
+      item: {
+        name: requiredText(
+          'Objective name.',
+          /^[a-zA-Z_][a-zA-Z0-9_:-]*$/,
+          'a name of letters, digits, _, : and -',
+        ),
+        sli: oneOf(['availability', 'latency'], 'availability', 'What is measured.'),
+        target: ratio(0.999, 'Share of good events, between 0 and 1.'),
+        threshold: optionalDuration('Latency threshold (latency objectives).'),
+      },
+    },
+  }),
+  resilience: group('Resilience instrumentation (cockatiel, opossum, when handed to obs).', {
+    enabled: bool(true, 'Turn breaker, retry and bulkhead events into metrics, span events and log lines.'),
+  }),
+  jobs: group('Background-job observability: RED metrics, in-flight gauge and health per job.', {
+    enabled: bool(true, 'Instrument jobs registered with obs.'),
+    'health-indicator-enabled': bool(
+      true,
+      'Report DOWN when a job has not succeeded within the grace period.',
+    ),
+    'failure-grace-period': duration('1h', 'How long a job may go without a success.'),
+  }),
+  db: group('Database N+1 and slow-query detection (pg, when handed to obs).', {
+    enabled: bool(true, 'Count statements per request and flag slow queries.'),
+    'n-plus-one-threshold': integer(
+      50,
+      1,
+      1_000_000,
+      'Statements of one request above which N+1 is suspected.',
+    ),
+    'slow-query-threshold': duration('500ms', 'A query slower than this is logged as slow.'),
+    'enabled-when': enabledWhen(),
+  }),
+  cache: group('Cache observability (lru-cache).', {
+    enabled: bool(false, 'Export hit, miss and eviction metrics of caches handed to obs.'),
+  }),
+  'feature-flags': group('Feature-flag evaluation correlation (an OpenFeature hook).', {
+    enabled: bool(false, 'Put flag evaluations on the span and the log context.'),
+  }),
+  profiling: group('Continuous-profiling correlation (`@pyroscope/nodejs`).', {
+    enabled: bool(false, 'Stamp `profile.id` and `pyroscope.profile_id` on spans.'),
+    'pyroscope-url': optionalText(
+      'Pyroscope base URL; adds a deep link to root spans.',
+      /^https?:\/\/\S+$/,
+      'an absolute http:// or https:// URL',
+    ),
+  }),
+  'wide-events': group('Wide-event API: `obs.event(name, attributes)`.', {
+    enabled: bool(true, 'Emit wide events (a no-op until called).'),
+    'counter-enabled': bool(true, 'Count events in `obs_events_total{event}`.'),
+    'log-enabled': bool(true, 'Write one log line per event.'),
+    // events.ts
+    'max-attributes': integer(32, 1, 256, 'Attributes kept per event; later ones are dropped.'),
+    'max-attribute-length': integer(
+      1024,
+      16,
+      65_536,
+      'Characters kept of a text attribute value; longer values are cut.',
+    ),
+  }),
+  shutdown: group('Graceful drain and telemetry flush.', {
+    enabled: bool(true, 'Drain in-flight requests and flush telemetry on shutdown.'),
+    'drain-timeout': duration('30s', 'Longest wait for in-flight requests.'),
+    'flush-timeout': duration('10s', 'Longest wait for the telemetry flush.'),
+  }),
+  'config-drift': group('Fleet config-drift detection: a hash of the resolved tree.', {
+    enabled: bool(true, 'Export `obs_config_info{hash}`.'),
+  }),
+  actuator: group('Live diagnostic actuator routes.', {
+    enabled: bool(true, 'Register the actuator routes.'),
+    'base-path': text(
+      '/actuator',
+      'Prefix of every actuator route.',
+      /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*[^/]$/,
+      'a path starting with / and not ending with /',
+    ),
+    'ui-enabled': bool(true, 'Serve the HTML page `<base-path>/obsui`.'),
+  }),
+  // --- live diagnostics (diagnostics.ts) ---
+  diagnostics: group('Live diagnostics: the runtime section of the snapshot and `<base-path>/obs/runtime`.', {
+    enabled: bool(
+      true,
+      'Measure event-loop lag and report the live figures (top cardinality offenders, container memory).',
+    ),
+    'top-offenders': integer(
+      10,
+      1,
+      1000,
+      'Meter and label pairs listed in the runtime, most overflowed first.',
+    ),
+    'event-loop-resolution': duration('10ms', 'Sampling interval of the event-loop delay monitor.', 1, 1000),
+  }),
+  // --- end ---
+  sampling: group('Head sampling of traces.', {
+    enabled: bool(true, 'Apply the sampling settings (read by the host SDK setup).'),
+    probability: ratio(1, 'Head-sampling rate, 0 to 1; also read from OTEL_TRACES_SAMPLER_ARG.'),
+    'prefer-sampling-on-error': bool(true, 'Keep error spans the head sampler would drop (best effort).'),
+  }),
+  enforcement: group('Dry-run / enforcement mode.', {
+    enabled: bool(true, 'Serve the enforcement routes; the mode can always be set from code.'),
+    mode: oneOf(
+      ENFORCEMENT_MODES,
+      'ENFORCING',
+      'Initial mode of every process; changed at runtime, never persisted.',
+    ),
+  }),
+  'profile-presets': group('The shipped presets `application-obs-{dev,prod,test,canary}.yml`.', {
+    'auto-apply': bool(
+      false,
+      'Apply the preset of the profile named by OBS_PROFILE, just above the defaults.',
+    ),
+  }),
+});
+
+export type ObsSchema = typeof OBS_SCHEMA;
+/** The resolved `obs.*` tree, as the library reads it. Durations are milliseconds. */
+export type ObsConfig = Resolved<ObsSchema>;
+/** Configuration passed in code: any part of the tree, the same shape as the YAML file under `obs:`. */
+export type ObsConfigInput = Input<ObsSchema> & {
+  /** @deprecated Use `enforcement.mode`; migrated at startup with one warning. */
+  readonly runtime?: { readonly mode?: string };
+};
+/** The features that carry an `enabled-when` block. */
+export type EnabledWhenFeature = {
+  [K in keyof ObsConfig]: ObsConfig[K] extends { readonly 'enabled-when': unknown } ? K : never;
+}[keyof ObsConfig];
+/** The `enabled-when` block of a feature. */
+export type EnabledWhen = ObsConfig['timeout-budget']['enabled-when'];
+
+/**
+ * The seed's feature table, in its order: the display name, the default as the seed words it and
+ * the subtree of `obs.*` that configures it (`undefined` when the feature has none).
+ */
+export const FEATURES: ReadonlyArray<{
+  readonly name: string;
+  readonly key: keyof ObsConfig | 'config-validation';
+  readonly default: string;
+}> = [
+  { name: 'Cardinality firewall', key: 'cardinality', default: 'on' },
+  { name: 'Timeout-budget propagation', key: 'timeout-budget', default: 'on' },
+  { name: 'Context propagation', key: 'context', default: 'on' },
+  { name: 'Trace-context guard', key: 'trace-guard', default: 'on' },
+  { name: 'Structured logs', key: 'logging', default: 'on' },
+  { name: 'Stable exception fingerprints', key: 'exception-handler', default: 'on' },
+  { name: 'Conditional features', key: 'conditional-features', default: 'on' },
+  { name: 'Dependency health map', key: 'dependencies', default: 'on' },
+  { name: 'Retry amplification', key: 'retry', default: 'on' },
+  { name: 'Multi-tenant context', key: 'tenant', default: 'opt-in' },
+  { name: 'Request priority', key: 'priority', default: 'opt-in' },
+  { name: 'Container-aware memory metrics', key: 'container-memory', default: 'on; readiness opt-in' },
+  { name: 'Kafka time-based lag', key: 'kafka', default: 'on if kafkajs is handed to obs' },
+  { name: 'Request fan-out', key: 'fan-out', default: 'on' },
+  { name: 'SLO-as-code', key: 'slo', default: 'opt-in' },
+  {
+    name: 'Resilience auto-instrumentation',
+    key: 'resilience',
+    default: 'on if cockatiel or opossum is handed to obs',
+  },
+  { name: 'Background-job observability', key: 'jobs', default: 'on' },
+  { name: 'Database N+1 and slow-query detection', key: 'db', default: 'on if pg is handed to obs' },
+  { name: 'Cache observability', key: 'cache', default: 'opt-in' },
+  { name: 'Feature-flag evaluation correlation', key: 'feature-flags', default: 'opt-in' },
+  { name: 'Continuous-profiling correlation', key: 'profiling', default: 'opt-in' },
+  { name: 'Wide-event API', key: 'wide-events', default: 'on (no-op until called)' },
+  { name: 'Graceful drain and telemetry flush', key: 'shutdown', default: 'on' },
+  { name: 'Fleet config-drift detection', key: 'config-drift', default: 'on' },
+  { name: 'Live diagnostic actuator', key: 'actuator', default: 'on' },
+  { name: 'Sampling', key: 'sampling', default: 'on' },
+  { name: 'Dry-run / enforcement mode', key: 'enforcement', default: 'on' },
+  { name: 'Profile presets', key: 'profile-presets', default: 'files shipped; auto-apply opt-in' },
+  { name: 'Configuration validation', key: 'config-validation', default: 'on (always)' },
+];

@@ -1,0 +1,34 @@
+/**
+ * Durations of the `obs.*` configuration: `100ms`, `2s`, `5m`, `1h`, `1d`, or a bare number of
+ * milliseconds (Spring's default unit for a `Duration` written without one). Decimals are allowed
+ * (`1.5s`); the result is whole milliseconds.
+ */
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/;
+
+/** The accepted form, worded for error messages. */
+export const DURATION_FORM = 'a duration such as 100ms, 2s, 5m or 1h (a bare number is milliseconds)';
+
+/**
+ * Parses a configuration duration.
+ * @returns whole milliseconds, or `undefined` when the value is not a duration.
+ */
+export function parseDurationMs(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value) : undefined;
+  if (typeof value !== 'string') return undefined;
+  const m = DURATION.exec(value.trim());
+  if (m === null) return undefined;
+  const ms = Math.round(Number(m[1]) * (UNIT_MS[m[2] ?? 'ms'] ?? 1));
+  return Number.isSafeInteger(ms) ? ms : undefined;
+}
+
+/** The canonical text of a duration: the largest unit that divides it exactly (`2000` → `2s`). */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0ms';
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const size = UNIT_MS[unit] ?? 1;
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

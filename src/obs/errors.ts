@@ -1,0 +1,84 @@
+/**
+ * Every error of the obs library, one catalogue (fastify's habit): a stable `code` to match on, the
+ * HTTP status it maps to when it reaches a client, and when it happens. Callers match on `code`,
+ * never on the message. Setup errors (configuration, misuse of the plugin API) are thrown while the
+ * application starts; a request never fails because of telemetry.
+ */
+import { format } from 'node:util';
+
+/** The catalogue: code, HTTP status, message template (`util.format`) and when it is raised. */
+export const OBS_ERRORS = {
+  OBS_ERR_CONFIG: {
+    status: 500,
+    message: 'invalid obs configuration (%s):\n%s',
+    when: 'The `obs.*` configuration has unknown keys or bad values; `problems` lists each one. Startup stops',
+  },
+  OBS_ERR_INVALID_MODE: {
+    status: 400,
+    message: 'invalid enforcement mode %s: expected ENFORCING or DRY_RUN',
+    when: '`POST /actuator/obs/enforcement` (or `Enforcement.set`) got anything but `ENFORCING` or `DRY_RUN`',
+  },
+  OBS_ERR_INVALID_JSON: {
+    status: 400,
+    message: 'request body is not valid JSON: %s',
+    when: '`POST /actuator/obs/enforcement` got a body that does not parse as JSON',
+  },
+  OBS_ERR_UNSUPPORTED_MEDIA_TYPE: {
+    status: 400,
+    message: 'unsupported content type %s, expected application/json',
+    when: '`POST /actuator/obs/enforcement` got a body that is not `application/json`',
+  },
+  OBS_ERR_BODY_TOO_LARGE: {
+    status: 413,
+    message: 'request body exceeds %s bytes',
+    when: 'A body sent to an actuator route is larger than the route accepts',
+  },
+  OBS_ERR_DUPLICATE_NAME: {
+    status: 500,
+    message: '%s %s is already registered',
+    when: '`addSnapshotSection` or `addReadinessCheck` was called twice with one name',
+  },
+} as const;
+
+/** A code of the obs library. */
+export type ObsErrorCode = keyof typeof OBS_ERRORS;
+
+/** Base class of every obs error: a stable `code` and the HTTP `statusCode` it maps to. */
+export class ObsError extends Error {
+  readonly code: ObsErrorCode;
+  readonly statusCode: number;
+
+  constructor(code: ObsErrorCode, args: readonly unknown[], options?: { cause?: unknown }) {
+    const def = OBS_ERRORS[code];
+    super(format(def.message, ...args), options);
+    this.name = 'ObsError';
+    this.code = code;
+    this.statusCode = def.status;
+  }
+}
+
+/** One configuration problem: which key, what value, from where, and what was expected. */
+export interface ConfigProblem {
+  /** The `obs.*` key (or the environment variable when it maps to no key). */
+  readonly key: string;
+  /** The offending value as written, or `undefined` for a missing one. */
+  readonly value: unknown;
+  /** Where the value came from: `defaults`, `preset dev`, `file /etc/obs.yml`, `env OBS_X`, `options`. */
+  readonly source: string;
+  /** The accepted form, or the nearest valid key for an unknown one. */
+  readonly expected: string;
+  /** The whole problem on one line. */
+  readonly message: string;
+}
+
+/** The configuration could not be resolved; `problems` lists every problem, one line each. */
+export class ObsConfigError extends ObsError {
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(problems: readonly ConfigProblem[]) {
+    const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+    super('OBS_ERR_CONFIG', [count, problems.map((p) => `  - ${p.message}`).join('\n')]);
+    this.name = 'ObsConfigError';
+    this.problems = problems;
+  }
+}

@@ -1,0 +1,475 @@
+/**
+ * The obs core, independent of fastify: the resolved configuration, the enforcement lever, the
+ * cardinality firewall, the obs meters, the snapshot and its contributed sections, readiness,
+ * the drain state and the wide-event API. {@link obsPlugin} builds one per fastify app and wires
+ * it into hooks and actuator routes; other obs features reach it as `app.obs`.
+ */
+import type { MeterProvider } from '@opentelemetry/api';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { CardinalityFirewall } from './cardinality.ts';
+import { loadObsConfig, type ResolvedObsConfig } from './config.ts';
+import type { JsonValue } from './config-hash.ts';
+import {
+  ENFORCEMENT_MODES,
+  type EnabledWhenFeature,
+  FEATURES,
+  type ObsConfig,
+  type ObsConfigInput,
+} from './config-schema.ts';
+// --- container memory, drain and flush, diagnostics, meter guards (their own modules) ---
+import {
+  type ContainerMemoryReading,
+  containerMemoryJson,
+  installContainerMemory,
+} from './container-memory.ts';
+import { createDiagnostics, type RuntimeSnapshot } from './diagnostics.ts';
+import {
+  type DrainOptions,
+  type DrainResult,
+  DrainState,
+  drainSection,
+  type FlushHook,
+  type FlushOptions,
+  type FlushReport,
+  installDrain,
+} from './drain.ts';
+// --- end ---
+import {
+  createRequestMatcher,
+  MATCH_ALL,
+  type MatchableRequest,
+  type RequestMatcher,
+} from './enabled-when.ts';
+import { Enforcement, type EnforcementMode } from './enforcement.ts';
+import { ObsError } from './errors.ts';
+// --- end ---
+// --- wide events (events.ts) ---
+import { createWideEvents, type EventAttributes } from './events.ts';
+import { guardMeterProvider } from './meters.ts';
+
+/** The logger obs writes to: pino, fastify's logger, or anything with these two methods. */
+export interface ObsLogger {
+  info(object: object, message?: string): void;
+  warn(object: object, message?: string): void;
+}
+
+/** What {@link createObs} takes. */
+export interface CreateObsOptions {
+  /** Configuration in code; wins over every other source. */
+  readonly config?: ObsConfigInput;
+  /** The environment read for `OBS_*`, `OBS_CONFIG_FILE`, `OBS_PROFILE`, `OTEL_*`. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The registry obs meters go to; default a new one. Pass the app's so one scrape holds all. */
+  readonly registry?: Registry;
+  /** Default: warnings as JSON lines on stderr, nothing else. */
+  readonly logger?: ObsLogger;
+  /** The application's version, shown in the snapshot. Default `unknown`. */
+  readonly version?: string;
+  /** The application's name. Default `OTEL_SERVICE_NAME`, else `unknown_service:node`. */
+  readonly serviceName?: string;
+  /** An already resolved configuration (skips loading; `config` and `env` are then ignored). */
+  readonly resolved?: ResolvedObsConfig;
+  /** How long one readiness check may take, in milliseconds. Default {@link READINESS_TIMEOUT_MS}. */
+  readonly readinessTimeoutMs?: number;
+}
+
+/** What a readiness check answers: a verdict, with an optional detail for people. */
+export type ReadinessResult = boolean | { readonly ok: boolean; readonly detail?: JsonValue };
+/** A readiness check. It may be async; it is given `readinessTimeoutMs` (default 2s) to answer. */
+export type ReadinessCheck = () => ReadinessResult | Promise<ReadinessResult>;
+
+/** The outcome of {@link Obs.readiness}. */
+export interface ReadinessReport {
+  readonly ready: boolean;
+  readonly checks: Readonly<Record<string, { readonly ok: boolean; readonly detail?: JsonValue }>>;
+}
+
+/** How long one readiness check may take before it counts as failed, in milliseconds. */
+export const READINESS_TIMEOUT_MS = 2000;
+
+/** One feature of the seed's table in the snapshot. */
+export interface FeatureSnapshot {
+  readonly name: string;
+  readonly default: string;
+  readonly enabled: boolean;
+  /** The effective configuration of the feature (`null` when it has none). */
+  readonly config: JsonValue;
+}
+
+/** The runtime section of the snapshot (defined by `diagnostics.ts`). */
+export type { RuntimeSnapshot };
+
+/** `GET /actuator/obs`: what is on and off, with what configuration, in which mode. */
+export interface ObsSnapshot {
+  readonly service: string;
+  readonly version: string;
+  readonly mode: EnforcementMode;
+  readonly config_hash: string;
+  readonly profile: { readonly name: string | null; readonly applied: boolean; readonly auto_apply: boolean };
+  readonly config_file: string | null;
+  readonly generated_at: string;
+  readonly features: Readonly<Record<string, FeatureSnapshot>>;
+  readonly runtime: RuntimeSnapshot;
+  /** Sections contributed by obs features through {@link Obs.addSnapshotSection}. */
+  readonly sections: Readonly<Record<string, JsonValue>>;
+}
+
+export type { EventAttributes };
+
+/** The obs instance of an application, reachable as `app.obs`. */
+export interface Obs {
+  /** The resolved `obs.*` tree (frozen; durations in milliseconds). */
+  readonly config: ObsConfig;
+  /** The resolution: effective tree, hash, origins of each key, profile, file. */
+  readonly resolved: ResolvedObsConfig;
+  /** The enforcement lever: `get()`, `set(mode)`, `onChange(listener)`. */
+  readonly mode: Enforcement;
+  /** The cardinality firewall every meter's labels pass through. */
+  readonly firewall: CardinalityFirewall;
+  /** The registry holding the obs meters. */
+  readonly registry: Registry;
+  readonly logger: ObsLogger;
+  readonly version: string;
+  readonly serviceName: string;
+  /** Where the process is in its shutdown (`idle`, `draining`, `drained`), and its in-flight requests. */
+  readonly drainState: DrainState;
+  /** Requests being served now (counted by the plugin's hooks). */
+  readonly inFlight: number;
+  /** Counts a request in; call {@link requestFinished} exactly once for it. */
+  requestStarted(): void;
+  requestFinished(): void;
+  /** Whether a feature is on and its `enabled-when` block admits this request. Never throws. */
+  isEnabledFor(feature: EnabledWhenFeature, request: MatchableRequest): boolean;
+  /** The whole snapshot. */
+  snapshot(): ObsSnapshot;
+  /** The runtime figures alone. */
+  runtime(): RuntimeSnapshot;
+  /**
+   * Adds a section to the snapshot, computed on each read. A section that throws shows its error.
+   * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken.
+   */
+  addSnapshotSection(name: string, section: () => JsonValue): void;
+  /**
+   * Adds a readiness check, run on each {@link readiness} call.
+   * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken.
+   */
+  addReadinessCheck(name: string, check: ReadinessCheck): void;
+  /** Runs every readiness check concurrently; ready when all pass. Never rejects. */
+  readiness(): Promise<ReadinessReport>;
+  /**
+   * Emits a wide event: a span event on the active span (a no-op without an SDK), one increment of
+   * `obs_events_total{event}` and one log line, as `obs.wide-events` allows. Never throws.
+   */
+  event(name: string, attributes?: EventAttributes): void;
+  // --- drain and flush, container memory, meter guards ---
+  /**
+   * Starts draining (readiness fails) and waits until no request is in flight or `timeoutMs`
+   * (default `obs.shutdown.drain-timeout`, 30s) passes. Every call ends; never rejects. With
+   * `obs.shutdown.enabled=false` it does not wait and the state does not move.
+   */
+  drain(options?: DrainOptions): Promise<DrainResult>;
+  /**
+   * Runs every flush hook at once, at most `timeoutMs` (default `obs.shutdown.flush-timeout`, 10s).
+   * Never rejects. The plugin calls it when the app closes, when `obs.shutdown.enabled`.
+   */
+  flush(options?: FlushOptions): Promise<FlushReport>;
+  /**
+   * Adds a flush hook: pushes buffered telemetry out (`() => sdkMeterProvider.forceFlush()`).
+   * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken.
+   */
+  addFlushHook(name: string, hook: FlushHook): void;
+  /** Reads the container memory now; `undefined` when `obs.container-memory.enabled=false`. */
+  containerMemory(): ContainerMemoryReading | undefined;
+  /**
+   * An OpenTelemetry `MeterProvider` whose instruments' attributes pass this obs's firewall (a
+   * pass-through when `obs.cardinality.enabled=false`).
+   */
+  guardMeterProvider(provider: MeterProvider): MeterProvider;
+  // --- end ---
+  /** Stops the event-loop monitor. */
+  close(): void;
+}
+
+const STDERR_LOGGER: ObsLogger = {
+  info() {},
+  warn(object, message) {
+    process.stderr.write(`${JSON.stringify({ level: 'warn', ...object, msg: message })}\n`);
+  },
+};
+
+/** Names of the obs meters. */
+export const OBS_METRICS = {
+  configInfo: 'obs_config_info',
+  inFlight: 'obs_requests_in_flight',
+  cardinalityOverflow: 'obs_cardinality_overflow_total',
+  enforcementMode: 'obs_enforcement_mode',
+  events: 'obs_events_total',
+} as const;
+
+/**
+ * Builds the obs core: resolves the configuration (unless given), creates the lever, the
+ * firewall and the obs meters, and logs the configuration warnings once.
+ * @throws {ObsConfigError} `OBS_ERR_CONFIG` when the configuration is invalid.
+ */
+export function createObs(options: CreateObsOptions = {}): Obs {
+  const env = options.env ?? process.env;
+  const resolved = options.resolved ?? loadObsConfig({ env, options: options.config });
+  const config = resolved.config;
+  const logger = options.logger ?? STDERR_LOGGER;
+  for (const warning of resolved.warnings) logger.warn({ obs: 'config' }, warning);
+
+  const registry = options.registry ?? new Registry();
+  const readinessTimeoutMs = options.readinessTimeoutMs ?? READINESS_TIMEOUT_MS;
+  const mode = new Enforcement(config.enforcement.mode);
+  const drainState = new DrainState({
+    drainTimeoutMs: config.shutdown['drain-timeout'],
+    flushTimeoutMs: config.shutdown['flush-timeout'],
+  });
+  const startedAt = new Date();
+
+  const overflow = new Counter({
+    name: OBS_METRICS.cardinalityOverflow,
+    help: 'Label values past the cardinality cap, by meter and label (rewritten in ENFORCING, let through in DRY_RUN)',
+    labelNames: ['meter', 'tag_key'],
+    registers: [registry],
+  });
+  const cardinality = config.cardinality;
+  const firewall = new CardinalityFirewall({
+    enabled: cardinality.enabled,
+    maxValuesPerTag: cardinality['max-tag-values-per-meter'],
+    overflowValue: cardinality['overflow-value'],
+    meterPrefixesToProtect: cardinality['meter-prefixes-to-protect'],
+    exemptMeterPrefixes: cardinality['exempt-meter-prefixes'],
+    mode: () => mode.get(),
+    onOverflow: (meter, tagKey) => overflow.inc({ meter, tag_key: tagKey }),
+  });
+
+  if (config['config-drift'].enabled) {
+    new Gauge({
+      name: OBS_METRICS.configInfo,
+      help: 'Hash (SHA-256) of the resolved obs configuration; more than one value across a fleet is drift',
+      labelNames: ['hash'],
+      registers: [registry],
+    }).set({ hash: resolved.hash }, 1);
+  }
+  new Gauge({
+    name: OBS_METRICS.inFlight,
+    help: 'HTTP requests being served',
+    registers: [registry],
+    collect() {
+      this.set(drainState.inFlight);
+    },
+  });
+  new Gauge({
+    name: OBS_METRICS.enforcementMode,
+    help: 'The enforcement mode of the process: 1 for the current mode, 0 for the other',
+    labelNames: ['mode'],
+    registers: [registry],
+    collect() {
+      for (const m of ENFORCEMENT_MODES) this.set({ mode: m }, m === mode.get() ? 1 : 0);
+    },
+  });
+  // --- wide events (events.ts): a counter now, nothing else until obs.event is called ---
+  const wideEvents = createWideEvents({ config, firewall, registry, logger });
+  // --- end ---
+
+  mode.onChange(({ previous, current }) => {
+    logger.warn(
+      { obs: 'enforcement', previous, current },
+      `obs enforcement mode changed from ${previous} to ${current}`,
+    );
+  });
+
+  // --- diagnostics: the runtime section (container memory is read once its feature is installed) ---
+  let readContainerMemory: (() => ContainerMemoryReading) | undefined;
+  const diagnostics = createDiagnostics({
+    enabled: config.diagnostics.enabled,
+    topOffenders: config.diagnostics['top-offenders'],
+    eventLoopResolutionMs: config.diagnostics['event-loop-resolution'],
+    firewall,
+    drain: drainState,
+    containerMemory: () => readContainerMemory?.(),
+    startedAt,
+  });
+  const runtime = (): RuntimeSnapshot => diagnostics.runtime();
+  // --- end ---
+
+  const matchers = new Map<EnabledWhenFeature, RequestMatcher>();
+  for (const [key, value] of Object.entries(config)) {
+    if (typeof value === 'object' && value !== null && 'enabled-when' in value) {
+      const feature = key as EnabledWhenFeature;
+      matchers.set(
+        feature,
+        config['conditional-features'].enabled
+          ? createRequestMatcher(config[feature]['enabled-when'])
+          : MATCH_ALL,
+      );
+    }
+  }
+
+  const sections = new Map<string, () => JsonValue>();
+  const checks = new Map<string, ReadinessCheck>();
+
+  const features = (): Record<string, FeatureSnapshot> => {
+    const out: Record<string, FeatureSnapshot> = {};
+    for (const feature of FEATURES) {
+      if (feature.key === 'config-validation') {
+        out[feature.key] = { name: feature.name, default: feature.default, enabled: true, config: null };
+        continue;
+      }
+      const effective = resolved.effective[feature.key] as { readonly [k: string]: JsonValue };
+      const enabled =
+        feature.key === 'profile-presets'
+          ? config['profile-presets']['auto-apply']
+          : (config[feature.key] as { readonly enabled?: boolean }).enabled !== false;
+      out[feature.key] = { name: feature.name, default: feature.default, enabled, config: effective };
+    }
+    return out;
+  };
+
+  const addNamed = <T>(kind: string, map: Map<string, T>, name: string, value: T): void => {
+    if (map.has(name)) throw new ObsError('OBS_ERR_DUPLICATE_NAME', [kind, JSON.stringify(name)]);
+    map.set(name, value);
+  };
+
+  const obs: Obs = {
+    config,
+    resolved,
+    mode,
+    firewall,
+    registry,
+    logger,
+    version: options.version ?? 'unknown',
+    serviceName: options.serviceName ?? env.OTEL_SERVICE_NAME ?? 'unknown_service:node',
+    drainState,
+    get inFlight() {
+      return drainState.inFlight;
+    },
+    requestStarted() {
+      drainState.requestStarted();
+    },
+    requestFinished() {
+      drainState.requestFinished();
+    },
+    isEnabledFor(feature, request) {
+      if ((config[feature] as { readonly enabled: boolean }).enabled !== true) return false;
+      try {
+        return (matchers.get(feature) ?? MATCH_ALL)(request);
+      } catch {
+        return true;
+      }
+    },
+    runtime,
+    snapshot() {
+      const contributed: Record<string, JsonValue> = {};
+      for (const [name, section] of sections) {
+        try {
+          contributed[name] = section();
+        } catch (error) {
+          contributed[name] = { error: error instanceof Error ? error.message : String(error) };
+        }
+      }
+      return {
+        service: obs.serviceName,
+        version: obs.version,
+        mode: mode.get(),
+        config_hash: resolved.hash,
+        profile: {
+          name: resolved.profile.name ?? null,
+          applied: resolved.profile.applied,
+          auto_apply: config['profile-presets']['auto-apply'],
+        },
+        config_file: resolved.configFile ?? null,
+        generated_at: new Date().toISOString(),
+        features: features(),
+        runtime: runtime(),
+        sections: contributed,
+      };
+    },
+    addSnapshotSection(name, section) {
+      addNamed('snapshot section', sections, name, section);
+    },
+    addReadinessCheck(name, check) {
+      addNamed('readiness check', checks, name, check);
+    },
+    async readiness() {
+      const entries = await Promise.all(
+        [...checks].map(async ([name, check]) => [name, await runCheck(check, readinessTimeoutMs)] as const),
+      );
+      return { ready: entries.every(([, r]) => r.ok), checks: Object.fromEntries(entries) };
+    },
+    event(name, attributes) {
+      wideEvents.emit(name, attributes);
+    },
+    // --- drain and flush, container memory, meter guards ---
+    async drain(drainOptions) {
+      if (!config.shutdown.enabled)
+        return { completed: drainState.inFlight === 0, durationMs: 0, dropped: 0 };
+      return drainState.drain(drainOptions);
+    },
+    flush(flushOptions) {
+      return drainState.flush(flushOptions);
+    },
+    addFlushHook(name, hook) {
+      drainState.addFlushHook(name, hook);
+    },
+    containerMemory() {
+      return readContainerMemory?.();
+    },
+    guardMeterProvider(provider) {
+      return firewall.enabled ? guardMeterProvider(provider, firewall) : provider;
+    },
+    // --- end ---
+    close() {
+      diagnostics.close();
+    },
+  };
+  // --- features installed by their own modules: drain, container memory, diagnostics ---
+  // Each shows in the snapshot's sections as `enabled`, its effective `config` and its live state.
+  const section = (key: 'shutdown' | 'container-memory' | 'diagnostics', live: () => object) => () => ({
+    enabled: config[key].enabled,
+    config: resolved.effective[key] ?? null,
+    ...live(),
+  });
+  if (config.shutdown.enabled) installDrain(obs);
+  obs.addSnapshotSection(
+    'shutdown',
+    section('shutdown', () => drainSection(drainState)),
+  );
+  readContainerMemory = installContainerMemory(obs, config['container-memory']);
+  obs.addSnapshotSection(
+    'container-memory',
+    section('container-memory', () => {
+      const reading = readContainerMemory?.();
+      return { reading: reading === undefined ? null : containerMemoryJson(reading) };
+    }),
+  );
+  obs.addSnapshotSection(
+    'diagnostics',
+    section('diagnostics', () => ({})),
+  );
+  // --- end ---
+  return obs;
+}
+
+async function runCheck(
+  check: ReadinessCheck,
+  timeoutMs: number,
+): Promise<{ ok: boolean; detail?: JsonValue }> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs}ms`)), timeoutMs);
+      timer.unref();
+    });
+    const result = await Promise.race([Promise.resolve().then(check), timeout]);
+    if (typeof result === 'boolean') return { ok: result };
+    return result.detail === undefined
+      ? { ok: result.ok === true }
+      : { ok: result.ok === true, detail: result.detail };
+  } catch (error) {
+    return { ok: false, detail: { error: error instanceof Error ? error.message : String(error) } };
+  } finally {
+    clearTimeout(timer);
+  }
+}

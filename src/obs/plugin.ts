@@ -1,0 +1,118 @@
+/**
+ * `obsPlugin`: obs for a fastify app. Wrapped with `fastify-plugin`, so its hooks see every route
+ * of the app and `app.obs` is visible everywhere. It resolves the configuration (an invalid one
+ * makes `register` reject, so the app does not start), counts in-flight requests, moves the drain
+ * state on close and registers the actuator routes.
+ *
+ * ```ts
+ * const app = Fastify();
+ * await app.register(obsPlugin, { env: process.env, version: '1.2.3' });
+ * app.obs.mode.set('DRY_RUN');
+ * ```
+ */
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import fp from 'fastify-plugin';
+import { registerActuator } from './actuator.ts';
+// --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
+import { registerExceptionHandler } from './fingerprint.ts';
+import { addLoggingSnapshot } from './logging.ts';
+// --- end ---
+import { guardRegistry } from './meters.ts';
+import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
+import { addSamplingSnapshot } from './sampling.ts';
+import { registerTraceGuard } from './trace-guard.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The obs instance of this app (see {@link Obs}). */
+    obs: Obs;
+  }
+}
+
+/** Options of the plugin's request-level features. */
+export interface ObsRequestFeatureOptions {
+  /**
+   * Answer errors with RFC 7807 problems (`application/problem+json` with `request_id`, `trace_id`
+   * and `fingerprint`): installs `problemErrorHandler` as the app's error handler. Default false,
+   * since many apps have their own; such an app calls `problemErrorHandler(error, request, reply)`
+   * from its handler instead. obs never replaces a handler set before it; one set after replaces
+   * obs's. Fingerprints are recorded (log line, span, metric) either way.
+   */
+  readonly problemErrorHandler?: boolean;
+}
+
+/** Options of {@link obsPlugin}; see {@link CreateObsOptions}. The logger defaults to the app's. */
+export type ObsPluginOptions = Omit<CreateObsOptions, 'logger'> & {
+  readonly logger?: ObsLogger;
+} & ObsRequestFeatureOptions;
+
+const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance, options) => {
+  const obs = createObs({ ...options, logger: options.logger ?? app.log });
+  app.decorate('obs', obs);
+  // --- cardinality firewall over every metric of the registry, present and future ---
+  if (obs.config.cardinality.enabled) {
+    guardRegistry(obs.registry, obs.firewall, {
+      exempt: [OBS_METRICS.enforcementMode, OBS_METRICS.configInfo],
+    });
+  }
+  // --- end ---
+
+  app.addHook('onRequest', (_request, reply, done) => {
+    obs.requestStarted();
+    // 'close' fires once per response, whether it completed or the client went away.
+    reply.raw.once('close', () => obs.requestFinished());
+    done();
+  });
+  // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
+  registerTraceGuard(app, obs);
+  registerExceptionHandler(app, obs, { problemErrorHandler: options.problemErrorHandler === true });
+  addLoggingSnapshot(obs);
+  addSamplingSnapshot(obs);
+  // --- end ---
+  // --- graceful drain and telemetry flush (obs.shutdown) ---
+  const shutdown = obs.config.shutdown.enabled;
+  if (shutdown) {
+    obs.drainState.onChange((phase) => {
+      const result = obs.drainState.result;
+      if (phase !== 'drained' || result === undefined) return;
+      if (result.completed)
+        obs.logger.info({ obs: 'drain', ...result }, 'obs drain ended: no request in flight');
+      else
+        obs.logger.warn(
+          { obs: 'drain', ...result },
+          `obs drain timed out with ${result.dropped} requests in flight`,
+        );
+    });
+  }
+  // While draining, an HTTP/1.1 response ends its connection: a keep-alive connection would
+  // otherwise stay open after its last request and hold the server's close until it times out.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (shutdown && obs.drainState.phase !== 'idle' && request.raw.httpVersionMajor === 1) {
+      reply.header('connection', 'close');
+    }
+    done(null, payload);
+  });
+  // Closing begins the drain (readiness fails) unless `obs.drain()` did already; fastify then waits
+  // for the requests in flight, and the flush hooks push the last telemetry out.
+  app.addHook('preClose', (done) => {
+    if (shutdown) obs.drainState.begin();
+    done();
+  });
+  app.addHook('onClose', async () => {
+    try {
+      if (shutdown) {
+        obs.drainState.finish();
+        const report = await obs.flush();
+        if (!report.ok) obs.logger.warn({ obs: 'flush', ...report }, 'obs telemetry flush incomplete');
+      }
+    } finally {
+      obs.close();
+    }
+  });
+  // --- end ---
+
+  if (obs.config.actuator.enabled) await registerActuator(app, obs);
+};
+
+/** The obs fastify plugin. */
+export const obsPlugin = fp(plugin, { name: 'echo-chaos-obs', fastify: '5.x' });
