@@ -385,7 +385,7 @@ export function registerExceptionHandler(
           status,
           method: request.method,
           route: request.routeOptions.url ?? null,
-          err: { type: result.type, message, ...(maskedStack === undefined ? {} : { stack: maskedStack }) },
+          error: { type: result.type, message, ...(maskedStack === undefined ? {} : { stack: maskedStack }) },
         },
         `unhandled ${result.type} (fingerprint ${result.fingerprint.slice(0, 12)}): ${message}`,
       );

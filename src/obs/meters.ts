@@ -206,8 +206,8 @@ export function guardRegistry(
   if (guardedRegistries.has(registry)) return registry;
   guardedRegistries.set(registry, firewall);
   const exempt = new Set(options.exempt ?? []);
-  const guard = (metric: { readonly name: string }) => {
-    if (exempt.has(metric.name)) return;
+  const guard = (metric: object) => {
+    if (exempt.has((metric as { readonly name?: unknown }).name as string)) return;
     try {
       guardMetric(metric, firewall);
     } catch {

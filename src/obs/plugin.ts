@@ -36,7 +36,9 @@ export interface ObsRequestFeatureOptions {
    * and `fingerprint`): installs `problemErrorHandler` as the app's error handler. Default false,
    * since many apps have their own; such an app calls `problemErrorHandler(error, request, reply)`
    * from its handler instead. obs never replaces a handler set before it; one set after replaces
-   * obs's. Fingerprints are recorded (log line, span, metric) either way.
+   * obs's (fastify warns FSTWRN004, or refuses with `allowErrorHandlerOverride: false`, so such an
+   * app delegates rather than use this option). Fingerprints are recorded (log line, span, metric)
+   * either way.
    */
   readonly problemErrorHandler?: boolean;
 }
@@ -75,23 +77,24 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
     obs.drainState.onChange((phase) => {
       const result = obs.drainState.result;
       if (phase !== 'drained' || result === undefined) return;
-      if (result.completed)
+      if (result.completed) {
         obs.logger.info({ obs: 'drain', ...result }, 'obs drain ended: no request in flight');
-      else
+      } else {
         obs.logger.warn(
           { obs: 'drain', ...result },
           `obs drain timed out with ${result.dropped} requests in flight`,
         );
+      }
+    });
+    // While draining, an HTTP/1.1 response ends its connection: a keep-alive connection would
+    // otherwise stay open after its last request and hold the server's close until it times out.
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (obs.drainState.phase !== 'idle' && request.raw.httpVersionMajor === 1) {
+        reply.header('connection', 'close');
+      }
+      done(null, payload);
     });
   }
-  // While draining, an HTTP/1.1 response ends its connection: a keep-alive connection would
-  // otherwise stay open after its last request and hold the server's close until it times out.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (shutdown && obs.drainState.phase !== 'idle' && request.raw.httpVersionMajor === 1) {
-      reply.header('connection', 'close');
-    }
-    done(null, payload);
-  });
   // Closing begins the drain (readiness fails) unless `obs.drain()` did already; fastify then waits
   // for the requests in flight, and the flush hooks push the last telemetry out.
   app.addHook('preClose', (done) => {

@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import { type ContainerMemoryReading, type ObsConfigInput, readContainerMemory } from '../../src/obs/index.ts';
+import {
+  type ContainerMemoryReading,
+  type ObsConfigInput,
+  readContainerMemory,
+} from '../../src/obs/index.ts';
 import { startObsApp } from './helpers.ts';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/cgroup/', import.meta.url));
@@ -117,7 +122,9 @@ test("container memory – this machine's /sys/fs/cgroup: a positive usage and a
   if (reading.limitBytes !== undefined) {
     assert.ok(reading.limitBytes > 0);
     assert.equal(reading.unlimited, false);
-    assert.ok(reading.headroomRatio !== undefined && reading.headroomRatio >= 0 && reading.headroomRatio <= 1);
+    assert.ok(
+      reading.headroomRatio !== undefined && reading.headroomRatio >= 0 && reading.headroomRatio <= 1,
+    );
   } else {
     assert.equal(reading.headroomRatio, undefined);
   }
@@ -198,7 +205,10 @@ test('container memory – the opt-in readiness check fails below the critical h
   t.after(() => low.close());
   const down = await health(low.url);
   assert.equal(down.status, 503);
-  const component = down.body.components['container-memory'] as { status: string; detail: Record<string, unknown> };
+  const component = down.body.components['container-memory'] as {
+    status: string;
+    detail: Record<string, unknown>;
+  };
   assert.equal(component.status, 'DOWN');
   assert.equal(component.detail.headroom_ratio, 0.0313);
   assert.equal(component.detail.critical_headroom_ratio, 0.1);
@@ -260,4 +270,26 @@ test('container memory – obs.container-memory.enabled=false: no meters, no che
   };
   assert.equal(snapshot.sections['container-memory']?.enabled, false);
   assert.equal(snapshot.sections['container-memory']?.reading, null);
+});
+
+test('container memory – promtool check metrics accepts the obs scrape, NaN and +Inf included', async (t) => {
+  const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
+  if (probe.error !== undefined) {
+    const why = 'promtool not found on PATH (Debian package prometheus)';
+    if (process.env.CI) assert.fail(`${why}: required in CI`);
+    t.skip(why);
+    return;
+  }
+  for (const name of ['v2-limited', 'v1-unlimited', 'empty']) {
+    const obs = await appOn(fixture(name));
+    t.after(() => obs.close());
+    const text = await (await fetch(`${obs.url}/metrics`)).text();
+    assert.match(text, /^obs_drain_dropped_total 0$/m);
+    const result = spawnSync('promtool', ['check', 'metrics'], {
+      input: text,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(result.status, 0, `${name}: promtool check metrics:\n${result.stdout}${result.stderr}`);
+  }
 });

@@ -116,7 +116,10 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
  * when it returns undefined), as the OpenTelemetry HTTP instrumentation does. Call it after the
  * fastify app is built and before it listens.
  */
-export function traceEveryRequest(server: Server, spanFor: (request: IncomingMessage) => Span | undefined): void {
+export function traceEveryRequest(
+  server: Server,
+  spanFor: (request: IncomingMessage) => Span | undefined,
+): void {
   const listeners = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {

@@ -91,10 +91,13 @@ async function ordersApp(options: Parameters<typeof startObsApp>[0], setup?: (ap
     app.get('/shifted', async () => deployed.shifted.handleOrder('b'));
     app.get('/renamed', async () => deployed.renamed.handleOrder('c'));
     app.get('/missing/:id', async (request) => {
-      throw Object.assign(new Error(`order ${(request.params as { id: string }).id} not found for jane@example.com`), {
-        statusCode: 404,
-        code: 'ORDER_NOT_FOUND',
-      });
+      throw Object.assign(
+        new Error(`order ${(request.params as { id: string }).id} not found for jane@example.com`),
+        {
+          statusCode: 404,
+          code: 'ORDER_NOT_FOUND',
+        },
+      );
     });
     app.post('/orders', async (request) => request.body);
     app.get('/metrics', async (_request, reply) =>
@@ -152,19 +155,23 @@ test('fingerprint – through real HTTP: a problem+json answer, one log line, th
 
   const span = spans[0];
   assert.equal(span?.exceptions.length, 1);
-  assert.equal((span?.exceptions[0] as { name: string }).name, 'TypeError');
+  assert.equal((span?.exceptions[0] as { name: string } | undefined)?.name, 'TypeError');
   assert.equal(span?.attributes['exception.fingerprint'], a?.fingerprint);
   assert.equal(span?.status?.code, 2, 'span status ERROR');
 
   const logged = obs.logger.lines.filter((l) => (l.object as { obs?: string }).obs === 'exception');
   assert.equal(logged.length, 3, 'one line per error');
-  assert.equal((logged[0]?.object as { fingerprint: string }).fingerprint, a?.fingerprint);
-  assert.equal((logged[0]?.object as { request_id: string }).request_id, a?.request_id);
+  const first = logged[0]?.object as { fingerprint?: string; request_id?: string } | undefined;
+  assert.equal(first?.fingerprint, a?.fingerprint);
+  assert.equal(first?.request_id, a?.request_id);
 
-  assert.deepEqual((await unhandledSeries(obs)).sort(), [
-    `obs_errors_unhandled_total{exception="TypeError",fingerprint="${a?.fingerprint}"} 2`,
-    `obs_errors_unhandled_total{exception="TypeError",fingerprint="${renamed?.fingerprint}"} 1`,
-  ].sort());
+  assert.deepEqual(
+    (await unhandledSeries(obs)).sort(),
+    [
+      `obs_errors_unhandled_total{exception="TypeError",fingerprint="${a?.fingerprint}"} 2`,
+      `obs_errors_unhandled_total{exception="TypeError",fingerprint="${renamed?.fingerprint}"} 1`,
+    ].sort(),
+  );
 });
 
 test('fingerprint – a client error answers a problem with its masked message and code, and is not counted', async (t) => {
@@ -228,8 +235,11 @@ test('fingerprint – a handler set before obs is kept, one set after wins, and 
   assert.deepEqual(r1.json(), { mine: true });
   assert.ok(warnings.some((w) => /problemErrorHandler not installed/.test(w)));
   assert.equal(
-    ((await before.inject('/actuator/obs')).json() as { sections: Record<string, { problem_error_handler: string }> })
-      .sections['exception-handler']?.problem_error_handler,
+    (
+      (await before.inject('/actuator/obs')).json() as {
+        sections: Record<string, { problem_error_handler: string }>;
+      }
+    ).sections['exception-handler']?.problem_error_handler,
     'kept the error handler set before obs',
   );
   await before.close();
@@ -247,7 +257,8 @@ test('fingerprint – a handler set before obs is kept, one set after wins, and 
   // Delegation from the app's own handler, over real HTTP.
   const obs = await ordersApp({}, (app) => {
     app.setErrorHandler((error, request, reply) => {
-      if ((error as { code?: string }).code === 'ORDER_NOT_FOUND') return reply.code(404).send({ gone: true });
+      if ((error as { code?: string }).code === 'ORDER_NOT_FOUND')
+        return reply.code(404).send({ gone: true });
       return problemErrorHandler(error, request, reply);
     });
   });
@@ -268,7 +279,11 @@ test('fingerprint – enabled-when and enabled=false take the feature out: no pr
   t.after(() => skipped.close());
   const synthetic = await fetch(`${skipped.url}/a`, { headers: { 'x-synthetic': 'true' } });
   assert.equal(synthetic.status, 500);
-  assert.match(String(synthetic.headers.get('content-type')), /^application\/json/, "fastify's default answer");
+  assert.match(
+    String(synthetic.headers.get('content-type')),
+    /^application\/json/,
+    "fastify's default answer",
+  );
   await synthetic.arrayBuffer();
   assert.deepEqual(await unhandledSeries(skipped), []);
   const real = await fetch(`${skipped.url}/a`);

@@ -59,7 +59,10 @@ async function listen(app: FastifyInstance): Promise<string> {
 function assertNoSecret(lines: readonly string[]): void {
   const all = lines.join('\n');
   for (const [name, secret] of Object.entries(SECRET)) {
-    assert.ok(!all.includes(secret), `${name} (${secret}) reached the log:\n${lines.filter((l) => l.includes(secret)).join('\n')}`);
+    assert.ok(
+      !all.includes(secret),
+      `${name} (${secret}) reached the log:\n${lines.filter((l) => l.includes(secret)).join('\n')}`,
+    );
   }
   // The digits of the card numbers, whatever separators a serializer may have kept.
   for (const card of [SECRET.card, SECRET.cardDashed, SECRET.cardPlain]) {
@@ -84,10 +87,7 @@ test('logging – maskSecrets masks emails, bearer tokens, Luhn-valid cards, SSN
     empty: { password: '' },
   }) as Record<string, Record<string, unknown>>;
   assertNoSecret([JSON.stringify(masked)]);
-  assert.equal(
-    masked.msg,
-    `mail ${MASKS.email}, card ${MASKS.card}, order ${ORDER_ID}, ssn ${MASKS.ssn}`,
-  );
+  assert.equal(masked.msg, `mail ${MASKS.email}, card ${MASKS.card}, order ${ORDER_ID}, ssn ${MASKS.ssn}`);
   assert.deepEqual(masked.headers, {
     Authorization: MASK,
     'X-API-Key': MASK,
@@ -95,10 +95,14 @@ test('logging – maskSecrets masks emails, bearer tokens, Luhn-valid cards, SSN
     accept: 'application/json',
   });
   assert.deepEqual(masked.nested, { deeper: { Password: MASK, client_secret: MASK, count: 3 } });
-  assert.deepEqual(JSON.parse(masked.body as unknown as string), {
-    private_key: MASK,
-    items: [{ apikey: MASK }],
-  }, 'JSON text stays JSON');
+  assert.deepEqual(
+    JSON.parse(masked.body as unknown as string),
+    {
+      private_key: MASK,
+      items: [{ apikey: MASK }],
+    },
+    'JSON text stays JSON',
+  );
   assert.equal(masked.buffer, `{"passwd":"${MASK}","to":"${MASKS.email}"}`, 'a Buffer is masked as text');
   assert.equal(masked.text, `Authorization: ${MASK}\nnext line stays`);
   assert.equal(masked.url, `/login?token=${MASK}&page=2`);
@@ -152,16 +156,27 @@ test('logging – every line of a real fastify app is masked: messages, headers,
   const bodies: Array<[string, string | Uint8Array]> = [
     [
       'application/json',
-      JSON.stringify({ password: SECRET.password, card: SECRET.card, user: { email: SECRET.email }, order: ORDER_ID }),
+      JSON.stringify({
+        password: SECRET.password,
+        card: SECRET.card,
+        user: { email: SECRET.email },
+        order: ORDER_ID,
+      }),
     ],
     ['text/plain', `password=${SECRET.password}&ssn=${SECRET.ssn}&note=Bearer ${SECRET.bearer}`],
     [
       'application/octet-stream',
-      new TextEncoder().encode(`{"private_key":"${SECRET.privateKey}","to":"${SECRET.email}","order":"${ORDER_ID}"}`),
+      new TextEncoder().encode(
+        `{"private_key":"${SECRET.privateKey}","to":"${SECRET.email}","order":"${ORDER_ID}"}`,
+      ),
     ],
   ];
   for (const [type, body] of bodies) {
-    const response = await fetch(`${url}/body`, { method: 'POST', headers: { ...headers, 'content-type': type }, body });
+    const response = await fetch(`${url}/body`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': type },
+      body,
+    });
     assert.equal(response.status, 200, await response.text());
   }
   assert.equal((await fetch(`${url}/messages?token=${SECRET.queryToken}`, { headers })).status, 200);
@@ -178,7 +193,12 @@ test('logging – every line of a real fastify app is masked: messages, headers,
     assert.equal(logged['x-api-key'], MASK);
     assert.equal(logged['x-user-email'], MASKS.email);
   }
-  assert.deepEqual(bodyLines[0]?.body, { password: MASK, card: MASKS.card, user: { email: MASKS.email }, order: ORDER_ID });
+  assert.deepEqual(bodyLines[0]?.body, {
+    password: MASK,
+    card: MASKS.card,
+    user: { email: MASKS.email },
+    order: ORDER_ID,
+  });
   assert.match(String(bodyLines[1]?.body), /^password=\[MASKED\]&ssn=\[MASKED:ssn\]&note=Bearer \[MASKED\]$/);
   assert.equal(
     bodyLines[2]?.body,
@@ -191,15 +211,26 @@ test('logging – every line of a real fastify app is masked: messages, headers,
   assert.equal(child?.api_key, MASK, 'child bindings are masked');
   assert.equal(child?.user, MASKS.email);
   const error = lines.find((l) => l.level === 50);
-  assert.match(String((error?.err as { message: string }).message), /\[MASKED:email\].*\[MASKED:card\]/);
-  const incoming = lines.find((l) => l.msg === 'incoming request' && String((l.req as { url: string }).url).startsWith('/messages'));
-  assert.equal((incoming?.req as { url: string }).url, `/messages?token=${MASK}`, "fastify's req serializer too");
+  assert.match(
+    String((error?.err as { message?: string } | undefined)?.message),
+    /\[MASKED:email\].*\[MASKED:card\]/,
+  );
+  const incoming = lines.find(
+    (l) => l.msg === 'incoming request' && String((l.req as { url: string }).url).startsWith('/messages'),
+  );
+  assert.equal(
+    (incoming?.req as { url?: string } | undefined)?.url,
+    `/messages?token=${MASK}`,
+    "fastify's req serializer too",
+  );
 });
 
 test('logging – trace_id and span_id come from the active span, and are absent without one', async (t) => {
   installContextManager(t);
   const sink = lineSink();
-  const app = Fastify({ logger: { ...obsLoggerOptions({ config: loadObsConfig({ env: {} }).config }), stream: sink.stream } });
+  const app = Fastify({
+    logger: { ...obsLoggerOptions({ config: loadObsConfig({ env: {} }).config }), stream: sink.stream },
+  });
   const spans = new Map<string, RecordingSpan>();
   traceEveryRequest(app.server, (request) => {
     const id = request.headers['x-span'];
@@ -243,13 +274,22 @@ test('logging – the switches: pii-masking-enabled=false keeps lines, enabled=f
   const seen: string[] = [];
   const composed = obsLoggerOptions({
     config: config({}),
-    base: { hooks: { streamWrite: (s) => (seen.push(s), s) }, mixin: () => ({ app: 'orders' }) },
+    base: {
+      hooks: {
+        streamWrite: (s) => {
+          seen.push(s);
+          return s;
+        },
+      },
+      mixin: () => ({ app: 'orders' }),
+    },
   });
   const out = render(composed);
   assert.ok(seen.length === 1 && !seen[0]?.includes(SECRET.email));
   assert.match(out, /"app":"orders"/);
   assert.equal(
-    obsFastifyOptions({ config: config({ OBS_CONTEXT_REQUEST_ID_HEADER: 'X-Correlation-ID' }) }).requestIdHeader,
+    obsFastifyOptions({ config: config({ OBS_CONTEXT_REQUEST_ID_HEADER: 'X-Correlation-ID' }) })
+      .requestIdHeader,
     'x-correlation-id',
   );
 });
@@ -260,7 +300,12 @@ test('logging – masking is bounded and never throws: huge strings, deep, wide 
   const cut = maskText(huge);
   assert.ok(cut.length < MASK_LIMITS.maxStringChars + 100, 'cut at the limit');
   assert.match(cut, /…\[TRUNCATED \d+ chars\]$/);
-  for (const hostile of ['\\'.repeat(60_000), 'a@'.repeat(30_000), '1 '.repeat(30_000), '"password'.repeat(7_000)]) {
+  for (const hostile of [
+    '\\'.repeat(60_000),
+    'a@'.repeat(30_000),
+    '1 '.repeat(30_000),
+    '"password'.repeat(7_000),
+  ]) {
     assert.equal(typeof maskText(hostile), 'string');
   }
   let deep: Record<string, unknown> = {};
