@@ -156,7 +156,8 @@ function replayHeaders(
       .map((token) => token.trim().toLowerCase()),
   );
   for (const [name, value] of Object.entries(entry.headers)) {
-    if (value !== undefined && !DROPPED.has(name) && !named.has(name) && !name.startsWith(':')) out[name] = value;
+    if (value !== undefined && !DROPPED.has(name) && !named.has(name) && !name.startsWith(':'))
+      out[name] = value;
   }
   if (modify !== undefined) {
     for (const [name, value] of Object.entries(modify)) out[name.toLowerCase()] = value;
