@@ -4,7 +4,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { CardinalityFirewall } from '../obs/cardinality.ts';
+import { Registry } from 'prom-client';
+import { loadObsConfig, obsLoggerOptions, obsPlugin, type ResolvedObsConfig } from '../obs/index.ts';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
@@ -30,6 +31,8 @@ export interface BuildOptions {
   readonly logger?: Logger;
   /** Scenarios to start with instead of `ECHO_SCENARIO_FILE`. */
   readonly scenarios?: readonly Scenario[];
+  /** The resolved `obs.*` configuration (main.ts reads it from the environment); default obs's defaults. */
+  readonly obs?: ResolvedObsConfig;
 }
 
 /** The service's live state, reachable as `app.echo`. */
@@ -66,8 +69,14 @@ declare module 'fastify' {
 export async function buildApp(config: EchoConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   // Asynchronous stdout: a burst of log lines is written in one go instead of one syscall each,
   // and pino flushes what is left when the process exits.
+  // obs's logger options add trace and span ids and mask secrets in every line.
+  const obsConfig = options.obs ?? loadObsConfig({ env: {} });
   const logger =
-    options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
+    options.logger ??
+    pino(
+      obsLoggerOptions({ config: obsConfig.config, base: { level: config.logLevel } }),
+      pino.destination({ dest: 1, sync: false }),
+    );
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // echo-chaos writes its own request lines (LOG_REQUESTS and friends).
@@ -85,14 +94,21 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
 
   const random =
     options.random ?? (config.randomSeed === undefined ? Math.random : seededRandom(config.randomSeed));
-  const firewall = new CardinalityFirewall();
+  // obs first: its firewall guards the echo meters, and one registry holds echo_* and obs_* series.
+  const registry = new Registry();
+  await app.register(obsPlugin, {
+    resolved: obsConfig,
+    registry,
+    version: VERSION,
+    serviceName: 'echo-chaos',
+  });
   const eventLoopDelay = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
   eventLoopDelay.enable();
   const state: EchoState = {
     config,
     history: new History(config.historySize, config.historyMaxBodyBytes),
     scenarios: new ScenarioStore(),
-    metrics: new EchoMetrics(firewall),
+    metrics: new EchoMetrics(app.obs.firewall, registry),
     startedAt: new Date(),
     requestCount: 0,
     inFlight: 0,

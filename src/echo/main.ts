@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import type { Server } from 'node:http';
+import { loadObsConfig, ObsConfigError } from '../obs/index.ts';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { ConfigError } from './errors.ts';
@@ -14,11 +15,14 @@ async function main(): Promise<void> {
   let app: Awaited<ReturnType<typeof buildApp>>;
   try {
     const config = loadConfig(process.env);
-    app = await buildApp(config);
+    const obs = loadObsConfig({ env: process.env });
+    app = await buildApp(config, { obs });
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const line of err.problems) process.stderr.write(`echo-chaos: ${line}\n`);
+    } else if (err instanceof ObsConfigError) {
+      for (const problem of err.problems) process.stderr.write(`echo-chaos: ${problem.message}\n`);
     } else {
       process.stderr.write(`echo-chaos: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
     }

@@ -51,6 +51,9 @@ export async function registerServiceRoutes(
 
   app.get('/ready', async (_request, reply) => {
     if (state.drain.signal.aborted) return reply.code(503).send({ status: 'draining' });
+    // obs's readiness checks (container memory headroom, its drain state) count too.
+    const obs = await app.obs.readiness();
+    if (!obs.ready) return reply.code(503).send({ status: 'not ready', checks: obs.checks });
     return { status: 'ready' };
   });
 

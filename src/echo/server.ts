@@ -159,8 +159,8 @@ function createCleartextServer(handler: http.RequestListener, options: Record<st
     for (const socket of undecided) socket.destroy();
     for (const session of sessions) session.destroy();
   };
-  // fastify calls this on close (after the idle HTTP/1.1 connections): GOAWAY, then each session
-  // ends once its open streams have.
+  // fastify calls this on close, after closeIdleConnections: each session sends GOAWAY and ends
+  // when its open streams have.
   (h1 as Server & { closeHttp2Sessions(): void }).closeHttp2Sessions = () => {
     for (const session of sessions) session.close();
   };
@@ -195,11 +195,8 @@ function trackSessions(server: http2.Http2Server | Http2SecureServer, idleMs: nu
 
 /** The TLS server has sessions and HTTP/1.1 connections; the drain deadline ends them all. */
 function addCloseAllConnections(server: Http2SecureServer): void {
-  const sessions = new Set<Http2Session>();
-  server.on('session', (session: Http2Session) => {
-    sessions.add(session);
-    session.once('close', () => sessions.delete(session));
-  });
+  // fastify already closes idle sessions of the TLS server after http2SessionTimeout.
+  const sessions = trackSessions(server, 0);
   (server as Http2SecureServer & { closeAllConnections(): void }).closeAllConnections = () => {
     // HTTP/1.1 connections of an allowHTTP1 server are tracked as an http.Server's are.
     http.Server.prototype.closeAllConnections.call(server as unknown as Server);
@@ -221,10 +218,7 @@ function sniffPreface(
   let seen: Buffer = Buffer.alloc(0);
   const finish = (isHttp2: boolean | undefined) => {
     socket.removeListener('data', onData);
-    socket.removeListener('end', onEnd);
-    socket.removeListener('error', onError);
-    socket.removeListener('close', onEnd);
-    socket.removeListener('timeout', onTimeout);
+    for (const event of GONE_EVENTS) socket.removeListener(event, onGone);
     socket.setTimeout(0);
     if (isHttp2 !== undefined) giveBack(socket, seen);
     decide(isHttp2);
@@ -235,24 +229,18 @@ function sniffPreface(
     if (seen.compare(PREFACE, 0, n, 0, n) !== 0) finish(false);
     else if (n === PREFACE.length) finish(true);
   };
-  const onEnd = () => {
+  // Ended, failed or silent for too long before saying which protocol it speaks: nothing to serve.
+  const onGone = () => {
     finish(undefined);
     socket.destroy();
   };
-  const onError = () => {
-    finish(undefined);
-    socket.destroy();
-  };
-  const onTimeout = onEnd;
   socket.on('data', onData);
-  socket.once('end', onEnd);
-  socket.once('close', onEnd);
-  socket.once('error', onError);
-  if (timeoutMs > 0) {
-    socket.setTimeout(timeoutMs);
-    socket.once('timeout', onTimeout);
-  }
+  for (const event of GONE_EVENTS) socket.once(event, onGone);
+  if (timeoutMs > 0) socket.setTimeout(timeoutMs);
 }
+
+/** Events after which a connection still being sniffed (or upgraded) has nothing left to serve. */
+const GONE_EVENTS = ['end', 'close', 'error', 'timeout'] as const;
 
 /**
  * Puts bytes read for sniffing back in front of the socket's readable buffer, paused, for the next
@@ -284,10 +272,7 @@ function upgradeToH2c(
   let seen = head;
   const finish = (ok: boolean) => {
     socket.removeListener('data', onData);
-    socket.removeListener('end', onFail);
-    socket.removeListener('close', onFail);
-    socket.removeListener('error', onFail);
-    socket.removeListener('timeout', onFail);
+    for (const event of GONE_EVENTS) socket.removeListener(event, onFail);
     socket.setTimeout(0);
     if (!ok) {
       socket.destroy();
@@ -312,13 +297,8 @@ function upgradeToH2c(
   };
   const onFail = () => finish(false);
   socket.on('data', onData);
-  socket.once('end', onFail);
-  socket.once('close', onFail);
-  socket.once('error', onFail);
-  if (timeoutMs > 0) {
-    socket.setTimeout(timeoutMs);
-    socket.once('timeout', onFail);
-  }
+  for (const event of GONE_EVENTS) socket.once(event, onFail);
+  if (timeoutMs > 0) socket.setTimeout(timeoutMs);
   if (seen.length > 0) check();
 }
 

@@ -78,9 +78,10 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
     }
     state.openStreams.ws++;
     clients.add(ws);
-    const remote = request.socket.remoteAddress ?? '-';
+    // Only what the log lines need: the request itself is not kept for the life of the socket.
+    const line = `${request.socket.remoteAddress ?? '-'} GET ${request.url}`;
     const openedAt = performance.now();
-    if (config.logRequests) log.info(`${remote} GET ${request.url} - 101 websocket`);
+    if (config.logRequests) log.info(`${line} - 101 websocket`);
     ws.once('close', (code) => {
       state.openStreams.ws--;
       clients.delete(ws);
@@ -90,7 +91,7 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
       }
       if (config.logRequests) {
         const ms = Math.round(performance.now() - openedAt);
-        log.info(`${remote} GET ${request.url} - websocket closed ${code} after ${ms}ms`);
+        log.info(`${line} - websocket closed ${code} after ${ms}ms`);
       }
     });
     ws.on('message', (data: RawData, isBinary: boolean) => {

@@ -40,7 +40,7 @@ before(async () => {
   servedCertPem = (await servedCertificate(echo.port)).toString();
 });
 after(async () => {
-  await echo.close();
+  await waitFor(echo.close(), 'the shared server did not close');
 });
 
 function httpsUrl(port: number): string {
@@ -374,6 +374,26 @@ test('TLS – close() ends idle h2 sessions with GOAWAY and idle HTTP/1.1 keep-a
   }
 });
 
+test('TLS – closeAllConnections (the drain deadline) ends h2 sessions and busy HTTP/1.1 connections', async (t) => {
+  const server = await startEcho(GENERATED);
+  t.after(() => server.close());
+  const ca = (await servedCertificate(server.port)).toString();
+  const session = await openH2(httpsUrl(server.port), { ca });
+  t.after(() => session.destroy());
+  const h2InFlight = h2Request(session, { ':path': '/hold', 'x-echo-delay': '60s' }).then(
+    () => 'answered',
+    (err: Error) => (err.message.startsWith('no ') ? 'hung' : 'cut'), // `no answer …` is the client's timeout
+  );
+  const h1InFlight = httpsGet(server.port, '/hold', ca, { headers: { 'x-echo-delay': '60s' } }).then(
+    () => 'answered',
+    (err: Error) => (err.message.startsWith('no ') ? 'hung' : 'cut'), // `no answer …` is the client's timeout
+  );
+  await sleep(200);
+  (server.app.server as unknown as { closeAllConnections(): void }).closeAllConnections();
+  assert.equal(await waitFor(h2InFlight, 'the h2 stream was not cut'), 'cut');
+  assert.equal(await waitFor(h1InFlight, 'the HTTP/1.1 request was not cut'), 'cut');
+});
+
 // The CLI: startup errors are one line each on stderr, exit 1; a good start serves HTTPS.
 
 interface Exit {
@@ -476,8 +496,9 @@ test('TLS CLI – a damaged PEM key, and a key that does not belong to the certi
   ]);
 });
 
-test('TLS CLI – ENABLE_TLS with neither file: listens on https://, warns the fingerprint, SIGTERM exits 0', async () => {
+test('TLS CLI – ENABLE_TLS with neither file: listens on https://, warns the fingerprint, SIGTERM exits 0', async (t) => {
   const child = launch(GENERATED);
+  t.after(() => child.kill('SIGKILL'));
   const done = exited(child);
   let stdout = '';
   child.stdout?.on('data', (chunk) => {
@@ -495,6 +516,7 @@ test('TLS CLI – ENABLE_TLS with neither file: listens on https://, warns the f
   assert.equal(summaryLine(answer.body), 'GET /cli HTTP/1.1');
   // An idle keep-alive h2 session must not hold the exit.
   const session = await openH2(httpsUrl(port), { ca: served.toString() });
+  t.after(() => session.destroy());
   await h2Request(session, { ':path': '/idle' });
   child.kill('SIGTERM');
   const result = await done;

@@ -26,7 +26,7 @@ before(async () => {
   echo = await startEcho();
 });
 after(async () => {
-  await echo.close();
+  await waitFor(echo.close(), 'the shared server did not close');
 });
 
 /** The HTTP version curl used, from `-w %{http_version}` written after the body. */
@@ -361,8 +361,9 @@ test('X-Echo-Error over h2c – reset resets only that stream (RST_STREAM); the 
   }
 });
 
-test('X-Echo-Error over h2c – close ends the session with GOAWAY; the server keeps serving', async () => {
+test('X-Echo-Error over h2c – close ends the session with GOAWAY; the server keeps serving', async (t) => {
   const session = await openH2(echo.url);
+  t.after(() => session.destroy());
   const goaway = new Promise<number>((resolve) => session.once('goaway', (code) => resolve(code)));
   const inFlight = h2Request(session, { ':path': '/slow-neighbour', 'x-echo-delay': '5s' }).catch(
     () => 'failed',
@@ -409,15 +410,19 @@ test('replay over h2c – a request recorded over HTTP/2 is replayed to this ser
   }
 });
 
-test('shutdown – close() sends GOAWAY to idle h2c sessions, ends idle keep-alives and silent sockets', async () => {
+test('shutdown – close() sends GOAWAY to idle h2c sessions, ends idle keep-alives and silent sockets', async (t) => {
   const server = await startEcho();
+  let closing: Promise<void> | undefined;
+  t.after(() => closing ?? server.close());
   const session = await openH2(server.url);
+  t.after(() => session.destroy());
   assert.equal((await h2Request(session, { ':path': '/warm' })).status, 200);
   const goaway = new Promise<void>((resolve) => session.once('goaway', () => resolve()));
   const sessionClosed = new Promise<void>((resolve) => session.once('close', () => resolve()));
 
   // An HTTP/1.1 keep-alive connection, idle after its response.
   const keepAlive = net.connect(server.port, '127.0.0.1');
+  t.after(() => keepAlive.destroy());
   const keepAliveClosed = new Promise<void>((resolve) => keepAlive.once('close', () => resolve()));
   keepAlive.on('error', () => {});
   const firstAnswer = new Promise<void>((resolve) => keepAlive.once('data', () => resolve()));
@@ -426,12 +431,14 @@ test('shutdown – close() sends GOAWAY to idle h2c sessions, ends idle keep-ali
 
   // A connection that never says which protocol it speaks.
   const silent = net.connect(server.port, '127.0.0.1');
+  t.after(() => silent.destroy());
   silent.on('error', () => {});
   const silentClosed = new Promise<void>((resolve) => silent.once('close', () => resolve()));
-  await new Promise<void>((resolve) => silent.once('connect', () => resolve()));
+  await waitFor(new Promise<void>((resolve) => silent.once('connect', () => resolve())), 'no connection');
 
   const started = Date.now();
-  await waitFor(server.close(), 'close() did not finish');
+  closing = server.close();
+  await waitFor(closing, 'close() did not finish');
   assert.ok(Date.now() - started < 2_000, `close took ${Date.now() - started} ms`);
   await waitFor(goaway, 'no GOAWAY');
   await waitFor(sessionClosed, 'the h2c session stayed open');
@@ -439,17 +446,44 @@ test('shutdown – close() sends GOAWAY to idle h2c sessions, ends idle keep-ali
   await waitFor(silentClosed, 'the silent connection stayed open');
 });
 
-test('shutdown – close() lets an h2c request in a delay finish with 200 before the session ends', async () => {
+test('shutdown – close() lets an h2c request in a delay finish with 200 before the session ends', async (t) => {
   const server = await startEcho();
+  let closing: Promise<void> | undefined;
+  t.after(() => closing ?? server.close());
   const session = await openH2(server.url);
+  t.after(() => session.destroy());
   const slow = h2Request(session, { ':path': '/slow', 'x-echo-delay': '10s' });
   await sleep(100);
-  const closing = server.close();
+  closing = server.close();
   const result = await waitFor(slow, 'the request in flight was not answered');
   assert.equal(result.status, 200);
   assert.equal(summaryLine(result.body.toString()), 'GET /slow HTTP/2.0');
   await waitFor(closing, 'close() did not finish');
-  session.close();
+});
+
+test('shutdown – closeAllConnections (the drain deadline) ends h2c sessions, busy HTTP/1.1 and silent sockets', async (t) => {
+  const server = await startEcho();
+  t.after(() => server.close());
+  const session = await openH2(server.url);
+  t.after(() => session.destroy());
+  const h2InFlight = h2Request(session, { ':path': '/hold', 'x-echo-delay': '60s' }).then(
+    () => 'answered',
+    (err: Error) => (err.message.startsWith('no ') ? 'hung' : 'cut'), // `no answer …` is the client's timeout
+  );
+  const sockets = [
+    'GET /hold HTTP/1.1\r\nHost: x\r\nX-Echo-Delay: 60s\r\n\r\n', // busy HTTP/1.1
+    '', // silent
+    'PRI * HTTP/2.0\r\n', // half a preface
+  ].map((text) => {
+    const socket = net.connect(server.port, '127.0.0.1', () => socket.write(text));
+    socket.on('error', () => {});
+    t.after(() => socket.destroy());
+    return new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  });
+  await sleep(200);
+  (server.app.server as unknown as { closeAllConnections(): void }).closeAllConnections();
+  assert.equal(await waitFor(h2InFlight, 'the h2c stream was not cut'), 'cut');
+  await waitFor(Promise.all(sockets), 'a connection stayed open');
 });
 
 test('h2c upgrade – a request whose headers need CONTINUATION frames is injected whole (CLI)', async (t) => {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { type BuildOptions, buildApp } from '../../src/echo/app.ts';
 import { loadConfig } from '../../src/echo/config.ts';
+import { loadObsConfig, obsLoggerOptions } from '../../src/obs/index.ts';
 
 export interface RunningEcho {
   readonly app: FastifyInstance;
@@ -27,11 +28,12 @@ export async function startEcho(
     HOST: '127.0.0.1',
     ...env,
   });
+  const obs = options.obs ?? loadObsConfig({ env });
   const logs: Array<Record<string, unknown>> = [];
   const logger =
     options.logger ??
     pino(
-      { level: config.logLevel },
+      obsLoggerOptions({ config: obs.config, base: { level: config.logLevel } }),
       new Writable({
         write(chunk, _enc, cb) {
           for (const line of String(chunk).split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line));
@@ -41,6 +43,7 @@ export async function startEcho(
     );
   const app = await buildApp(config, {
     ...options,
+    obs,
     logger,
     ...(env['ECHO_SCENARIO_FILE'] === undefined && options.scenarios === undefined ? { scenarios: [] } : {}),
   });
