@@ -89,6 +89,25 @@ test('echo-chaos CLI – PORT=abc and ECHO_CHAOS=150: exit 1, one stderr line pe
   assert.equal(result.stdout, '');
 });
 
+test('echo-chaos CLI – a typo in an OBS_* variable stops startup, naming the key and the nearest one', async () => {
+  const result = await run({ PORT: '0', OBS_CARDINALTY_ENABLED: 'false' });
+  assert.equal(result.code, 1);
+  const errors = lines(result.stderr);
+  assert.equal(errors.length, 1, result.stderr);
+  assert.match(errors[0]!, /^echo-chaos: OBS_CARDINALTY_ENABLED .*did you mean OBS_CARDINALITY_ENABLED/);
+});
+
+test('echo-chaos CLI – a typo in the obs YAML file stops startup, naming the key and the nearest one', async () => {
+  const file = join(cwd, 'obs-typo.yml');
+  writeFileSync(file, 'obs:\n  enforcement:\n    mdoe: DRY_RUN\n');
+  const result = await run({ PORT: '0', OBS_CONFIG_FILE: file });
+  assert.equal(result.code, 1);
+  const errors = lines(result.stderr);
+  assert.equal(errors.length, 1, result.stderr);
+  assert.match(errors[0]!, /obs\.enforcement\.mdoe/);
+  assert.match(errors[0]!, /obs\.enforcement\.mode/);
+});
+
 test('echo-chaos CLI – one bad boolean is exactly one line naming variable, value and form', async () => {
   const result = await run({ LOG_BODY: 'yes' });
   assert.equal(result.code, 1);

@@ -360,3 +360,56 @@ test('logBody – text and buffers are cut at a byte count, never inside a chara
   assert.deepEqual(logBody(stream, 10), { text: '[stream]', size: null, truncated: false });
   assert.equal(read, false);
 });
+
+test('logging – secrets in headers and bodies never reach the log, with every LOG_* option on', async (t) => {
+  const server = await startEcho(
+    {
+      LOG_REQUESTS: 'true',
+      LOG_HEADERS: 'true',
+      LOG_BODY: 'true',
+      LOG_RESPONSE: 'true',
+      LOG_RESPONSE_HEADERS: 'true',
+      LOG_RESPONSE_BODY: 'true',
+      MAX_LOG_BODY_SIZE: '65536',
+    },
+    { captureLogs: true },
+  );
+  t.after(() => server.close());
+  const secrets = {
+    bearer: 'eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.sig-0123456789',
+    password: 'hunter2-correct-horse',
+    email: 'alice.secret@example.com',
+    card: '4111 1111 1111 1111',
+    ssn: '123-45-6789',
+    cookie: 'sessionid-7f3a9c0e2b',
+  };
+  const body = JSON.stringify({
+    user: { email: secrets.email, password: secrets.password },
+    payment: { note: `card ${secrets.card}` },
+    ssn: secrets.ssn,
+  });
+  const headers = {
+    Authorization: `Bearer ${secrets.bearer}`,
+    Cookie: `sid=${secrets.cookie}`,
+    'Content-Type': 'application/json',
+    'X-Echo-Set-Header-X-Contact': secrets.email,
+  };
+  const id = await call(server, '/signup', { method: 'POST', headers, body });
+  const transactionServer = await startEcho(
+    { LOG_TRANSACTION: 'true', LOG_BODY: 'true', LOG_RESPONSE_BODY: 'true', LOG_HEADERS: 'true' },
+    { captureLogs: true },
+  );
+  t.after(() => transactionServer.close());
+  const transactionId = await call(transactionServer, '/signup', { method: 'POST', headers, body });
+
+  const records = [...(await recordsOf(server, id)), ...(await recordsOf(transactionServer, transactionId))];
+  assert.ok(records.length >= 4, `${records.length} records`);
+  const text = JSON.stringify(records);
+  // The request was really logged (so the check below is not vacuous)...
+  assert.match(text, /\/signup/);
+  assert.match(text, /payment/);
+  // ...and no secret survived in any message, header or body.
+  for (const [kind, secret] of Object.entries(secrets)) {
+    assert.ok(!text.includes(secret), `${kind} leaked into the log`);
+  }
+});

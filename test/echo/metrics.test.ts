@@ -171,6 +171,39 @@ test('metrics – 1,500 distinct paths leave at most 1,000 path values plus OVER
   assert.equal(value(samples, 'echo_requests_total', { path: '/item/0' }), 1);
 });
 
+for (const [mode, expectOverflow] of [
+  ['ENFORCING', true],
+  ['DRY_RUN', false],
+] as const) {
+  test(`metrics – 5,000 distinct paths under ${mode}: ${expectOverflow ? 'the cap plus OVERFLOW' : 'every path'}, overflow counted`, async (t) => {
+    const server = await startEcho({
+      ECHO_HISTORY_SIZE: '0',
+      LOG_REQUESTS: 'false',
+      OBS_ENFORCEMENT_MODE: mode,
+    });
+    t.after(() => server.close());
+    for (let i = 0; i < 5000; i += 250) {
+      await Promise.all(Array.from({ length: 250 }, (_, j) => hit(server, `/p/${i + j}`)));
+    }
+    const all = parseSamples(await scrape(server));
+    const samples = all.filter((s) => s.name === 'echo_requests_total' && s.labels['method'] === 'GET');
+    const values = new Set(samples.map((s) => s.labels['path']));
+    if (expectOverflow) {
+      assert.ok(values.has('OVERFLOW'));
+      assert.ok(values.size <= 1001, `${values.size} distinct path values`);
+    } else {
+      assert.ok(!values.has('OVERFLOW'));
+      assert.equal(values.size, 5000);
+    }
+    assert.equal(value(samples, 'echo_requests_total'), 5000);
+    const overflow = value(all, 'obs_cardinality_overflow_total', {
+      meter: 'echo_requests_total',
+      tag_key: 'path',
+    });
+    assert.ok(overflow >= 4000, `overflow counted ${overflow} times`);
+  });
+}
+
 function promtool(): { found: boolean; run(input: string): ReturnType<typeof spawnSync> } {
   const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
   return {
