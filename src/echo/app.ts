@@ -47,8 +47,13 @@ export interface EchoState {
   /** Open streaming connections, by kind (filled by the WebSocket and SSE endpoints). */
   readonly openStreams: { ws: number; sse: number };
   readonly eventLoopDelay: ReturnType<typeof monitorEventLoopDelay>;
-  /** Aborted when the server starts draining. */
+  /** Aborted when the server starts draining: `/ready` turns 503, streams are closed. */
   readonly drain: AbortController;
+  /**
+   * Aborted when the drain runs out of time, or when the app closes: requests still waiting in a
+   * delay are answered at once. Until then a delay in flight runs its course.
+   */
+  readonly drainDeadline: AbortController;
   /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
   readonly upgradeHandlers: Map<string, UpgradeHandler>;
 }
@@ -115,6 +120,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     openStreams: { ws: 0, sse: 0 },
     eventLoopDelay,
     drain: new AbortController(),
+    drainDeadline: new AbortController(),
     upgradeHandlers: new Map(),
   };
   app.decorate('echo', state);
@@ -126,6 +132,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   // Closing drains: waiting requests are answered at once instead of holding close() for their delay.
   app.addHook('preClose', (done) => {
     state.drain.abort();
+    state.drainDeadline.abort();
     done();
   });
   app.addHook('onClose', async () => {
@@ -202,7 +209,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     history: state.history,
     scenarios: state.scenarios,
     metrics: state.metrics,
-    drainSignal: state.drain.signal,
+    drainSignal: state.drainDeadline.signal,
   });
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();

@@ -2,19 +2,20 @@
 import type { Server } from 'node:http';
 import { loadObsConfig, ObsConfigError } from '../obs/index.ts';
 import { buildApp } from './app.ts';
-import { loadConfig } from './config.ts';
+import { type EchoConfig, loadConfig } from './config.ts';
 import { ConfigError } from './errors.ts';
 
-/** How long in-flight requests may take to finish after SIGTERM/SIGINT (decisions.md 2). */
-const DRAIN_TIMEOUT_MS = 30_000;
 /** How often connections that turned idle during the drain are closed. */
 const IDLE_SWEEP_MS = 50;
+/** After the drain timeout, how long answered-at-once requests get before every connection is cut. */
+const FINAL_GRACE_MS = 1_000;
 
 /** The echo-chaos entry point: configuration from the environment, then listen. */
 async function main(): Promise<void> {
   let app: Awaited<ReturnType<typeof buildApp>>;
+  let config: EchoConfig;
   try {
-    const config = loadConfig(process.env);
+    config = loadConfig(process.env);
     const obs = loadObsConfig({ env: process.env });
     app = await buildApp(config, { obs });
     await app.listen({ port: config.port, host: config.host });
@@ -30,29 +31,41 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) process.exit(1);
+  const stop = async (signal: string) => {
+    if (stopping) {
+      app.log.warn({ signal }, 'second signal: exiting at once');
+      process.exit(1);
+    }
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
+    const startedMs = Date.now();
+    app.log.info({ signal, drain_timeout_ms: config.drainTimeoutMs }, 'draining');
+    // 1. /ready answers 503 at once; SSE streams and WebSockets are closed (1001). The port stays
+    //    open, so probes see the 503 and in-flight requests (delays included) run their course.
     app.echo.drain.abort();
-    // `close` ends the connections idle at that moment only. A keep-alive connection whose request
-    // was in flight turns idle later and would hold the process open until the client lets go:
-    // sweep such connections as they turn idle, and end every connection at the drain timeout.
+    // Connections that turn idle are closed as they do (responses carry `Connection: close`).
     const server = app.server as Partial<Pick<Server, 'closeIdleConnections' | 'closeAllConnections'>>;
     const sweep = setInterval(() => server.closeIdleConnections?.(), IDLE_SWEEP_MS);
-    const deadline = setTimeout(() => {
-      app.log.warn({ drain_timeout_ms: DRAIN_TIMEOUT_MS }, 'drain timeout: closing every connection');
-      server.closeAllConnections?.();
-    }, DRAIN_TIMEOUT_MS);
     sweep.unref();
-    deadline.unref();
-    app.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    // 2. Wait for in-flight requests, at most ECHO_DRAIN_TIMEOUT.
+    const result = await app.obs.drain({ timeoutMs: config.drainTimeoutMs });
+    if (!result.completed) {
+      // 3. Out of time: waiting requests are answered now; whatever is still open is cut shortly.
+      app.log.warn({ in_flight: result.dropped }, 'drain timeout: answering waiting requests now');
+      app.echo.drainDeadline.abort();
+      setTimeout(() => server.closeAllConnections?.(), FINAL_GRACE_MS).unref();
+    }
+    // 4. Stop listening, close what is left, flush telemetry, exit.
+    try {
+      await app.close();
+      app.log.info({ drain_ms: Date.now() - startedMs, completed: result.completed }, 'drained');
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'close failed');
+      process.exit(1);
+    }
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
 }
 
 await main();

@@ -19,7 +19,7 @@ export interface PipelineDeps {
   readonly history: History;
   readonly scenarios: { next(path: string): ScenarioStep | undefined };
   readonly metrics: EchoMetrics;
-  /** Aborted when the server starts draining: delays end early and the request is answered. */
+  /** Aborted when the drain runs out of time (or the app closes): delays end early and the request is answered. */
   readonly drainSignal: AbortSignal;
 }
 

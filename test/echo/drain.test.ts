@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
+
+const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
+const cwd = mkdtempSync(join(tmpdir(), 'echo-drain-'));
+after(() => rmSync(cwd, { recursive: true, force: true }));
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function start(port: number, env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, [MAIN], {
+    cwd,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_REQUESTS: 'false',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 60_000,
+  });
+}
+
+/** GET over a fresh connection (no keep-alive), resolving with status and body. */
+function get(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+async function listening(port: number, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (Date.now() < deadline) {
+    try {
+      if ((await get(port, '/health')).status === 200) return;
+    } catch {
+      // not yet
+    }
+    await sleep(50);
+  }
+  throw new Error(`server on ${port} did not start within ${withinMs} ms`);
+}
+
+async function inFlight(port: number): Promise<number> {
+  const health = JSON.parse((await get(port, '/health')).body) as { metrics: { in_flight: number } };
+  return health.metrics.in_flight;
+}
+
+test('drain – SIGTERM with 200 delayed requests, an SSE and a WebSocket client: all answered, /ready 503, clean closes, exit 0', async () => {
+  const port = await freePort();
+  const child = start(port, { ECHO_DRAIN_TIMEOUT: '20s', ECHO_SSE_TICKER: '100ms' });
+  const exited = once(child, 'exit');
+  await listening(port, 15_000);
+
+  // Streaming clients.
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+  await once(ws, 'open');
+  const wsClosed = once(ws, 'close');
+  let sseText = '';
+  const sseEnded = new Promise<void>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/sse', agent: false }, (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          sseText += c;
+        });
+        res.on('end', resolve);
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+
+  // 200 requests, each held by a 1 s delay.
+  const startedMs = Date.now();
+  const requests = Array.from({ length: 200 }, (_, i) => get(port, `/slow/${i}`, { 'X-Echo-Delay': '1s' }));
+  const deadline = Date.now() + 5_000;
+  while ((await inFlight(port)) < 200 && Date.now() < deadline) await sleep(20);
+  assert.ok((await inFlight(port)) >= 200, 'the 200 requests are in flight before the signal');
+
+  child.kill('SIGTERM');
+  const ready = await get(port, '/ready');
+  assert.equal(ready.status, 503, '/ready turns 503 at once');
+  assert.match(ready.body, /draining/);
+
+  const answers = await Promise.all(requests);
+  assert.equal(answers.filter((a) => a.status === 200).length, 200, 'every delayed request answered 200');
+  assert.ok(Date.now() - startedMs >= 950, 'the delays ran their course');
+
+  const [code] = await wsClosed;
+  assert.equal(code, 1001, 'the WebSocket got a going-away close frame');
+  await sseEnded;
+  assert.match(sseText, /event: close/, 'the SSE stream said goodbye before it ended');
+
+  const [exitCode, signal] = await exited;
+  assert.equal(signal, null);
+  assert.equal(exitCode, 0);
+  assert.ok(Date.now() - startedMs < 15_000, 'exited well before the drain timeout');
+});
+
+test('drain – past ECHO_DRAIN_TIMEOUT a waiting request is answered at once and the process exits 0', async () => {
+  const port = await freePort();
+  const child = start(port, { ECHO_DRAIN_TIMEOUT: '300ms' });
+  const exited = once(child, 'exit');
+  await listening(port, 15_000);
+  const slow = get(port, '/very-slow', { 'X-Echo-Delay': '30s' });
+  while ((await inFlight(port)) < 1) await sleep(20);
+  const signalledMs = Date.now();
+  child.kill('SIGTERM');
+  const answer = await slow;
+  assert.equal(answer.status, 200);
+  const [exitCode] = await exited;
+  assert.equal(exitCode, 0);
+  assert.ok(Date.now() - signalledMs < 5_000, `exited ${Date.now() - signalledMs} ms after the signal`);
+});
+
+test('drain – a second signal exits at once', async () => {
+  const port = await freePort();
+  const child = start(port, { ECHO_DRAIN_TIMEOUT: '30s' });
+  const exited = once(child, 'exit');
+  await listening(port, 15_000);
+  const slow = get(port, '/held', { 'X-Echo-Delay': '20s' }).catch(() => undefined);
+  while ((await inFlight(port)) < 1) await sleep(20);
+  child.kill('SIGTERM');
+  await sleep(200);
+  const signalledMs = Date.now();
+  child.kill('SIGTERM');
+  const [exitCode] = await exited;
+  assert.equal(exitCode, 1);
+  assert.ok(Date.now() - signalledMs < 2_000);
+  await slow;
+});
