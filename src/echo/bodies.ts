@@ -57,11 +57,17 @@ export function requestSummary(raw: IncomingMessage, clientIp: string, protocol:
 /** Whether a request announces a body (so a GET with one is echoed, not summarised). */
 export function hasBody(raw: IncomingMessage): boolean {
   const length = raw.headers['content-length'];
-  return (length !== undefined && length !== '0') || raw.headers['transfer-encoding'] !== undefined;
+  if (length !== undefined) return length !== '0';
+  if (raw.headers['transfer-encoding'] !== undefined) return true;
+  // HTTP/2 frames a body with DATA frames and needs no length: a request whose HEADERS frame did
+  // not end the stream has one coming.
+  const stream = (raw as IncomingMessage & { stream?: { endAfterHeaders?: boolean } }).stream;
+  return raw.httpVersionMajor === 2 && stream !== undefined && stream.endAfterHeaders === false;
 }
 
 /**
- * Reads a body fastify did not parse (a GET or HEAD with a body), up to `limit` bytes.
+ * Reads a body fastify did not parse (a GET or HEAD with a body, an HTTP/2 body without a
+ * length or type), up to `limit` bytes.
  * Resolves `undefined` when the body is over the limit.
  */
 export async function readRawBody(raw: IncomingMessage, limit: number): Promise<Buffer | undefined> {

@@ -24,15 +24,16 @@ export interface PipelineDeps {
 }
 
 /**
- * fastify parses no body for GET and HEAD; the echo reads one itself (bounded) before the
- * handler and the body loggers run, so a GET with a body is echoed, recorded and logged alike.
+ * fastify parses no body for GET and HEAD, nor an HTTP/2 body sent without a length or a type;
+ * the echo reads such a body itself (bounded) before the handler and the body loggers run, so it
+ * is echoed, recorded and logged like any other. An empty one counts as no body.
  */
 export function createBodylessMethodReader(maxBodyBytes: number) {
   return async function readBodyOfBodylessMethod(request: FastifyRequest): Promise<void> {
     if (request.body !== undefined || !hasBody(request.raw)) return;
     const body = await readRawBody(request.raw, maxBodyBytes);
     if (body === undefined) throw new BodyTooLargeError(maxBodyBytes);
-    request.body = body;
+    if (body.length > 0) request.body = body;
   };
 }
 

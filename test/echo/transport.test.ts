@@ -168,6 +168,30 @@ test('one cleartext port – POST bodies echo over HTTP/1.1, h2c prior knowledge
   assert.equal(bodyOf(upgrade), 'curl-upgrade');
 });
 
+test('one cleartext port – an HTTP/2 body sent without content-length or content-type is echoed, also on a GET', async () => {
+  const session = await openH2(echo.url);
+  try {
+    const post = await h2Request(
+      session,
+      { ':method': 'POST', ':path': '/nolength' },
+      Buffer.from('framed by DATA'),
+    );
+    assert.equal(post.status, 200);
+    assert.equal(post.body.toString(), 'framed by DATA');
+    assert.equal(post.headers['content-type'], 'text/plain');
+    const get = await h2Request(
+      session,
+      { ':method': 'GET', ':path': '/get-with-body' },
+      Buffer.from('get body'),
+    );
+    assert.equal(get.body.toString(), 'get body');
+    const plain = await h2Request(session, { ':method': 'GET', ':path': '/no-body' });
+    assert.equal(summaryLine(plain.body.toString()), 'GET /no-body HTTP/2.0');
+  } finally {
+    session.close();
+  }
+});
+
 test('one cleartext port – an Upgrade: h2c request with a body is answered over HTTP/1.1 (raw socket)', async () => {
   const reply = await rawExchange(
     echo.port,
