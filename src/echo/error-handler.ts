@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { activeTraceFields, fingerprint } from '../obs/index.ts';
 import { ECHO_ERRORS, type EchoErrorCode, type ErrorDetail } from './errors.ts';
 
 /** Fastify's own error codes, mapped onto ours so every error body speaks one catalogue. */
@@ -13,7 +14,21 @@ const FASTIFY_CODES: Readonly<Record<string, EchoErrorCode>> = {
 
 /** The JSON body of every error the service itself answers with. */
 export interface ErrorBody {
-  error: { code: string; message: string; request_id: string; details?: readonly ErrorDetail[] };
+  error: {
+    code: string;
+    message: string;
+    request_id: string;
+    details?: readonly ErrorDetail[];
+    /** On internal errors: the stable fingerprint of the bug (obs) and the trace it happened in. */
+    fingerprint?: string;
+    trace_id?: string;
+  };
+}
+
+/** What an internal error adds to its body, so a report can be matched to logs and traces. */
+export interface InternalErrorRef {
+  readonly fingerprint: string;
+  readonly trace_id?: string;
 }
 
 export function errorBody(
@@ -21,14 +36,16 @@ export function errorBody(
   message: string,
   requestId: string,
   details?: readonly ErrorDetail[],
+  internal?: InternalErrorRef,
 ): ErrorBody {
-  return { error: { code, message, request_id: requestId, ...(details ? { details } : {}) } };
+  return { error: { code, message, request_id: requestId, ...(details ? { details } : {}), ...internal } };
 }
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   let code = error.code as string | undefined;
   let status = error.statusCode ?? 500;
   let message = error.message;
+  let internal: InternalErrorRef | undefined;
   if (code !== undefined && code in FASTIFY_CODES) {
     code = FASTIFY_CODES[code];
     if (code === 'ECHO_ERR_BODY_TOO_LARGE')
@@ -37,7 +54,12 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
       message = `unsupported content type ${request.headers['content-type'] ?? '(none)'}`;
   } else if (code === undefined || !(code in ECHO_ERRORS)) {
     if (status >= 500 || status < 400) {
-      request.log.error({ err: error }, 'unhandled error');
+      // obs logs the error once, with this fingerprint, and counts it (obs_errors_unhandled_total);
+      // with its exception handler off, the line is ours to write.
+      if (!request.server.obs.config['exception-handler'].enabled)
+        request.log.error({ err: error }, 'unhandled error');
+      const trace = activeTraceFields().trace_id;
+      internal = { fingerprint: fingerprint(error), ...(trace ? { trace_id: trace } : {}) };
       code = 'ECHO_ERR_INTERNAL';
       status = 500;
       message = ECHO_ERRORS.ECHO_ERR_INTERNAL.message;
@@ -51,7 +73,7 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   reply
     .code(status)
     .type('application/json; charset=utf-8')
-    .send(errorBody(code ?? 'ECHO_ERR_INTERNAL', message, request.id, details));
+    .send(errorBody(code ?? 'ECHO_ERR_INTERNAL', message, request.id, details, internal));
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): void {
