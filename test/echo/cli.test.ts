@@ -202,7 +202,12 @@ test('echo-chaos CLI – starts on the given port, GET /hello answers the plain-
 
 test('echo-chaos CLI – SIGTERM answers a request held in a long delay at ECHO_DRAIN_TIMEOUT, then exits 0', async () => {
   const port = await freePort();
-  const child = launch({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ECHO_DRAIN_TIMEOUT: '500ms' });
+  const child = launch({
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    ECHO_DRAIN_TIMEOUT: '500ms',
+  });
   const done = exited(child);
   // LOG_LEVEL=warn hides the listening line: poll /ready instead.
   const deadline = Date.now() + TIMEOUT_MS;
