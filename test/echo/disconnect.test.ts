@@ -2,27 +2,11 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { activeTimers, eventually, findGc } from '../helpers/runtime.ts';
 
 // These tests use raw sockets, not an HTTP client, so that the only timers in the process are the
 // server's: a pooled client keeps keep-alive timers of its own.
-
-/** Active (ref'ed) timers of this process: the server runs in-process. */
-function activeTimers(): number {
-  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-}
-
-/** Polls until `check` holds or `withinMs` passes; returns whether it held. */
-async function eventually(check: () => boolean, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(10);
-  }
-  return check();
-}
 
 /** Opens a connection and sends a request that asks for a long delay; does not wait for an answer. */
 function slowRequest(port: number, path: string, headers = 'X-Echo-Delay: 60s'): net.Socket {
@@ -78,19 +62,6 @@ function metrics(echo: RunningEcho): Promise<string> {
     socket.on('error', reject);
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
   });
-}
-
-/** A gc function: `global.gc` under --expose-gc, else one obtained by setting the flag at run time. */
-function findGc(): (() => void) | undefined {
-  const existing = (globalThis as { gc?: () => void }).gc;
-  if (typeof existing === 'function') return existing;
-  try {
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc') as unknown;
-    return typeof gc === 'function' ? (gc as () => void) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 test('client disconnect – a 60s delay leaves no timer behind once the client has gone', async () => {

@@ -4,6 +4,7 @@ import http2 from 'node:http2';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { activeTimers, eventually } from '../helpers/runtime.ts';
 
 /** A drain that does not end the streams would hang the test: fail it instead. */
 const DRAIN_TEST = { timeout: 15_000 };
@@ -123,19 +124,6 @@ async function getText(
   response.setEncoding('utf8');
   for await (const chunk of response) text += chunk;
   return { status: response.statusCode ?? 0, headers: response.headers, text };
-}
-
-function activeTimers(): number {
-  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-}
-
-async function eventually(check: () => boolean, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(10);
-  }
-  return check();
 }
 
 test('sse – events arrive every ECHO_SSE_TICKER with increasing ids and JSON data', async (t) => {

@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { WebSocket } from 'ws';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { eventually, findGc } from '../helpers/runtime.ts';
 
 /** A drain that does not end the streams would hang the test: fail it instead. */
 const DRAIN_TEST = { timeout: 15_000 };
@@ -53,28 +52,6 @@ function closed(ws: WebSocket): Promise<{ code: number; reason: string }> {
   return new Promise((resolve) =>
     ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
   );
-}
-
-async function eventually(check: () => boolean, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(10);
-  }
-  return check();
-}
-
-/** A gc function: `global.gc` under --expose-gc, else one obtained by setting the flag at run time. */
-function findGc(): (() => void) | undefined {
-  const existing = (globalThis as { gc?: () => void }).gc;
-  if (typeof existing === 'function') return existing;
-  try {
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc') as unknown;
-    return typeof gc === 'function' ? (gc as () => void) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 test('ws – a text message comes back unchanged, as a text frame', async (t) => {
