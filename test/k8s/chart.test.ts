@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { dump } from 'js-yaml';
+import { loadObsConfig } from '../../src/obs/index.ts';
+import { validateScenarios } from '../../src/scenario/index.ts';
+import { helm, helmSkip } from '../helpers/helm.ts';
+import { loadYamlDocuments } from './crd-schema.ts';
+import { kubernetesProblems } from './k8s-models.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const CHART = join(ROOT, 'charts', 'echo-chaos');
+const ALL_ON = join(CHART, 'ci', 'all-on-values.yaml');
+
+type Doc = Record<string, unknown> & { kind: string; metadata: { name: string } };
+// biome-ignore lint/suspicious/noExplicitAny: rendered YAML is walked field by field below.
+type Any = any;
+
+const skip = helmSkip();
+
+function render(...args: string[]): Doc[] {
+  return loadYamlDocuments(helm(['template', 'echo-chaos', CHART, '--include-crds', ...args])) as Doc[];
+}
+
+function byKind(docs: Doc[], kind: string): Doc[] {
+  return docs.filter((d) => d.kind === kind);
+}
+
+describe('chart echo-chaos', { skip }, () => {
+  test('chart – helm lint --strict passes with default values and with every option on', () => {
+    helm(['lint', '--strict', CHART]);
+    helm(['lint', '--strict', CHART, '-f', ALL_ON]);
+  });
+
+  test('chart – values.schema.json rejects a misspelt or ill-typed value', () => {
+    for (const bad of [
+      ['--set', 'replicaCont=2'],
+      ['--set', 'service.port=http'],
+      ['--set', 'operator.enabld=true'],
+    ]) {
+      assert.throws(
+        () => helm(['template', 'x', CHART, ...bad]),
+        /values don't meet the specifications/,
+        bad.join(' '),
+      );
+    }
+  });
+
+  for (const [name, args] of [
+    ['default values', []],
+    ['every option on', ['-f', ALL_ON]],
+  ] as const) {
+    test(`chart – ${name}: every object validates against the API schema, field names included`, () => {
+      const docs = render(...args);
+      assert.ok(docs.length > 0);
+      const problems = docs.flatMap((d) => kubernetesProblems(d));
+      assert.deepEqual(problems, []);
+    });
+  }
+
+  test('chart – the field check catches a misspelt field that kubernetes-models alone accepts', () => {
+    const [deployment] = byKind(render(), 'Deployment') as Any[];
+    deployment.spec.template.spec.containers[0].readinesProbe = {};
+    assert.deepEqual(kubernetesProblems(deployment), [
+      'apps/v1/Deployment echo-chaos: unknown field .spec.template.spec.containers[0].readinesProbe',
+    ]);
+  });
+
+  test('chart – default values render the echo objects only', () => {
+    const kinds = render()
+      .map((d) => d.kind)
+      .sort();
+    assert.deepEqual(kinds, ['ConfigMap', 'CustomResourceDefinition', 'Deployment', 'Pod', 'Service']);
+  });
+
+  test('chart – every option on renders the PDB, monitoring and the operator with its RBAC', () => {
+    const kinds = new Set(render('-f', ALL_ON).map((d) => d.kind));
+    for (const kind of [
+      'PodDisruptionBudget',
+      'ServiceMonitor',
+      'PrometheusRule',
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Role',
+      'RoleBinding',
+    ]) {
+      assert.ok(kinds.has(kind), kind);
+    }
+  });
+
+  test('chart – the echo pod: probes, drain timing, non-root read-only, config files mounted', () => {
+    const [deployment] = byKind(render('-f', ALL_ON), 'Deployment').filter(
+      (d) => d.metadata.name === 'echo-chaos',
+    );
+    const pod: Any = (deployment as Any).spec.template.spec;
+    const [echo] = pod.containers;
+    assert.equal(echo.livenessProbe.httpGet.path, '/health');
+    assert.equal(echo.readinessProbe.httpGet.path, '/ready');
+    const env = Object.fromEntries(echo.env.map((e: Any) => [e.name, e.value]));
+    const drainSeconds = Number.parseInt(env.ECHO_DRAIN_TIMEOUT, 10);
+    assert.ok(pod.terminationGracePeriodSeconds > drainSeconds + echo.lifecycle.preStop.sleep.seconds);
+    assert.equal(env.ECHO_SCENARIO_FILE, '/etc/echo-chaos/scenarios.json');
+    assert.equal(env.OBS_CONFIG_FILE, '/etc/echo-chaos/obs.yaml');
+    assert.equal(env.ECHO_CHAOS, '5');
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
+    assert.ok(Number.isInteger(pod.securityContext.runAsUser) && pod.securityContext.runAsUser > 0);
+    assert.equal(echo.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(echo.securityContext.allowPrivilegeEscalation, false);
+    assert.deepEqual(echo.securityContext.capabilities.drop, ['ALL']);
+    assert.ok(echo.volumeMounts.some((m: Any) => m.mountPath === '/etc/echo-chaos'));
+  });
+
+  test('chart – the ConfigMap holds scenarios the service accepts and an obs config it loads', () => {
+    const [configMap] = byKind(render('-f', ALL_ON), 'ConfigMap') as Any[];
+    const scenarios = JSON.parse(configMap.data['scenarios.json']);
+    assert.equal(validateScenarios(scenarios).ok, true);
+    assert.equal(scenarios[0].path, '/checkout');
+    const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-obs-'));
+    try {
+      writeFileSync(join(dir, 'obs.yaml'), configMap.data['obs.yaml']);
+      assert.doesNotThrow(() => loadObsConfig({ env: { OBS_CONFIG_FILE: join(dir, 'obs.yaml') } }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('chart – the operator gets least privilege: read scenarios, write their status, read pods, leases', () => {
+    const docs = render('-f', ALL_ON);
+    const [clusterRole] = byKind(docs, 'ClusterRole') as Any[];
+    assert.deepEqual(clusterRole.rules, [
+      { apiGroups: ['echo-chaos.dev'], resources: ['echoscenarios'], verbs: ['get', 'list', 'watch'] },
+      {
+        apiGroups: ['echo-chaos.dev'],
+        resources: ['echoscenarios/status'],
+        verbs: ['get', 'update', 'patch'],
+      },
+      { apiGroups: [''], resources: ['pods', 'services'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+    ]);
+    const [leaseRole] = byKind(docs, 'Role') as Any[];
+    assert.deepEqual(leaseRole.rules, [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+    ]);
+    const namespaced = byKind(render('--set', 'operator.enabled=true'), 'Role');
+    assert.equal(namespaced.length, 2, 'without watchAllNamespaces the scenario rules are a Role too');
+  });
+
+  test('chart – the helm test hook curls /health', () => {
+    const [hook] = byKind(render(), 'Pod') as Any[];
+    assert.equal(hook.metadata.annotations['helm.sh/hook'], 'test');
+    assert.match(hook.spec.containers[0].args.join(' '), /http:\/\/echo-chaos:8080\/health$/);
+  });
+
+  test('chart – promtool check rules accepts the PrometheusRule', (t) => {
+    const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
+    if (probe.error !== undefined || probe.status !== 0) {
+      const why = 'promtool not found on PATH (Debian package prometheus); .ci/run installs it';
+      if (process.env['CI']) assert.fail(`${why}: required in CI`);
+      t.skip(why);
+      return;
+    }
+    const [rule] = byKind(render('-f', ALL_ON), 'PrometheusRule') as Any[];
+    const groups = rule.spec.groups;
+    const alerts = groups.flatMap((g: Any) => g.rules.filter((r: Any) => r.alert !== undefined));
+    assert.deepEqual(
+      alerts.map((a: Any) => a.labels.severity),
+      ['page', 'page', 'ticket'],
+    );
+    assert.match(alerts[0].expr, /rate1h.*> \(14\.4 \* \(1 - 0\.995\)\)[\s\S]*rate5m/);
+    const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-rules-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'rules.yaml');
+    writeFileSync(file, dump({ groups }));
+    const result = spawnSync('promtool', ['check', 'rules', file], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(result.status, 0, `promtool check rules:\n${result.stdout}${result.stderr}`);
+    assert.match(result.stdout, /SUCCESS: 8 rules found/);
+  });
+});

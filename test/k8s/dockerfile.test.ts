@@ -1,0 +1,194 @@
+/**
+ * No Docker engine runs here, so this test plays the Dockerfile's build on a copy of the tree: each
+ * stage gets a directory standing for its file system, COPY and RUN act on it, and the final
+ * stage's ENTRYPOINT + CMD start the service from the pruned output.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, describe, test } from 'node:test';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+interface Instruction {
+  readonly op: string;
+  readonly args: string;
+}
+
+/** The Dockerfile's instructions, comments and line continuations handled. */
+function parseDockerfile(text: string): Instruction[] {
+  const joined = text.replace(/\\\n/g, ' ');
+  const out: Instruction[] = [];
+  for (const line of joined.split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed === '' || trimmed.startsWith('#')) continue;
+    const match = /^(\S+)\s+(.*)$/.exec(trimmed);
+    if (match) out.push({ op: match[1]!.toUpperCase(), args: match[2]! });
+  }
+  return out;
+}
+
+interface Stage {
+  readonly name: string;
+  readonly base: string;
+  readonly root: string;
+  workdir: string;
+  env: Record<string, string>;
+  user?: string;
+  entrypoint: string[];
+  cmd: string[];
+  expose: string[];
+}
+
+/** `/app/x` inside a stage → its directory on this machine. */
+function hostPath(stage: Stage, containerPath: string): string {
+  const absolute = containerPath.startsWith('/') ? containerPath : join(stage.workdir, containerPath);
+  return join(stage.root, absolute);
+}
+
+function execForm(args: string): string[] {
+  const parsed: unknown = JSON.parse(args);
+  assert.ok(Array.isArray(parsed), `exec form expected (a JSON array), got ${args}`);
+  return parsed as string[];
+}
+
+/** Plays the build; returns every stage, the last one being the image. */
+function build(dockerfile: string, context: string, scratch: string): Stage[] {
+  const stages: Stage[] = [];
+  for (const { op, args } of parseDockerfile(dockerfile)) {
+    const stage = stages.at(-1);
+    if (op === 'FROM') {
+      const [base, , name] = args.split(/\s+/);
+      const root = join(scratch, `stage-${stages.length}`);
+      mkdirSync(root);
+      stages.push({
+        name: name ?? '',
+        base: base!,
+        root,
+        workdir: '/',
+        env: {},
+        entrypoint: [],
+        cmd: [],
+        expose: [],
+      });
+      continue;
+    }
+    assert.ok(stage, `${op} before FROM`);
+    if (op === 'WORKDIR') {
+      stage.workdir = args;
+      mkdirSync(hostPath(stage, '.'), { recursive: true });
+    } else if (op === 'ENV') {
+      for (const pair of args.split(/\s+/)) {
+        const [key, value] = pair.split('=');
+        stage.env[key!] = value ?? '';
+      }
+    } else if (op === 'COPY') {
+      const words = args.split(/\s+/);
+      const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
+      const paths = words.filter((w) => !w.startsWith('--'));
+      const dest = paths.pop()!;
+      const source = from === undefined ? undefined : stages.find((s) => s.name === from);
+      for (const src of paths) {
+        const origin = source ? hostPath(source, src) : join(context, src);
+        const target = dest.endsWith('/')
+          ? join(hostPath(stage, dest), src.split('/').at(-1)!)
+          : hostPath(stage, dest);
+        mkdirSync(dirname(target), { recursive: true });
+        cpSync(origin, target, { recursive: true });
+      }
+    } else if (op === 'RUN') {
+      // The package cache first: the same packages the image would fetch, without a round trip each.
+      execFileSync('sh', ['-c', args], {
+        cwd: hostPath(stage, '.'),
+        stdio: 'pipe',
+        timeout: 240_000,
+        env: { ...process.env, ...stage.env, npm_config_prefer_offline: 'true' },
+      });
+    } else if (op === 'USER') {
+      stage.user = args;
+    } else if (op === 'EXPOSE') {
+      stage.expose.push(...args.split(/\s+/));
+    } else if (op === 'ENTRYPOINT') {
+      stage.entrypoint = execForm(args);
+    } else if (op === 'CMD') {
+      stage.cmd = execForm(args);
+    }
+  }
+  return stages;
+}
+
+describe('Dockerfile', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'echo-chaos-image-'));
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+
+  test('dockerfile – multi-stage on Node 24, numeric non-root user, exec-form entry, port 8080', () => {
+    const instructions = parseDockerfile(dockerfile);
+    const froms = instructions.filter((i) => i.op === 'FROM').map((i) => i.args);
+    assert.ok(froms.length >= 2, 'multi-stage');
+    for (const from of froms) assert.match(from, /^node:24[-.\w]*\s/);
+    const user = instructions.filter((i) => i.op === 'USER').at(-1)?.args ?? '';
+    assert.match(user, /^[1-9]\d*(:\d+)?$/, 'numeric, non-root USER');
+    const entry = instructions
+      .filter((i) => i.op === 'ENTRYPOINT' || i.op === 'CMD')
+      .flatMap((i) => execForm(i.args));
+    assert.deepEqual(entry, ['node', 'src/echo/main.ts']);
+    assert.ok(instructions.some((i) => i.op === 'EXPOSE' && i.args === '8080'));
+    assert.ok(instructions.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args)));
+  });
+
+  test('dockerfile – the built tree holds production dependencies only and serves /health and /hello', async () => {
+    const context = join(scratch, 'context');
+    mkdirSync(context);
+    for (const entry of ['package.json', 'package-lock.json', 'src', 'Dockerfile']) {
+      cpSync(join(ROOT, entry), join(context, entry), { recursive: true });
+    }
+    const stages = build(dockerfile, context, join(scratch));
+    const image = stages.at(-1)!;
+    const app = hostPath(image, '.');
+    assert.ok(existsSync(join(app, 'node_modules', 'fastify')), 'fastify (a dependency) is installed');
+    assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'typescript (a dev dependency) is not');
+    assert.ok(!existsSync(join(app, 'test')), 'tests stay out');
+
+    const [program, ...args] = [...image.entrypoint, ...image.cmd];
+    assert.equal(program, 'node');
+    const child = spawn(process.execPath, args, {
+      cwd: app,
+      env: { ...image.env, PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        let err = '';
+        const timer = setTimeout(() => reject(new Error(`no listen line in time\n${out}\n${err}`)), 20_000);
+        child.stderr.on('data', (chunk) => {
+          err += chunk;
+        });
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+          const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
+        });
+        child.on('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Error(`exited with ${code}\n${out}\n${err}`));
+        });
+      });
+      const health = await fetch(`${url}/health`);
+      assert.equal(health.status, 200);
+      const hello = await fetch(`${url}/hello`);
+      assert.equal(hello.status, 200);
+      assert.match(await hello.text(), /^GET \/hello HTTP\/1\.1/);
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
