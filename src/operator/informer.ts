@@ -1,0 +1,88 @@
+/**
+ * client-node's informer, kept alive: it stops for good when its watch connection drops (it only
+ * reconnects by itself after a clean end or a 410), so every `error` restarts it after an
+ * exponential backoff. Callbacks only report which object changed.
+ */
+import {
+  type Informer,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  makeInformer,
+  type ObjectCache,
+} from '@kubernetes/client-node';
+
+export interface ResilientInformerOptions<T extends KubernetesObject> {
+  readonly kc: KubeConfig;
+  readonly path: string;
+  readonly list: () => Promise<KubernetesListObject<T>>;
+  readonly onEvent: (type: 'add' | 'update' | 'delete', obj: T) => void;
+  readonly onRestart?: (error: unknown, delayMs: number) => void;
+  readonly baseDelayMs?: number;
+  readonly maxDelayMs?: number;
+}
+
+export class ResilientInformer<T extends KubernetesObject> {
+  readonly #informer: Informer<T> & ObjectCache<T>;
+  readonly #options: ResilientInformerOptions<T>;
+  #failures = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #synced = false;
+
+  constructor(options: ResilientInformerOptions<T>) {
+    this.#options = options;
+    this.#informer = makeInformer(options.kc, options.path, options.list);
+    for (const type of ['add', 'update', 'delete'] as const) {
+      this.#informer.on(type, (obj) => {
+        this.#failures = 0;
+        options.onEvent(type, obj);
+      });
+    }
+    this.#informer.on('error', (error) => this.#restart(error));
+  }
+
+  /** True once a first list has filled the cache. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  async start(): Promise<void> {
+    this.#stopped = false;
+    await this.#informer.start();
+    if (this.#timer === undefined) this.#synced = true;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#informer.stop();
+  }
+
+  list(namespace?: string): readonly T[] {
+    return this.#informer.list(namespace);
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.#informer.get(name, namespace);
+  }
+
+  #restart(error: unknown): void {
+    if (this.#stopped || this.#timer !== undefined) return;
+    const base = this.#options.baseDelayMs ?? 100;
+    const delayMs = Math.min(base * 2 ** this.#failures, this.#options.maxDelayMs ?? 30_000);
+    this.#failures++;
+    this.#options.onRestart?.(error, delayMs);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#stopped) return;
+      this.#informer.start().then(
+        () => {
+          if (this.#timer === undefined) this.#synced = true;
+        },
+        (err: unknown) => this.#restart(err),
+      );
+    }, delayMs);
+  }
+}

@@ -1,0 +1,490 @@
+/**
+ * The EchoScenario operator: informers on EchoScenarios, pods and services feed a work queue with
+ * keys only; workers reconcile one key at a time, level-based, from the caches. `pod:<ns>/<name>`
+ * pushes each echo endpoint of that pod the whole array it should hold (POST /scenario replaces all
+ * of it); `es:<ns>/<name>` writes that EchoScenario's status. Only the Lease holder runs workers.
+ */
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+  type V1Service,
+} from '@kubernetes/client-node';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ResilientInformer } from './informer.ts';
+import { LeaderElector } from './leader.ts';
+import {
+  type EchoScenario,
+  type EchoScenarioCondition,
+  type EchoScenarioStatus,
+  type Endpoint,
+  GROUP,
+  isPodReady,
+  PLURAL,
+  planNamespace,
+  VERSION,
+} from './plan.ts';
+import { WorkQueue } from './work-queue.ts';
+
+/** The subset of a pino logger the operator writes to. */
+export interface OperatorLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface OperatorOptions {
+  readonly kc: KubeConfig;
+  readonly logger: OperatorLogger;
+  /** Namespace to watch; `undefined` watches all. */
+  readonly namespace?: string;
+  /** Identity in the Lease; unique per replica. */
+  readonly identity: string;
+  readonly leaseNamespace: string;
+  /** Default `echo-chaos-operator`. */
+  readonly leaseName?: string;
+  /** Default 15. */
+  readonly leaseDurationSeconds?: number;
+  /** Default 2000. */
+  readonly leaseRetryIntervalMs?: number;
+  /** First retry delay of a failing key, in ms. Default 200. */
+  readonly retryBaseDelayMs?: number;
+  /** Longest retry delay, in ms. Default 30000. */
+  readonly retryMaxDelayMs?: number;
+  /** Timeout of one push, in ms. Default 5000. */
+  readonly pushTimeoutMs?: number;
+  /** Default 4. */
+  readonly workers?: number;
+  /** Each operator its own registry by default. */
+  readonly registry?: Registry;
+  readonly now?: () => Date;
+}
+
+interface Pushed {
+  readonly body: string;
+  readonly endpoint: Endpoint;
+  readonly namespace: string;
+}
+
+export interface Operator {
+  readonly registry: Registry;
+  readonly isLeader: boolean;
+  /** All informers have listed once. */
+  readonly ready: boolean;
+  start(): Promise<void>;
+  /** Drains: stops campaigning (releasing the lease unless `crash`), finishes in-flight work, stops watching. */
+  stop(options?: { crash?: boolean }): Promise<void>;
+}
+
+const READY = 'Ready';
+
+export function createOperator(options: OperatorOptions): Operator {
+  const { kc, logger } = options;
+  const now = options.now ?? (() => new Date());
+  const registry = options.registry ?? new Registry();
+  const metrics = {
+    pushes: new Counter({
+      name: 'echo_chaos_operator_pushes_total',
+      help: 'Scenario arrays POSTed to echo endpoints, by result.',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    pushSeconds: new Histogram({
+      name: 'echo_chaos_operator_push_duration_seconds',
+      help: 'Duration of one POST /scenario to an echo endpoint.',
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers: [registry],
+    }),
+    reconciles: new Counter({
+      name: 'echo_chaos_operator_reconciles_total',
+      help: 'Reconciles of a work-queue key, by kind and result.',
+      labelNames: ['kind', 'result'],
+      registers: [registry],
+    }),
+    watchRestarts: new Counter({
+      name: 'echo_chaos_operator_watch_restarts_total',
+      help: 'Informer restarts after a dropped or failed watch, by resource.',
+      labelNames: ['resource'],
+      registers: [registry],
+    }),
+    leader: new Gauge({
+      name: 'echo_chaos_operator_leader',
+      help: '1 while this replica holds the lease.',
+      registers: [registry],
+    }),
+    queueDepth: new Gauge({
+      name: 'echo_chaos_operator_queue_depth',
+      help: 'Keys waiting in the work queue.',
+      registers: [registry],
+      collect() {
+        this.set(queue.length);
+      },
+    }),
+  };
+
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const queue = new WorkQueue({
+    baseDelayMs: options.retryBaseDelayMs ?? 200,
+    maxDelayMs: options.retryMaxDelayMs,
+  });
+  const pushed = new Map<string, Pushed>();
+  const failed = new Map<string, string>();
+  const ns = options.namespace;
+  const nsPath = ns === undefined ? '' : `/namespaces/${ns}`;
+
+  const restarted = (resource: string) => (error: unknown, delayMs: number) => {
+    metrics.watchRestarts.inc({ resource });
+    logger.warn({ resource, delayMs, err: String(error) }, 'watch stopped; restarting');
+  };
+
+  const scenarios = new ResilientInformer<EchoScenario>({
+    kc,
+    path: `/apis/${GROUP}/${VERSION}${nsPath}/${PLURAL}`,
+    list: () =>
+      ns === undefined
+        ? custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })
+        : custom.listNamespacedCustomObject({
+            group: GROUP,
+            version: VERSION,
+            namespace: ns,
+            plural: PLURAL,
+          }),
+    onEvent: (_type, obj) => enqueueNamespace(obj.metadata.namespace ?? ''),
+    onRestart: restarted(PLURAL),
+  });
+  const pods = new ResilientInformer<V1Pod>({
+    kc,
+    path: `/api/v1${nsPath}/pods`,
+    list: () =>
+      ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns }),
+    onEvent: (type, pod) => {
+      const namespace = pod.metadata?.namespace ?? '';
+      if (type === 'delete') forgetPod(pod.metadata?.uid ?? '');
+      queue.add(`pod:${namespace}/${pod.metadata?.name}`);
+      for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
+    },
+    onRestart: restarted('pods'),
+  });
+  const services = new ResilientInformer<V1Service>({
+    kc,
+    path: `/api/v1${nsPath}/services`,
+    list: () =>
+      ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns }),
+    onEvent: (_type, svc) => enqueueNamespace(svc.metadata?.namespace ?? ''),
+    onRestart: restarted('services'),
+  });
+  const informers = [scenarios, pods, services];
+
+  function enqueueNamespace(namespace: string): void {
+    for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
+    // Endpoints pushed to pods no longer in the cache still need clearing or forgetting.
+    for (const p of pushed.values())
+      if (p.namespace === namespace) queue.add(`pod:${namespace}/${p.endpoint.podName}`);
+    for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
+  }
+
+  function enqueueAll(): void {
+    const namespaces = new Set<string>();
+    for (const informer of informers)
+      for (const obj of informer.list()) namespaces.add(obj.metadata?.namespace ?? '');
+    for (const namespace of namespaces) enqueueNamespace(namespace);
+  }
+
+  function forgetPod(uid: string): void {
+    for (const key of [...pushed.keys(), ...failed.keys()]) {
+      if (key.startsWith(`${uid}:`)) {
+        pushed.delete(key);
+        failed.delete(key);
+      }
+    }
+  }
+
+  function plan(namespace: string) {
+    return planNamespace(scenarios.list(namespace), pods.list(namespace), services.list(namespace));
+  }
+
+  async function push(endpoint: Endpoint, body: string): Promise<void> {
+    const stopTimer = metrics.pushSeconds.startTimer();
+    try {
+      const res = await fetch(`http://${endpoint.ip}:${endpoint.port}/scenario`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(options.pushTimeoutMs ?? 5000),
+      });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);
+      metrics.pushes.inc({ result: 'success' });
+    } catch (error) {
+      metrics.pushes.inc({ result: 'failure' });
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      throw new Error(
+        `POST http://${endpoint.ip}:${endpoint.port}/scenario: ${cause ?? (error as Error).message}`,
+      );
+    } finally {
+      stopTimer();
+    }
+  }
+
+  async function reconcilePod(namespace: string, name: string): Promise<void> {
+    const { desired } = plan(namespace);
+    const pod = pods.get(name, namespace);
+    const uid = pod?.metadata?.uid;
+    const errors: string[] = [];
+    // Endpoints of this pod name that should hold something.
+    const wanted = [...desired.values()].filter(
+      (d) => d.endpoint.podName === name && d.endpoint.podUid === uid,
+    );
+    for (const { endpoint, scenarios: array } of wanted) {
+      const body = JSON.stringify(array);
+      if (pushed.get(endpoint.key)?.body === body) continue;
+      try {
+        await push(endpoint, body);
+        pushed.set(endpoint.key, { body, endpoint, namespace });
+        failed.delete(endpoint.key);
+        logger.info(
+          { namespace, pod: name, port: endpoint.port, scenarios: array.length },
+          'scenarios pushed',
+        );
+      } catch (error) {
+        pushed.delete(endpoint.key);
+        failed.set(endpoint.key, (error as Error).message);
+        errors.push((error as Error).message);
+      }
+    }
+    // Endpoints of this pod that held something and should no longer: clear them if the pod is still
+    // the same and ready; forget them if it is gone or restarted (a new container starts empty).
+    for (const [key, p] of pushed) {
+      if (p.namespace !== namespace || p.endpoint.podName !== name || desired.has(key)) continue;
+      if (p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
+        try {
+          await push(p.endpoint, '[]');
+          logger.info({ namespace, pod: name, port: p.endpoint.port }, 'scenarios cleared');
+        } catch (error) {
+          failed.set(key, (error as Error).message);
+          errors.push((error as Error).message);
+          continue;
+        }
+      }
+      pushed.delete(key);
+      failed.delete(key);
+    }
+    // A failure of an endpoint that no longer should hold anything is no longer news.
+    for (const key of failed.keys())
+      if (key.startsWith(`${uid}:`) && !desired.has(key) && !pushed.has(key)) failed.delete(key);
+    for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
+    if (errors.length > 0) throw new Error(errors.join('; '));
+  }
+
+  function condition(
+    es: EchoScenario,
+    status: EchoScenarioCondition['status'],
+    reason: string,
+    message: string,
+  ): EchoScenarioCondition {
+    const previous = es.status?.conditions?.find((c) => c.type === READY);
+    const changed = previous === undefined || previous.status !== status;
+    return {
+      type: READY,
+      status,
+      reason,
+      message,
+      observedGeneration: es.metadata.generation ?? 0,
+      lastTransitionTime: changed
+        ? now()
+            .toISOString()
+            .replace(/\.\d+Z$/, 'Z')
+        : previous.lastTransitionTime!,
+    };
+  }
+
+  async function reconcileScenario(namespace: string, name: string): Promise<void> {
+    const es = scenarios.get(name, namespace);
+    if (es === undefined) return;
+    const state = plan(namespace).scenarios.get(name);
+    if (state === undefined) return;
+    let next: EchoScenarioStatus;
+    const generation = es.metadata.generation ?? 0;
+    if (state.kind === 'Invalid' || state.kind === 'TargetNotFound') {
+      next = {
+        observedGeneration: generation,
+        conditions: [condition(es, 'False', state.kind, state.message)],
+        syncedEndpoints: 0,
+        totalEndpoints: 0,
+      };
+    } else if (state.kind === 'Conflict') {
+      next = {
+        observedGeneration: generation,
+        conditions: [condition(es, 'False', 'Conflict', state.message)],
+        syncedEndpoints: 0,
+        totalEndpoints: state.endpoints.length,
+      };
+    } else {
+      const { desired } = plan(namespace);
+      const total = state.endpoints.length;
+      let synced = 0;
+      const failures: string[] = [];
+      for (const endpoint of state.endpoints) {
+        const want = desired.get(endpoint.key);
+        if (want !== undefined && pushed.get(endpoint.key)?.body === JSON.stringify(want.scenarios)) synced++;
+        const failure = failed.get(endpoint.key);
+        if (failure !== undefined) failures.push(`${endpoint.podName}: ${failure}`);
+      }
+      if (failures.length > 0) {
+        next = {
+          observedGeneration: generation,
+          conditions: [
+            condition(
+              es,
+              'False',
+              'PushFailed',
+              `${failures.length} of ${total} endpoints failed: ${failures.join('; ')}`,
+            ),
+          ],
+          syncedEndpoints: synced,
+          totalEndpoints: total,
+        };
+      } else if (synced < total) {
+        return; // pushes still under way; each one re-enqueues this key when it ends
+      } else {
+        next = {
+          observedGeneration: generation,
+          conditions: [condition(es, 'True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],
+          syncedEndpoints: synced,
+          totalEndpoints: total,
+        };
+      }
+    }
+    const current = es.status ?? {};
+    const same =
+      current.observedGeneration === next.observedGeneration &&
+      current.syncedEndpoints === next.syncedEndpoints &&
+      current.totalEndpoints === next.totalEndpoints &&
+      JSON.stringify(current.conditions?.map(({ lastTransitionTime: _t, ...c }) => c)) ===
+        JSON.stringify(next.conditions?.map(({ lastTransitionTime: _t, ...c }) => c));
+    if (same) return;
+    const reason = next.conditions?.[0]?.reason;
+    if (reason === 'Synced')
+      next.lastSyncTime = now()
+        .toISOString()
+        .replace(/\.\d+Z$/, 'Z');
+    try {
+      await custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { status: next } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    } catch (error) {
+      if ((error as { code?: number }).code === 404) return;
+      throw error;
+    }
+    logger.info(
+      { namespace, echoScenario: name, reason, synced: next.syncedEndpoints, total: next.totalEndpoints },
+      'status updated',
+    );
+  }
+
+  async function reconcile(key: string): Promise<void> {
+    const [kind, rest] = [key.slice(0, key.indexOf(':')), key.slice(key.indexOf(':') + 1)];
+    const [namespace, name] = [rest.slice(0, rest.indexOf('/')), rest.slice(rest.indexOf('/') + 1)];
+    if (kind === 'pod') await reconcilePod(namespace, name);
+    else await reconcileScenario(namespace, name);
+  }
+
+  // Workers run only while leading; `leading` resolves when this replica (re)gains the lease.
+  let wake: () => void = () => {};
+  let leading = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  let stopping = false;
+  const inFlight = new Set<Promise<void>>();
+
+  async function worker(): Promise<void> {
+    while (!stopping) {
+      await leading;
+      if (stopping) return;
+      const key = await queue.get();
+      if (key === undefined) return;
+      if (!elector.isLeader) {
+        queue.done(key);
+        queue.add(key);
+        continue;
+      }
+      const kind = key.startsWith('pod:') ? 'pod' : 'echoscenario';
+      const run = reconcile(key).then(
+        () => {
+          queue.forget(key);
+          metrics.reconciles.inc({ kind, result: 'success' });
+        },
+        (error: unknown) => {
+          const delayMs = queue.addRateLimited(key);
+          metrics.reconciles.inc({ kind, result: 'error' });
+          logger.warn({ key, delayMs, err: (error as Error).message }, 'reconcile failed; retrying');
+        },
+      );
+      inFlight.add(run);
+      await run;
+      inFlight.delete(run);
+      queue.done(key);
+    }
+  }
+
+  const elector = new LeaderElector({
+    api: kc.makeApiClient(CoordinationV1Api),
+    namespace: options.leaseNamespace,
+    name: options.leaseName ?? 'echo-chaos-operator',
+    identity: options.identity,
+    leaseDurationSeconds: options.leaseDurationSeconds ?? 15,
+    retryIntervalMs: options.leaseRetryIntervalMs ?? 2000,
+    now,
+    onError: (error) => logger.warn({ err: String(error) }, 'lease request failed'),
+    onChange: (isLeader) => {
+      metrics.leader.set(isLeader ? 1 : 0);
+      logger.info(
+        { identity: options.identity, leader: isLeader },
+        isLeader ? 'became leader' : 'stopped leading',
+      );
+      if (isLeader) {
+        // Another leader may have pushed since: start from nothing known and push everything.
+        pushed.clear();
+        failed.clear();
+        enqueueAll();
+        wake();
+      } else {
+        leading = new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+    },
+  });
+
+  const workers: Array<Promise<void>> = [];
+  return {
+    registry,
+    get isLeader() {
+      return elector.isLeader;
+    },
+    get ready() {
+      return informers.every((i) => i.synced);
+    },
+    async start() {
+      await Promise.all(informers.map((i) => i.start()));
+      for (let i = 0; i < (options.workers ?? 4); i++) workers.push(worker());
+      elector.start();
+    },
+    async stop(stopOptions = {}) {
+      stopping = true;
+      queue.shutDown();
+      wake();
+      await Promise.allSettled([...inFlight]);
+      await elector.stop(!stopOptions.crash);
+      await Promise.all(informers.map((i) => i.stop()));
+      await Promise.allSettled(workers);
+    },
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * The level-based core: from the EchoScenarios, pods and services of one namespace, as the caches
+ * hold them, which scenario array each ready echo endpoint (pod and port) should hold, and where
+ * each EchoScenario stands. A pure function, so the same cluster state always gives the same plan.
+ */
+import type { V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
+import { type Scenario, validateScenarios } from '../scenario/index.ts';
+
+export const GROUP = 'echo-chaos.dev';
+export const VERSION = 'v1alpha1';
+export const PLURAL = 'echoscenarios';
+export const KIND = 'EchoScenario';
+
+/** `spec.target`, as the CRD defines it: a Service name or a pod label selector, and the echo port. */
+export interface EchoScenarioTarget {
+  service?: string;
+  selector?: { matchLabels?: Record<string, string> };
+  port?: string | number;
+}
+
+export interface EchoScenarioCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface EchoScenarioStatus {
+  observedGeneration?: number;
+  conditions?: EchoScenarioCondition[];
+  syncedEndpoints?: number;
+  totalEndpoints?: number;
+  lastSyncTime?: string;
+}
+
+export interface EchoScenario {
+  apiVersion?: string;
+  kind?: string;
+  /** As client-node types it; a custom object's `creationTimestamp` really arrives as a string. */
+  metadata: V1ObjectMeta;
+  spec?: { target?: EchoScenarioTarget; path?: unknown; responses?: unknown };
+  status?: EchoScenarioStatus;
+}
+
+/** One echo container of one ready pod. */
+export interface Endpoint {
+  /** `<pod uid>:<port>`: a restarted pod has a new uid, so it is a new endpoint. */
+  readonly key: string;
+  readonly podName: string;
+  readonly podUid: string;
+  readonly ip: string;
+  readonly port: number;
+}
+
+export type ScenarioState =
+  | { readonly kind: 'Invalid'; readonly message: string }
+  | { readonly kind: 'TargetNotFound'; readonly message: string }
+  | { readonly kind: 'Conflict'; readonly message: string; readonly endpoints: readonly Endpoint[] }
+  | { readonly kind: 'Active'; readonly endpoints: readonly Endpoint[] };
+
+export interface NamespacePlan {
+  /** By EchoScenario name. */
+  readonly scenarios: Map<string, ScenarioState>;
+  /** Endpoint key → the endpoint and the whole array it should hold, oldest EchoScenario first. */
+  readonly desired: Map<string, { readonly endpoint: Endpoint; readonly scenarios: Scenario[] }>;
+}
+
+/** A pod can take a push: running, with an IP, Ready, not terminating. */
+export function isPodReady(pod: V1Pod): boolean {
+  if (pod.metadata?.deletionTimestamp !== undefined) return false;
+  if (pod.status?.phase !== 'Running' || !pod.status.podIP) return false;
+  return (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** The container port `port` names on `pod` (a number is taken as is). */
+export function resolvePort(pod: V1Pod, port: string | number): number | undefined {
+  if (typeof port === 'number') return port;
+  if (/^\d+$/.test(port)) return Number(port);
+  for (const container of pod.spec?.containers ?? []) {
+    for (const p of container.ports ?? []) if (p.name === port) return p.containerPort;
+  }
+  return undefined;
+}
+
+function selects(selector: Record<string, string>, pod: V1Pod): boolean {
+  const labels = pod.metadata?.labels ?? {};
+  const terms = Object.entries(selector);
+  return terms.length > 0 && terms.every(([k, v]) => labels[k] === v);
+}
+
+function created(es: EchoScenario): number {
+  const at = es.metadata.creationTimestamp;
+  return at === undefined ? 0 : new Date(at).getTime();
+}
+
+/** Oldest first; the name breaks ties (timestamps have second precision). */
+export function byAge(a: EchoScenario, b: EchoScenario): number {
+  return created(a) - created(b) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+}
+
+/** Problems of an EchoScenario's spec that make it unusable, or `undefined` when it is valid. */
+export function specProblems(es: EchoScenario): string | undefined {
+  const spec = es.spec;
+  const problems: string[] = [];
+  const target = spec?.target;
+  if (target === undefined) problems.push('spec.target: required');
+  else {
+    if ((target.service === undefined) === (target.selector === undefined)) {
+      problems.push('spec.target: exactly one of service or selector');
+    }
+    if (target.selector !== undefined && Object.keys(target.selector.matchLabels ?? {}).length === 0) {
+      problems.push('spec.target.selector.matchLabels: must name at least one label');
+    }
+    if (target.port === undefined || target.port === '') problems.push('spec.target.port: required');
+  }
+  const result = validateScenarios([{ path: spec?.path, responses: spec?.responses }]);
+  if (!result.ok) {
+    for (const p of result.problems)
+      problems.push(`spec${p.path.replace(/^\/0/, '').replaceAll('/', '.')}: ${p.message}`);
+  }
+  return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+/** Plans one namespace. */
+export function planNamespace(
+  scenarios: readonly EchoScenario[],
+  pods: readonly V1Pod[],
+  services: readonly V1Service[],
+): NamespacePlan {
+  const states = new Map<string, ScenarioState>();
+  const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[] }>();
+  /** endpoint key → path → owning EchoScenario name. */
+  const claims = new Map<string, Map<string, string>>();
+  /** Target identity → path → owner, for conflicts while no pod is up. */
+  const targetClaims = new Map<string, string>();
+  const readyPods = pods.filter(isPodReady);
+
+  for (const es of [...scenarios].sort(byAge)) {
+    const name = es.metadata.name ?? '';
+    const problems = specProblems(es);
+    if (problems !== undefined) {
+      states.set(name, { kind: 'Invalid', message: problems });
+      continue;
+    }
+    const target = es.spec!.target!;
+    let selector: Record<string, string>;
+    if (target.service !== undefined) {
+      const service = services.find((s) => s.metadata?.name === target.service);
+      if (service === undefined) {
+        states.set(name, { kind: 'TargetNotFound', message: `Service ${target.service} not found` });
+        continue;
+      }
+      selector = service.spec?.selector ?? {};
+    } else {
+      selector = target.selector!.matchLabels!;
+    }
+    const endpoints: Endpoint[] = [];
+    for (const pod of readyPods) {
+      if (!selects(selector, pod)) continue;
+      const port = resolvePort(pod, target.port!);
+      if (port === undefined) continue;
+      const uid = pod.metadata?.uid ?? '';
+      endpoints.push({
+        key: `${uid}:${port}`,
+        podName: pod.metadata?.name ?? '',
+        podUid: uid,
+        ip: pod.status!.podIP!,
+        port,
+      });
+    }
+    const path = es.spec!.path as string;
+    const identity = `${target.service ?? JSON.stringify(Object.entries(selector).sort())}|${target.port}|${path}`;
+    let owner = targetClaims.get(identity);
+    for (const endpoint of endpoints) owner ??= claims.get(endpoint.key)?.get(path);
+    if (owner !== undefined) {
+      states.set(name, {
+        kind: 'Conflict',
+        message: `path ${path} is already served by older EchoScenario ${owner}`,
+        endpoints,
+      });
+      continue;
+    }
+    targetClaims.set(identity, name);
+    if (endpoints.length === 0) {
+      const what = target.service === undefined ? 'the selector' : `Service ${target.service}`;
+      states.set(name, {
+        kind: 'TargetNotFound',
+        message: `no ready pod behind ${what} has port ${target.port}`,
+      });
+      continue;
+    }
+    const scenario: Scenario = { path, responses: es.spec!.responses as Scenario['responses'] };
+    for (const endpoint of endpoints) {
+      const paths = claims.get(endpoint.key) ?? new Map<string, string>();
+      claims.set(endpoint.key, paths.set(path, name));
+      const entry = desired.get(endpoint.key) ?? { endpoint, scenarios: [] };
+      desired.set(endpoint.key, entry);
+      entry.scenarios.push(scenario);
+    }
+    states.set(name, { kind: 'Active', endpoints });
+  }
+  return { scenarios: states, desired };
+}

@@ -1,0 +1,576 @@
+/**
+ * An in-process Kubernetes API server double for tests: node:http on 127.0.0.1 and a free port,
+ * speaking the real REST and watch protocol, so the real `@kubernetes/client-node` talks to it as it
+ * would to a cluster. It keeps pods, services, endpointslices (discovery.k8s.io/v1), leases
+ * (coordination.k8s.io/v1) and echoscenarios (echo-chaos.dev/v1alpha1, with a status subresource).
+ *
+ * What it implements of the real thing:
+ * - one resourceVersion counter for everything; lists carry `metadata.resourceVersion`;
+ * - watch (`?watch=true&resourceVersion=N&allowWatchBookmarks=true`): newline-delimited JSON events
+ *   ADDED/MODIFIED/DELETED after N (all current objects as ADDED when N is empty or `0`), BOOKMARK
+ *   events when asked for, and, when N is older than the kept history, an ERROR event carrying a
+ *   410 `Status` (Expired) on a 200 response, as the real server does;
+ * - create (409 AlreadyExists), get, update (409 Conflict on a stale resourceVersion), merge-patch
+ *   (`application/merge-patch+json`; other patch types are a 415), delete; `metadata.generation`
+ *   bumps when `spec` changes; `/status` changes status only, without a generation bump, and the
+ *   main resource ignores status for kinds with the subresource;
+ * - `labelSelector` of the `a=b,c=d` form on list and watch;
+ * - EchoScenario admission against the generated CRD's `openAPIV3Schema` (`scripts/gen-crd.ts`, built
+ *   from the scenario schema), rejected with a 422 `Status` (Invalid) listing the causes.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { Ajv } from 'ajv';
+import { echoScenarioSchema } from '../../scripts/gen-crd.ts';
+
+export type KubeObject = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  spec?: unknown;
+  status?: unknown;
+  [key: string]: unknown;
+};
+
+interface ResourceType {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  readonly statusSubresource: boolean;
+  readonly validate?: (obj: KubeObject) => Array<{ field: string; message: string }>;
+}
+
+// The generated CRD's openAPIV3Schema (from the one scenario schema), as the API server would apply it.
+// ajv ignores the x-kubernetes-* keywords; the API server would also prune unknown fields, which this
+// double keeps instead.
+const crdCheck = new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(
+  echoScenarioSchema(),
+);
+
+/** The checks the generated CRD's schema makes on an EchoScenario. */
+function validateEchoScenario(obj: KubeObject): Array<{ field: string; message: string }> {
+  if (crdCheck(obj)) return [];
+  return (crdCheck.errors ?? []).map((e) => ({
+    field: e.instancePath.slice(1).replaceAll('/', '.') || '<root>',
+    message: e.message ?? 'invalid',
+  }));
+}
+
+const RESOURCES: Record<string, ResourceType> = {
+  pods: { group: '', version: 'v1', kind: 'Pod', statusSubresource: true },
+  services: { group: '', version: 'v1', kind: 'Service', statusSubresource: true },
+  endpointslices: {
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    kind: 'EndpointSlice',
+    statusSubresource: false,
+  },
+  leases: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', statusSubresource: false },
+  echoscenarios: {
+    group: 'echo-chaos.dev',
+    version: 'v1alpha1',
+    kind: 'EchoScenario',
+    statusSubresource: true,
+    validate: validateEchoScenario,
+  },
+};
+
+interface WatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly object: KubeObject;
+  readonly rv: number;
+}
+
+interface OpenWatch {
+  readonly plural: string;
+  readonly namespace: string | undefined;
+  readonly selector: Record<string, string>;
+  readonly res: ServerResponse;
+  readonly timer: NodeJS.Timeout | undefined;
+}
+
+/** Counts of requests by `VERB plural[/sub]`, e.g. `PATCH echoscenarios/status`, `WATCH pods`. */
+export type RequestCounts = Map<string, number>;
+
+export interface KubeApiOptions {
+  /** How often an open watch that asked for bookmarks gets one, in milliseconds. Default 500. */
+  readonly bookmarkIntervalMs?: number;
+}
+
+export interface KubeApi {
+  /** `http://127.0.0.1:PORT`. */
+  readonly url: string;
+  readonly requests: RequestCounts;
+  /** A kubeconfig (YAML-free object form for `KubeConfig.loadFromOptions`) pointing at the double. */
+  kubeConfigOptions(): object;
+  /** Puts an object in place directly (no admission), as a controller of the cluster would. */
+  create(plural: string, obj: KubeObject): KubeObject;
+  get(plural: string, namespace: string, name: string): KubeObject | undefined;
+  list(plural: string, namespace?: string): KubeObject[];
+  /** Replaces an object directly (status included), bumping resourceVersion. */
+  update(plural: string, obj: KubeObject): KubeObject;
+  delete(plural: string, namespace: string, name: string): void;
+  /** Destroys every open watch connection abruptly (a dropped connection, not a clean end). */
+  dropWatches(): number;
+  /**
+   * Forgets all history so far: every watch resuming from an older resourceVersion gets 410 Gone;
+   * open watches get the ERROR 410 event and are closed, as after an etcd compaction.
+   */
+  expireHistory(): number;
+  /** Open watch connections, by plural. */
+  openWatches(plural?: string): number;
+  close(): Promise<void>;
+}
+
+export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeApi> {
+  const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 500;
+  const store = new Map<string, Map<string, KubeObject>>();
+  for (const plural of Object.keys(RESOURCES)) store.set(plural, new Map());
+  const history: WatchEvent[] = [];
+  let rv = 1;
+  let oldestRv = 0; // a watch from below this is 410 Gone
+  const watches = new Set<OpenWatch>();
+  const sockets = new Set<Socket>();
+  const requests: RequestCounts = new Map();
+
+  const keyOf = (obj: KubeObject) => `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+  const clone = <T>(value: T): T => structuredClone(value);
+
+  function matches(obj: KubeObject, selector: Record<string, string>): boolean {
+    const labels = obj.metadata.labels ?? {};
+    return Object.entries(selector).every(([k, v]) => labels[k] === v);
+  }
+
+  function emit(plural: string, type: WatchEvent['type'], obj: KubeObject): void {
+    const event: WatchEvent = { type, object: clone(obj), rv: Number(obj.metadata.resourceVersion) };
+    history.push(event);
+    for (const w of watches) {
+      if (w.plural !== plural) continue;
+      if (w.namespace !== undefined && w.namespace !== obj.metadata.namespace) continue;
+      if (!matches(obj, w.selector) || w.res.writableEnded) continue;
+      w.res.write(`${JSON.stringify({ type, object: event.object })}\n`);
+    }
+  }
+
+  function typed(plural: string, obj: KubeObject): KubeObject {
+    const type = RESOURCES[plural]!;
+    return {
+      ...obj,
+      apiVersion: type.group === '' ? type.version : `${type.group}/${type.version}`,
+      kind: type.kind,
+    };
+  }
+
+  function put(plural: string, obj: KubeObject, type: WatchEvent['type']): KubeObject {
+    rv++;
+    const stored = clone(obj);
+    stored.metadata.resourceVersion = String(rv);
+    store.get(plural)!.set(keyOf(stored), stored);
+    emit(plural, type, stored);
+    return clone(stored);
+  }
+
+  function createDirect(plural: string, input: KubeObject): KubeObject {
+    const obj = typed(plural, clone(input));
+    obj.metadata = {
+      ...obj.metadata,
+      uid: randomUUID(),
+      generation: 1,
+      creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    };
+    return put(plural, obj, 'ADDED');
+  }
+
+  function deleteDirect(plural: string, namespace: string, name: string): KubeObject | undefined {
+    const items = store.get(plural)!;
+    const obj = items.get(`${namespace}/${name}`);
+    if (obj === undefined) return undefined;
+    items.delete(`${namespace}/${name}`);
+    rv++;
+    obj.metadata.resourceVersion = String(rv);
+    emit(plural, 'DELETED', obj);
+    return clone(obj);
+  }
+
+  function status(
+    res: ServerResponse,
+    code: number,
+    reason: string,
+    message: string,
+    details?: object,
+  ): void {
+    send(res, code, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason,
+      code,
+      ...(details === undefined ? {} : { details }),
+    });
+  }
+
+  function send(res: ServerResponse, code: number, body: unknown): void {
+    const text = JSON.stringify(body);
+    res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  function parseSelector(text: string | null): Record<string, string> {
+    const selector: Record<string, string> = {};
+    if (text === null || text === '') return selector;
+    for (const term of text.split(',')) {
+      const [k, v] = term.split('=');
+      if (k !== undefined && v !== undefined) selector[k.trim()] = v.trim();
+    }
+    return selector;
+  }
+
+  function startWatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    plural: string,
+    namespace: string | undefined,
+    url: URL,
+  ): void {
+    const selector = parseSelector(url.searchParams.get('labelSelector'));
+    const fromText = url.searchParams.get('resourceVersion') ?? '';
+    const bookmarks = url.searchParams.get('allowWatchBookmarks') === 'true';
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    res.flushHeaders();
+    const write = (type: string, object: unknown) => {
+      if (!res.writableEnded) res.write(`${JSON.stringify({ type, object })}\n`);
+    };
+    const visible = (obj: KubeObject) =>
+      (namespace === undefined || obj.metadata.namespace === namespace) && matches(obj, selector);
+    if (fromText === '' || fromText === '0') {
+      for (const obj of store.get(plural)!.values()) if (visible(obj)) write('ADDED', obj);
+    } else {
+      const from = Number(fromText);
+      if (!Number.isFinite(from) || from < oldestRv) {
+        write('ERROR', {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: `too old resource version: ${fromText} (${oldestRv})`,
+          reason: 'Expired',
+          code: 410,
+        });
+        res.end();
+        return;
+      }
+      for (const event of history) {
+        if (
+          event.rv > from &&
+          RESOURCES[plural] === RESOURCES[pluralOf(event.object)] &&
+          visible(event.object)
+        ) {
+          write(event.type, event.object);
+        }
+      }
+    }
+    const timer = bookmarks
+      ? setInterval(() => {
+          write('BOOKMARK', {
+            kind: RESOURCES[plural]!.kind,
+            apiVersion: typed(plural, { metadata: { name: '' } }).apiVersion,
+            metadata: { resourceVersion: String(rv) },
+          });
+        }, bookmarkIntervalMs)
+      : undefined;
+    const watch: OpenWatch = { plural, namespace, selector, res, timer };
+    watches.add(watch);
+    const cleanup = () => {
+      if (timer !== undefined) clearInterval(timer);
+      watches.delete(watch);
+    };
+    req.on('close', cleanup);
+    res.on('close', cleanup);
+  }
+
+  function pluralOf(obj: KubeObject): string {
+    for (const [plural, type] of Object.entries(RESOURCES)) if (type.kind === obj.kind) return plural;
+    return '';
+  }
+
+  function mergePatch(target: unknown, patch: unknown): unknown {
+    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return clone(patch);
+    const out: Record<string, unknown> =
+      typeof target === 'object' && target !== null && !Array.isArray(target)
+        ? { ...(target as Record<string, unknown>) }
+        : {};
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === null) delete out[k];
+      else out[k] = mergePatch(out[k], v);
+    }
+    return out;
+  }
+
+  async function readBody(req: IncomingMessage): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  /** Applies a create/update result to the store: status subresource rules, generation, validation. */
+  function write(
+    res: ServerResponse,
+    plural: string,
+    existing: KubeObject,
+    next: KubeObject,
+    subresource: string | undefined,
+  ): void {
+    const type = RESOURCES[plural]!;
+    const result = clone(existing);
+    if (subresource === 'status') {
+      result.status = next.status;
+    } else {
+      const { status: _ignored, ...rest } = next;
+      Object.assign(result, type.statusSubresource ? { ...rest, status: existing.status } : next);
+      if (!type.statusSubresource && next.status === undefined) delete result.status;
+      result.metadata = {
+        ...existing.metadata,
+        ...(next.metadata.labels === undefined ? {} : { labels: next.metadata.labels }),
+        ...(next.metadata['annotations'] === undefined ? {} : { annotations: next.metadata['annotations'] }),
+      };
+      if (JSON.stringify(existing.spec) !== JSON.stringify(result.spec)) {
+        result.metadata.generation = (existing.metadata.generation ?? 1) + 1;
+      }
+      const causes = type.validate?.(result) ?? [];
+      if (causes.length > 0) {
+        invalid(res, plural, result, causes);
+        return;
+      }
+    }
+    if (JSON.stringify(result) === JSON.stringify(existing)) {
+      send(res, 200, existing);
+      return;
+    }
+    send(res, 200, put(plural, result, 'MODIFIED'));
+  }
+
+  function invalid(
+    res: ServerResponse,
+    plural: string,
+    obj: KubeObject,
+    causes: Array<{ field: string; message: string }>,
+  ): void {
+    const type = RESOURCES[plural]!;
+    status(
+      res,
+      422,
+      'Invalid',
+      `${type.kind}.${type.group} "${obj.metadata.name}" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(', ')}`,
+      {
+        name: obj.metadata.name,
+        group: type.group,
+        kind: type.kind,
+        causes: causes.map((c) => ({ reason: 'FieldValueInvalid', message: c.message, field: c.field })),
+      },
+    );
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const parts = url.pathname.split('/').filter((p) => p !== '');
+    let rest: string[];
+    if (parts[0] === 'api') rest = parts.slice(2);
+    else if (parts[0] === 'apis') rest = parts.slice(3);
+    else return status(res, 404, 'NotFound', `the server could not find the requested resource`);
+    let namespace: string | undefined;
+    if (rest[0] === 'namespaces' && rest.length >= 3) {
+      namespace = rest[1];
+      rest = rest.slice(2);
+    }
+    const [plural, name, subresource] = rest;
+    if (plural === undefined || RESOURCES[plural] === undefined) {
+      return status(res, 404, 'NotFound', 'the server could not find the requested resource');
+    }
+    const type = RESOURCES[plural];
+    const items = store.get(plural)!;
+    const isWatch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+    const verb = isWatch
+      ? 'WATCH'
+      : req.method === 'GET' && name === undefined
+        ? 'LIST'
+        : (req.method ?? 'GET');
+    const counter = `${verb} ${plural}${subresource === undefined ? '' : `/${subresource}`}`;
+    requests.set(counter, (requests.get(counter) ?? 0) + 1);
+
+    if (name === undefined) {
+      if (req.method === 'GET' && isWatch) return startWatch(req, res, plural, namespace, url);
+      if (req.method === 'GET') {
+        const selector = parseSelector(url.searchParams.get('labelSelector'));
+        const list = [...items.values()].filter(
+          (o) => (namespace === undefined || o.metadata.namespace === namespace) && matches(o, selector),
+        );
+        return send(res, 200, {
+          apiVersion: type.group === '' ? type.version : `${type.group}/${type.version}`,
+          kind: `${type.kind}List`,
+          metadata: { resourceVersion: String(rv) },
+          items: list,
+        });
+      }
+      if (req.method === 'POST' && namespace !== undefined) {
+        const obj = JSON.parse(await readBody(req)) as KubeObject;
+        obj.metadata = { ...obj.metadata, namespace };
+        if (items.has(keyOf(obj))) {
+          return status(
+            res,
+            409,
+            'AlreadyExists',
+            `${plural}.${type.group} "${obj.metadata.name}" already exists`,
+          );
+        }
+        if (type.statusSubresource && plural === 'echoscenarios') delete obj.status;
+        const causes = type.validate?.(obj) ?? [];
+        if (causes.length > 0) return invalid(res, plural, obj, causes);
+        return send(res, 201, createDirect(plural, obj));
+      }
+      return status(res, 405, 'MethodNotAllowed', `method ${req.method} not allowed`);
+    }
+    if (namespace === undefined) return status(res, 404, 'NotFound', 'namespaced resource');
+    if (subresource !== undefined && !(subresource === 'status' && type.statusSubresource)) {
+      return status(res, 404, 'NotFound', `no subresource ${subresource}`);
+    }
+    const existing = items.get(`${namespace}/${name}`);
+    const notFound = () => status(res, 404, 'NotFound', `${plural}.${type.group} "${name}" not found`);
+    switch (req.method) {
+      case 'GET':
+        return existing === undefined ? notFound() : send(res, 200, existing);
+      case 'DELETE': {
+        const deleted = deleteDirect(plural, namespace, name);
+        return deleted === undefined ? notFound() : send(res, 200, deleted);
+      }
+      case 'PUT': {
+        if (existing === undefined) return notFound();
+        const next = JSON.parse(await readBody(req)) as KubeObject;
+        const wanted = next.metadata?.resourceVersion;
+        if (wanted !== undefined && wanted !== '' && wanted !== existing.metadata.resourceVersion) {
+          return status(
+            res,
+            409,
+            'Conflict',
+            `Operation cannot be fulfilled on ${plural}.${type.group} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+          );
+        }
+        return write(
+          res,
+          plural,
+          existing,
+          { ...next, metadata: next.metadata ?? existing.metadata },
+          subresource,
+        );
+      }
+      case 'PATCH': {
+        if (existing === undefined) return notFound();
+        const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
+        if (contentType !== 'application/merge-patch+json') {
+          return status(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format`);
+        }
+        const patch = JSON.parse(await readBody(req));
+        const next = mergePatch(existing, patch) as KubeObject;
+        return write(res, plural, existing, next, subresource);
+      }
+      default:
+        return status(res, 405, 'MethodNotAllowed', `method ${req.method} not allowed`);
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) status(res, 400, 'BadRequest', String(error));
+      else res.destroy();
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    url,
+    requests,
+    kubeConfigOptions: () => ({
+      clusters: [{ name: 'double', server: url, skipTLSVerify: true }],
+      users: [{ name: 'double', token: 'test' }],
+      contexts: [{ name: 'double', cluster: 'double', user: 'double', namespace: 'default' }],
+      currentContext: 'double',
+    }),
+    create: (plural, obj) => createDirect(plural, obj),
+    get: (plural, namespace, name) => {
+      const obj = store.get(plural)!.get(`${namespace}/${name}`);
+      return obj === undefined ? undefined : clone(obj);
+    },
+    list: (plural, namespace) =>
+      [...store.get(plural)!.values()]
+        .filter((o) => namespace === undefined || o.metadata.namespace === namespace)
+        .map(clone),
+    update: (plural, obj) => {
+      const existing = store.get(plural)!.get(keyOf(obj));
+      if (existing === undefined) throw new Error(`no ${plural} ${keyOf(obj)}`);
+      const next = typed(plural, clone(obj));
+      next.metadata = { ...existing.metadata, ...next.metadata, uid: existing.metadata.uid! };
+      if (JSON.stringify(existing.spec) !== JSON.stringify(next.spec)) {
+        next.metadata.generation = (existing.metadata.generation ?? 1) + 1;
+      }
+      return put(plural, next, 'MODIFIED');
+    },
+    delete: (plural, namespace, name) => {
+      deleteDirect(plural, namespace, name);
+    },
+    dropWatches: () => {
+      const count = watches.size;
+      for (const w of [...watches]) w.res.socket?.destroy();
+      return count;
+    },
+    expireHistory: () => {
+      // A compaction past every version handed out so far: resuming from any of them is 410 Gone,
+      // while a fresh list (at the new version) can be watched from.
+      rv++;
+      oldestRv = rv;
+      history.length = 0;
+      const open = [...watches];
+      watches.clear();
+      for (const w of open) {
+        if (w.timer !== undefined) clearInterval(w.timer);
+        w.res.write(
+          `${JSON.stringify({
+            type: 'ERROR',
+            object: {
+              kind: 'Status',
+              apiVersion: 'v1',
+              metadata: {},
+              status: 'Failure',
+              message: 'too old resource version',
+              reason: 'Expired',
+              code: 410,
+            },
+          })}\n`,
+        );
+        w.res.end();
+      }
+      return open.length;
+    },
+    openWatches: (plural) => [...watches].filter((w) => plural === undefined || w.plural === plural).length,
+    close: async () => {
+      for (const w of watches) if (w.timer !== undefined) clearInterval(w.timer);
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

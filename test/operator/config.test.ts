@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadOperatorConfig } from '../../src/operator/config.ts';
+import { OperatorError } from '../../src/operator/errors.ts';
+
+test('operator config – defaults', () => {
+  const config = loadOperatorConfig({ POD_NAME: 'op-0', POD_NAMESPACE: 'chaos' });
+  assert.equal(config.identity, 'op-0');
+  assert.equal(config.leaseNamespace, 'chaos');
+  assert.equal(config.leaseName, 'echo-chaos-operator');
+  assert.equal(config.namespace, undefined);
+  assert.equal(config.leaseDurationSeconds, 15);
+  assert.equal(config.port, 8081);
+});
+
+test('operator config – every problem is listed at once, with a stable code', () => {
+  assert.throws(
+    () => loadOperatorConfig({ PORT: 'x', LEASE_DURATION_SECONDS: '0', PUSH_TIMEOUT_MS: '-1' }),
+    (err: unknown) => {
+      assert.ok(err instanceof OperatorError);
+      assert.equal(err.code, 'OPERATOR_ERR_CONFIG');
+      assert.match(err.message, /PORT/);
+      assert.match(err.message, /LEASE_DURATION_SECONDS/);
+      assert.match(err.message, /PUSH_TIMEOUT_MS/);
+      return true;
+    },
+  );
+  assert.throws(
+    () => loadOperatorConfig({ LEASE_DURATION_SECONDS: '1', LEASE_RETRY_INTERVAL_MS: '1000' }),
+    /LEASE_RETRY_INTERVAL_MS must be shorter/,
+  );
+});
