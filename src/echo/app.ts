@@ -79,7 +79,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   const logger =
     options.logger ??
     pino(
-      obsLoggerOptions({ config: obsConfig.config, base: { level: config.logLevel } }),
+      obsLoggerOptions({
+        config: obsConfig.config,
+        // ISO time reads better, and a 13-digit epoch would look like a card number to the masking.
+        base: { level: config.logLevel, timestamp: pino.stdTimeFunctions.isoTime },
+      }),
       pino.destination({ dest: 1, sync: false }),
     );
   const app = Fastify({
