@@ -1,16 +1,9 @@
 import assert from 'node:assert/strict';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { test } from 'node:test';
-import {
-  type Context,
-  type ContextManager,
-  context,
-  ROOT_CONTEXT,
-  type Span,
-  trace,
-} from '@opentelemetry/api';
+import { context, type Span, trace } from '@opentelemetry/api';
 import { Registry } from 'prom-client';
 import { createObs, ObsError } from '../../src/obs/index.ts';
+import { TestContextManager } from './fake-otel.ts';
 import { capturingLogger } from './helpers.ts';
 
 /** A core on its own, on a fresh registry, closed when the test ends. */
@@ -120,32 +113,6 @@ test('obs – isEnabledFor: the feature switch, its enabled-when block, and cond
   });
   assert.equal(unconditional.isEnabledFor('trace-guard', { url: '/internal/x', headers: {} }), true);
 });
-
-/** The smallest context manager there is, so that a span can be made active without an SDK. */
-class TestContextManager implements ContextManager {
-  readonly #storage = new AsyncLocalStorage<Context>();
-  active(): Context {
-    return this.#storage.getStore() ?? ROOT_CONTEXT;
-  }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
-    ctx: Context,
-    fn: F,
-    thisArg?: ThisParameterType<F>,
-    ...args: A
-  ): ReturnType<F> {
-    return this.#storage.run(ctx, () => fn.apply(thisArg, args));
-  }
-  bind<T>(_ctx: Context, target: T): T {
-    return target;
-  }
-  enable(): this {
-    return this;
-  }
-  disable(): this {
-    this.#storage.disable();
-    return this;
-  }
-}
 
 test('obs – event writes a span event, counts obs_events_total{event} and logs one line', async (t) => {
   const logger = capturingLogger();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { seededRandom } from '../../src/echo/random.ts';
 import {
   MAX_BODY_LENGTH,
   MAX_HEADERS,
@@ -11,7 +12,6 @@ import {
   type ScenarioProblem,
   validateScenarios,
 } from '../../src/scenario/index.ts';
-import { seededRandom } from './helpers.ts';
 
 function problemsOf(input: unknown, options?: { maxDelayMs?: number }): ScenarioProblem[] {
   const result = validateScenarios(input, options);
