@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { type Exit, exitOf } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
 const TIMEOUT_MS = 15_000;
@@ -13,13 +14,6 @@ const TIMEOUT_MS = 15_000;
 // A working directory of its own, so no scenarios.yaml of the repository is picked up.
 const cwd = mkdtempSync(join(tmpdir(), 'echo-cli-'));
 after(() => rmSync(cwd, { recursive: true, force: true }));
-
-interface Exit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /** Starts the entry point with exactly `env` (plus PATH), never the test runner's environment. */
 function launch(env: Record<string, string>): ChildProcess {
@@ -31,20 +25,7 @@ function launch(env: Record<string, string>): ChildProcess {
   });
 }
 
-function exited(child: ChildProcess): Promise<Exit> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+const exited = exitOf;
 
 function run(env: Record<string, string>): Promise<Exit> {
   return exited(launch(env));

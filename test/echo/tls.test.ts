@@ -21,6 +21,7 @@ import {
   TIMEOUT_MS,
   waitFor,
 } from '../helpers/protocol-clients.ts';
+import { type Exit, exitOf } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'echo-tls-'));
@@ -396,12 +397,6 @@ test('TLS – closeAllConnections (the drain deadline) ends h2 sessions and busy
 
 // The CLI: startup errors are one line each on stderr, exit 1; a good start serves HTTPS.
 
-interface Exit {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 function launch(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, [MAIN], {
     cwd: dir,
@@ -412,22 +407,7 @@ function launch(env: Record<string, string>): ChildProcess {
 }
 
 function exited(child: ChildProcess): Promise<Exit> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return waitFor(
-    new Promise((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    }),
-    'the CLI did not exit',
-    TIMEOUT_MS * 2,
-  );
+  return waitFor(exitOf(child), 'the CLI did not exit', TIMEOUT_MS * 2);
 }
 
 function stderrLines(result: Exit): string[] {

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import v8 from 'node:v8';
@@ -39,4 +40,28 @@ export async function freePort(): Promise<number> {
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** How a child process ended, with everything it wrote. */
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Collects a child's output from now on and resolves when it has exited and closed its pipes. */
+export function exitOf(child: ChildProcess): Promise<Exit> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
 }
