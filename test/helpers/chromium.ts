@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -47,7 +48,12 @@ export async function openChromium(t: TestContext): Promise<BrowserContext | und
     viewport: { width: 1100, height: 760 },
     timeout: 30_000,
   });
-  t.after(() => context.close());
+  // A close that hangs must not hold the test file open: bounded, then the processes are killed.
+  t.after(async () => {
+    const closed = context.close().then(() => true);
+    const timedOut = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000).unref());
+    if (!(await Promise.race([closed, timedOut]))) spawnSync('pkill', ['-KILL', '-f', userDataDir]);
+  });
   return context;
 }
 
