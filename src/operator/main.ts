@@ -5,16 +5,55 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
-import { loadObsConfig, obsLoggerOptions } from '../obs/index.ts';
-import { loadOperatorConfig } from './config.ts';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import pkg from '../../package.json' with { type: 'json' };
+import {
+  createObs,
+  guardRegistry,
+  loadObsConfig,
+  OBS_METRICS,
+  ObsConfigError,
+  obsLoggerOptions,
+  type ResolvedObsConfig,
+} from '../obs/index.ts';
+import { loadOperatorConfig, type OperatorConfig } from './config.ts';
 import { createOperator } from './operator.ts';
 import { createOperatorServer } from './server.ts';
 
-const config = loadOperatorConfig(process.env);
-const obs = loadObsConfig({ env: process.env as Record<string, string> });
+// A bad setting stops startup with one line per problem, naming the setting.
+let config: OperatorConfig;
+let obs: ResolvedObsConfig;
+try {
+  config = loadOperatorConfig(process.env);
+  obs = loadObsConfig({ env: process.env });
+} catch (error) {
+  if (error instanceof ObsConfigError) {
+    for (const problem of error.problems) process.stderr.write(`echo-chaos-operator: ${problem.message}\n`);
+  } else {
+    process.stderr.write(`echo-chaos-operator: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+  process.exit(1);
+}
 const logger = pino(
   obsLoggerOptions({ config: obs.config, base: { level: config.logLevel, name: 'echo-chaos-operator' } }),
 );
+
+// obs for the metrics too: one registry holds the operator's and obs's series (config hash,
+// enforcement mode, cardinality overflow, container memory), every label passes its firewall.
+const registry = new Registry();
+const obsCore = createObs({
+  resolved: obs,
+  registry,
+  logger,
+  version: pkg.version,
+  serviceName: 'echo-chaos-operator',
+});
+if (obsCore.config.cardinality.enabled) {
+  guardRegistry(registry, obsCore.firewall, {
+    exempt: [OBS_METRICS.enforcementMode, OBS_METRICS.configInfo],
+  });
+}
+collectDefaultMetrics({ register: registry });
 
 const kc = new KubeConfig();
 if (process.env['KUBERNETES_SERVICE_HOST'] !== undefined && process.env['KUBECONFIG'] === undefined) {
@@ -33,11 +72,12 @@ const operator = createOperator({
   leaseDurationSeconds: config.leaseDurationSeconds,
   leaseRetryIntervalMs: config.leaseRetryIntervalMs,
   pushTimeoutMs: config.pushTimeoutMs,
+  registry,
 });
 let draining = false;
 const server = createOperatorServer({
   registry: operator.registry,
-  ready: () => !draining && operator.ready,
+  ready: async () => !draining && operator.ready && (await obsCore.readiness()).ready,
 });
 server.listen(config.port, config.host, () => {
   const address = server.address();
@@ -57,6 +97,7 @@ async function drain(signal: string): Promise<void> {
   timer.unref();
   await operator.stop();
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  await obsCore.flush();
   logger.info({}, 'drained');
   process.exit(0);
 }

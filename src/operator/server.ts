@@ -1,13 +1,14 @@
 /**
  * The operator's own HTTP endpoints: `/metrics` (Prometheus text), `/healthz` (the process runs),
- * `/readyz` (every informer has listed once, and no drain is under way).
+ * `/readyz` (every informer has listed once, no drain is under way, obs's readiness checks pass).
  */
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
 
 export interface OperatorServerOptions {
   readonly registry: Registry;
-  readonly ready: () => boolean;
+  /** Ready to work: may be async (e.g. obs readiness checks); a rejection counts as not ready. */
+  readonly ready: () => boolean | Promise<boolean>;
 }
 
 export function createOperatorServer(options: OperatorServerOptions): Server {
@@ -19,7 +20,15 @@ export function createOperatorServer(options: OperatorServerOptions): Server {
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') return reply(405, 'method not allowed\n');
     if (path === '/healthz') return reply(200, 'ok\n');
-    if (path === '/readyz') return options.ready() ? reply(200, 'ok\n') : reply(503, 'not ready\n');
+    if (path === '/readyz') {
+      Promise.resolve()
+        .then(options.ready)
+        .then(
+          (ok) => (ok ? reply(200, 'ok\n') : reply(503, 'not ready\n')),
+          () => reply(503, 'not ready\n'),
+        );
+      return;
+    }
     if (path === '/metrics') {
       options.registry.metrics().then(
         (text) => reply(200, text, options.registry.contentType),

@@ -82,6 +82,7 @@ describe('chart echo-chaos', { skip }, () => {
       'PodDisruptionBudget',
       'ServiceMonitor',
       'PrometheusRule',
+      'PodMonitor',
       'ServiceAccount',
       'ClusterRole',
       'ClusterRoleBinding',
@@ -113,6 +114,27 @@ describe('chart echo-chaos', { skip }, () => {
     assert.equal(echo.securityContext.allowPrivilegeEscalation, false);
     assert.deepEqual(echo.securityContext.capabilities.drop, ['ALL']);
     assert.ok(echo.volumeMounts.some((m: Any) => m.mountPath === '/etc/echo-chaos'));
+  });
+
+  test('chart – the operator: drain inside its grace period, a PDB and a PodMonitor on its metrics port', () => {
+    const objects = render('-f', ALL_ON);
+    const operator = byKind(objects, 'Deployment').find(
+      (d) => d.metadata.name === 'echo-chaos-operator',
+    ) as Any;
+    const pod: Any = operator.spec.template.spec;
+    const [container] = pod.containers;
+    const env = Object.fromEntries(container.env.map((e: Any) => [e.name, e.value]));
+    const drainMs = Number(env.DRAIN_TIMEOUT_MS);
+    assert.ok(drainMs >= 1000, `DRAIN_TIMEOUT_MS ${env.DRAIN_TIMEOUT_MS}`);
+    assert.ok(pod.terminationGracePeriodSeconds * 1000 > drainMs, 'the drain ends inside the grace period');
+    const labels = operator.spec.selector.matchLabels;
+    const pdbs = byKind(objects, 'PodDisruptionBudget') as Any[];
+    assert.ok(pdbs.some((p) => JSON.stringify(p.spec.selector.matchLabels) === JSON.stringify(labels)));
+    const [monitor] = byKind(objects, 'PodMonitor') as Any[];
+    assert.deepEqual(monitor.spec.selector.matchLabels, labels);
+    const port = monitor.spec.podMetricsEndpoints[0].port;
+    assert.ok(container.ports.some((p: Any) => p.name === port));
+    assert.equal(monitor.spec.podMetricsEndpoints[0].path, '/metrics');
   });
 
   test('chart – the ConfigMap holds scenarios the service accepts and an obs config it loads', () => {
