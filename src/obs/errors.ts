@@ -33,6 +33,12 @@ export const OBS_ERRORS = {
     message: 'request body exceeds %s bytes',
     when: 'A body sent to an actuator route is larger than the route accepts',
   },
+  OBS_ERR_TRACE_CONTEXT_MISSING: {
+    status: 400,
+    message:
+      'request has no valid W3C traceparent header; this service requires trace context (obs.trace-guard.fail-on-missing)',
+    when: 'ENFORCING mode with `obs.trace-guard.fail-on-missing`: a request to a guarded route came without a valid `traceparent` (DRY_RUN only logs and counts it)',
+  },
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,
     message: '%s %s is already registered',

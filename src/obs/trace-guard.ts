@@ -14,6 +14,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
+import { OBS_ERRORS, type ObsErrorCode } from './errors.ts';
 import type { Obs } from './obs.ts';
 
 /** Names of the meters of this feature. */
@@ -22,9 +23,9 @@ export const TRACE_GUARD_METRICS = {
   missing: 'obs_trace_missing_total',
 } as const;
 /** The error code of a rejected request. */
-export const TRACE_CONTEXT_MISSING_CODE = 'OBS_ERR_TRACE_CONTEXT_MISSING';
+export const TRACE_CONTEXT_MISSING_CODE = 'OBS_ERR_TRACE_CONTEXT_MISSING' satisfies ObsErrorCode;
 /** The HTTP status of a rejected request. */
-export const TRACE_CONTEXT_MISSING_STATUS = 400;
+export const TRACE_CONTEXT_MISSING_STATUS = OBS_ERRORS[TRACE_CONTEXT_MISSING_CODE].status;
 /** The `route` label of a request that matches no route. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -67,8 +68,7 @@ export function traceContextMissingBody(request: FastifyRequest) {
   return {
     error: {
       code: TRACE_CONTEXT_MISSING_CODE,
-      message:
-        'request has no valid W3C traceparent header; this service requires trace context (obs.trace-guard.fail-on-missing)',
+      message: OBS_ERRORS[TRACE_CONTEXT_MISSING_CODE].message,
       request_id: String(request.id),
     },
   };
