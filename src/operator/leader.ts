@@ -4,7 +4,7 @@
  * `leaseDurationSeconds` has passed, or at once when the holder released it on a clean stop.
  * Every write carries the resourceVersion read, so two candidates never both win.
  */
-import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import { type CoordinationV1Api, type V1Lease, type V1LeaseSpec, V1MicroTime } from '@kubernetes/client-node';
 
 export interface LeaderElectorOptions {
   readonly api: CoordinationV1Api;
@@ -55,7 +55,7 @@ export class LeaderElector {
         const { api, namespace, name } = this.#options;
         const lease = await api.readNamespacedLease({ namespace, name });
         if (lease.spec?.holderIdentity === this.#options.identity) {
-          lease.spec.holderIdentity = '';
+          lease.spec = microTimes({ ...lease.spec, holderIdentity: '' });
           await api.replaceNamespacedLease({ namespace, name, body: lease });
         }
       } catch (error) {
@@ -91,13 +91,13 @@ export class LeaderElector {
           namespace,
           body: {
             metadata: { name, namespace },
-            spec: {
+            spec: microTimes({
               holderIdentity: identity,
               leaseDurationSeconds,
               acquireTime: now,
               renewTime: now,
               leaseTransitions: 0,
-            },
+            }),
           },
         });
         this.#renewed(now);
@@ -113,14 +113,14 @@ export class LeaderElector {
         this.#set(false);
         return;
       }
-      lease.spec = {
+      lease.spec = microTimes({
         ...spec,
         holderIdentity: identity,
         leaseDurationSeconds,
         renewTime: now,
         acquireTime: holder === identity ? (spec.acquireTime ?? now) : now,
         leaseTransitions: (spec.leaseTransitions ?? 0) + (holder === identity ? 0 : 1),
-      };
+      });
       await api.replaceNamespacedLease({ namespace, name, body: lease });
       this.#renewed(now);
     } catch (error) {
@@ -135,4 +135,15 @@ export class LeaderElector {
     this.#lastRenewMs = now.getTime();
     this.#set(true);
   }
+}
+
+/**
+ * A Lease's times are `MicroTime`: the API server takes exactly six fractional digits and answers
+ * 400 to the three a plain `Date` serializes to (kubernetes-client/javascript#828). Times read back
+ * from the API are plain `Date`s again, so every write goes through here.
+ */
+function microTimes(spec: V1LeaseSpec): V1LeaseSpec {
+  const micro = (time: Date | undefined) =>
+    time === undefined ? undefined : new V1MicroTime(new Date(time).getTime());
+  return { ...spec, acquireTime: micro(spec.acquireTime), renewTime: micro(spec.renewTime) };
 }

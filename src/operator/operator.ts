@@ -1,16 +1,20 @@
 /**
- * The EchoScenario operator: informers on EchoScenarios, pods and services feed a work queue with
- * keys only; workers reconcile one key at a time, level-based, from the caches. `pod:<ns>/<name>`
- * pushes each echo endpoint of that pod the whole array it should hold (POST /scenario replaces all
- * of it); `es:<ns>/<name>` writes that EchoScenario's status. Only the Lease holder runs workers.
+ * The EchoScenario operator: informers on EchoScenarios, pods, services and EndpointSlices feed a
+ * work queue with keys only; workers reconcile one key at a time, level-based, from the caches.
+ * `pod:<ns>/<name>` pushes each echo endpoint of that pod the whole array it should hold (POST
+ * /scenario replaces all of it); `es:<ns>/<name>` keeps that EchoScenario's finalizer (added while it
+ * lives, removed once a deleted one is off every endpoint) and writes its status. Only the Lease
+ * holder runs workers.
  */
 import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  DiscoveryV1Api,
   type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
+  type V1EndpointSlice,
   type V1Pod,
   type V1Service,
 } from '@kubernetes/client-node';
@@ -22,8 +26,10 @@ import {
   type EchoScenarioCondition,
   type EchoScenarioStatus,
   type Endpoint,
+  FINALIZER,
   GROUP,
   isPodReady,
+  type NamespacePlan,
   PLURAL,
   planNamespace,
   VERSION,
@@ -69,6 +75,8 @@ interface Pushed {
   readonly body: string;
   readonly endpoint: Endpoint;
   readonly namespace: string;
+  /** The EchoScenarios in `body`, by name. */
+  readonly owners: readonly string[];
 }
 
 export interface Operator {
@@ -129,6 +137,7 @@ export function createOperator(options: OperatorOptions): Operator {
 
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
+  const discovery = kc.makeApiClient(DiscoveryV1Api);
   const queue = new WorkQueue({
     baseDelayMs: options.retryBaseDelayMs ?? 200,
     maxDelayMs: options.retryMaxDelayMs,
@@ -179,7 +188,17 @@ export function createOperator(options: OperatorOptions): Operator {
     onEvent: (_type, svc) => enqueueNamespace(svc.metadata?.namespace ?? ''),
     onRestart: restarted('services'),
   });
-  const informers = [scenarios, pods, services];
+  const endpointSlices = new ResilientInformer<V1EndpointSlice>({
+    kc,
+    path: `/apis/discovery.k8s.io/v1${nsPath}/endpointslices`,
+    list: () =>
+      ns === undefined
+        ? discovery.listEndpointSliceForAllNamespaces()
+        : discovery.listNamespacedEndpointSlice({ namespace: ns }),
+    onEvent: (_type, slice) => enqueueNamespace(slice.metadata?.namespace ?? ''),
+    onRestart: restarted('endpointslices'),
+  });
+  const informers = [scenarios, pods, services, endpointSlices];
 
   function enqueueNamespace(namespace: string): void {
     for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
@@ -206,7 +225,12 @@ export function createOperator(options: OperatorOptions): Operator {
   }
 
   function plan(namespace: string) {
-    return planNamespace(scenarios.list(namespace), pods.list(namespace), services.list(namespace));
+    return planNamespace(
+      scenarios.list(namespace),
+      pods.list(namespace),
+      services.list(namespace),
+      endpointSlices.list(namespace),
+    );
   }
 
   async function push(endpoint: Endpoint, body: string): Promise<void> {
@@ -241,28 +265,37 @@ export function createOperator(options: OperatorOptions): Operator {
     const wanted = [...desired.values()].filter(
       (d) => d.endpoint.podName === name && d.endpoint.podUid === uid,
     );
-    for (const { endpoint, scenarios: array } of wanted) {
+    for (const { endpoint, scenarios: array, owners } of wanted) {
       const body = JSON.stringify(array);
       if (pushed.get(endpoint.key)?.body === body) continue;
       try {
         await push(endpoint, body);
-        pushed.set(endpoint.key, { body, endpoint, namespace });
+        pushed.set(endpoint.key, { body, endpoint, namespace, owners });
         failed.delete(endpoint.key);
         logger.info(
           { namespace, pod: name, port: endpoint.port, scenarios: array.length },
           'scenarios pushed',
         );
       } catch (error) {
-        pushed.delete(endpoint.key);
+        // What it holds now is unknown: keep it as unsynced (an empty body never matches), still
+        // owned by what it held before and what it was to get, so it is cleared if need be.
+        const before = pushed.get(endpoint.key)?.owners ?? [];
+        pushed.set(endpoint.key, {
+          body: '',
+          endpoint,
+          namespace,
+          owners: [...new Set([...before, ...owners])],
+        });
         failed.set(endpoint.key, (error as Error).message);
         errors.push((error as Error).message);
       }
     }
     // Endpoints of this pod that held something and should no longer: clear them if the pod is still
-    // the same and ready; forget them if it is gone or restarted (a new container starts empty).
+    // the same and ready; forget them if it is gone or restarted (a new container starts empty), or
+    // if they already got `[]` (from the plan, while a deleting EchoScenario still targeted them).
     for (const [key, p] of pushed) {
       if (p.namespace !== namespace || p.endpoint.podName !== name || desired.has(key)) continue;
-      if (p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
+      if (p.body !== '[]' && p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
         try {
           await push(p.endpoint, '[]');
           logger.info({ namespace, pod: name, port: p.endpoint.port }, 'scenarios cleared');
@@ -304,11 +337,75 @@ export function createOperator(options: OperatorOptions): Operator {
     };
   }
 
+  /** Sets an EchoScenario's whole finalizer list (a merge patch replaces lists), guarded by its resourceVersion. */
+  async function setFinalizers(namespace: string, es: EchoScenario, finalizers: string[]): Promise<boolean> {
+    try {
+      await custom.patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: PLURAL,
+          name: es.metadata.name ?? '',
+          body: { metadata: { finalizers, resourceVersion: es.metadata.resourceVersion } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      return true;
+    } catch (error) {
+      // Gone already: nothing to keep. A 409 (stale cache) throws, so the key is retried.
+      if ((error as { code?: number }).code === 404) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * A deleting EchoScenario loses its finalizer once every ready endpoint of its target holds its
+   * array without it (pushed, not failed) and no endpoint this leader pushed it to still holds it.
+   * Until then each pod reconcile re-enqueues this key; failed pushes keep it (retried with backoff).
+   */
+  async function finishDeletion(
+    namespace: string,
+    es: EchoScenario,
+    endpoints: readonly Endpoint[],
+    desired: NamespacePlan['desired'],
+  ): Promise<void> {
+    const name = es.metadata.name ?? '';
+    const finalizers = es.metadata.finalizers ?? [];
+    if (!finalizers.includes(FINALIZER)) return;
+    for (const endpoint of endpoints) {
+      const want = desired.get(endpoint.key);
+      if (want === undefined || failed.has(endpoint.key)) return;
+      if (pushed.get(endpoint.key)?.body !== JSON.stringify(want.scenarios)) return;
+    }
+    for (const p of pushed.values()) if (p.namespace === namespace && p.owners.includes(name)) return;
+    if (
+      await setFinalizers(
+        namespace,
+        es,
+        finalizers.filter((f) => f !== FINALIZER),
+      )
+    ) {
+      logger.info(
+        { namespace, echoScenario: name, endpoints: endpoints.length },
+        'cleared; finalizer removed',
+      );
+    }
+  }
+
   async function reconcileScenario(namespace: string, name: string): Promise<void> {
     const es = scenarios.get(name, namespace);
     if (es === undefined) return;
-    const state = plan(namespace).scenarios.get(name);
+    const { scenarios: states, desired } = plan(namespace);
+    const state = states.get(name);
     if (state === undefined) return;
+    // No status writes to a deleting object: only its finalizer is left to settle.
+    if (state.kind === 'Deleting') return finishDeletion(namespace, es, state.endpoints, desired);
+    const finalizers = es.metadata.finalizers ?? [];
+    if (state.kind !== 'Invalid' && !finalizers.includes(FINALIZER)) {
+      if (!(await setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
+      logger.debug({ namespace, echoScenario: name }, 'finalizer added');
+    }
     let next: EchoScenarioStatus;
     const generation = es.metadata.generation ?? 0;
     if (state.kind === 'Invalid' || state.kind === 'TargetNotFound') {
@@ -326,7 +423,6 @@ export function createOperator(options: OperatorOptions): Operator {
         totalEndpoints: state.endpoints.length,
       };
     } else {
-      const { desired } = plan(namespace);
       const total = state.endpoints.length;
       let synced = 0;
       const failures: string[] = [];
@@ -424,7 +520,9 @@ export function createOperator(options: OperatorOptions): Operator {
         (error: unknown) => {
           const delayMs = queue.addRateLimited(key);
           metrics.reconciles.inc({ kind, result: 'error' });
-          logger.warn({ key, delayMs, err: (error as Error).message }, 'reconcile failed; retrying');
+          // A 409 is a write from a stale cache (e.g. a finalizer patch): routine, retried.
+          const level = (error as { code?: number }).code === 409 ? 'debug' : 'warn';
+          logger[level]({ key, delayMs, err: (error as Error).message }, 'reconcile failed; retrying');
         },
       );
       inFlight.add(run);

@@ -1,15 +1,20 @@
 /**
- * The level-based core: from the EchoScenarios, pods and services of one namespace, as the caches
- * hold them, which scenario array each ready echo endpoint (pod and port) should hold, and where
- * each EchoScenario stands. A pure function, so the same cluster state always gives the same plan.
+ * The level-based core: from the EchoScenarios, pods, services and EndpointSlices of one namespace,
+ * as the caches hold them, which scenario array each ready echo endpoint (pod and port) should hold,
+ * and where each EchoScenario stands. A pure function, so the same cluster state always gives the
+ * same plan.
  */
-import type { V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
 
 export const GROUP = 'echo-chaos.dev';
 export const VERSION = 'v1alpha1';
 export const PLURAL = 'echoscenarios';
 export const KIND = 'EchoScenario';
+/** Kept on every valid EchoScenario until the pods that held it no longer do. */
+export const FINALIZER = 'echo-chaos.dev/cleanup';
+/** The label that ties an EndpointSlice to its Service. */
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 /** `spec.target`, as the CRD defines it: a Service name or a pod label selector, and the echo port. */
 export interface EchoScenarioTarget {
@@ -58,13 +63,26 @@ export type ScenarioState =
   | { readonly kind: 'Invalid'; readonly message: string }
   | { readonly kind: 'TargetNotFound'; readonly message: string }
   | { readonly kind: 'Conflict'; readonly message: string; readonly endpoints: readonly Endpoint[] }
-  | { readonly kind: 'Active'; readonly endpoints: readonly Endpoint[] };
+  | { readonly kind: 'Active'; readonly endpoints: readonly Endpoint[] }
+  /**
+   * `metadata.deletionTimestamp` is set: left out of every array, as if gone. `endpoints` are its
+   * target's ready endpoints now, which must hold their arrays without it before its finalizer goes.
+   */
+  | { readonly kind: 'Deleting'; readonly endpoints: readonly Endpoint[] };
+
+export interface DesiredEndpoint {
+  readonly endpoint: Endpoint;
+  /** The whole array, oldest EchoScenario first; `[]` for an endpoint that only a deleting one targets. */
+  readonly scenarios: Scenario[];
+  /** The names of the EchoScenarios in `scenarios`, in the same order. */
+  readonly owners: string[];
+}
 
 export interface NamespacePlan {
   /** By EchoScenario name. */
   readonly scenarios: Map<string, ScenarioState>;
-  /** Endpoint key → the endpoint and the whole array it should hold, oldest EchoScenario first. */
-  readonly desired: Map<string, { readonly endpoint: Endpoint; readonly scenarios: Scenario[] }>;
+  /** Endpoint key → the endpoint and the whole array it should hold. */
+  readonly desired: Map<string, DesiredEndpoint>;
 }
 
 /** A pod can take a push: running, with an IP, Ready, not terminating. */
@@ -82,6 +100,11 @@ export function resolvePort(pod: V1Pod, port: string | number): number | undefin
     for (const p of container.ports ?? []) if (p.name === port) return p.containerPort;
   }
   return undefined;
+}
+
+/** Whether an EchoScenario is being deleted (its finalizers hold it). */
+export function isDeleting(es: EchoScenario): boolean {
+  return es.metadata.deletionTimestamp !== undefined && es.metadata.deletionTimestamp !== null;
 }
 
 function selects(selector: Record<string, string>, pod: V1Pod): boolean {
@@ -123,55 +146,125 @@ export function specProblems(es: EchoScenario): string | undefined {
   return problems.length === 0 ? undefined : problems.join('; ');
 }
 
+/** The ready endpoints of a pod selector: pods from the cache, their container port. */
+function selectorEndpoints(
+  selector: Record<string, string>,
+  port: string | number,
+  pods: readonly V1Pod[],
+): Endpoint[] {
+  const endpoints: Endpoint[] = [];
+  for (const pod of pods) {
+    if (!isPodReady(pod) || !selects(selector, pod)) continue;
+    const number = resolvePort(pod, port);
+    if (number === undefined) continue;
+    const uid = pod.metadata?.uid ?? '';
+    endpoints.push({
+      key: `${uid}:${number}`,
+      podName: pod.metadata?.name ?? '',
+      podUid: uid,
+      ip: pod.status!.podIP!,
+      port: number,
+    });
+  }
+  return endpoints;
+}
+
+/**
+ * The ready endpoints behind a Service, from its EndpointSlices: an endpoint counts when it is not
+ * marked not ready or terminating, has an address and a Pod `targetRef` that the pod cache holds (by
+ * name, with the same uid when the slice names one: a slice still naming a replaced pod is stale).
+ * The port is the pod's container port of that name, else the slice's port of that name.
+ */
+function serviceEndpoints(
+  service: string,
+  port: string | number,
+  slices: readonly V1EndpointSlice[],
+  pods: readonly V1Pod[],
+): Endpoint[] {
+  const byName = new Map(pods.map((p) => [p.metadata?.name ?? '', p]));
+  const endpoints = new Map<string, Endpoint>();
+  const ours = slices
+    .filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === service && s.addressType !== 'FQDN')
+    // IPv4 slices first, so a dual-stack pod is reached on its IPv4 address; then by name, stably.
+    .sort(
+      (a, b) =>
+        Number(a.addressType !== 'IPv4') - Number(b.addressType !== 'IPv4') ||
+        (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''),
+    );
+  for (const slice of ours) {
+    for (const ep of slice.endpoints ?? []) {
+      if (ep.conditions?.ready === false || ep.conditions?.terminating === true) continue;
+      const ip = ep.addresses?.[0];
+      const ref = ep.targetRef;
+      if (ip === undefined || ref?.kind !== 'Pod' || ref.name === undefined) continue;
+      const pod = byName.get(ref.name);
+      if (pod === undefined || pod.metadata?.deletionTimestamp !== undefined) continue;
+      if (ref.uid !== undefined && ref.uid !== pod.metadata?.uid) continue;
+      const uid = pod.metadata?.uid ?? '';
+      const number =
+        resolvePort(pod, port) ?? slice.ports?.find((p) => p.name === port && p.port !== undefined)?.port;
+      if (number === undefined) continue;
+      const key = `${uid}:${number}`;
+      if (!endpoints.has(key)) endpoints.set(key, { key, podName: ref.name, podUid: uid, ip, port: number });
+    }
+  }
+  return [...endpoints.values()];
+}
+
 /** Plans one namespace. */
 export function planNamespace(
   scenarios: readonly EchoScenario[],
   pods: readonly V1Pod[],
   services: readonly V1Service[],
+  endpointSlices: readonly V1EndpointSlice[],
 ): NamespacePlan {
   const states = new Map<string, ScenarioState>();
-  const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[] }>();
+  const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[]; owners: string[] }>();
   /** endpoint key → path → owning EchoScenario name. */
   const claims = new Map<string, Map<string, string>>();
   /** Target identity → path → owner, for conflicts while no pod is up. */
   const targetClaims = new Map<string, string>();
-  const readyPods = pods.filter(isPodReady);
+  const entry = (endpoint: Endpoint) => {
+    const found = desired.get(endpoint.key) ?? { endpoint, scenarios: [], owners: [] };
+    desired.set(endpoint.key, found);
+    return found;
+  };
 
   for (const es of [...scenarios].sort(byAge)) {
     const name = es.metadata.name ?? '';
+    const deleting = isDeleting(es);
     const problems = specProblems(es);
     if (problems !== undefined) {
-      states.set(name, { kind: 'Invalid', message: problems });
+      states.set(
+        name,
+        deleting ? { kind: 'Deleting', endpoints: [] } : { kind: 'Invalid', message: problems },
+      );
       continue;
     }
     const target = es.spec!.target!;
-    let selector: Record<string, string>;
+    let endpoints: Endpoint[];
     if (target.service !== undefined) {
-      const service = services.find((s) => s.metadata?.name === target.service);
-      if (service === undefined) {
-        states.set(name, { kind: 'TargetNotFound', message: `Service ${target.service} not found` });
+      if (!services.some((s) => s.metadata?.name === target.service)) {
+        states.set(
+          name,
+          deleting
+            ? { kind: 'Deleting', endpoints: [] }
+            : { kind: 'TargetNotFound', message: `Service ${target.service} not found` },
+        );
         continue;
       }
-      selector = service.spec?.selector ?? {};
+      endpoints = serviceEndpoints(target.service, target.port!, endpointSlices, pods);
     } else {
-      selector = target.selector!.matchLabels!;
+      endpoints = selectorEndpoints(target.selector!.matchLabels!, target.port!, pods);
     }
-    const endpoints: Endpoint[] = [];
-    for (const pod of readyPods) {
-      if (!selects(selector, pod)) continue;
-      const port = resolvePort(pod, target.port!);
-      if (port === undefined) continue;
-      const uid = pod.metadata?.uid ?? '';
-      endpoints.push({
-        key: `${uid}:${port}`,
-        podName: pod.metadata?.name ?? '',
-        podUid: uid,
-        ip: pod.status!.podIP!,
-        port,
-      });
+    if (deleting) {
+      // Its endpoints must be pushed their arrays without it, `[]` when nothing else is left.
+      for (const endpoint of endpoints) entry(endpoint);
+      states.set(name, { kind: 'Deleting', endpoints });
+      continue;
     }
     const path = es.spec!.path as string;
-    const identity = `${target.service ?? JSON.stringify(Object.entries(selector).sort())}|${target.port}|${path}`;
+    const identity = `${target.service ?? JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}|${target.port}|${path}`;
     let owner = targetClaims.get(identity);
     for (const endpoint of endpoints) owner ??= claims.get(endpoint.key)?.get(path);
     if (owner !== undefined) {
@@ -195,9 +288,9 @@ export function planNamespace(
     for (const endpoint of endpoints) {
       const paths = claims.get(endpoint.key) ?? new Map<string, string>();
       claims.set(endpoint.key, paths.set(path, name));
-      const entry = desired.get(endpoint.key) ?? { endpoint, scenarios: [] };
-      desired.set(endpoint.key, entry);
-      entry.scenarios.push(scenario);
+      const wanted = entry(endpoint);
+      wanted.scenarios.push(scenario);
+      wanted.owners.push(name);
     }
     states.set(name, { kind: 'Active', endpoints });
   }

@@ -15,8 +15,8 @@ export interface RunningEcho {
 }
 
 /**
- * Starts a real echo server on 127.0.0.1 and a free port. `env` is the environment the config is
- * read from; scenarios start empty unless `ECHO_SCENARIO_FILE` is given.
+ * Starts a real echo server on 127.0.0.1 (or `env.HOST`) and a free port. `env` is the environment
+ * the config is read from; scenarios start empty unless `ECHO_SCENARIO_FILE` is given.
  */
 export async function startEcho(
   env: Record<string, string> = {},
@@ -47,8 +47,9 @@ export async function startEcho(
     logger,
     ...(env['ECHO_SCENARIO_FILE'] === undefined && options.scenarios === undefined ? { scenarios: [] } : {}),
   });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port: 0, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return { app, url: `http://127.0.0.1:${port}`, port, logs, close: () => app.close() };
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return { app, url: `http://${host}:${port}`, port, logs, close: () => app.close() };
 }

@@ -2,7 +2,9 @@
  * An in-process Kubernetes API server double for tests: node:http on 127.0.0.1 and a free port,
  * speaking the real REST and watch protocol, so the real `@kubernetes/client-node` talks to it as it
  * would to a cluster. It keeps pods, services, endpointslices (discovery.k8s.io/v1), leases
- * (coordination.k8s.io/v1) and echoscenarios (echo-chaos.dev/v1alpha1, with a status subresource).
+ * (coordination.k8s.io/v1) and echoscenarios (echo-chaos.dev/v1alpha1, with a status subresource),
+ * and the cluster-scoped namespaces and nodes (nodes with a status subresource; deleting a namespace
+ * deletes only the Namespace object).
  *
  * What it implements of the real thing:
  * - one resourceVersion counter for everything; lists carry `metadata.resourceVersion`;
@@ -14,6 +16,24 @@
  *   (`application/merge-patch+json`; other patch types are a 415), delete; `metadata.generation`
  *   bumps when `spec` changes; `/status` changes status only, without a generation bump, and the
  *   main resource ignores status for kinds with the subresource;
+ * - a merge patch carrying `metadata.resourceVersion` is guarded by it (409 when stale), as a
+ *   precondition, like the real server;
+ * - finalizers: updates and patches keep `metadata.finalizers` (clients cannot set
+ *   `deletionTimestamp`); DELETE of an object with finalizers only marks it (`deletionTimestamp`,
+ *   `deletionGracePeriodSeconds: 0`, generation bumped, a MODIFIED event, 200 with the object), no new
+ *   finalizer may be added to it then (422), and the update or patch that empties its finalizers
+ *   removes it (DELETED). `api.delete()` follows the same rule unless given `{ force: true }`;
+ * - an EndpointSlice controller, like kube-controller-manager's (option `endpointSliceController`,
+ *   on by default): every pod or service change recomputes, for each Service with a non-empty
+ *   `spec.selector`, the EndpointSlice `<service>-auto` (labels `kubernetes.io/service-name` and
+ *   `endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io`, addressType IPv4):
+ *   one endpoint per selected pod with a `status.podIP` (`ready` from its Ready condition, false once
+ *   terminating, `serving`, `terminating` when it has a deletionTimestamp, `targetRef` to the Pod),
+ *   and each Service port as `{name, port: the targetPort, a named one resolved on the pods,
+ *   protocol}`. Pods whose named target ports differ go to further slices `<service>-auto-<n>`, as the
+ *   real controller groups endpoints by port mapping. A slice is written only when its content
+ *   changes and is deleted with its Service (or selector); Services without a selector are left to
+ *   hand-made slices;
  * - `labelSelector` of the `a=b,c=d` form on list and watch;
  * - EchoScenario admission against the generated CRD's `openAPIV3Schema` (`scripts/gen-crd.ts`, built
  *   from the scenario schema), rejected with a 422 `Status` (Invalid) listing the causes.
@@ -47,6 +67,8 @@ interface ResourceType {
   readonly version: string;
   readonly kind: string;
   readonly statusSubresource: boolean;
+  /** Namespaces and nodes: no namespace in their paths, none on the object. */
+  readonly clusterScoped?: boolean;
   readonly validate?: (obj: KubeObject) => Array<{ field: string; message: string }>;
 }
 
@@ -66,6 +88,22 @@ function validateEchoScenario(obj: KubeObject): Array<{ field: string; message: 
   }));
 }
 
+/**
+ * A Lease's `acquireTime` and `renewTime` are MicroTime: the real server cannot parse anything but
+ * RFC 3339 with exactly six fractional digits (a plain JavaScript Date has three).
+ */
+function validateLease(obj: KubeObject): Array<{ field: string; message: string }> {
+  const spec = (obj.spec ?? {}) as Record<string, unknown>;
+  return ['acquireTime', 'renewTime']
+    .filter(
+      (key) => spec[key] !== undefined && !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(String(spec[key])),
+    )
+    .map((key) => ({
+      field: `spec.${key}`,
+      message: `cannot parse ${JSON.stringify(spec[key])} as MicroTime (RFC 3339 with 6 fractional digits)`,
+    }));
+}
+
 const RESOURCES: Record<string, ResourceType> = {
   pods: { group: '', version: 'v1', kind: 'Pod', statusSubresource: true },
   services: { group: '', version: 'v1', kind: 'Service', statusSubresource: true },
@@ -75,7 +113,15 @@ const RESOURCES: Record<string, ResourceType> = {
     kind: 'EndpointSlice',
     statusSubresource: false,
   },
-  leases: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', statusSubresource: false },
+  leases: {
+    group: 'coordination.k8s.io',
+    version: 'v1',
+    kind: 'Lease',
+    statusSubresource: false,
+    validate: validateLease,
+  },
+  namespaces: { group: '', version: 'v1', kind: 'Namespace', statusSubresource: false, clusterScoped: true },
+  nodes: { group: '', version: 'v1', kind: 'Node', statusSubresource: true, clusterScoped: true },
   echoscenarios: {
     group: 'echo-chaos.dev',
     version: 'v1alpha1',
@@ -105,6 +151,8 @@ export type RequestCounts = Map<string, number>;
 export interface KubeApiOptions {
   /** How often an open watch that asked for bookmarks gets one, in milliseconds. Default 500. */
   readonly bookmarkIntervalMs?: number;
+  /** Maintain EndpointSlices of Services with a selector, as the cluster's controller does. Default true. */
+  readonly endpointSliceController?: boolean;
 }
 
 export interface KubeApi {
@@ -119,7 +167,11 @@ export interface KubeApi {
   list(plural: string, namespace?: string): KubeObject[];
   /** Replaces an object directly (status included), bumping resourceVersion. */
   update(plural: string, obj: KubeObject): KubeObject;
-  delete(plural: string, namespace: string, name: string): void;
+  /**
+   * Deletes as the API does: an object with finalizers is only marked (`deletionTimestamp`) until they
+   * are removed; `force` removes it at once regardless.
+   */
+  delete(plural: string, namespace: string, name: string, options?: { force?: boolean }): void;
   /** Destroys every open watch connection abruptly (a dropped connection, not a clean end). */
   dropWatches(): number;
   /**
@@ -132,8 +184,13 @@ export interface KubeApi {
   close(): Promise<void>;
 }
 
+const SERVICE_NAME = 'kubernetes.io/service-name';
+const MANAGED_BY = 'endpointslice.kubernetes.io/managed-by';
+const SLICE_CONTROLLER = 'endpointslice-controller.k8s.io';
+
 export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeApi> {
   const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 500;
+  const endpointSliceController = options.endpointSliceController ?? true;
   const store = new Map<string, Map<string, KubeObject>>();
   for (const plural of Object.keys(RESOURCES)) store.set(plural, new Map());
   const history: WatchEvent[] = [];
@@ -177,6 +234,7 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
     stored.metadata.resourceVersion = String(rv);
     store.get(plural)!.set(keyOf(stored), stored);
     emit(plural, type, stored);
+    controllers(plural, stored.metadata.namespace);
     return clone(stored);
   }
 
@@ -191,15 +249,166 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
     return put(plural, obj, 'ADDED');
   }
 
-  function deleteDirect(plural: string, namespace: string, name: string): KubeObject | undefined {
+  /** An object with finalizers is only marked for deletion (unless `force`); without, it goes. */
+  function deleteDirect(
+    plural: string,
+    namespace: string,
+    name: string,
+    force = false,
+  ): KubeObject | undefined {
     const items = store.get(plural)!;
     const obj = items.get(`${namespace}/${name}`);
     if (obj === undefined) return undefined;
+    if (!force && finalizersOf(obj).length > 0) {
+      if (obj.metadata['deletionTimestamp'] !== undefined) return clone(obj);
+      const marked = clone(obj);
+      marked.metadata['deletionTimestamp'] = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      marked.metadata['deletionGracePeriodSeconds'] = 0;
+      if (marked.metadata.generation !== undefined) marked.metadata.generation++;
+      return put(plural, marked, 'MODIFIED');
+    }
     items.delete(`${namespace}/${name}`);
     rv++;
     obj.metadata.resourceVersion = String(rv);
     emit(plural, 'DELETED', obj);
+    controllers(plural, obj.metadata.namespace);
     return clone(obj);
+  }
+
+  function finalizersOf(obj: KubeObject): string[] {
+    return (obj.metadata['finalizers'] as string[] | null | undefined) ?? [];
+  }
+
+  /** Stores an update; one that leaves a deleting object without finalizers removes it instead. */
+  function putOrRemove(plural: string, obj: KubeObject): KubeObject {
+    if (obj.metadata['deletionTimestamp'] === undefined || finalizersOf(obj).length > 0) {
+      return put(plural, obj, 'MODIFIED');
+    }
+    delete obj.metadata['finalizers'];
+    store.get(plural)!.set(keyOf(obj), clone(obj));
+    return deleteDirect(plural, obj.metadata.namespace ?? '', obj.metadata.name, true)!;
+  }
+
+  /** The cluster's controllers that react to a change of `plural` in `namespace`. */
+  function controllers(plural: string, namespace: string | undefined): void {
+    if (endpointSliceController && namespace !== undefined && (plural === 'pods' || plural === 'services')) {
+      syncEndpointSlices(namespace);
+    }
+  }
+
+  /**
+   * The EndpointSlice controller: brings the managed slices of `namespace` in line with its Services
+   * that have a selector and the pods they select. Endpoints are grouped by their port mapping (a
+   * named targetPort may resolve differently per pod); a group keeps the slice that already has its
+   * ports, else takes `<service>-auto`, else `<service>-auto-<n>`.
+   */
+  function syncEndpointSlices(namespace: string): void {
+    type Port = { name?: string; port?: number; targetPort?: number | string; protocol?: string };
+    type PodView = {
+      spec?: {
+        containers?: Array<{ ports?: Array<{ name?: string; containerPort: number }> }>;
+        nodeName?: string;
+      };
+      status?: { phase?: string; podIP?: string; conditions?: Array<{ type: string; status: string }> };
+    };
+    const slices = store.get('endpointslices')!;
+    const inNamespace = (o: KubeObject) => o.metadata.namespace === namespace;
+    const pods = [...store.get('pods')!.values()]
+      .filter(inNamespace)
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const managed = [...slices.values()].filter(
+      (s) => inNamespace(s) && s.metadata.labels?.[MANAGED_BY] === SLICE_CONTROLLER,
+    );
+    const wanted = new Map<string, KubeObject>();
+    for (const svc of store.get('services')!.values()) {
+      if (!inNamespace(svc)) continue;
+      const spec = (svc.spec ?? {}) as { selector?: Record<string, string>; ports?: Port[] };
+      const selector = spec.selector ?? {};
+      if (Object.keys(selector).length === 0) continue;
+      const resolve = (pod: PodView | undefined) =>
+        (spec.ports ?? []).flatMap((p) => {
+          const target = p.targetPort ?? p.port;
+          const port =
+            typeof target === 'number'
+              ? target
+              : /^\d+$/.test(target ?? '')
+                ? Number(target)
+                : (pod?.spec?.containers ?? []).flatMap((c) => c.ports ?? []).find((c) => c.name === target)
+                    ?.containerPort;
+          return port === undefined ? [] : [{ name: p.name ?? '', port, protocol: p.protocol ?? 'TCP' }];
+        });
+      const groups = new Map<string, { ports: object[]; endpoints: object[] }>();
+      for (const pod of pods) {
+        const view = pod as PodView;
+        const ip = view.status?.podIP;
+        const phase = view.status?.phase;
+        if (!matches(pod, selector) || !ip || phase === 'Succeeded' || phase === 'Failed') continue;
+        const ports = resolve(view);
+        const group = groups.get(JSON.stringify(ports)) ?? { ports, endpoints: [] };
+        groups.set(JSON.stringify(ports), group);
+        const ready = (view.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+        const terminating = pod.metadata['deletionTimestamp'] !== undefined;
+        group.endpoints.push({
+          addresses: [ip],
+          conditions: { ready: ready && !terminating, serving: ready, terminating },
+          ...(view.spec?.nodeName === undefined ? {} : { nodeName: view.spec.nodeName }),
+          targetRef: { kind: 'Pod', namespace, name: pod.metadata.name, uid: pod.metadata.uid },
+        });
+      }
+      // No pod: one empty slice with the ports that resolve without one, as the real controller keeps.
+      if (groups.size === 0) groups.set('', { ports: resolve(undefined), endpoints: [] });
+      const service = svc.metadata.name;
+      const own = managed.filter((s) => s.metadata.labels?.[SERVICE_NAME] === service);
+      const taken = new Set<string>();
+      const named: Array<[string, { ports: object[]; endpoints: object[] }]> = [];
+      const unnamed: Array<{ ports: object[]; endpoints: object[] }> = [];
+      for (const [key, group] of groups) {
+        const reuse = own.find((s) => !taken.has(s.metadata.name) && JSON.stringify(s['ports']) === key);
+        if (reuse === undefined) unnamed.push(group);
+        else {
+          taken.add(reuse.metadata.name);
+          named.push([reuse.metadata.name, group]);
+        }
+      }
+      for (const group of unnamed) {
+        let name = `${service}-auto`;
+        for (let n = 1; taken.has(name); n++) name = `${service}-auto-${n}`;
+        taken.add(name);
+        named.push([name, group]);
+      }
+      for (const [name, group] of named) {
+        wanted.set(name, {
+          metadata: {
+            name,
+            namespace,
+            labels: { [SERVICE_NAME]: service, [MANAGED_BY]: SLICE_CONTROLLER },
+            ownerReferences: [
+              { apiVersion: 'v1', kind: 'Service', name: service, uid: svc.metadata.uid, controller: true },
+            ],
+          },
+          addressType: 'IPv4',
+          endpoints: group.endpoints,
+          ports: group.ports,
+        });
+      }
+    }
+    const content = (o: KubeObject) =>
+      JSON.stringify([o.metadata.labels, o['addressType'], o['endpoints'], o['ports']]);
+    for (const [name, slice] of wanted) {
+      const existing = slices.get(`${namespace}/${name}`);
+      if (existing === undefined) createDirect('endpointslices', slice);
+      else if (content(existing) !== content(slice)) {
+        put(
+          'endpointslices',
+          { ...existing, ...slice, metadata: { ...existing.metadata, ...slice.metadata } },
+          'MODIFIED',
+        );
+      }
+    }
+    for (const slice of managed) {
+      if (!wanted.has(slice.metadata.name))
+        deleteDirect('endpointslices', namespace, slice.metadata.name, true);
+    }
   }
 
   function status(
@@ -345,10 +554,21 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
         ...(next.metadata.labels === undefined ? {} : { labels: next.metadata.labels }),
         ...(next.metadata['annotations'] === undefined ? {} : { annotations: next.metadata['annotations'] }),
       };
+      // Finalizers are the client's to set (a merge patch with `null` or `[]` clears them).
+      const finalizers = finalizersOf(next);
+      if (finalizers.length === 0) delete result.metadata['finalizers'];
+      else result.metadata['finalizers'] = finalizers;
       if (JSON.stringify(existing.spec) !== JSON.stringify(result.spec)) {
         result.metadata.generation = (existing.metadata.generation ?? 1) + 1;
       }
       const causes = type.validate?.(result) ?? [];
+      const added = finalizers.filter((f) => !finalizersOf(existing).includes(f));
+      if (existing.metadata['deletionTimestamp'] !== undefined && added.length > 0) {
+        causes.push({
+          field: 'metadata.finalizers',
+          message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`,
+        });
+      }
       if (causes.length > 0) {
         invalid(res, plural, result, causes);
         return;
@@ -358,7 +578,7 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
       send(res, 200, existing);
       return;
     }
-    send(res, 200, put(plural, result, 'MODIFIED'));
+    send(res, 200, putOrRemove(plural, result));
   }
 
   function invalid(
@@ -399,6 +619,9 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
       return status(res, 404, 'NotFound', 'the server could not find the requested resource');
     }
     const type = RESOURCES[plural];
+    if (type.clusterScoped === true && namespace !== undefined) {
+      return status(res, 404, 'NotFound', `${plural} are not namespaced`);
+    }
     const items = store.get(plural)!;
     const isWatch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
     const verb = isWatch
@@ -423,9 +646,10 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
           items: list,
         });
       }
-      if (req.method === 'POST' && namespace !== undefined) {
+      if (req.method === 'POST' && (namespace !== undefined || type.clusterScoped === true)) {
         const obj = JSON.parse(await readBody(req)) as KubeObject;
-        obj.metadata = { ...obj.metadata, namespace };
+        const { namespace: _ignored, ...metadata } = obj.metadata;
+        obj.metadata = namespace === undefined ? metadata : { ...metadata, namespace };
         if (items.has(keyOf(obj))) {
           return status(
             res,
@@ -441,17 +665,20 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
       }
       return status(res, 405, 'MethodNotAllowed', `method ${req.method} not allowed`);
     }
-    if (namespace === undefined) return status(res, 404, 'NotFound', 'namespaced resource');
+    if (namespace === undefined && type.clusterScoped !== true) {
+      return status(res, 404, 'NotFound', 'namespaced resource');
+    }
+    const scope = namespace ?? '';
     if (subresource !== undefined && !(subresource === 'status' && type.statusSubresource)) {
       return status(res, 404, 'NotFound', `no subresource ${subresource}`);
     }
-    const existing = items.get(`${namespace}/${name}`);
+    const existing = items.get(`${scope}/${name}`);
     const notFound = () => status(res, 404, 'NotFound', `${plural}.${type.group} "${name}" not found`);
     switch (req.method) {
       case 'GET':
         return existing === undefined ? notFound() : send(res, 200, existing);
       case 'DELETE': {
-        const deleted = deleteDirect(plural, namespace, name);
+        const deleted = deleteDirect(plural, scope, name);
         return deleted === undefined ? notFound() : send(res, 200, deleted);
       }
       case 'PUT': {
@@ -481,6 +708,17 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
           return status(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format`);
         }
         const patch = JSON.parse(await readBody(req));
+        // A resourceVersion in the patch is a precondition, as on an update.
+        const precondition = (patch as { metadata?: { resourceVersion?: unknown } } | null)?.metadata
+          ?.resourceVersion;
+        if (typeof precondition === 'string' && precondition !== existing.metadata.resourceVersion) {
+          return status(
+            res,
+            409,
+            'Conflict',
+            `Operation cannot be fulfilled on ${plural}.${type.group} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+          );
+        }
         const next = mergePatch(existing, patch) as KubeObject;
         return write(res, plural, existing, next, subresource);
       }
@@ -528,10 +766,10 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
       if (JSON.stringify(existing.spec) !== JSON.stringify(next.spec)) {
         next.metadata.generation = (existing.metadata.generation ?? 1) + 1;
       }
-      return put(plural, next, 'MODIFIED');
+      return putOrRemove(plural, next);
     },
-    delete: (plural, namespace, name) => {
-      deleteDirect(plural, namespace, name);
+    delete: (plural, namespace, name, deleteOptions = {}) => {
+      deleteDirect(plural, namespace, name, deleteOptions.force === true);
     },
     dropWatches: () => {
       const count = watches.size;

@@ -155,7 +155,11 @@ describe('chart echo-chaos', { skip }, () => {
     const docs = render('-f', ALL_ON);
     const [clusterRole] = byKind(docs, 'ClusterRole') as Any[];
     assert.deepEqual(clusterRole.rules, [
-      { apiGroups: ['echo-chaos.dev'], resources: ['echoscenarios'], verbs: ['get', 'list', 'watch'] },
+      {
+        apiGroups: ['echo-chaos.dev'],
+        resources: ['echoscenarios'],
+        verbs: ['get', 'list', 'watch', 'update', 'patch'],
+      },
       {
         apiGroups: ['echo-chaos.dev'],
         resources: ['echoscenarios/status'],

@@ -80,10 +80,13 @@ test('echo-chaos-operator – runs from KUBECONFIG (plain http, skipTLSVerify), 
       async () => ((await (await fetch(`${echo.url}/scenario`)).json()) as unknown[]).length === 1,
       5000,
     );
-    assert.match(
-      await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
-      /echo_chaos_operator_leader 1/,
-    );
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert.match(metrics, /echo_chaos_operator_leader 1/);
+    // One registry with obs's series: the config hash, the enforcement mode, the firewall's counter.
+    assert.match(metrics, /^obs_config_info\{hash="[0-9a-f]{64}"\} 1$/m);
+    assert.match(metrics, /^obs_enforcement_mode\{mode="ENFORCING"\} 1$/m);
+    assert.match(metrics, /^# TYPE obs_cardinality_overflow_total counter$/m);
+    assert.match(metrics, /^process_cpu_user_seconds_total /m);
     const holder = () =>
       (api.get('leases', 'default', 'echo-chaos-operator')?.spec as { holderIdentity?: string } | undefined)
         ?.holderIdentity;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { V1Pod, V1Service } from '@kubernetes/client-node';
+import type { V1Endpoint, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type EchoScenario, planNamespace, resolvePort } from '../../src/operator/plan.ts';
 
 function pod(name: string, labels: Record<string, string>, ready = true): V1Pod {
@@ -29,11 +29,51 @@ function es(
 
 const services: V1Service[] = [{ metadata: { name: 'echo' }, spec: { selector: { app: 'echo' } } }];
 
+/** A slice endpoint for `pod`, ready unless told otherwise. */
+function endpoint(p: V1Pod, conditions: V1Endpoint['conditions'] = { ready: true }): V1Endpoint {
+  return {
+    addresses: [p.status!.podIP!],
+    conditions,
+    targetRef: { kind: 'Pod', name: p.metadata!.name!, uid: p.metadata!.uid! },
+  };
+}
+
+function slice(
+  name: string,
+  service: string,
+  endpoints: V1Endpoint[],
+  ports: V1EndpointSlice['ports'] = [{ name: 'http', port: 8080 }],
+): V1EndpointSlice {
+  return {
+    metadata: { name, labels: { 'kubernetes.io/service-name': service } },
+    addressType: 'IPv4',
+    endpoints,
+    ports,
+  };
+}
+
+/** What the EndpointSlice controller would make of `services` and the ready pods it selects. */
+function controllerSlices(pods: V1Pod[]): V1EndpointSlice[] {
+  return [
+    slice(
+      'echo-auto',
+      'echo',
+      pods.filter((p) => p.metadata?.labels?.['app'] === 'echo').map((p) => endpoint(p)),
+    ),
+  ];
+}
+
 test('plan – merges every EchoScenario of a ready pod, oldest first; not-ready pods get nothing', () => {
   const plan = planNamespace(
     [es('b', '/b', '2026-01-01T00:00:02Z'), es('a', '/a', '2026-01-01T00:00:01Z')],
     [pod('p', { app: 'echo' }), pod('q', { app: 'echo' }, false), pod('r', { app: 'other' })],
     services,
+    [
+      slice('echo-auto', 'echo', [
+        endpoint(pod('p', { app: 'echo' })),
+        endpoint(pod('q', { app: 'echo' }, false), { ready: false }),
+      ]),
+    ],
   );
   assert.deepEqual([...plan.desired.keys()], ['uid-p:8080']);
   assert.deepEqual(
@@ -55,6 +95,7 @@ test('plan – same path: the oldest wins, the newer is Conflict; invalid and mi
     ],
     [pod('p', { app: 'echo' })],
     services,
+    controllerSlices([pod('p', { app: 'echo' })]),
   );
   assert.equal(plan.scenarios.get('old')?.kind, 'Active');
   assert.equal(plan.scenarios.get('new')?.kind, 'Conflict');
@@ -71,4 +112,147 @@ test('plan – a port is resolved by container port name or taken as a number', 
   assert.equal(resolvePort(p, 'http'), 8080);
   assert.equal(resolvePort(p, 9000), 9000);
   assert.equal(resolvePort(p, 'metrics'), undefined);
+});
+
+test('plan – a Service target reaches the ready, not terminating endpoints of its EndpointSlices only', () => {
+  const pods = ['a', 'bb', 'ccc', 'dddd', 'eeeee'].map((n) => pod(n, { app: 'echo' }));
+  const [a, b, c, d, e] = pods as [V1Pod, V1Pod, V1Pod, V1Pod, V1Pod];
+  const plan = planNamespace([es('s', '/s', '2026-01-01T00:00:01Z')], pods, services, [
+    slice('echo-1', 'echo', [
+      endpoint(a),
+      endpoint(b, { ready: false }),
+      endpoint(c, { ready: true, terminating: true }),
+      // No conditions at all: ready is unknown, so it counts (as kube-proxy takes it).
+      { ...endpoint(d), conditions: {} },
+    ]),
+    // Another Service's slice does not count, even for a pod the selector would match.
+    slice('other-1', 'other', [endpoint(e)]),
+  ]);
+  const state = plan.scenarios.get('s');
+  assert.equal(state?.kind, 'Active');
+  assert.deepEqual(
+    state.kind === 'Active' ? state.endpoints.map((x) => `${x.podName} ${x.ip}:${x.port}`) : [],
+    ['a 10.0.0.1:8080', 'dddd 10.0.0.4:8080'],
+  );
+  assert.deepEqual([...plan.desired.keys()], ['uid-a:8080', 'uid-dddd:8080']);
+});
+
+test('plan – a Service that exists but has no slices, or none ready, is TargetNotFound', () => {
+  const p = pod('p', { app: 'echo' });
+  const none = planNamespace([es('s', '/s', '2026-01-01T00:00:01Z')], [p], services, []);
+  assert.deepEqual(none.scenarios.get('s'), {
+    kind: 'TargetNotFound',
+    message: 'no ready pod behind Service echo has port http',
+  });
+  const notReady = planNamespace([es('s', '/s', '2026-01-01T00:00:01Z')], [p], services, [
+    slice('echo-1', 'echo', [endpoint(p, { ready: false })]),
+  ]);
+  assert.equal(notReady.scenarios.get('s')?.kind, 'TargetNotFound');
+  assert.equal(notReady.desired.size, 0);
+  const missing = planNamespace(
+    [es('s', '/s', '2026-01-01T00:00:01Z', { service: 'nope', port: 'http' })],
+    [p],
+    services,
+    [slice('nope-1', 'nope', [endpoint(p)])],
+  );
+  assert.deepEqual(missing.scenarios.get('s'), { kind: 'TargetNotFound', message: 'Service nope not found' });
+});
+
+test('plan – a named port is the container port of that name, else the slice port of that name', () => {
+  const named = pod('named', {});
+  const bare: V1Pod = {
+    ...pod('bare', {}),
+    spec: { containers: [{ name: 'echo', ports: [{ containerPort: 9090 }] }] },
+  };
+  const plan = planNamespace([es('s', '/s', '2026-01-01T00:00:01Z')], [named, bare], services, [
+    // The slice says 7000 for `http`: the pod's own `http` container port (8080) wins where it has one.
+    slice('echo-1', 'echo', [endpoint(named), endpoint(bare)], [{ name: 'http', port: 7000 }]),
+  ]);
+  assert.deepEqual(
+    [...plan.desired.values()].map((d) => `${d.endpoint.podName}:${d.endpoint.port}`),
+    ['named:8080', 'bare:7000'],
+  );
+  const numeric = planNamespace(
+    [es('s', '/s', '2026-01-01T00:00:01Z', { service: 'echo', port: 9999 })],
+    [named],
+    services,
+    [slice('echo-1', 'echo', [endpoint(named)])],
+  );
+  assert.deepEqual([...numeric.desired.keys()], ['uid-named:9999']);
+  const unknown = planNamespace(
+    [es('s', '/s', '2026-01-01T00:00:01Z', { service: 'echo', port: 'grpc' })],
+    [named],
+    services,
+    [slice('echo-1', 'echo', [endpoint(named)])],
+  );
+  assert.equal(unknown.scenarios.get('s')?.kind, 'TargetNotFound');
+});
+
+test('plan – a Service without a selector is reached through its hand-made EndpointSlices', () => {
+  const pods = [pod('p', { app: 'echo' }), pod('q', { app: 'echo' }), pod('r', { role: 'x' })];
+  const manual: V1Service[] = [
+    { metadata: { name: 'manual' }, spec: { ports: [{ name: 'http', port: 80 }] } },
+  ];
+  const target = { service: 'manual', port: 'http' };
+  const plan = planNamespace([es('s', '/s', '2026-01-01T00:00:01Z', target)], pods, manual, [
+    slice('manual-1', 'manual', [
+      endpoint(pods[0]!),
+      endpoint(pods[2]!),
+      // Not a pod, a pod the cache does not hold, a replaced pod (old uid): none counts.
+      { addresses: ['10.9.9.9'], targetRef: { kind: 'Node', name: 'q' } },
+      { addresses: ['10.9.9.8'], targetRef: { kind: 'Pod', name: 'ghost', uid: 'uid-ghost' } },
+      { addresses: ['10.9.9.7'], targetRef: { kind: 'Pod', name: 'q', uid: 'uid-old-q' } },
+      // No targetRef uid: the pod cache's uid of that name.
+      { addresses: ['10.0.0.1'], conditions: { ready: true }, targetRef: { kind: 'Pod', name: 'q' } },
+      // No address: skipped.
+      { addresses: [], targetRef: { kind: 'Pod', name: 'p', uid: 'uid-p' } },
+    ]),
+  ]);
+  assert.deepEqual(
+    [...plan.desired.values()].map((d) => `${d.endpoint.key} ${d.endpoint.ip}`),
+    ['uid-p:8080 10.0.0.1', 'uid-r:8080 10.0.0.1', 'uid-q:8080 10.0.0.1'],
+  );
+  assert.deepEqual(plan.desired.get('uid-q:8080')?.owners, ['s']);
+});
+
+test('plan – a deleting EchoScenario is left out; its endpoints are planned without it, [] when empty', () => {
+  const pods = [pod('p', { app: 'echo' }), pod('q', { app: 'shop' })];
+  const deleting = (e: EchoScenario): EchoScenario => ({
+    ...e,
+    metadata: { ...e.metadata, deletionTimestamp: '2026-01-01T00:01:00Z' as unknown as Date },
+  });
+  const plan = planNamespace(
+    [
+      deleting(es('gone', '/x', '2026-01-01T00:00:01Z')),
+      es('kept', '/y', '2026-01-01T00:00:02Z'),
+      // Newer on the same path as the deleting one: no Conflict, since that one is treated as gone.
+      es('heir', '/x', '2026-01-01T00:00:03Z'),
+      deleting(
+        es('sidecar', '/z', '2026-01-01T00:00:04Z', {
+          selector: { matchLabels: { app: 'shop' } },
+          port: 'http',
+        }),
+      ),
+      deleting(es('lost', '/w', '2026-01-01T00:00:05Z', { service: 'nope', port: 'http' })),
+    ],
+    pods,
+    services,
+    controllerSlices(pods),
+  );
+  assert.deepEqual(plan.scenarios.get('gone'), {
+    kind: 'Deleting',
+    endpoints: [{ key: 'uid-p:8080', podName: 'p', podUid: 'uid-p', ip: '10.0.0.1', port: 8080 }],
+  });
+  assert.equal(plan.scenarios.get('heir')?.kind, 'Active');
+  assert.deepEqual(plan.scenarios.get('lost'), { kind: 'Deleting', endpoints: [] });
+  assert.deepEqual(plan.desired.get('uid-p:8080')?.owners, ['kept', 'heir']);
+  assert.deepEqual(
+    plan.desired.get('uid-p:8080')?.scenarios.map((s) => s.path),
+    ['/y', '/x'],
+  );
+  assert.deepEqual(plan.desired.get('uid-q:8080'), {
+    endpoint: { key: 'uid-q:8080', podName: 'q', podUid: 'uid-q', ip: '10.0.0.1', port: 8080 },
+    scenarios: [],
+    owners: [],
+  });
 });
