@@ -1,7 +1,7 @@
 /**
  * client-node's informer, kept alive: it stops for good when its watch connection drops (it only
  * reconnects by itself after a clean end or a 410), so every `error` restarts it after an
- * exponential backoff. Callbacks only report which object changed.
+ * exponential backoff. Its watches ask for bookmarks. Callbacks only report which object changed.
  */
 import {
   type Informer,
@@ -32,7 +32,10 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   constructor(options: ResilientInformerOptions<T>) {
     this.#options = options;
-    this.#informer = makeInformer(options.kc, options.path, options.list);
+    // client-node asks for no bookmarks; the path carries the query, which its watch keeps. With
+    // bookmarks the resourceVersion moves on while the resource is quiet, so a watch that drops
+    // resumes from a recent version instead of one compaction may have removed (410, a full list).
+    this.#informer = makeInformer(options.kc, `${options.path}?allowWatchBookmarks=true`, options.list);
     for (const type of ['add', 'update', 'delete'] as const) {
       this.#informer.on(type, (obj) => {
         this.#failures = 0;

@@ -179,6 +179,13 @@ export interface KubeApi {
    * open watches get the ERROR 410 event and are closed, as after an etcd compaction.
    */
   expireHistory(): number;
+  /** The current resourceVersion (of the last change). */
+  readonly resourceVersion: string;
+  /**
+   * Compacts history up to `resourceVersion` (an etcd compaction): a watch resuming from an older
+   * version gets 410 Gone; open watches go on.
+   */
+  compactHistory(resourceVersion: string): void;
   /** Open watch connections, by plural. */
   openWatches(plural?: string): number;
   close(): Promise<void>;
@@ -803,6 +810,15 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
         w.res.end();
       }
       return open.length;
+    },
+    get resourceVersion() {
+      return String(rv);
+    },
+    compactHistory: (at) => {
+      oldestRv = Math.max(oldestRv, Number(at));
+      const kept = history.filter((event) => event.rv > oldestRv);
+      history.length = 0;
+      history.push(...kept);
     },
     openWatches: (plural) => [...watches].filter((w) => plural === undefined || w.plural === plural).length,
     close: async () => {

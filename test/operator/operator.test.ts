@@ -126,6 +126,29 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
     assert.ok(counter(metrics, 'echo_chaos_operator_watch_restarts_total{resource="echoscenarios"}') >= 1);
   });
 
+  test('operator – its watches take bookmarks: a dropped watch resumes past a compaction without a new list', async (t) => {
+    if (CLUSTER) return t.skip(`${NEEDS_API_CONTROL}: compacting history and dropping watch connections`);
+    f = await startFixture();
+    await f.startOperator();
+    await f.createScenario('one', spec('/one'));
+    await until('Synced', async () => (await f.readiness('one')).ready?.reason === 'Synced');
+    // EchoScenarios are quiet now while the resourceVersion moves on (the leader renews its Lease
+    // every 100 ms): only bookmarks (every 200 ms) tell the operator's watch about the newer versions.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const at = f.api.resourceVersion;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    f.api.compactHistory(at);
+    const lists = f.api.requests.get('LIST echoscenarios') ?? 0;
+    assert.ok(f.api.dropWatches() >= 4);
+    await f.createScenario('two', spec('/two'));
+    await until('/two after the drop', () => allHold(f, '/one,/two'));
+    assert.equal(
+      f.api.requests.get('LIST echoscenarios') ?? 0,
+      lists,
+      'resumed from a bookmark: no 410, no new list',
+    );
+  });
+
   test('operator – invalid and conflicting EchoScenarios get their condition while the others sync', async () => {
     f = await startFixture();
     await f.startOperator();
