@@ -268,6 +268,15 @@ export function createOperator(options: OperatorOptions): Operator {
     for (const { endpoint, scenarios: array, owners } of wanted) {
       const body = JSON.stringify(array);
       if (pushed.get(endpoint.key)?.body === body) continue;
+      // Only what carries the finalizer is pushed, so no deletion can skip the clean-up: an
+      // EchoScenario waits for its `es:` reconcile to add it (that change enqueues this pod again).
+      const unguarded = owners.filter(
+        (owner) => !(scenarios.get(owner, namespace)?.metadata.finalizers ?? []).includes(FINALIZER),
+      );
+      if (unguarded.length > 0) {
+        logger.debug({ namespace, pod: name, waitingFor: unguarded }, 'push waits for finalizers');
+        continue;
+      }
       try {
         await push(endpoint, body);
         pushed.set(endpoint.key, { body, endpoint, namespace, owners });

@@ -179,6 +179,12 @@ export interface KubeApi {
    * open watches get the ERROR 410 event and are closed, as after an etcd compaction.
    */
   expireHistory(): number;
+  /**
+   * Refuses requests as a misconfigured RBAC would: `refuse` gets each request as counted in
+   * `requests` (e.g. `PATCH echoscenarios`) and returns a status code to answer with, or
+   * `undefined` to serve it. `undefined` removes it.
+   */
+  refuse(refuse: ((request: string) => number | undefined) | undefined): void;
   /** The current resourceVersion (of the last change). */
   readonly resourceVersion: string;
   /**
@@ -206,6 +212,7 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
   const watches = new Set<OpenWatch>();
   const sockets = new Set<Socket>();
   const requests: RequestCounts = new Map();
+  let refusal: ((request: string) => number | undefined) | undefined;
 
   const keyOf = (obj: KubeObject) => `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
   const clone = <T>(value: T): T => structuredClone(value);
@@ -638,6 +645,8 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
         : (req.method ?? 'GET');
     const counter = `${verb} ${plural}${subresource === undefined ? '' : `/${subresource}`}`;
     requests.set(counter, (requests.get(counter) ?? 0) + 1);
+    const refused = refusal?.(counter);
+    if (refused !== undefined) return status(res, refused, 'Forbidden', `refused by the test: ${counter}`);
 
     if (name === undefined) {
       if (req.method === 'GET' && isWatch) return startWatch(req, res, plural, namespace, url);
@@ -810,6 +819,9 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
         w.res.end();
       }
       return open.length;
+    },
+    refuse: (refuse) => {
+      refusal = refuse;
     },
     get resourceVersion() {
       return String(rv);

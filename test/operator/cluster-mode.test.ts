@@ -23,6 +23,7 @@ const SUITE = ['operator.test.ts', 'cluster.test.ts', 'lifecycle.test.ts']
 const API_CONTROL_TESTS = [
   'operator – a dropped watch and a 410 Gone recover',
   'operator – its watches take bookmarks: a dropped watch resumes past a compaction without a new list',
+  'lifecycle – nothing is pushed before the EchoScenario carries the finalizer',
 ];
 const RUN_TIMEOUT_MS = 240_000;
 

@@ -15,7 +15,7 @@ import {
   type V1Endpoint,
 } from '@kubernetes/client-node';
 import { FINALIZER, GROUP, PLURAL, VERSION } from '../../src/operator/plan.ts';
-import { type Fixture, NS, spec, startFixture, until } from './fixture.ts';
+import { CLUSTER, type Fixture, NEEDS_API_CONTROL, NS, spec, startFixture, until } from './fixture.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -144,6 +144,25 @@ describe('operator lifecycle', () => {
     await until('every pod cleared', () => hold(f, Object.fromEntries(ECHO_PODS.map((p) => [p, '']))));
     await until('the EchoScenario gone', async () => (await u.get('slow')) === undefined);
     for (const pod of ECHO_PODS) assert.deepEqual(await f.scenariosOf(pod), [], pod);
+  });
+
+  test('lifecycle – nothing is pushed before the EchoScenario carries the finalizer', async (t) => {
+    if (CLUSTER) return t.skip(`${NEEDS_API_CONTROL}: refusing the operator's finalizer patch`);
+    f = await startFixture();
+    const u = user(f);
+    f.api.refuse((request) => (request === 'PATCH echoscenarios' ? 403 : undefined));
+    await f.startOperator();
+    await f.createScenario('guarded', spec('/guarded'));
+    await until('the finalizer patch tried', () => (f.api.requests.get('PATCH echoscenarios') ?? 0) > 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(await pathsOf(f, ECHO_PODS), Object.fromEntries(ECHO_PODS.map((p) => [p, ''])));
+    assert.equal((await u.get('guarded'))?.metadata.finalizers, undefined);
+
+    f.api.refuse(undefined);
+    await until('/guarded on every pod once the finalizer is on', () =>
+      hold(f, Object.fromEntries(ECHO_PODS.map((p) => [p, '/guarded']))),
+    );
+    assert.deepEqual((await u.get('guarded'))?.metadata.finalizers, [FINALIZER]);
   });
 
   test('lifecycle – an EchoScenario deleted while no operator runs is cleared by the next one', async () => {
