@@ -1,14 +1,16 @@
 /**
  * No Docker engine runs here, so this test plays the Dockerfile's build on a copy of the tree: each
  * stage gets a directory standing for its file system, COPY and RUN act on it, and the final
- * stage's ENTRYPOINT + CMD start the service from the pruned output.
+ * stage's ENTRYPOINT + CMD start the service from the pruned output; the operator starts from it too.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { startKubeApi } from '../helpers/kube-api.ts';
+import { exitOf } from '../helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -139,14 +141,21 @@ describe('Dockerfile', () => {
     assert.ok(instructions.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args)));
   });
 
-  test('dockerfile – the built tree holds production dependencies only and serves /health and /hello', async () => {
+  /** The image's build steps played once on a copy of the tree; its last stage. */
+  let built: Stage | undefined;
+  function builtImage(): Stage {
+    if (built !== undefined) return built;
     const context = join(scratch, 'context');
     mkdirSync(context);
     for (const entry of ['package.json', 'package-lock.json', 'src', 'Dockerfile']) {
       cpSync(join(ROOT, entry), join(context, entry), { recursive: true });
     }
-    const stages = build(dockerfile, context, join(scratch));
-    const image = stages.at(-1)!;
+    built = build(dockerfile, context, join(scratch)).at(-1)!;
+    return built;
+  }
+
+  test('dockerfile – the built tree holds production dependencies only and serves /health and /hello', async () => {
+    const image = builtImage();
     const app = hostPath(image, '.');
     assert.ok(existsSync(join(app, 'node_modules', 'fastify')), 'fastify (a dependency) is installed');
     assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'typescript (a dev dependency) is not');
@@ -189,6 +198,73 @@ describe('Dockerfile', () => {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;
+    }
+  });
+  test('dockerfile – the operator starts from the built tree, lists and watches, and drains on SIGTERM', async () => {
+    const app = hostPath(builtImage(), '.');
+    const api = await startKubeApi();
+    const kubeconfig = join(scratch, 'kubeconfig');
+    // JSON is YAML, so a kubeconfig can be written as JSON.
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'double',
+        clusters: [{ name: 'double', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'double', user: { token: 'test' } }],
+        contexts: [{ name: 'double', context: { cluster: 'double', user: 'double' } }],
+      }),
+    );
+    // As the chart runs it: the image's node with the operator's entry point.
+    const child = spawn(process.execPath, ['src/operator/main.ts'], {
+      cwd: app,
+      env: {
+        ...builtImage().env,
+        PATH: process.env['PATH'] ?? '',
+        KUBECONFIG: kubeconfig,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        WATCH_NAMESPACE: 'default',
+        POD_NAME: 'image-test',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = exitOf(child);
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`no listen line in time\n${out}`)), 20_000);
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+          const match = /"port":(\d+).*"msg":"operator listening"/.exec(out);
+          if (match) {
+            clearTimeout(timer);
+            resolve(Number(match[1]));
+          }
+        });
+        child.on('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Error(`exited with ${code}\n${out}`));
+        });
+      });
+      const deadline = Date.now() + 10_000;
+      let ready = 0;
+      while (ready !== 200 && Date.now() < deadline) {
+        ready = (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
+        if (ready !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(ready, 200, 'ready once every informer has listed');
+      for (const resource of ['echoscenarios', 'pods', 'services', 'endpointslices']) {
+        assert.ok((api.requests.get(`WATCH ${resource}`) ?? 0) > 0, `watches ${resource}`);
+      }
+      child.kill('SIGTERM');
+      const result = await exited;
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /"msg":"drained"/);
+    } finally {
+      child.kill('SIGKILL');
+      await api.close();
     }
   });
 });
