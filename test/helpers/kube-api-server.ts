@@ -8,7 +8,6 @@
  * SIGTERM or SIGINT.
  */
 import { writeFileSync } from 'node:fs';
-import { dump } from 'js-yaml';
 import { startKubeApi } from './kube-api.ts';
 
 const path = process.argv[2];
@@ -18,18 +17,7 @@ if (path === undefined || path === '') {
 }
 
 const api = await startKubeApi({ bookmarkIntervalMs: 200 });
-writeFileSync(
-  path,
-  dump({
-    apiVersion: 'v1',
-    kind: 'Config',
-    // client-node refuses plain http unless TLS verification is off.
-    clusters: [{ name: 'double', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'double', user: { token: 'test' } }],
-    contexts: [{ name: 'double', context: { cluster: 'double', user: 'double', namespace: 'default' } }],
-    'current-context': 'double',
-  }),
-);
+writeFileSync(path, api.kubeconfigFile());
 process.stdout.write(`READY ${api.url}\n`);
 
 const stop = () => {

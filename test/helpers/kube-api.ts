@@ -159,6 +159,8 @@ export interface KubeApi {
   /** `http://127.0.0.1:PORT`. */
   readonly url: string;
   readonly requests: RequestCounts;
+  /** A kubeconfig file's text pointing at the double (JSON, which is YAML), for `KUBECONFIG`. */
+  kubeconfigFile(): string;
   /** A kubeconfig (YAML-free object form for `KubeConfig.loadFromOptions`) pointing at the double. */
   kubeConfigOptions(): object;
   /** Puts an object in place directly (no admission), as a controller of the cluster would. */
@@ -759,6 +761,16 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
   return {
     url,
     requests,
+    kubeconfigFile: () =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        // client-node refuses plain http unless TLS verification is off.
+        clusters: [{ name: 'double', cluster: { server: url, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'double', user: { token: 'test' } }],
+        contexts: [{ name: 'double', context: { cluster: 'double', user: 'double', namespace: 'default' } }],
+        'current-context': 'double',
+      }),
     kubeConfigOptions: () => ({
       clusters: [{ name: 'double', server: url, skipTLSVerify: true }],
       users: [{ name: 'double', token: 'test' }],

@@ -204,18 +204,7 @@ describe('Dockerfile', () => {
     const app = hostPath(builtImage(), '.');
     const api = await startKubeApi();
     const kubeconfig = join(scratch, 'kubeconfig');
-    // JSON is YAML, so a kubeconfig can be written as JSON.
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        'current-context': 'double',
-        clusters: [{ name: 'double', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
-        users: [{ name: 'double', user: { token: 'test' } }],
-        contexts: [{ name: 'double', context: { cluster: 'double', user: 'double' } }],
-      }),
-    );
+    writeFileSync(kubeconfig, api.kubeconfigFile());
     // As the chart runs it: the image's node with the operator's entry point.
     const child = spawn(process.execPath, ['src/operator/main.ts'], {
       cwd: app,

@@ -23,18 +23,7 @@ after(async () => {
 
 test('echo-chaos-operator – runs from KUBECONFIG (plain http, skipTLSVerify), pushes, and drains on SIGTERM', async () => {
   const kubeconfig = join(dir, 'config');
-  // JSON is YAML, so a kubeconfig can be written as JSON.
-  await writeFile(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      'current-context': 'double',
-      clusters: [{ name: 'double', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
-      users: [{ name: 'double', user: { token: 'test' } }],
-      contexts: [{ name: 'double', context: { cluster: 'double', user: 'double' } }],
-    }),
-  );
+  await writeFile(kubeconfig, api.kubeconfigFile());
   const echo = await startEcho();
   api.create('pods', {
     metadata: { name: 'echo-0', namespace: 'default', labels: { app: 'echo' } },
