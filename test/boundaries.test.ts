@@ -12,6 +12,9 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SRC = join(ROOT, 'src');
 const PACKAGE_NAME = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string }).name;
+/** The workspace package of src/obs: the service and the operator import obs by this name. */
+const OBS_PACKAGE = (JSON.parse(readFileSync(join(SRC, 'obs', 'package.json'), 'utf8')) as { name: string })
+  .name;
 
 const IMPORT_PATTERNS = [
   // import x from '…', import type { X } from '…', import '…', export { x } from '…', export * from '…'
@@ -35,13 +38,17 @@ function importsOf(source: string): string[] {
 function sourceFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .filter((f) => /\.(c|m)?[jt]s$/.test(f))
+    .filter((f) => /\.(c|m)?[jt]s$/.test(f) && !/(^|[\\/])(dist|node_modules)[\\/]/.test(f))
     .map((f) => join(dir, f));
 }
 
 /** Whether a specifier written in `file` points at code of ours outside `area` (a folder). */
 function leaves(file: string, specifier: string, area: string): boolean {
   if (specifier === PACKAGE_NAME || specifier.startsWith(`${PACKAGE_NAME}/`)) return true;
+  if (specifier === OBS_PACKAGE || specifier.startsWith(`${OBS_PACKAGE}/`)) {
+    const obs = join(SRC, 'obs');
+    return area !== obs && !area.startsWith(obs + sep);
+  }
   if (!specifier.startsWith('.') && !specifier.startsWith('/') && !specifier.startsWith('file:')) {
     return false; // a package or a node: builtin
   }
@@ -98,6 +105,8 @@ test('boundaries – an import is leaving its folder when it climbs out or names
   assert.equal(leaves(file, '../../obs-extra/a.ts', area), true, 'a sibling folder sharing the prefix');
   assert.equal(leaves(file, `${PACKAGE_NAME}/scenario`, area), true);
   assert.equal(leaves(file, '@opentelemetry/api', area), false);
+  assert.equal(leaves(file, OBS_PACKAGE, area), false, 'obs naming its own package stays inside obs');
+  assert.equal(leaves(join(SRC, 'scenario', 'x.ts'), OBS_PACKAGE, join(SRC, 'scenario')), true);
   assert.equal(leaves(file, 'node:fs', area), false);
 });
 
@@ -121,6 +130,23 @@ test('boundaries – src/echo does not import src/operator', () => {
       if (target === operator || target.startsWith(operator + sep)) {
         offending.push(`${relative(ROOT, file)}: ${specifier}`);
       }
+    }
+  }
+  assert.deepEqual(offending, []);
+});
+
+test('boundaries – the service and the operator reach obs through its package name only', () => {
+  // A relative import would compile a second copy of obs into the echo-chaos package.
+  const obs = join(SRC, 'obs');
+  const files = [...sourceFiles(join(SRC, 'echo')), ...sourceFiles(join(SRC, 'operator'))];
+  assert.ok(files.length > 0);
+  const offending: string[] = [];
+  for (const file of files) {
+    for (const specifier of importsOf(readFileSync(file, 'utf8'))) {
+      if (!specifier.startsWith('.')) continue;
+      const target = resolve(dirname(file), specifier);
+      if (target === obs || target.startsWith(obs + sep))
+        offending.push(`${relative(ROOT, file)}: ${specifier}`);
     }
   }
   assert.deepEqual(offending, []);

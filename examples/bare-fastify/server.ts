@@ -10,7 +10,7 @@
  * Every `OBS_*` variable applies (`OBS_ENFORCEMENT_MODE=DRY_RUN`, `OBS_CONFIG_FILE=obs.yml`, ...);
  * `PORT` (default 3000, 0 for any free port) and `HOST` (default 127.0.0.1) choose the address.
  */
-import { ObsConfigError, obsPlugin } from 'echo-chaos/obs';
+import { ObsConfigError, obsPlugin } from '@echo-chaos/obs';
 import Fastify from 'fastify';
 import { Counter } from 'prom-client';
 

@@ -1,5 +1,5 @@
+import { activeTraceFields, fingerprint } from '@echo-chaos/obs';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { activeTraceFields, fingerprint } from '../obs/index.ts';
 import { ECHO_ERRORS, type EchoErrorCode, type ErrorDetail } from './errors.ts';
 
 /** Fastify's own error codes, mapped onto ours so every error body speaks one catalogue. */

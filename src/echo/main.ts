@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 import type { Server } from 'node:http';
-import { loadObsConfig, ObsConfigError } from '../obs/index.ts';
+import { loadObsConfig, ObsConfigError } from '@echo-chaos/obs';
 import { buildApp } from './app.ts';
+import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
 import { ConfigError } from './errors.ts';
+import { VERSION } from './version.ts';
 
 /** How often connections that turned idle during the drain are closed. */
 const IDLE_SWEEP_MS = 50;
@@ -12,6 +14,19 @@ const FINAL_GRACE_MS = 1_000;
 
 /** The echo-chaos entry point: configuration from the environment, then listen. */
 async function main(): Promise<void> {
+  const command = parseCommandLine(process.argv.slice(2));
+  if (command.kind === 'help') {
+    process.stdout.write(helpText(VERSION));
+    return;
+  }
+  if (command.kind === 'version') {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
+  if (command.kind === 'usage-error') {
+    process.stderr.write(`echo-chaos: ${command.message}\n`);
+    process.exit(2);
+  }
   let app: Awaited<ReturnType<typeof buildApp>>;
   let config: EchoConfig;
   try {

@@ -1,5 +1,5 @@
+import type { CardinalityFirewall } from '@echo-chaos/obs';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import type { CardinalityFirewall } from '../obs/cardinality.ts';
 
 const UNLABELLED_TOTAL_GAUGES = [
   'nodejs_active_handles_total',

@@ -3,10 +3,7 @@
  * (or the default kubeconfig) or, inside a pod, from the service account, and runs until SIGTERM
  * or SIGINT, then drains: releases the lease, finishes in-flight pushes, closes its server.
  */
-import { KubeConfig } from '@kubernetes/client-node';
-import pino from 'pino';
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import pkg from '../../package.json' with { type: 'json' };
+
 import {
   createObs,
   guardRegistry,
@@ -15,10 +12,25 @@ import {
   ObsConfigError,
   obsLoggerOptions,
   type ResolvedObsConfig,
-} from '../obs/index.ts';
+} from '@echo-chaos/obs';
+import { KubeConfig } from '@kubernetes/client-node';
+import pino from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import pkg from '../../package.json' with { type: 'json' };
+import { helpText, parseCommandLine } from './cli.ts';
 import { loadOperatorConfig, type OperatorConfig } from './config.ts';
 import { createOperator } from './operator.ts';
 import { createOperatorServer } from './server.ts';
+
+const command = parseCommandLine(process.argv.slice(2));
+if (command.kind === 'help' || command.kind === 'version') {
+  process.stdout.write(command.kind === 'help' ? helpText(pkg.version) : `${pkg.version}\n`);
+  process.exit(0);
+}
+if (command.kind === 'usage-error') {
+  process.stderr.write(`echo-chaos-operator: ${command.message}\n`);
+  process.exit(2);
+}
 
 // A bad setting stops startup with one line per problem, naming the setting.
 let config: OperatorConfig;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -212,4 +212,40 @@ test('echo-chaos CLI – SIGTERM answers a request held in a long delay at ECHO_
   const result = await done;
   assert.equal(result.code, 0, result.stderr);
   assert.ok(Date.now() - started < 5_000, 'the 10 s delay was cut short at the drain timeout');
+});
+
+function runArgs(args: string[]): Promise<Exit> {
+  return exited(
+    spawn(process.execPath, [MAIN, ...args], {
+      cwd,
+      env: { PATH: process.env['PATH'] ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: TIMEOUT_MS,
+    }),
+  );
+}
+
+test('cli – --help lists every variable with its default and exits 0 without serving', async () => {
+  const { VARIABLES } = await import('../../src/echo/config.ts');
+  const result = await runArgs(['--help']);
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /^Usage: echo-chaos/m);
+  for (const v of VARIABLES) {
+    assert.match(result.stdout, new RegExp(`^  ${v.name}$`, 'm'), `${v.name} missing from --help`);
+  }
+  assert.match(result.stdout, /^ {2}ECHO_HEADER_<Name>$/m);
+  assert.match(result.stdout, /default: 8080; integer 0-65535/);
+});
+
+test('cli – --version prints the package version; an unknown argument is a usage error (exit 2)', async () => {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  const version = await runArgs(['--version']);
+  assert.equal(version.code, 0);
+  assert.equal(version.stdout.trim(), pkg.version);
+  const wrong = await runArgs(['--port=1']);
+  assert.equal(wrong.code, 2);
+  assert.equal(lines(wrong.stderr).length, 1);
+  assert.match(wrong.stderr, /unexpected argument "--port=1".*environment variables/);
 });

@@ -1,0 +1,71 @@
+/**
+ * Builds the two packages this repository publishes (ADR 0005):
+ *
+ * - `@echo-chaos/obs`: `src/obs` compiled to `src/obs/dist/`, which is the package as it ships
+ *   (its own package.json, README, LICENSE and presets beside the JavaScript). `npm pack src/obs/dist`.
+ * - `echo-chaos`: `src/{echo,operator,scenario}` compiled to `dist/`, plus the pages the service
+ *   serves. `npm pack` at the root (its `prepack` runs this script).
+ *
+ * In the repository the workspace `@echo-chaos/obs` resolves to the TypeScript sources (Node strips
+ * the types; ADR 0001), so neither `npm start` nor `npm test` needs a build.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const OBS = join(ROOT, 'src', 'obs');
+const OBS_OUT = join(OBS, 'dist');
+const OUT = join(ROOT, 'dist');
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+interface PackageJson {
+  [key: string]: unknown;
+  private?: boolean;
+  exports?: unknown;
+}
+
+/** The package.json `@echo-chaos/obs` ships with: the workspace's, pointed at the built files. */
+export function publishedObsManifest(workspace: PackageJson): PackageJson {
+  const { private: _private, exports: _exports, ...rest } = workspace;
+  return {
+    ...rest,
+    exports: {
+      '.': { types: './index.d.ts', default: './index.js' },
+      './package.json': './package.json',
+    },
+    main: './index.js',
+    types: './index.d.ts',
+    files: ['*.js', '*.js.map', '*.d.ts', '*.d.ts.map', 'presets/', 'README.md', 'LICENSE'],
+    sideEffects: false,
+  };
+}
+
+function tsc(project: string): void {
+  execFileSync(process.execPath, [TSC, '-p', project], { cwd: ROOT, stdio: 'inherit' });
+}
+
+export function build(): void {
+  rmSync(OBS_OUT, { recursive: true, force: true });
+  rmSync(OUT, { recursive: true, force: true });
+
+  tsc(join(OBS, 'tsconfig.build.json'));
+  cpSync(join(OBS, 'presets'), join(OBS_OUT, 'presets'), { recursive: true });
+  cpSync(join(OBS, 'README.md'), join(OBS_OUT, 'README.md'));
+  cpSync(join(ROOT, 'LICENSE'), join(OBS_OUT, 'LICENSE'));
+  const workspace = JSON.parse(readFileSync(join(OBS, 'package.json'), 'utf8')) as PackageJson;
+  writeFileSync(
+    join(OBS_OUT, 'package.json'),
+    `${JSON.stringify(publishedObsManifest(workspace), null, 2)}\n`,
+  );
+
+  // The service's declarations refer to `@echo-chaos/obs` by name; tsconfig.build.json maps the
+  // name to the declarations just built, so the service is checked against what obs ships.
+  tsc(join(ROOT, 'tsconfig.build.json'));
+  mkdirSync(join(OUT, 'echo', 'pages'), { recursive: true });
+  cpSync(join(ROOT, 'src', 'echo', 'pages'), join(OUT, 'echo', 'pages'), { recursive: true });
+  for (const bin of ['echo/main.js', 'operator/main.js']) chmodSync(join(OUT, bin), 0o755);
+}
+
+if (import.meta.main) build();

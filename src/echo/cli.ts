@@ -1,0 +1,51 @@
+/**
+ * The `echo-chaos` command line: the service is configured by its environment, so the command
+ * takes no arguments besides `--help` and `--version`.
+ */
+import { HEADER_VARIABLE, VARIABLES } from './config.ts';
+
+/** What the command line asks for: serve, print the help, print the version, or a usage error. */
+export type CommandLine =
+  | { readonly kind: 'serve' }
+  | { readonly kind: 'help' }
+  | { readonly kind: 'version' }
+  | { readonly kind: 'usage-error'; readonly message: string };
+
+/** Reads the arguments after the script name. */
+export function parseCommandLine(args: readonly string[]): CommandLine {
+  if (args.length === 0) return { kind: 'serve' };
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return { kind: 'help' };
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) return { kind: 'version' };
+  return {
+    kind: 'usage-error',
+    message: `unexpected argument ${JSON.stringify(args[0])}: echo-chaos is configured by environment variables (see --help)`,
+  };
+}
+
+/** The `--help` text: usage, then every variable with its default and accepted form. */
+export function helpText(version: string): string {
+  const plain = (s: string) => s.replaceAll('`', '');
+  const lines = [
+    `echo-chaos ${version}: an HTTP echo and fault-injection service`,
+    '',
+    'Usage: echo-chaos [--help | --version]',
+    '',
+    'Serves on PORT (default 8080). Every setting is an environment variable; a bad value stops',
+    'startup with one line naming the variable, the value and the accepted form.',
+    '',
+    'Variables:',
+  ];
+  for (const v of [...VARIABLES, HEADER_VARIABLE]) {
+    lines.push(
+      `  ${v.name}`,
+      `      ${plain(v.meaning)}`,
+      `      default: ${v.default === '' ? '(empty)' : v.default}; ${plain(v.form)}`,
+    );
+  }
+  lines.push(
+    '',
+    'OBS_* variables configure the observability library (@echo-chaos/obs); see its README.',
+    'Per-request X-Echo-* headers (delays, errors, chaos, sizes) are listed in the README.',
+  );
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { OPERATOR_VARIABLES } from '../../src/operator/cli.ts';
+import { exitOf } from '../helpers/runtime.ts';
+
+const MAIN = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
+
+function run(args: string[]) {
+  return exitOf(
+    spawn(process.execPath, [MAIN, ...args], {
+      env: { PATH: process.env['PATH'] ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 15_000,
+    }),
+  );
+}
+
+test('operator cli – the help lists exactly the variables config.ts reads', () => {
+  const source = readFileSync(new URL('../../src/operator/config.ts', import.meta.url), 'utf8');
+  const read = new Set<string>();
+  for (const m of source.matchAll(/env\['([A-Z_]+)'\]|int\('([A-Z_]+)'/g)) read.add((m[1] ?? m[2])!);
+  assert.ok(read.size >= 10, `found only ${[...read].join(', ')}`);
+  assert.deepEqual(OPERATOR_VARIABLES.map((v) => v.name).sort(), [...read].sort());
+});
+
+test('operator cli – --help prints every variable and exits 0 without a cluster', async () => {
+  const result = await run(['--help']);
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /^Usage: echo-chaos-operator/m);
+  for (const v of OPERATOR_VARIABLES) assert.match(result.stdout, new RegExp(`^  ${v.name}$`, 'm'));
+});
+
+test('operator cli – an unknown argument is a usage error with one line (exit 2)', async () => {
+  const result = await run(['--namespace=x']);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /^echo-chaos-operator: unexpected argument "--namespace=x"/);
+});
