@@ -1,0 +1,280 @@
+/**
+ * The two packages as their users meet them: packed from this repository, installed from the
+ * tarballs into scratch apps outside it (fastify from the registry or npm's cache), and run on both
+ * Node LTS lines, from JavaScript (imported and required) and from type-checked TypeScript. Then
+ * `npx echo-chaos` from its tarball answers `/ready`.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { exitOf, freePort } from './helpers/runtime.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** Packages an obs-only app may add on top of fastify's own. */
+const MAX_EXTRA_PACKAGES = 12;
+const INSTALL_TIMEOUT_MS = 240_000;
+/** The Node lines a consumer may run: the current LTS lines. */
+const NODE_LINES = ['22', '24'] as const;
+
+const scratch = mkdtempSync(join(tmpdir(), 'echo-chaos-consumers-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): string {
+  try {
+    return execFileSync(command, args, {
+      cwd,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: INSTALL_TIMEOUT_MS,
+      env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', ...env },
+    });
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(
+      `${command} ${args.join(' ')} (in ${cwd}) failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`,
+    );
+  }
+}
+
+/** A new directory outside the repository holding `package.json`. */
+function app(name: string, manifest: Record<string, unknown> = {}): string {
+  const dir = join(scratch, name);
+  mkdirSync(dir);
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name, version: '1.0.0', private: true, ...manifest }),
+  );
+  return dir;
+}
+
+function npmInstall(dir: string, specs: string[]): void {
+  run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...specs], dir);
+}
+
+/** Every package an install put in `dir`, counted the way `npm ls --all` lists them. */
+function installedPackages(dir: string): number {
+  const out = run('npm', ['ls', '--all', '--parseable'], dir);
+  return out.split('\n').filter((line) => line.trim() !== '').length - 1; // less the app itself
+}
+
+function tarEntries(tarball: string): string[] {
+  return run('tar', ['-tzf', tarball], scratch)
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => l.replace(/^package\//, ''));
+}
+
+/** The app every consumer runs: obs registered, a route of its own, the actuator and /metrics over HTTP. */
+const SERVER_BODY = `
+const app = Fastify();
+await app.register(obsPlugin, { env: {}, version: '1.0.0', serviceName: 'consumer' });
+app.get('/hello', async () => ({ hello: 'world', mode: app.obs.mode.get() }));
+app.get('/metrics', async (_request, reply) =>
+  reply.type(app.obs.registry.contentType).send(await app.obs.registry.metrics()),
+);
+const url = await app.listen({ port: 0, host: '127.0.0.1' });
+const hello = await (await fetch(url + '/hello')).json();
+const snapshot = await fetch(url + '/actuator/obs');
+const metrics = await (await fetch(url + '/metrics')).text();
+await app.close();
+console.log(JSON.stringify({
+  node: process.version,
+  hello,
+  snapshotStatus: snapshot.status,
+  snapshotMode: (await snapshot.json()).mode,
+  obsSeries: metrics.split('\\n').filter((l) => l.startsWith('obs_')).length,
+}));
+`;
+
+interface ConsumerReport {
+  readonly node: string;
+  readonly hello: { hello: string; mode: string };
+  readonly snapshotStatus: number;
+  readonly snapshotMode: string | undefined;
+  readonly obsSeries: number;
+}
+
+function assertReport(output: string, line: string): void {
+  const report = JSON.parse(output.trim().split('\n').at(-1)!) as ConsumerReport;
+  assert.match(report.node, new RegExp(`^v${line}\\.`), `ran on ${report.node}, not Node ${line}`);
+  assert.deepEqual(report.hello, { hello: 'world', mode: 'ENFORCING' });
+  assert.equal(report.snapshotStatus, 200);
+  assert.equal(report.snapshotMode, 'ENFORCING');
+  assert.ok(report.obsSeries > 0, 'no obs_* series on /metrics');
+}
+
+describe('packages – installed from their tarballs, outside the repository', { concurrency: false }, () => {
+  const tarballs = { obs: '', service: '' };
+  const nodes: Record<string, string> = {};
+
+  before(() => {
+    const packs = join(scratch, 'tarballs');
+    mkdirSync(packs);
+    // `npm pack` runs the prepack script, which builds both packages.
+    run('npm', ['pack', '--pack-destination', packs], ROOT);
+    run('npm', ['pack', '--pack-destination', packs], join(ROOT, 'src', 'obs', 'dist'));
+    for (const file of readdirSync(packs)) {
+      if (file.startsWith('echo-chaos-obs-')) tarballs.obs = join(packs, file);
+      else if (file.startsWith('echo-chaos-')) tarballs.service = join(packs, file);
+    }
+    assert.ok(tarballs.obs !== '' && tarballs.service !== '', `tarballs: ${readdirSync(packs).join(', ')}`);
+    // Both Node LTS lines, from the registry's `node` package.
+    for (const line of NODE_LINES) {
+      const dir = app(`node-${line}`);
+      npmInstall(dir, [`node@${line}`]);
+      nodes[line] = join(dir, 'node_modules', '.bin', 'node');
+    }
+  });
+
+  test('the obs tarball holds built JavaScript, declarations, source maps and presets, nothing else', () => {
+    const entries = tarEntries(tarballs.obs);
+    assert.ok(
+      entries.includes('index.js') && entries.includes('index.d.ts') && entries.includes('index.js.map'),
+    );
+    assert.ok(entries.some((e) => /^presets\/application-obs-prod\.yml$/.test(e)));
+    const unexpected = entries.filter(
+      (e) =>
+        !/^[a-z0-9-]+\.(js|js\.map|d\.ts|d\.ts\.map)$/.test(e) &&
+        !/^presets\/application-obs-[a-z]+\.yml$/.test(e) &&
+        !['package.json', 'README.md', 'LICENSE'].includes(e),
+    );
+    assert.deepEqual(unexpected, []);
+    assert.deepEqual(
+      entries.filter((e) => /(^|\/)(tests?|fixtures?)\/|\.test\./i.test(e)),
+      [],
+    );
+  });
+
+  test('the echo-chaos tarball holds dist/ and the package files, no test or source file', () => {
+    const entries = tarEntries(tarballs.service);
+    for (const bin of ['dist/echo/main.js', 'dist/operator/main.js', 'dist/echo/pages/web-ws.html']) {
+      assert.ok(entries.includes(bin), `${bin} missing`);
+    }
+    const unexpected = entries.filter(
+      (e) =>
+        !/^dist\/[a-z0-9/-]+\.(js|js\.map|d\.ts|d\.ts\.map|html)$/.test(e) &&
+        !['package.json', 'README.md', 'LICENSE'].includes(e),
+    );
+    assert.deepEqual(unexpected, []);
+    assert.deepEqual(
+      entries.filter((e) => /(^|\/)(tests?|fixtures?)\/|\.test\.|^src\//i.test(e)),
+      [],
+    );
+  });
+
+  test(`an obs-only install adds at most ${MAX_EXTRA_PACKAGES} packages to fastify's own`, () => {
+    const fastifyOnly = app('fastify-only');
+    npmInstall(fastifyOnly, ['fastify@5']);
+    const withObs = app('obs-only');
+    npmInstall(withObs, [tarballs.obs, 'fastify@5']);
+    const base = installedPackages(fastifyOnly);
+    const total = installedPackages(withObs);
+    assert.ok(base > 10, `fastify alone installed only ${base} packages`);
+    assert.ok(
+      total - base <= MAX_EXTRA_PACKAGES,
+      `obs adds ${total - base} packages (${total} against fastify's ${base})`,
+    );
+  });
+
+  test('a JavaScript app imports obs, serves a route, /actuator/obs and /metrics on Node 22 and 24', () => {
+    const dir = app('js-esm', { type: 'module' });
+    npmInstall(dir, [tarballs.obs, 'fastify@5']);
+    writeFileSync(
+      join(dir, 'server.js'),
+      `import Fastify from 'fastify';\nimport { obsPlugin } from '@echo-chaos/obs';\n${SERVER_BODY}`,
+    );
+    for (const line of NODE_LINES) assertReport(run(nodes[line]!, ['server.js'], dir), line);
+  });
+
+  test('a CommonJS app requires obs and runs the same on Node 22 and 24', () => {
+    const dir = app('js-cjs', { type: 'commonjs' });
+    npmInstall(dir, [tarballs.obs, 'fastify@5']);
+    writeFileSync(
+      join(dir, 'server.cjs'),
+      `const Fastify = require('fastify');\nconst { obsPlugin } = require('@echo-chaos/obs');\n(async () => {${SERVER_BODY}})();`,
+    );
+    for (const line of NODE_LINES) assertReport(run(nodes[line]!, ['server.cjs'], dir), line);
+  });
+
+  test('a TypeScript app type-checks against the declarations (tsc), then runs on Node 22 and 24', () => {
+    const dir = app('ts-esm', { type: 'module' });
+    npmInstall(dir, [tarballs.obs, 'fastify@5', '@types/node@24']);
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2023',
+          module: 'nodenext',
+          strict: true,
+          outDir: 'out',
+          types: ['node'],
+          skipLibCheck: false,
+        },
+        files: ['server.ts'],
+      }),
+    );
+    writeFileSync(
+      join(dir, 'server.ts'),
+      [
+        "import Fastify from 'fastify';",
+        "import { obsPlugin, type EnforcementMode } from '@echo-chaos/obs';",
+        // The declarations carry the decorations: `app.obs` is typed, its mode is the enum.
+        'const expectMode = (mode: EnforcementMode): EnforcementMode => mode;',
+        SERVER_BODY.replace('mode: app.obs.mode.get()', 'mode: expectMode(app.obs.mode.get())'),
+      ].join('\n'),
+    );
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    run(process.execPath, [tsc, '-p', 'tsconfig.json'], dir);
+    for (const line of NODE_LINES) assertReport(run(nodes[line]!, ['out/server.js'], dir), line);
+    // The check can fail: a wrong type is an error.
+    writeFileSync(
+      join(dir, 'wrong.ts'),
+      "import { obsPlugin } from '@echo-chaos/obs';\nconst n: number = obsPlugin;\n",
+    );
+    writeFileSync(
+      join(dir, 'tsconfig.wrong.json'),
+      JSON.stringify({ extends: './tsconfig.json', compilerOptions: { noEmit: true }, files: ['wrong.ts'] }),
+    );
+    assert.throws(
+      () => run(process.execPath, [tsc, '-p', 'tsconfig.wrong.json'], dir),
+      /not assignable to type 'number'/,
+    );
+  });
+
+  test('npx echo-chaos from its tarball answers /ready and --help lists the variables', async () => {
+    const dir = app('service');
+    npmInstall(dir, [tarballs.obs, tarballs.service]);
+    const help = run('npx', ['--no-install', 'echo-chaos', '--help'], dir, {
+      PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`,
+    });
+    assert.match(help, /^ {2}ECHO_CHAOS$/m);
+    const port = await freePort();
+    const child = spawn('npx', ['--no-install', 'echo-chaos'], {
+      cwd: dir,
+      env: { ...process.env, PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const exit = exitOf(child);
+    try {
+      let ready: Response | undefined;
+      for (let i = 0; i < 200 && ready === undefined; i++) {
+        ready = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined);
+        if (ready === undefined) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(ready, 'echo-chaos never answered');
+      assert.equal(ready.status, 200);
+      assert.deepEqual(await ready.json(), { status: 'ready' });
+      const echo = await fetch(`http://127.0.0.1:${port}/hello`, { method: 'POST', body: 'from npx' });
+      assert.equal(await echo.text(), 'from npx');
+    } finally {
+      process.kill(-child.pid!, 'SIGTERM');
+      const { code, stderr } = await exit;
+      assert.ok(code === 0 || code === null, `exit ${code}: ${stderr}`);
+    }
+  });
+});
