@@ -57,6 +57,7 @@ export function generateApiReport(): string {
           compilerMessageReporting: { default: { logLevel: ExtractorLogLevel.Error } },
         },
       },
+      configObjectFullPath: undefined,
       packageJsonFullPath: join(OBS, 'package.json'),
     });
     const result = Extractor.invoke(config, { localBuild: true, messageCallback: (m) => void m });
