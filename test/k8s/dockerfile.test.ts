@@ -98,7 +98,7 @@ function build(dockerfile: string, context: string, scratch: string): Stage[] {
           ? join(hostPath(stage, dest), src.split('/').at(-1)!)
           : hostPath(stage, dest);
         mkdirSync(dirname(target), { recursive: true });
-        cpSync(origin, target, { recursive: true });
+        cpSync(origin, target, { recursive: true, verbatimSymlinks: true });
       }
     } else if (op === 'RUN') {
       // The package cache first: the same packages the image would fetch, without a round trip each.
@@ -136,7 +136,7 @@ describe('Dockerfile', () => {
     const entry = instructions
       .filter((i) => i.op === 'ENTRYPOINT' || i.op === 'CMD')
       .flatMap((i) => execForm(i.args));
-    assert.deepEqual(entry, ['node', 'src/echo/main.ts']);
+    assert.deepEqual(entry, ['node', 'dist/echo/main.js']);
     assert.ok(instructions.some((i) => i.op === 'EXPOSE' && i.args === '8080'));
     assert.ok(instructions.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args)));
   });
@@ -147,9 +147,22 @@ describe('Dockerfile', () => {
     if (built !== undefined) return built;
     const context = join(scratch, 'context');
     mkdirSync(context);
-    for (const entry of ['package.json', 'package-lock.json', 'src', 'Dockerfile']) {
-      cpSync(join(ROOT, entry), join(context, entry), { recursive: true });
+    // The context .dockerignore lets through (src/obs/dist, a local build, is ignored there too).
+    for (const entry of [
+      'package.json',
+      'package-lock.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'LICENSE',
+      'Dockerfile',
+    ]) {
+      cpSync(join(ROOT, entry), join(context, entry));
     }
+    cpSync(join(ROOT, 'scripts', 'build.ts'), join(context, 'scripts', 'build.ts'));
+    cpSync(join(ROOT, 'src'), join(context, 'src'), {
+      recursive: true,
+      filter: (source) => !source.startsWith(join(ROOT, 'src', 'obs', 'dist')),
+    });
     built = build(dockerfile, context, join(scratch)).at(-1)!;
     return built;
   }
@@ -160,6 +173,12 @@ describe('Dockerfile', () => {
     assert.ok(existsSync(join(app, 'node_modules', 'fastify')), 'fastify (a dependency) is installed');
     assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'typescript (a dev dependency) is not');
     assert.ok(!existsSync(join(app, 'test')), 'tests stay out');
+    assert.ok(!existsSync(join(app, 'src', 'echo')), 'the service runs from dist/, its sources stay out');
+    assert.ok(existsSync(join(app, 'dist', 'echo', 'main.js')));
+    assert.ok(
+      existsSync(join(app, 'node_modules', '@echo-chaos', 'obs', 'index.js')),
+      'the built obs is installed',
+    );
 
     const [program, ...args] = [...image.entrypoint, ...image.cmd];
     assert.equal(program, 'node');
@@ -206,7 +225,7 @@ describe('Dockerfile', () => {
     const kubeconfig = join(scratch, 'kubeconfig');
     writeFileSync(kubeconfig, api.kubeconfigFile());
     // As the chart runs it: the image's node with the operator's entry point.
-    const child = spawn(process.execPath, ['src/operator/main.ts'], {
+    const child = spawn(process.execPath, ['dist/operator/main.js'], {
       cwd: app,
       env: {
         ...builtImage().env,
