@@ -2,10 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { parseScenarioDocument, validateScenarios } from '../scenario/index.ts';
-import type { EchoState } from './app.ts';
 import { InvalidScenariosError, withDetails } from './errors.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
+import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
 /** Sampling interval of the event-loop delay monitor behind `/health`. */

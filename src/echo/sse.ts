@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { EchoState } from './app.ts';
 import { DrainingError, TooManyStreamsError } from './errors.ts';
+import type { EchoState } from './state.ts';
 import { formatUptime } from './version.ts';
 
 /** The path of the event stream. */
