@@ -5,6 +5,7 @@ import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { loadObsConfig, obsLoggerOptions, obsPlugin, type ResolvedObsConfig } from '../obs/index.ts';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
+import { registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
 import { errorHandler, notFoundHandler } from './error-handler.ts';
@@ -98,7 +99,6 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     upgradeHandlers: new Map(),
   };
   app.decorate('echo', state);
-  app.decorateRequest('historyEntry', undefined);
 
   let scenarioFile: { close(): void } | undefined;
   if (options.scenarios !== undefined) state.scenarios.replace([...options.scenarios]);
@@ -153,22 +153,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   }
 
   // Completion: metrics and history of every answered request.
-  app.addHook('onResponse', (request, reply, done) => {
-    const entry = request.historyEntry;
-    if (entry !== undefined) {
-      entry.status = reply.statusCode;
-      entry.duration_ms = Math.round(reply.elapsedTime);
-    }
-    const url = request.url;
-    const q = url.indexOf('?');
-    state.metrics.recordRequest(
-      request.method,
-      q === -1 ? url : url.slice(0, q),
-      reply.statusCode,
-      reply.elapsedTime / 1000,
-    );
-    done();
-  });
+  registerCompletion(app, state.metrics);
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
