@@ -158,7 +158,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
 
-  await app.register(async (service) => registerServiceRoutes(service, state, logger));
+  await app.register(async (service) => registerServiceRoutes(service, state));
   await app.register(async (streams) => registerStreamEndpoints(streams, state));
 
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.

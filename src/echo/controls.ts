@@ -23,7 +23,6 @@ export type Compression = 'gzip' | 'br' | 'deflate';
 /** The parsed `X-Echo-*` control headers of one request. Absent means "not asked for". */
 export interface Controls {
   delayMs?: number;
-  delaySource?: string;
   status?: number;
   error?: ErrorFault;
   chaosPercent?: number;
@@ -32,7 +31,6 @@ export interface Controls {
   contentType?: string;
   setHeaders?: Array<readonly [string, string]>;
   echoHeaders?: string[];
-  serverInfo?: boolean;
   historyEnabled?: boolean;
 }
 
@@ -277,10 +275,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
   ],
   [
     'x-echo-server-info',
-    (value, ctx, name) => {
-      const b = bool(ctx, name, value);
-      if (b !== undefined) ctx.controls.serverInfo = b;
-    },
+    // Only checked here: it acts on every route, the service's own too, from app.ts's onRequest.
+    (value, ctx, name) => void bool(ctx, name, value),
   ],
   [
     'x-echo-history-enabled',
@@ -393,10 +389,7 @@ export function parseControls(
     }
   }
   if (ctx === undefined) return EMPTY;
-  if (ctx.delay !== undefined && ctx.problems.length === 0) {
-    ctx.controls.delayMs = ctx.delay.draw(random);
-    ctx.controls.delaySource = ctx.delay.name;
-  }
+  if (ctx.delay !== undefined && ctx.problems.length === 0) ctx.controls.delayMs = ctx.delay.draw(random);
   return { controls: ctx.controls, problems: ctx.problems.length === 0 ? NO_PROBLEMS : ctx.problems };
 }
 
