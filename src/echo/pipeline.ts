@@ -7,11 +7,12 @@ import type { ScenarioStep } from '../scenario/index.ts';
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
-import { CHAOS_STATUSES, type Controls, dashCase, parseControls, pick } from './controls.ts';
+import { type Controls, dashCase, parseControls } from './controls.ts';
 import { BodyTooLargeError, InvalidHeaderError, withDetails } from './errors.ts';
+import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
-import type { RandomSource } from './random.ts';
+import { pick, type RandomSource } from './random.ts';
 
 /** What the echo pipeline needs from the app. */
 export interface PipelineDeps {
