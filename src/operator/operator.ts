@@ -18,9 +18,10 @@ import {
   type V1Pod,
   type V1Service,
 } from '@kubernetes/client-node';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { ResilientInformer } from './informer.ts';
 import { LeaderElector } from './leader.ts';
+import { createOperatorMetrics } from './metrics.ts';
 import {
   type EchoScenario,
   type EchoScenarioCondition,
@@ -95,46 +96,6 @@ export function createOperator(options: OperatorOptions): Operator {
   const { kc, logger } = options;
   const now = options.now ?? (() => new Date());
   const registry = options.registry ?? new Registry();
-  const metrics = {
-    pushes: new Counter({
-      name: 'echo_chaos_operator_pushes_total',
-      help: 'Scenario arrays POSTed to echo endpoints, by result.',
-      labelNames: ['result'],
-      registers: [registry],
-    }),
-    pushSeconds: new Histogram({
-      name: 'echo_chaos_operator_push_duration_seconds',
-      help: 'Duration of one POST /scenario to an echo endpoint.',
-      buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
-      registers: [registry],
-    }),
-    reconciles: new Counter({
-      name: 'echo_chaos_operator_reconciles_total',
-      help: 'Reconciles of a work-queue key, by kind and result.',
-      labelNames: ['kind', 'result'],
-      registers: [registry],
-    }),
-    watchRestarts: new Counter({
-      name: 'echo_chaos_operator_watch_restarts_total',
-      help: 'Informer restarts after a dropped or failed watch, by resource.',
-      labelNames: ['resource'],
-      registers: [registry],
-    }),
-    leader: new Gauge({
-      name: 'echo_chaos_operator_leader',
-      help: '1 while this replica holds the lease.',
-      registers: [registry],
-    }),
-    queueDepth: new Gauge({
-      name: 'echo_chaos_operator_queue_depth',
-      help: 'Keys waiting in the work queue.',
-      registers: [registry],
-      collect() {
-        this.set(queue.length);
-      },
-    }),
-  };
-
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
   const discovery = kc.makeApiClient(DiscoveryV1Api);
@@ -142,6 +103,7 @@ export function createOperator(options: OperatorOptions): Operator {
     baseDelayMs: options.retryBaseDelayMs ?? 200,
     maxDelayMs: options.retryMaxDelayMs,
   });
+  const metrics = createOperatorMetrics(registry, () => queue.length);
   const pushed = new Map<string, Pushed>();
   const failed = new Map<string, string>();
   const ns = options.namespace;
