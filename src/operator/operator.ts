@@ -35,6 +35,7 @@ import {
   planNamespace,
   VERSION,
 } from './plan.ts';
+import { createPushClient } from './push-client.ts';
 import { WorkQueue } from './work-queue.ts';
 
 /** The subset of a pino logger the operator writes to. */
@@ -104,6 +105,7 @@ export function createOperator(options: OperatorOptions): Operator {
     maxDelayMs: options.retryMaxDelayMs,
   });
   const metrics = createOperatorMetrics(registry, () => queue.length);
+  const push = createPushClient({ timeoutMs: options.pushTimeoutMs ?? 5000, metrics });
   const pushed = new Map<string, Pushed>();
   const failed = new Map<string, string>();
   const ns = options.namespace;
@@ -193,29 +195,6 @@ export function createOperator(options: OperatorOptions): Operator {
       services.list(namespace),
       endpointSlices.list(namespace),
     );
-  }
-
-  async function push(endpoint: Endpoint, body: string): Promise<void> {
-    const stopTimer = metrics.pushSeconds.startTimer();
-    try {
-      const res = await fetch(`http://${endpoint.ip}:${endpoint.port}/scenario`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
-        signal: AbortSignal.timeout(options.pushTimeoutMs ?? 5000),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);
-      metrics.pushes.inc({ result: 'success' });
-    } catch (error) {
-      metrics.pushes.inc({ result: 'failure' });
-      const cause = (error as { cause?: { code?: string } }).cause?.code;
-      throw new Error(
-        `POST http://${endpoint.ip}:${endpoint.port}/scenario: ${cause ?? (error as Error).message}`,
-      );
-    } finally {
-      stopTimer();
-    }
   }
 
   async function reconcilePod(namespace: string, name: string): Promise<void> {
