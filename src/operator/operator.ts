@@ -36,6 +36,7 @@ import {
   VERSION,
 } from './plan.ts';
 import { createPushClient } from './push-client.ts';
+import { PushLedger } from './push-ledger.ts';
 import { WorkQueue } from './work-queue.ts';
 
 /** The subset of a pino logger the operator writes to. */
@@ -73,14 +74,6 @@ export interface OperatorOptions {
   readonly now?: () => Date;
 }
 
-interface Pushed {
-  readonly body: string;
-  readonly endpoint: Endpoint;
-  readonly namespace: string;
-  /** The EchoScenarios in `body`, by name. */
-  readonly owners: readonly string[];
-}
-
 export interface Operator {
   readonly registry: Registry;
   readonly isLeader: boolean;
@@ -106,8 +99,7 @@ export function createOperator(options: OperatorOptions): Operator {
   });
   const metrics = createOperatorMetrics(registry, () => queue.length);
   const push = createPushClient({ timeoutMs: options.pushTimeoutMs ?? 5000, metrics });
-  const pushed = new Map<string, Pushed>();
-  const failed = new Map<string, string>();
+  const ledger = new PushLedger();
   const ns = options.namespace;
   const nsPath = ns === undefined ? '' : `/namespaces/${ns}`;
 
@@ -138,7 +130,7 @@ export function createOperator(options: OperatorOptions): Operator {
       ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns }),
     onEvent: (type, pod) => {
       const namespace = pod.metadata?.namespace ?? '';
-      if (type === 'delete') forgetPod(pod.metadata?.uid ?? '');
+      if (type === 'delete') ledger.forgetPod(pod.metadata?.uid ?? '');
       queue.add(`pod:${namespace}/${pod.metadata?.name}`);
       for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
     },
@@ -167,8 +159,7 @@ export function createOperator(options: OperatorOptions): Operator {
   function enqueueNamespace(namespace: string): void {
     for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
     // Endpoints pushed to pods no longer in the cache still need clearing or forgetting.
-    for (const p of pushed.values())
-      if (p.namespace === namespace) queue.add(`pod:${namespace}/${p.endpoint.podName}`);
+    for (const [, p] of ledger.inNamespace(namespace)) queue.add(`pod:${namespace}/${p.endpoint.podName}`);
     for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
   }
 
@@ -177,15 +168,6 @@ export function createOperator(options: OperatorOptions): Operator {
     for (const informer of informers)
       for (const obj of informer.list()) namespaces.add(obj.metadata?.namespace ?? '');
     for (const namespace of namespaces) enqueueNamespace(namespace);
-  }
-
-  function forgetPod(uid: string): void {
-    for (const key of [...pushed.keys(), ...failed.keys()]) {
-      if (key.startsWith(`${uid}:`)) {
-        pushed.delete(key);
-        failed.delete(key);
-      }
-    }
   }
 
   function plan(namespace: string) {
@@ -208,7 +190,7 @@ export function createOperator(options: OperatorOptions): Operator {
     );
     for (const { endpoint, scenarios: array, owners } of wanted) {
       const body = JSON.stringify(array);
-      if (pushed.get(endpoint.key)?.body === body) continue;
+      if (ledger.body(endpoint.key) === body) continue;
       // Only what carries the finalizer is pushed, so no deletion can skip the clean-up: an
       // EchoScenario waits for its `es:` reconcile to add it (that change enqueues this pod again).
       const unguarded = owners.filter(
@@ -220,47 +202,34 @@ export function createOperator(options: OperatorOptions): Operator {
       }
       try {
         await push(endpoint, body);
-        pushed.set(endpoint.key, { body, endpoint, namespace, owners });
-        failed.delete(endpoint.key);
+        ledger.succeeded(endpoint, namespace, body, owners);
         logger.info(
           { namespace, pod: name, port: endpoint.port, scenarios: array.length },
           'scenarios pushed',
         );
       } catch (error) {
-        // What it holds now is unknown: keep it as unsynced (an empty body never matches), still
-        // owned by what it held before and what it was to get, so it is cleared if need be.
-        const before = pushed.get(endpoint.key)?.owners ?? [];
-        pushed.set(endpoint.key, {
-          body: '',
-          endpoint,
-          namespace,
-          owners: [...new Set([...before, ...owners])],
-        });
-        failed.set(endpoint.key, (error as Error).message);
+        ledger.pushFailed(endpoint, namespace, owners, (error as Error).message);
         errors.push((error as Error).message);
       }
     }
     // Endpoints of this pod that held something and should no longer: clear them if the pod is still
     // the same and ready; forget them if it is gone or restarted (a new container starts empty), or
     // if they already got `[]` (from the plan, while a deleting EchoScenario still targeted them).
-    for (const [key, p] of pushed) {
-      if (p.namespace !== namespace || p.endpoint.podName !== name || desired.has(key)) continue;
+    for (const [key, p] of ledger.inNamespace(namespace)) {
+      if (p.endpoint.podName !== name || desired.has(key)) continue;
       if (p.body !== '[]' && p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
         try {
           await push(p.endpoint, '[]');
           logger.info({ namespace, pod: name, port: p.endpoint.port }, 'scenarios cleared');
         } catch (error) {
-          failed.set(key, (error as Error).message);
+          ledger.clearFailed(key, (error as Error).message);
           errors.push((error as Error).message);
           continue;
         }
       }
-      pushed.delete(key);
-      failed.delete(key);
+      ledger.forget(key);
     }
-    // A failure of an endpoint that no longer should hold anything is no longer news.
-    for (const key of failed.keys())
-      if (key.startsWith(`${uid}:`) && !desired.has(key) && !pushed.has(key)) failed.delete(key);
+    ledger.forgetStaleFailures(uid, desired);
     for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
@@ -325,10 +294,9 @@ export function createOperator(options: OperatorOptions): Operator {
     if (!finalizers.includes(FINALIZER)) return;
     for (const endpoint of endpoints) {
       const want = desired.get(endpoint.key);
-      if (want === undefined || failed.has(endpoint.key)) return;
-      if (pushed.get(endpoint.key)?.body !== JSON.stringify(want.scenarios)) return;
+      if (want === undefined || ledger.failure(endpoint.key) !== undefined || !ledger.holds(want)) return;
     }
-    for (const p of pushed.values()) if (p.namespace === namespace && p.owners.includes(name)) return;
+    if (ledger.mayHold(namespace, name)) return;
     if (
       await setFinalizers(
         namespace,
@@ -378,8 +346,8 @@ export function createOperator(options: OperatorOptions): Operator {
       const failures: string[] = [];
       for (const endpoint of state.endpoints) {
         const want = desired.get(endpoint.key);
-        if (want !== undefined && pushed.get(endpoint.key)?.body === JSON.stringify(want.scenarios)) synced++;
-        const failure = failed.get(endpoint.key);
+        if (want !== undefined && ledger.holds(want)) synced++;
+        const failure = ledger.failure(endpoint.key);
         if (failure !== undefined) failures.push(`${endpoint.podName}: ${failure}`);
       }
       if (failures.length > 0) {
@@ -499,8 +467,7 @@ export function createOperator(options: OperatorOptions): Operator {
       );
       if (isLeader) {
         // Another leader may have pushed since: start from nothing known and push everything.
-        pushed.clear();
-        failed.clear();
+        ledger.clear();
         enqueueAll();
         wake();
       } else {
