@@ -24,8 +24,6 @@ import { LeaderElector } from './leader.ts';
 import { createOperatorMetrics } from './metrics.ts';
 import {
   type EchoScenario,
-  type EchoScenarioCondition,
-  type EchoScenarioStatus,
   type Endpoint,
   FINALIZER,
   GROUP,
@@ -37,6 +35,7 @@ import {
 } from './plan.ts';
 import { createPushClient } from './push-client.ts';
 import { PushLedger } from './push-ledger.ts';
+import { buildStatus, sameStatus } from './status.ts';
 import { WorkQueue } from './work-queue.ts';
 
 /** The subset of a pino logger the operator writes to. */
@@ -83,8 +82,6 @@ export interface Operator {
   /** Drains: stops campaigning (releasing the lease unless `crash`), finishes in-flight work, stops watching. */
   stop(options?: { crash?: boolean }): Promise<void>;
 }
-
-const READY = 'Ready';
 
 export function createOperator(options: OperatorOptions): Operator {
   const { kc, logger } = options;
@@ -234,28 +231,6 @@ export function createOperator(options: OperatorOptions): Operator {
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
 
-  function condition(
-    es: EchoScenario,
-    status: EchoScenarioCondition['status'],
-    reason: string,
-    message: string,
-  ): EchoScenarioCondition {
-    const previous = es.status?.conditions?.find((c) => c.type === READY);
-    const changed = previous === undefined || previous.status !== status;
-    return {
-      type: READY,
-      status,
-      reason,
-      message,
-      observedGeneration: es.metadata.generation ?? 0,
-      lastTransitionTime: changed
-        ? now()
-            .toISOString()
-            .replace(/\.\d+Z$/, 'Z')
-        : previous.lastTransitionTime!,
-    };
-  }
-
   /** Sets an EchoScenario's whole finalizer list (a merge patch replaces lists), guarded by its resourceVersion. */
   async function setFinalizers(namespace: string, es: EchoScenario, finalizers: string[]): Promise<boolean> {
     try {
@@ -324,70 +299,9 @@ export function createOperator(options: OperatorOptions): Operator {
       if (!(await setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
       logger.debug({ namespace, echoScenario: name }, 'finalizer added');
     }
-    let next: EchoScenarioStatus;
-    const generation = es.metadata.generation ?? 0;
-    if (state.kind === 'Invalid' || state.kind === 'TargetNotFound') {
-      next = {
-        observedGeneration: generation,
-        conditions: [condition(es, 'False', state.kind, state.message)],
-        syncedEndpoints: 0,
-        totalEndpoints: 0,
-      };
-    } else if (state.kind === 'Conflict') {
-      next = {
-        observedGeneration: generation,
-        conditions: [condition(es, 'False', 'Conflict', state.message)],
-        syncedEndpoints: 0,
-        totalEndpoints: state.endpoints.length,
-      };
-    } else {
-      const total = state.endpoints.length;
-      let synced = 0;
-      const failures: string[] = [];
-      for (const endpoint of state.endpoints) {
-        const want = desired.get(endpoint.key);
-        if (want !== undefined && ledger.holds(want)) synced++;
-        const failure = ledger.failure(endpoint.key);
-        if (failure !== undefined) failures.push(`${endpoint.podName}: ${failure}`);
-      }
-      if (failures.length > 0) {
-        next = {
-          observedGeneration: generation,
-          conditions: [
-            condition(
-              es,
-              'False',
-              'PushFailed',
-              `${failures.length} of ${total} endpoints failed: ${failures.join('; ')}`,
-            ),
-          ],
-          syncedEndpoints: synced,
-          totalEndpoints: total,
-        };
-      } else if (synced < total) {
-        return; // pushes still under way; each one re-enqueues this key when it ends
-      } else {
-        next = {
-          observedGeneration: generation,
-          conditions: [condition(es, 'True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],
-          syncedEndpoints: synced,
-          totalEndpoints: total,
-        };
-      }
-    }
-    const current = es.status ?? {};
-    const same =
-      current.observedGeneration === next.observedGeneration &&
-      current.syncedEndpoints === next.syncedEndpoints &&
-      current.totalEndpoints === next.totalEndpoints &&
-      JSON.stringify(current.conditions?.map(({ lastTransitionTime: _t, ...c }) => c)) ===
-        JSON.stringify(next.conditions?.map(({ lastTransitionTime: _t, ...c }) => c));
-    if (same) return;
-    const reason = next.conditions?.[0]?.reason;
-    if (reason === 'Synced')
-      next.lastSyncTime = now()
-        .toISOString()
-        .replace(/\.\d+Z$/, 'Z');
+    const next = buildStatus({ echoScenario: es, state, desired, pushes: ledger, now: now() });
+    // Undefined: pushes still under way; each one re-enqueues this key when it ends.
+    if (next === undefined || sameStatus(es.status, next)) return;
     try {
       await custom.patchNamespacedCustomObjectStatus(
         { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { status: next } },
@@ -398,7 +312,13 @@ export function createOperator(options: OperatorOptions): Operator {
       throw error;
     }
     logger.info(
-      { namespace, echoScenario: name, reason, synced: next.syncedEndpoints, total: next.totalEndpoints },
+      {
+        namespace,
+        echoScenario: name,
+        reason: next.conditions?.[0]?.reason,
+        synced: next.syncedEndpoints,
+        total: next.totalEndpoints,
+      },
       'status updated',
     );
   }
