@@ -12,13 +12,12 @@ import {
   CustomObjectsApi,
   DiscoveryV1Api,
   type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
   type V1EndpointSlice,
   type V1Pod,
   type V1Service,
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
+import { createEchoScenarioApi } from './echo-scenario-api.ts';
 import { ResilientInformer } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { createOperatorMetrics } from './metrics.ts';
@@ -88,6 +87,7 @@ export function createOperator(options: OperatorOptions): Operator {
   const now = options.now ?? (() => new Date());
   const registry = options.registry ?? new Registry();
   const custom = kc.makeApiClient(CustomObjectsApi);
+  const api = createEchoScenarioApi(custom);
   const core = kc.makeApiClient(CoreV1Api);
   const discovery = kc.makeApiClient(DiscoveryV1Api);
   const queue = new WorkQueue({
@@ -231,28 +231,6 @@ export function createOperator(options: OperatorOptions): Operator {
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
 
-  /** Sets an EchoScenario's whole finalizer list (a merge patch replaces lists), guarded by its resourceVersion. */
-  async function setFinalizers(namespace: string, es: EchoScenario, finalizers: string[]): Promise<boolean> {
-    try {
-      await custom.patchNamespacedCustomObject(
-        {
-          group: GROUP,
-          version: VERSION,
-          namespace,
-          plural: PLURAL,
-          name: es.metadata.name ?? '',
-          body: { metadata: { finalizers, resourceVersion: es.metadata.resourceVersion } },
-        },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
-      return true;
-    } catch (error) {
-      // Gone already: nothing to keep. A 409 (stale cache) throws, so the key is retried.
-      if ((error as { code?: number }).code === 404) return false;
-      throw error;
-    }
-  }
-
   /**
    * A deleting EchoScenario loses its finalizer once every ready endpoint of its target holds its
    * array without it (pushed, not failed) and no endpoint this leader pushed it to still holds it.
@@ -273,7 +251,7 @@ export function createOperator(options: OperatorOptions): Operator {
     }
     if (ledger.mayHold(namespace, name)) return;
     if (
-      await setFinalizers(
+      await api.setFinalizers(
         namespace,
         es,
         finalizers.filter((f) => f !== FINALIZER),
@@ -296,21 +274,13 @@ export function createOperator(options: OperatorOptions): Operator {
     if (state.kind === 'Deleting') return finishDeletion(namespace, es, state.endpoints, desired);
     const finalizers = es.metadata.finalizers ?? [];
     if (state.kind !== 'Invalid' && !finalizers.includes(FINALIZER)) {
-      if (!(await setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
+      if (!(await api.setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
       logger.debug({ namespace, echoScenario: name }, 'finalizer added');
     }
     const next = buildStatus({ echoScenario: es, state, desired, pushes: ledger, now: now() });
     // Undefined: pushes still under way; each one re-enqueues this key when it ends.
     if (next === undefined || sameStatus(es.status, next)) return;
-    try {
-      await custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { status: next } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
-    } catch (error) {
-      if ((error as { code?: number }).code === 404) return;
-      throw error;
-    }
+    if (!(await api.writeStatus(namespace, name, next))) return;
     logger.info(
       {
         namespace,
