@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -150,4 +151,144 @@ test('boundaries – the service and the operator reach obs through its package 
     }
   }
   assert.deepEqual(offending, []);
+});
+
+/**
+ * The import graph of `files`: each file and the files of `files` it imports with a relative
+ * specifier (type-only imports and re-exports included). Imports of anything else are left out.
+ */
+function importGraph(files: readonly string[]): Map<string, string[]> {
+  const known = new Set(files);
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = importsOf(readFileSync(file, 'utf8'))
+      .filter((specifier) => specifier.startsWith('.'))
+      .map((specifier) => resolve(dirname(file), specifier))
+      .filter((target) => known.has(target));
+    graph.set(file, [...new Set(targets)].sort());
+  }
+  return graph;
+}
+
+/**
+ * The groups of files that import one another, directly or not: each strongly connected component
+ * of `graph` that holds a cycle (Tarjan's algorithm), its members sorted, the groups by first member.
+ */
+function cycleGroups(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, index.get(next)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== node);
+    if (group.length > 1 || (graph.get(node) ?? []).includes(node)) groups.push(group.sort());
+  };
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) visit(node);
+  return groups.sort((a, b) => a[0]!.localeCompare(b[0]!));
+}
+
+/** A shortest cycle through the first member of `group`, inside it: `[a, b, a]`. */
+function cycleOf(graph: ReadonlyMap<string, readonly string[]>, group: readonly string[]): string[] {
+  const members = new Set(group);
+  const start = group[0]!;
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  while (queue.length > 0 && !cameFrom.has(start)) {
+    const node = queue.shift()!;
+    for (const next of graph.get(node) ?? []) {
+      if (!members.has(next) || cameFrom.has(next)) continue;
+      cameFrom.set(next, node);
+      if (next === start) break;
+      queue.push(next);
+    }
+  }
+  const cycle = [start];
+  for (let node = cameFrom.get(start)!; node !== start; node = cameFrom.get(node)!) cycle.unshift(node);
+  return [start, ...cycle];
+}
+
+/** One line per group of files importing one another: a cycle, and the others caught in it. */
+function describeCycles(graph: ReadonlyMap<string, readonly string[]>, name = (f: string) => f): string[] {
+  return cycleGroups(graph).map((group) => {
+    const cycle = cycleOf(graph, group);
+    const others = group.filter((f) => !cycle.includes(f));
+    const also = others.length === 0 ? '' : ` (also in this cycle: ${others.map(name).join(', ')})`;
+    return `${cycle.map(name).join(' → ')}${also}`;
+  });
+}
+
+test('boundaries – describeCycles names one cycle per group of files importing one another', () => {
+  const graph = new Map([
+    ['a', ['b']],
+    ['b', ['c']],
+    ['c', ['a', 'd', 'b']],
+    ['d', []],
+    ['e', ['e']],
+    ['f', ['d']],
+    ['g', ['h']],
+    ['h', ['g']],
+  ]);
+  assert.deepEqual(cycleGroups(graph), [['a', 'b', 'c'], ['e'], ['g', 'h']]);
+  assert.deepEqual(describeCycles(graph), ['a → b → c → a', 'e → e', 'g → h → g']);
+  assert.deepEqual(
+    describeCycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['a', 'c']],
+        ['c', ['b']],
+      ]),
+    ),
+    ['a → b → a (also in this cycle: c)'],
+  );
+  assert.deepEqual(
+    describeCycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', []],
+      ]),
+    ),
+    [],
+  );
+});
+
+test('boundaries – importGraph follows relative imports, type-only ones included', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'boundaries-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const app = join(dir, 'app.ts');
+  const routes = join(dir, 'routes.ts');
+  writeFileSync(app, "import { routes } from './routes.ts';\nimport 'node:fs';\n");
+  writeFileSync(routes, "import type { State } from './app.ts';\nimport '../outside.ts';\n");
+  const graph = importGraph([app, routes]);
+  assert.deepEqual(Object.fromEntries(graph), { [app]: [routes], [routes]: [app] });
+  assert.deepEqual(describeCycles(graph), [`${app} → ${routes} → ${app}`]);
+});
+
+test('boundaries – src has no import cycle, type-only imports included', () => {
+  const files = sourceFiles(SRC);
+  assert.ok(files.length > 0);
+  assert.deepEqual(
+    describeCycles(importGraph(files), (file) => relative(ROOT, file)),
+    [],
+  );
 });

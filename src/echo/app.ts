@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { Duplex } from 'node:stream';
 import { loadObsConfig, obsLoggerOptions, obsPlugin, type ResolvedObsConfig } from '@echo-chaos/obs';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
+import { registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
 import { errorHandler, notFoundHandler } from './error-handler.ts';
@@ -21,6 +20,7 @@ import { TokenBucket } from './rate-limit.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
 import { transportOptions, wireServer } from './server.ts';
+import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
 /** Things a test or an embedding program may supply instead of the defaults. */
@@ -35,37 +35,8 @@ export interface BuildOptions {
   readonly obs?: ResolvedObsConfig;
 }
 
-/** The service's live state, reachable as `app.echo`. */
-export interface EchoState {
-  readonly config: EchoConfig;
-  readonly history: History;
-  readonly scenarios: ScenarioStore;
-  readonly metrics: EchoMetrics;
-  readonly startedAt: Date;
-  requestCount: number;
-  inFlight: number;
-  /** Open streaming connections, by kind (filled by the WebSocket and SSE endpoints). */
-  readonly openStreams: { ws: number; sse: number };
-  readonly eventLoopDelay: ReturnType<typeof monitorEventLoopDelay>;
-  /** Aborted when the server starts draining: `/ready` turns 503, streams are closed. */
-  readonly drain: AbortController;
-  /**
-   * Aborted when the drain runs out of time, or when the app closes: requests still waiting in a
-   * delay are answered at once. Until then a delay in flight runs its course.
-   */
-  readonly drainDeadline: AbortController;
-  /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
-  readonly upgradeHandlers: Map<string, UpgradeHandler>;
-}
-
-/** Takes over the socket of an HTTP/1.1 upgrade request for one path. */
-export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    echo: EchoState;
-  }
-}
+// The live state's types, as the package has always exported them (`app.echo` is an EchoState).
+export type { EchoState, UpgradeHandler } from './state.ts';
 
 /**
  * Builds the echo service as a fastify instance, ready to `listen` or `inject`. Reads no
@@ -128,7 +99,6 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     upgradeHandlers: new Map(),
   };
   app.decorate('echo', state);
-  app.decorateRequest('historyEntry', undefined);
 
   let scenarioFile: { close(): void } | undefined;
   if (options.scenarios !== undefined) state.scenarios.replace([...options.scenarios]);
@@ -183,27 +153,12 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   }
 
   // Completion: metrics and history of every answered request.
-  app.addHook('onResponse', (request, reply, done) => {
-    const entry = request.historyEntry;
-    if (entry !== undefined) {
-      entry.status = reply.statusCode;
-      entry.duration_ms = Math.round(reply.elapsedTime);
-    }
-    const url = request.url;
-    const q = url.indexOf('?');
-    state.metrics.recordRequest(
-      request.method,
-      q === -1 ? url : url.slice(0, q),
-      reply.statusCode,
-      reply.elapsedTime / 1000,
-    );
-    done();
-  });
+  registerCompletion(app, state.metrics);
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
 
-  await app.register(async (service) => registerServiceRoutes(service, state, logger));
+  await app.register(async (service) => registerServiceRoutes(service, state));
   await app.register(async (streams) => registerStreamEndpoints(streams, state));
 
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.

@@ -8,22 +8,15 @@ import {
   parseDurationMs,
 } from '../scenario/duration.ts';
 import type { ErrorDetail } from './errors.ts';
+import { ERROR_FAULT_FORM, type ErrorFault, parseErrorFault } from './faults.ts';
 import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
 import type { RandomSource } from './random.ts';
-
-/** What `X-Echo-Error` asked for. A status fault carries the status it answers with. */
-export type ErrorFault =
-  | { readonly kind: 'status'; readonly name: string; readonly status: number }
-  | { readonly kind: 'timeout' }
-  | { readonly kind: 'reset' }
-  | { readonly kind: 'close' };
 
 export type Compression = 'gzip' | 'br' | 'deflate';
 
 /** The parsed `X-Echo-*` control headers of one request. Absent means "not asked for". */
 export interface Controls {
   delayMs?: number;
-  delaySource?: string;
   status?: number;
   error?: ErrorFault;
   chaosPercent?: number;
@@ -32,7 +25,6 @@ export interface Controls {
   contentType?: string;
   setHeaders?: Array<readonly [string, string]>;
   echoHeaders?: string[];
-  serverInfo?: boolean;
   historyEnabled?: boolean;
 }
 
@@ -43,19 +35,6 @@ export interface ControlLimits {
 }
 
 export type ParseResult = { readonly controls: Controls; readonly problems: readonly ErrorDetail[] };
-
-/** Statuses a chaos draw and `X-Echo-Error: random` pick from. */
-export const CHAOS_STATUSES = [500, 502, 503, 504, 408, 429] as const;
-export const RANDOM_ERROR_STATUSES = [500, 502, 503, 504, 429] as const;
-
-/** Named `X-Echo-Error` values that answer with a status. */
-export const NAMED_ERRORS: Readonly<Record<string, number>> = {
-  internal: 500,
-  'bad-gateway': 502,
-  unavailable: 503,
-  'gateway-timeout': 504,
-  'rate-limit': 429,
-};
 
 const EXPONENTIAL_MAX_ATTEMPT = 32;
 const MAX_ECHOED_HEADERS = 64;
@@ -202,14 +181,7 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     'x-echo-error',
     (value, ctx, name) => {
       const fault = parseErrorFault(value, ctx.random);
-      if (fault === undefined) {
-        return problem(
-          ctx,
-          name,
-          value,
-          'expected a status 400-599, one of internal, bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close',
-        );
-      }
+      if (fault === undefined) return problem(ctx, name, value, `expected ${ERROR_FAULT_FORM}`);
       ctx.controls.error = fault;
     },
   ],
@@ -277,10 +249,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
   ],
   [
     'x-echo-server-info',
-    (value, ctx, name) => {
-      const b = bool(ctx, name, value);
-      if (b !== undefined) ctx.controls.serverInfo = b;
-    },
+    // Only checked here: it acts on every route, the service's own too, from app.ts's onRequest.
+    (value, ctx, name) => void bool(ctx, name, value),
   ],
   [
     'x-echo-history-enabled',
@@ -293,30 +263,6 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
 
 /** The control headers this service understands, for documentation and suggestions. */
 export const CONTROL_HEADERS: readonly string[] = [...PARSERS.keys(), `${SET_HEADER_PREFIX}<name>`];
-
-function parseErrorFault(value: string, random: RandomSource): ErrorFault | undefined {
-  const v = value.trim().toLowerCase();
-  if (/^\d{3}$/.test(v)) {
-    const status = Number(v);
-    return status >= 400 && status <= 599 ? { kind: 'status', name: v, status } : undefined;
-  }
-  const named = NAMED_ERRORS[v];
-  if (named !== undefined) return { kind: 'status', name: v, status: named };
-  switch (v) {
-    case 'random':
-      return { kind: 'status', name: 'random', status: pick(RANDOM_ERROR_STATUSES, random) };
-    case 'timeout':
-    case 'reset':
-    case 'close':
-      return { kind: v };
-    default:
-      return undefined;
-  }
-}
-
-export function pick<T>(items: readonly T[], random: RandomSource): T {
-  return items[Math.min(items.length - 1, Math.floor(random() * items.length))] as T;
-}
 
 function setHeader(ctx: ParseContext, name: string, value: string): void {
   const target = name.slice(SET_HEADER_PREFIX.length);
@@ -393,10 +339,7 @@ export function parseControls(
     }
   }
   if (ctx === undefined) return EMPTY;
-  if (ctx.delay !== undefined && ctx.problems.length === 0) {
-    ctx.controls.delayMs = ctx.delay.draw(random);
-    ctx.controls.delaySource = ctx.delay.name;
-  }
+  if (ctx.delay !== undefined && ctx.problems.length === 0) ctx.controls.delayMs = ctx.delay.draw(random);
   return { controls: ctx.controls, problems: ctx.problems.length === 0 ? NO_PROBLEMS : ctx.problems };
 }
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import type { EchoState } from './app.ts';
 import { registerSse } from './sse.ts';
+import type { EchoState } from './state.ts';
 import { registerWebSocket } from './ws.ts';
 
 /** A page served as it is: self-contained HTML and the headers that lock it down. */

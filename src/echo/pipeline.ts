@@ -5,12 +5,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DelaySpec, drawDelayMs } from '../scenario/duration.ts';
 import type { ScenarioStep } from '../scenario/index.ts';
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
+import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
-import { CHAOS_STATUSES, type Controls, dashCase, parseControls, pick } from './controls.ts';
+import { type Controls, dashCase, parseControls } from './controls.ts';
 import { BodyTooLargeError, InvalidHeaderError, withDetails } from './errors.ts';
-import type { History, HistoryEntry } from './history.ts';
+import { CHAOS_STATUSES } from './faults.ts';
+import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
-import type { RandomSource } from './random.ts';
+import { pick, type RandomSource } from './random.ts';
 
 /** What the echo pipeline needs from the app. */
 export interface PipelineDeps {
@@ -35,18 +37,6 @@ export function createBodylessMethodReader(maxBodyBytes: number) {
     if (body === undefined) throw new BodyTooLargeError(maxBodyBytes);
     if (body.length > 0) request.body = body;
   };
-}
-
-/** Status recorded for a request whose client went away before the answer (nginx's convention). */
-export const CLIENT_CLOSED_STATUS = 499;
-/** Status recorded for a connection ended on purpose without a response (`reset`, `close`). */
-export const NO_RESPONSE_STATUS = 0;
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The history entry of this request, completed when the response ends. */
-    historyEntry: HistoryEntry | undefined;
-  }
 }
 
 type Outcome = 'done' | 'client-gone';
@@ -262,20 +252,10 @@ function sendInterim(reply: FastifyReply, status: number): void {
   }
 }
 
-function complete(request: FastifyRequest, status: number, deps: PipelineDeps, reply: FastifyReply): void {
-  const seconds = reply.elapsedTime / 1000;
-  const entry = request.historyEntry;
-  if (entry !== undefined) {
-    entry.status = status;
-    entry.duration_ms = Math.round(reply.elapsedTime);
-  }
-  deps.metrics.recordRequest(request.method, pathOf(request.url), status, seconds);
-}
-
 /** The client left during a wait: stop here, record it, send nothing. */
 function abandon(request: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): void {
   reply.hijack();
-  complete(request, CLIENT_CLOSED_STATUS, deps, reply);
+  recordCompletion(request, reply, deps.metrics, CLIENT_CLOSED_STATUS);
 }
 
 function endWithoutResponse(
@@ -296,5 +276,5 @@ function endWithoutResponse(
     if (kind === 'reset') socket.resetAndDestroy();
     else socket.destroySoon();
   }
-  complete(request, NO_RESPONSE_STATUS, deps, reply);
+  recordCompletion(request, reply, deps.metrics, NO_RESPONSE_STATUS);
 }

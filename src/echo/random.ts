@@ -15,3 +15,8 @@ export function seededRandom(seed: number): RandomSource {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** One of `items`, drawn from `random`. */
+export function pick<T>(items: readonly T[], random: RandomSource): T {
+  return items[Math.min(items.length - 1, Math.floor(random() * items.length))] as T;
+}

@@ -1,11 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { parseScenarioDocument, validateScenarios } from '../scenario/index.ts';
-import type { EchoState } from './app.ts';
 import { InvalidScenariosError, withDetails } from './errors.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
+import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
 /** Sampling interval of the event-loop delay monitor behind `/health`. */
@@ -17,11 +16,7 @@ export const UNLIMITED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready'
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
 /** The service's own routes: health, readiness, info, metrics, history, replay, scenarios. */
-export async function registerServiceRoutes(
-  app: FastifyInstance,
-  state: EchoState,
-  _logger: Logger,
-): Promise<void> {
+export async function registerServiceRoutes(app: FastifyInstance, state: EchoState): Promise<void> {
   const { config, history, scenarios, metrics } = state;
   // The service's own bodies are JSON (and YAML for /scenario, below): fastify's default text/plain
   // parser would hand a plain string on to the routes, which must answer 415 instead.

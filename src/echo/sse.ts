@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { EchoState } from './app.ts';
+import { recordCompletion } from './completion.ts';
 import { DrainingError, TooManyStreamsError } from './errors.ts';
+import type { EchoState } from './state.ts';
 import { formatUptime } from './version.ts';
 
 /** The path of the event stream. */
@@ -104,7 +105,7 @@ export function registerSse(app: FastifyInstance, state: EchoState): void {
     });
     reply.raw.once('close', () => {
       if (finished) return;
-      state.metrics.recordRequest(request.method, SSE_PATH, reply.statusCode, reply.elapsedTime / 1000);
+      recordCompletion(request, reply, state.metrics);
       if (config.logRequests) {
         const ms = Math.round(reply.elapsedTime * 1000) / 1000;
         request.log.info(

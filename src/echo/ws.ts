@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { EchoState } from './app.ts';
 import { UpgradeRequiredError } from './errors.ts';
+import type { EchoState } from './state.ts';
 
 /** The path of the WebSocket echo. */
 export const WS_PATH = '/ws';

@@ -12,19 +12,17 @@ import {
   CustomObjectsApi,
   DiscoveryV1Api,
   type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
   type V1EndpointSlice,
   type V1Pod,
   type V1Service,
 } from '@kubernetes/client-node';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
+import { createEchoScenarioApi } from './echo-scenario-api.ts';
 import { ResilientInformer } from './informer.ts';
 import { LeaderElector } from './leader.ts';
+import { createOperatorMetrics } from './metrics.ts';
 import {
   type EchoScenario,
-  type EchoScenarioCondition,
-  type EchoScenarioStatus,
   type Endpoint,
   FINALIZER,
   GROUP,
@@ -34,6 +32,9 @@ import {
   planNamespace,
   VERSION,
 } from './plan.ts';
+import { createPushClient } from './push-client.ts';
+import { PushLedger } from './push-ledger.ts';
+import { buildStatus, sameStatus } from './status.ts';
 import { WorkQueue } from './work-queue.ts';
 
 /** The subset of a pino logger the operator writes to. */
@@ -71,14 +72,6 @@ export interface OperatorOptions {
   readonly now?: () => Date;
 }
 
-interface Pushed {
-  readonly body: string;
-  readonly endpoint: Endpoint;
-  readonly namespace: string;
-  /** The EchoScenarios in `body`, by name. */
-  readonly owners: readonly string[];
-}
-
 export interface Operator {
   readonly registry: Registry;
   readonly isLeader: boolean;
@@ -89,61 +82,21 @@ export interface Operator {
   stop(options?: { crash?: boolean }): Promise<void>;
 }
 
-const READY = 'Ready';
-
 export function createOperator(options: OperatorOptions): Operator {
   const { kc, logger } = options;
   const now = options.now ?? (() => new Date());
   const registry = options.registry ?? new Registry();
-  const metrics = {
-    pushes: new Counter({
-      name: 'echo_chaos_operator_pushes_total',
-      help: 'Scenario arrays POSTed to echo endpoints, by result.',
-      labelNames: ['result'],
-      registers: [registry],
-    }),
-    pushSeconds: new Histogram({
-      name: 'echo_chaos_operator_push_duration_seconds',
-      help: 'Duration of one POST /scenario to an echo endpoint.',
-      buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
-      registers: [registry],
-    }),
-    reconciles: new Counter({
-      name: 'echo_chaos_operator_reconciles_total',
-      help: 'Reconciles of a work-queue key, by kind and result.',
-      labelNames: ['kind', 'result'],
-      registers: [registry],
-    }),
-    watchRestarts: new Counter({
-      name: 'echo_chaos_operator_watch_restarts_total',
-      help: 'Informer restarts after a dropped or failed watch, by resource.',
-      labelNames: ['resource'],
-      registers: [registry],
-    }),
-    leader: new Gauge({
-      name: 'echo_chaos_operator_leader',
-      help: '1 while this replica holds the lease.',
-      registers: [registry],
-    }),
-    queueDepth: new Gauge({
-      name: 'echo_chaos_operator_queue_depth',
-      help: 'Keys waiting in the work queue.',
-      registers: [registry],
-      collect() {
-        this.set(queue.length);
-      },
-    }),
-  };
-
   const custom = kc.makeApiClient(CustomObjectsApi);
+  const api = createEchoScenarioApi(custom);
   const core = kc.makeApiClient(CoreV1Api);
   const discovery = kc.makeApiClient(DiscoveryV1Api);
   const queue = new WorkQueue({
     baseDelayMs: options.retryBaseDelayMs ?? 200,
     maxDelayMs: options.retryMaxDelayMs,
   });
-  const pushed = new Map<string, Pushed>();
-  const failed = new Map<string, string>();
+  const metrics = createOperatorMetrics(registry, () => queue.length);
+  const push = createPushClient({ timeoutMs: options.pushTimeoutMs ?? 5000, metrics });
+  const ledger = new PushLedger();
   const ns = options.namespace;
   const nsPath = ns === undefined ? '' : `/namespaces/${ns}`;
 
@@ -174,7 +127,7 @@ export function createOperator(options: OperatorOptions): Operator {
       ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns }),
     onEvent: (type, pod) => {
       const namespace = pod.metadata?.namespace ?? '';
-      if (type === 'delete') forgetPod(pod.metadata?.uid ?? '');
+      if (type === 'delete') ledger.forgetPod(pod.metadata?.uid ?? '');
       queue.add(`pod:${namespace}/${pod.metadata?.name}`);
       for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
     },
@@ -203,8 +156,7 @@ export function createOperator(options: OperatorOptions): Operator {
   function enqueueNamespace(namespace: string): void {
     for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
     // Endpoints pushed to pods no longer in the cache still need clearing or forgetting.
-    for (const p of pushed.values())
-      if (p.namespace === namespace) queue.add(`pod:${namespace}/${p.endpoint.podName}`);
+    for (const [, p] of ledger.inNamespace(namespace)) queue.add(`pod:${namespace}/${p.endpoint.podName}`);
     for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
   }
 
@@ -215,15 +167,6 @@ export function createOperator(options: OperatorOptions): Operator {
     for (const namespace of namespaces) enqueueNamespace(namespace);
   }
 
-  function forgetPod(uid: string): void {
-    for (const key of [...pushed.keys(), ...failed.keys()]) {
-      if (key.startsWith(`${uid}:`)) {
-        pushed.delete(key);
-        failed.delete(key);
-      }
-    }
-  }
-
   function plan(namespace: string) {
     return planNamespace(
       scenarios.list(namespace),
@@ -231,29 +174,6 @@ export function createOperator(options: OperatorOptions): Operator {
       services.list(namespace),
       endpointSlices.list(namespace),
     );
-  }
-
-  async function push(endpoint: Endpoint, body: string): Promise<void> {
-    const stopTimer = metrics.pushSeconds.startTimer();
-    try {
-      const res = await fetch(`http://${endpoint.ip}:${endpoint.port}/scenario`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
-        signal: AbortSignal.timeout(options.pushTimeoutMs ?? 5000),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);
-      metrics.pushes.inc({ result: 'success' });
-    } catch (error) {
-      metrics.pushes.inc({ result: 'failure' });
-      const cause = (error as { cause?: { code?: string } }).cause?.code;
-      throw new Error(
-        `POST http://${endpoint.ip}:${endpoint.port}/scenario: ${cause ?? (error as Error).message}`,
-      );
-    } finally {
-      stopTimer();
-    }
   }
 
   async function reconcilePod(namespace: string, name: string): Promise<void> {
@@ -267,7 +187,7 @@ export function createOperator(options: OperatorOptions): Operator {
     );
     for (const { endpoint, scenarios: array, owners } of wanted) {
       const body = JSON.stringify(array);
-      if (pushed.get(endpoint.key)?.body === body) continue;
+      if (ledger.body(endpoint.key) === body) continue;
       // Only what carries the finalizer is pushed, so no deletion can skip the clean-up: an
       // EchoScenario waits for its `es:` reconcile to add it (that change enqueues this pod again).
       const unguarded = owners.filter(
@@ -279,93 +199,36 @@ export function createOperator(options: OperatorOptions): Operator {
       }
       try {
         await push(endpoint, body);
-        pushed.set(endpoint.key, { body, endpoint, namespace, owners });
-        failed.delete(endpoint.key);
+        ledger.succeeded(endpoint, namespace, body, owners);
         logger.info(
           { namespace, pod: name, port: endpoint.port, scenarios: array.length },
           'scenarios pushed',
         );
       } catch (error) {
-        // What it holds now is unknown: keep it as unsynced (an empty body never matches), still
-        // owned by what it held before and what it was to get, so it is cleared if need be.
-        const before = pushed.get(endpoint.key)?.owners ?? [];
-        pushed.set(endpoint.key, {
-          body: '',
-          endpoint,
-          namespace,
-          owners: [...new Set([...before, ...owners])],
-        });
-        failed.set(endpoint.key, (error as Error).message);
+        ledger.pushFailed(endpoint, namespace, owners, (error as Error).message);
         errors.push((error as Error).message);
       }
     }
     // Endpoints of this pod that held something and should no longer: clear them if the pod is still
     // the same and ready; forget them if it is gone or restarted (a new container starts empty), or
     // if they already got `[]` (from the plan, while a deleting EchoScenario still targeted them).
-    for (const [key, p] of pushed) {
-      if (p.namespace !== namespace || p.endpoint.podName !== name || desired.has(key)) continue;
+    for (const [key, p] of ledger.inNamespace(namespace)) {
+      if (p.endpoint.podName !== name || desired.has(key)) continue;
       if (p.body !== '[]' && p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
         try {
           await push(p.endpoint, '[]');
           logger.info({ namespace, pod: name, port: p.endpoint.port }, 'scenarios cleared');
         } catch (error) {
-          failed.set(key, (error as Error).message);
+          ledger.clearFailed(key, (error as Error).message);
           errors.push((error as Error).message);
           continue;
         }
       }
-      pushed.delete(key);
-      failed.delete(key);
+      ledger.forget(key);
     }
-    // A failure of an endpoint that no longer should hold anything is no longer news.
-    for (const key of failed.keys())
-      if (key.startsWith(`${uid}:`) && !desired.has(key) && !pushed.has(key)) failed.delete(key);
+    ledger.forgetStaleFailures(uid, desired);
     for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
     if (errors.length > 0) throw new Error(errors.join('; '));
-  }
-
-  function condition(
-    es: EchoScenario,
-    status: EchoScenarioCondition['status'],
-    reason: string,
-    message: string,
-  ): EchoScenarioCondition {
-    const previous = es.status?.conditions?.find((c) => c.type === READY);
-    const changed = previous === undefined || previous.status !== status;
-    return {
-      type: READY,
-      status,
-      reason,
-      message,
-      observedGeneration: es.metadata.generation ?? 0,
-      lastTransitionTime: changed
-        ? now()
-            .toISOString()
-            .replace(/\.\d+Z$/, 'Z')
-        : previous.lastTransitionTime!,
-    };
-  }
-
-  /** Sets an EchoScenario's whole finalizer list (a merge patch replaces lists), guarded by its resourceVersion. */
-  async function setFinalizers(namespace: string, es: EchoScenario, finalizers: string[]): Promise<boolean> {
-    try {
-      await custom.patchNamespacedCustomObject(
-        {
-          group: GROUP,
-          version: VERSION,
-          namespace,
-          plural: PLURAL,
-          name: es.metadata.name ?? '',
-          body: { metadata: { finalizers, resourceVersion: es.metadata.resourceVersion } },
-        },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
-      return true;
-    } catch (error) {
-      // Gone already: nothing to keep. A 409 (stale cache) throws, so the key is retried.
-      if ((error as { code?: number }).code === 404) return false;
-      throw error;
-    }
   }
 
   /**
@@ -384,12 +247,11 @@ export function createOperator(options: OperatorOptions): Operator {
     if (!finalizers.includes(FINALIZER)) return;
     for (const endpoint of endpoints) {
       const want = desired.get(endpoint.key);
-      if (want === undefined || failed.has(endpoint.key)) return;
-      if (pushed.get(endpoint.key)?.body !== JSON.stringify(want.scenarios)) return;
+      if (want === undefined || ledger.failure(endpoint.key) !== undefined || !ledger.holds(want)) return;
     }
-    for (const p of pushed.values()) if (p.namespace === namespace && p.owners.includes(name)) return;
+    if (ledger.mayHold(namespace, name)) return;
     if (
-      await setFinalizers(
+      await api.setFinalizers(
         namespace,
         es,
         finalizers.filter((f) => f !== FINALIZER),
@@ -412,84 +274,21 @@ export function createOperator(options: OperatorOptions): Operator {
     if (state.kind === 'Deleting') return finishDeletion(namespace, es, state.endpoints, desired);
     const finalizers = es.metadata.finalizers ?? [];
     if (state.kind !== 'Invalid' && !finalizers.includes(FINALIZER)) {
-      if (!(await setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
+      if (!(await api.setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
       logger.debug({ namespace, echoScenario: name }, 'finalizer added');
     }
-    let next: EchoScenarioStatus;
-    const generation = es.metadata.generation ?? 0;
-    if (state.kind === 'Invalid' || state.kind === 'TargetNotFound') {
-      next = {
-        observedGeneration: generation,
-        conditions: [condition(es, 'False', state.kind, state.message)],
-        syncedEndpoints: 0,
-        totalEndpoints: 0,
-      };
-    } else if (state.kind === 'Conflict') {
-      next = {
-        observedGeneration: generation,
-        conditions: [condition(es, 'False', 'Conflict', state.message)],
-        syncedEndpoints: 0,
-        totalEndpoints: state.endpoints.length,
-      };
-    } else {
-      const total = state.endpoints.length;
-      let synced = 0;
-      const failures: string[] = [];
-      for (const endpoint of state.endpoints) {
-        const want = desired.get(endpoint.key);
-        if (want !== undefined && pushed.get(endpoint.key)?.body === JSON.stringify(want.scenarios)) synced++;
-        const failure = failed.get(endpoint.key);
-        if (failure !== undefined) failures.push(`${endpoint.podName}: ${failure}`);
-      }
-      if (failures.length > 0) {
-        next = {
-          observedGeneration: generation,
-          conditions: [
-            condition(
-              es,
-              'False',
-              'PushFailed',
-              `${failures.length} of ${total} endpoints failed: ${failures.join('; ')}`,
-            ),
-          ],
-          syncedEndpoints: synced,
-          totalEndpoints: total,
-        };
-      } else if (synced < total) {
-        return; // pushes still under way; each one re-enqueues this key when it ends
-      } else {
-        next = {
-          observedGeneration: generation,
-          conditions: [condition(es, 'True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],
-          syncedEndpoints: synced,
-          totalEndpoints: total,
-        };
-      }
-    }
-    const current = es.status ?? {};
-    const same =
-      current.observedGeneration === next.observedGeneration &&
-      current.syncedEndpoints === next.syncedEndpoints &&
-      current.totalEndpoints === next.totalEndpoints &&
-      JSON.stringify(current.conditions?.map(({ lastTransitionTime: _t, ...c }) => c)) ===
-        JSON.stringify(next.conditions?.map(({ lastTransitionTime: _t, ...c }) => c));
-    if (same) return;
-    const reason = next.conditions?.[0]?.reason;
-    if (reason === 'Synced')
-      next.lastSyncTime = now()
-        .toISOString()
-        .replace(/\.\d+Z$/, 'Z');
-    try {
-      await custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { status: next } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
-    } catch (error) {
-      if ((error as { code?: number }).code === 404) return;
-      throw error;
-    }
+    const next = buildStatus({ echoScenario: es, state, desired, pushes: ledger, now: now() });
+    // Undefined: pushes still under way; each one re-enqueues this key when it ends.
+    if (next === undefined || sameStatus(es.status, next)) return;
+    if (!(await api.writeStatus(namespace, name, next))) return;
     logger.info(
-      { namespace, echoScenario: name, reason, synced: next.syncedEndpoints, total: next.totalEndpoints },
+      {
+        namespace,
+        echoScenario: name,
+        reason: next.conditions?.[0]?.reason,
+        synced: next.syncedEndpoints,
+        total: next.totalEndpoints,
+      },
       'status updated',
     );
   }
@@ -558,8 +357,7 @@ export function createOperator(options: OperatorOptions): Operator {
       );
       if (isLeader) {
         // Another leader may have pushed since: start from nothing known and push everything.
-        pushed.clear();
-        failed.clear();
+        ledger.clear();
         enqueueAll();
         wake();
       } else {

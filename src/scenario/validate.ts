@@ -3,31 +3,22 @@
  * express. Lists every problem with its location and never throws because of the input.
  */
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { DELAY_SPEC_FORM, parseDelayBounds } from './duration.ts';
+import { describe, escapePointer, quote, schemaMessage } from './problem-messages.ts';
+import { MAX_PROBLEMS, ProblemList, type ScenarioProblem } from './problems.ts';
 import {
   HEADER_NAME_PATTERN,
-  MAX_BODY_LENGTH,
   MAX_HEADER_NAME_LENGTH,
-  MAX_HEADERS,
-  MAX_PATH_LENGTH,
   MAX_RESPONSES,
   MAX_SCENARIOS,
-  MAX_STATUS,
   MAX_TIMER_DELAY_MS,
-  MIN_STATUS,
   type Scenario,
   ScenarioListSchema,
   type ScenarioResponse,
 } from './schema.ts';
 
-/** One thing wrong with a scenario set. */
-export interface ScenarioProblem {
-  /** JSON pointer (RFC 6901) to the offending value, e.g. `/0/responses/1/status`; `''` is the input. */
-  readonly path: string;
-  /** What was expected and what was found, e.g. `status must be an integer 100-599, got 700`. */
-  readonly message: string;
-}
+// Part of validateScenarios' contract, so exported with it.
+export { MAX_PROBLEMS, type ScenarioProblem };
 
 /** Options of {@link validateScenarios}. */
 export interface ValidateScenariosOptions {
@@ -42,9 +33,6 @@ export interface ValidateScenariosOptions {
 export type ValidateScenariosResult =
   | { readonly ok: true; readonly scenarios: Scenario[] }
   | { readonly ok: false; readonly problems: ScenarioProblem[] };
-
-/** Most problems one validation lists; a last problem at path `''` says when it stopped there. */
-export const MAX_PROBLEMS = 1000;
 
 /**
  * Headers a scenario may not set: they manage the connection or the message framing, which the
@@ -62,12 +50,6 @@ const RESERVED_HEADERS: ReadonlySet<string> = new Set([
 
 const HEADER_NAME = new RegExp(HEADER_NAME_PATTERN);
 const checker = TypeCompiler.Compile(ScenarioListSchema);
-
-const SCENARIO_KEYS = 'path, responses';
-const RESPONSE_KEYS = 'status, delay, body, headers';
-const PATH_FORM =
-  'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#"';
-const HEADER_VALUE_FORM = 'printable ASCII or Latin-1 text (no CR, LF, NUL or other control characters)';
 const HEADER_NAME_CHARS = "letters, digits and !#$%&'*+-.^_`|~";
 
 /**
@@ -131,72 +113,6 @@ function copyResponse(response: ScenarioResponse): ScenarioResponse {
   // fromEntries defines own properties, so even a header named `__proto__` survives the copy.
   if (response.headers !== undefined) copy.headers = Object.fromEntries(Object.entries(response.headers));
   return copy;
-}
-
-/** Problems keyed by location: the first problem found at a location is the one reported. */
-class ProblemList {
-  readonly #byPath = new Map<string, string>();
-  #truncated = false;
-
-  get size(): number {
-    return this.#byPath.size;
-  }
-
-  get full(): boolean {
-    return this.#truncated;
-  }
-
-  has(path: string): boolean {
-    return this.#byPath.has(path);
-  }
-
-  add(path: string, message: string): void {
-    if (this.#truncated || this.#byPath.has(path)) return;
-    this.#set(path, message);
-  }
-
-  /** Adds a second aspect to a location's problem (a header's name beside its value). */
-  append(path: string, message: string): void {
-    const existing = this.#byPath.get(path);
-    if (existing === undefined) this.add(path, message);
-    else this.#byPath.set(path, `${message}; ${existing}`);
-  }
-
-  #set(path: string, message: string): void {
-    if (this.#byPath.size === MAX_PROBLEMS) {
-      this.#truncated = true;
-      return;
-    }
-    this.#byPath.set(path, message);
-  }
-
-  /** Problems grouped by scenario, then response, in input order; schema problems first in each. */
-  sorted(): ScenarioProblem[] {
-    const list = [...this.#byPath].map(([path, message], order) => ({ path, message, order }));
-    list.sort((a, b) => compareLocations(a.path, b.path) || a.order - b.order);
-    const problems: ScenarioProblem[] = list.map(({ path, message }) => ({ path, message }));
-    if (this.#truncated) {
-      problems.push({ path: '', message: `too many problems: stopped after the first ${MAX_PROBLEMS}` });
-    }
-    return problems;
-  }
-}
-
-function compareLocations(a: string, b: string): number {
-  const [as = -1, ar = -1] = indexesOf(a);
-  const [bs = -1, br = -1] = indexesOf(b);
-  return as - bs || ar - br;
-}
-
-/** The scenario and response index of a location, where it has them. */
-function indexesOf(path: string): number[] {
-  const segments = path.split('/');
-  const indexes: number[] = [];
-  if (segments[1] !== undefined && /^\d+$/.test(segments[1])) indexes.push(Number(segments[1]));
-  if (segments[2] === 'responses' && segments[3] !== undefined && /^\d+$/.test(segments[3])) {
-    indexes.push(Number(segments[3]));
-  }
-  return indexes;
 }
 
 /**
@@ -323,113 +239,6 @@ function checkHeaderNames(headers: unknown, location: string, problems: ProblemL
         );
     }
   }
-}
-
-/** What a location holds, worded for messages: its label and the expected form. */
-interface Field {
-  readonly label: string;
-  readonly expected: string;
-  /** What the counted items are called, for count errors. */
-  readonly unit?: string;
-}
-
-const FIELDS: Readonly<Record<string, Field>> = {
-  scenario: { label: 'scenario', expected: 'an object with path and responses' },
-  path: { label: 'path', expected: `${PATH_FORM}, at most ${MAX_PATH_LENGTH} characters long` },
-  responses: { label: 'responses', expected: `an array of 1-${MAX_RESPONSES} responses`, unit: 'responses' },
-  response: { label: 'response', expected: 'an object with status and optionally delay, body and headers' },
-  status: { label: 'status', expected: `an integer ${MIN_STATUS}-${MAX_STATUS}` },
-  delay: { label: 'delay', expected: `a string holding ${DELAY_SPEC_FORM}` },
-  body: { label: 'body', expected: `a string of at most ${MAX_BODY_LENGTH} characters` },
-  headers: {
-    label: 'headers',
-    expected: `an object of header names to string values, at most ${MAX_HEADERS} entries`,
-    unit: 'entries',
-  },
-};
-
-/** One clear message for a schema error, whatever TypeBox's own wording. */
-function schemaMessage(error: ValueError): string {
-  const segments = error.path.split('/').slice(1).map(unescapePointer);
-  const key = segments.at(-1) ?? '';
-  if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    const allowed = segments.length <= 2 ? SCENARIO_KEYS : RESPONSE_KEYS;
-    const owner = segments.length <= 2 ? 'scenario' : 'response';
-    return `unknown property ${quote(key)} in ${owner}; expected only ${allowed}`;
-  }
-  const field = fieldAt(segments);
-  if (error.type === ValueErrorType.ObjectRequiredProperty)
-    return `${field.label} is required: ${field.expected}`;
-  const value: unknown = error.value;
-  switch (error.type) {
-    case ValueErrorType.StringMaxLength:
-      return `${field.label} must be at most ${String(error.schema['maxLength'])} characters long, got ${(value as string).length} characters`;
-    case ValueErrorType.ArrayMinItems:
-    case ValueErrorType.ArrayMaxItems:
-      return `${field.label} must be ${field.expected}, got ${(value as unknown[]).length} ${field.unit ?? 'items'}`;
-    case ValueErrorType.ObjectMaxProperties:
-      return `${field.label} must be ${field.expected}, got ${Object.keys(value as object).length} ${field.unit ?? 'entries'}`;
-    default: {
-      const hint =
-        key === 'delay' && typeof value === 'number' ? ` (write it as a string, e.g. "${value}ms")` : '';
-      return `${field.label} must be ${field.expected}, got ${describe(value)}${hint}`;
-    }
-  }
-}
-
-function fieldAt(segments: string[]): Field {
-  switch (segments.length) {
-    case 0:
-      return { label: 'input', expected: `an array of at most ${MAX_SCENARIOS} scenarios` };
-    case 1:
-      return FIELDS['scenario']!;
-    case 3:
-      return FIELDS['response']!;
-    case 5: {
-      const name = segments[4] ?? '';
-      return {
-        label: `header ${quote(name)} value`,
-        expected: `a string of ${HEADER_VALUE_FORM}`,
-      };
-    }
-    default: {
-      const key = segments.at(-1) ?? '';
-      return FIELDS[key] ?? { label: key, expected: 'valid' };
-    }
-  }
-}
-
-/** A short, exact account of a value found where something else was expected. */
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  switch (typeof value) {
-    case 'string':
-      return quote(value);
-    case 'number':
-    case 'bigint':
-    case 'boolean':
-      return String(value);
-    case 'undefined':
-      return 'nothing';
-    default:
-      return typeof value;
-  }
-}
-
-const QUOTE_MAX = 60;
-
-function quote(text: string): string {
-  if (text.length <= QUOTE_MAX) return JSON.stringify(text);
-  return `${JSON.stringify(text.slice(0, QUOTE_MAX))}... (${text.length} characters)`;
-}
-
-function escapePointer(key: string): string {
-  return key.replaceAll('~', '~0').replaceAll('/', '~1');
-}
-
-function unescapePointer(segment: string): string {
-  return segment.replaceAll('~1', '/').replaceAll('~0', '~');
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

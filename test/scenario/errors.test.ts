@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import * as scenario from '../../src/scenario/index.ts';
 import {
@@ -79,9 +79,10 @@ test('scenario index – explicit named exports only, each documented where it i
   assert.equal(/export\s+\*/.test(index), false, 'index.ts uses export *');
   const names = [...index.matchAll(/^\s+(?:type\s+)?([A-Za-z_][A-Za-z0-9_]*),?$/gm)].map((m) => m[1]!);
   assert.ok(names.length > 40, `found only ${names.length} exports`);
-  const sources = ['duration', 'errors', 'file', 'schema', 'store', 'validate'].map((file) =>
-    readFileSync(new URL(`../../src/scenario/${file}.ts`, import.meta.url), 'utf8'),
-  );
+  const dir = new URL('../../src/scenario/', import.meta.url);
+  const sources = readdirSync(dir)
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => readFileSync(new URL(file, dir), 'utf8'));
   for (const name of names) {
     const declaration = new RegExp(
       String.raw`/\*\*(?:(?!\*/)[\s\S])*\*/\s*export\s+(?:async\s+)?(?:const|function|class|interface|type)\s+${name}\b`,

@@ -1,0 +1,56 @@
+/**
+ * The end of a request, recorded in one place: `echo_requests_total`, `echo_request_duration_seconds`
+ * and the status and duration of its history entry. Most requests end through fastify's onResponse;
+ * the few whose end fastify never sees (a hijacked echo, an `/sse` stream the client left) call
+ * {@link recordCompletion} themselves. Either way a request is recorded once.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { HistoryEntry } from './history.ts';
+import type { EchoMetrics } from './metrics.ts';
+
+/** Status recorded for a request whose client went away before the answer (nginx's convention). */
+export const CLIENT_CLOSED_STATUS = 499;
+/** Status recorded for a connection ended on purpose without a response (`reset`, `close`). */
+export const NO_RESPONSE_STATUS = 0;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The history entry of this request, completed when the response ends. */
+    historyEntry: HistoryEntry | undefined;
+  }
+}
+
+const recorded = new WeakSet<FastifyRequest>();
+
+/**
+ * Records the end of a request: its meters, and its history entry's status and duration when it
+ * has one. `status` is what the request ended with, the answered status unless told otherwise.
+ * A second call for the same request does nothing.
+ */
+export function recordCompletion(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  metrics: EchoMetrics,
+  status: number = reply.statusCode,
+): void {
+  if (recorded.has(request)) return;
+  recorded.add(request);
+  const elapsedMs = reply.elapsedTime;
+  const entry = request.historyEntry;
+  if (entry !== undefined) {
+    entry.status = status;
+    entry.duration_ms = Math.round(elapsedMs);
+  }
+  const url = request.url;
+  const q = url.indexOf('?');
+  metrics.recordRequest(request.method, q === -1 ? url : url.slice(0, q), status, elapsedMs / 1000);
+}
+
+/** Records every request that fastify answers, when its response has gone (onResponse). */
+export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): void {
+  app.decorateRequest('historyEntry', undefined);
+  app.addHook('onResponse', (request, reply, done) => {
+    recordCompletion(request, reply, metrics);
+    done();
+  });
+}

@@ -1,0 +1,39 @@
+import type { IncomingMessage } from 'node:http';
+import type { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { Duplex } from 'node:stream';
+import type { ScenarioStore } from '../scenario/index.ts';
+import type { EchoConfig } from './config.ts';
+import type { History } from './history.ts';
+import type { EchoMetrics } from './metrics.ts';
+
+/** The service's live state, reachable as `app.echo`. */
+export interface EchoState {
+  readonly config: EchoConfig;
+  readonly history: History;
+  readonly scenarios: ScenarioStore;
+  readonly metrics: EchoMetrics;
+  readonly startedAt: Date;
+  requestCount: number;
+  inFlight: number;
+  /** Open streaming connections, by kind (filled by the WebSocket and SSE endpoints). */
+  readonly openStreams: { ws: number; sse: number };
+  readonly eventLoopDelay: ReturnType<typeof monitorEventLoopDelay>;
+  /** Aborted when the server starts draining: `/ready` turns 503, streams are closed. */
+  readonly drain: AbortController;
+  /**
+   * Aborted when the drain runs out of time, or when the app closes: requests still waiting in a
+   * delay are answered at once. Until then a delay in flight runs its course.
+   */
+  readonly drainDeadline: AbortController;
+  /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
+  readonly upgradeHandlers: Map<string, UpgradeHandler>;
+}
+
+/** Takes over the socket of an HTTP/1.1 upgrade request for one path. */
+export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    echo: EchoState;
+  }
+}

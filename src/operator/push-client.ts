@@ -1,0 +1,41 @@
+/**
+ * The one call the operator makes to an echo pod: `POST /scenario` with the whole array the
+ * endpoint should hold (a POST replaces all of a pod's scenarios), timed and counted.
+ */
+import type { OperatorMetrics } from './metrics.ts';
+import type { Endpoint } from './plan.ts';
+
+/** Sends `body` (a JSON scenario array) to `endpoint`; rejects with an Error naming the endpoint. */
+export type Push = (endpoint: Endpoint, body: string) => Promise<void>;
+
+export interface PushClientOptions {
+  /** Timeout of one push, in ms. */
+  readonly timeoutMs: number;
+  readonly metrics: Pick<OperatorMetrics, 'pushes' | 'pushSeconds'>;
+}
+
+export function createPushClient(options: PushClientOptions): Push {
+  const { metrics } = options;
+  return async function push(endpoint, body) {
+    const url = `http://${endpoint.ip}:${endpoint.port}/scenario`;
+    const stopTimer = metrics.pushSeconds.startTimer();
+    try {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);
+      metrics.pushes.inc({ result: 'success' });
+    } catch (error) {
+      metrics.pushes.inc({ result: 'failure' });
+      // fetch's own message is a bare "fetch failed": the cause's code (ECONNREFUSED...) says more.
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      throw new Error(`POST ${url}: ${cause ?? (error as Error).message}`);
+    } finally {
+      stopTimer();
+    }
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * What this leader has pushed: per endpoint, the array it last sent (its JSON text), the
+ * EchoScenarios in it, and the last failure. Only a leader's own memory: a new leader starts from
+ * nothing and pushes everything once.
+ */
+import type { DesiredEndpoint, Endpoint } from './plan.ts';
+
+/** One endpoint this leader pushed to. */
+export interface Pushed {
+  /** The JSON array it holds; `''` when a push failed and what it holds is unknown. */
+  readonly body: string;
+  readonly endpoint: Endpoint;
+  readonly namespace: string;
+  /** The EchoScenarios in `body` (or that may be, after a failure), by name. */
+  readonly owners: readonly string[];
+}
+
+/** What the status of an EchoScenario needs from the ledger. */
+export interface PushRecord {
+  /** Whether the endpoint holds the array it should, pushed and not failed since. */
+  holds(want: DesiredEndpoint): boolean;
+  /** The endpoint's last push failure, if its last push failed. */
+  failure(key: string): string | undefined;
+}
+
+export class PushLedger implements PushRecord {
+  /** By endpoint key. */
+  readonly #pushed = new Map<string, Pushed>();
+  /** Endpoint key → the message of its last failed push. */
+  readonly #failed = new Map<string, string>();
+
+  holds(want: DesiredEndpoint): boolean {
+    return this.#pushed.get(want.endpoint.key)?.body === JSON.stringify(want.scenarios);
+  }
+
+  /** The JSON array the endpoint holds, as far as this leader knows. */
+  body(key: string): string | undefined {
+    return this.#pushed.get(key)?.body;
+  }
+
+  failure(key: string): string | undefined {
+    return this.#failed.get(key);
+  }
+
+  /** `endpoint` now holds `body`. */
+  succeeded(endpoint: Endpoint, namespace: string, body: string, owners: readonly string[]): void {
+    this.#pushed.set(endpoint.key, { body, endpoint, namespace, owners });
+    this.#failed.delete(endpoint.key);
+  }
+
+  /**
+   * A push of `owners`' array to `endpoint` failed. What it holds now is unknown: it stays unsynced
+   * (an empty body never matches), owned by what it held before and what it was to get, so it is
+   * cleared if need be.
+   */
+  pushFailed(endpoint: Endpoint, namespace: string, owners: readonly string[], message: string): void {
+    const before = this.#pushed.get(endpoint.key)?.owners ?? [];
+    this.#pushed.set(endpoint.key, {
+      body: '',
+      endpoint,
+      namespace,
+      owners: [...new Set([...before, ...owners])],
+    });
+    this.#failed.set(endpoint.key, message);
+  }
+
+  /** Clearing the endpoint failed: it still holds what it held. */
+  clearFailed(key: string, message: string): void {
+    this.#failed.set(key, message);
+  }
+
+  /** The endpoint holds nothing of ours, or is gone: nothing to remember. */
+  forget(key: string): void {
+    this.#pushed.delete(key);
+    this.#failed.delete(key);
+  }
+
+  /** Every endpoint of a pod, by its uid (the pod is gone). */
+  forgetPod(uid: string): void {
+    for (const key of [...this.#pushed.keys(), ...this.#failed.keys()]) {
+      if (key.startsWith(`${uid}:`)) this.forget(key);
+    }
+  }
+
+  /** A failure of an endpoint of pod `uid` that should hold nothing and holds nothing is no news. */
+  forgetStaleFailures(uid: string | undefined, desired: ReadonlyMap<string, DesiredEndpoint>): void {
+    for (const key of this.#failed.keys()) {
+      if (key.startsWith(`${uid}:`) && !desired.has(key) && !this.#pushed.has(key)) this.#failed.delete(key);
+    }
+  }
+
+  /** The endpoints pushed to in `namespace`, by key; live, like a Map's own iteration. */
+  *inNamespace(namespace: string): IterableIterator<[string, Pushed]> {
+    for (const entry of this.#pushed) if (entry[1].namespace === namespace) yield entry;
+  }
+
+  /** Whether an endpoint in `namespace` may still hold EchoScenario `name`'s scenario. */
+  mayHold(namespace: string, name: string): boolean {
+    for (const p of this.#pushed.values())
+      if (p.namespace === namespace && p.owners.includes(name)) return true;
+    return false;
+  }
+
+  /** Forgets everything (another leader may have pushed since). */
+  clear(): void {
+    this.#pushed.clear();
+    this.#failed.clear();
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * An EchoScenario's status, from its place in the plan and what the pushes did: a pure function
+ * of its inputs (the time included), so the same cluster state and pushes always give the same
+ * status, and the operator writes it only when it says something new.
+ */
+import type {
+  EchoScenario,
+  EchoScenarioCondition,
+  EchoScenarioStatus,
+  NamespacePlan,
+  ScenarioState,
+} from './plan.ts';
+import type { PushRecord } from './push-ledger.ts';
+
+/** The condition type the operator sets. */
+export const READY = 'Ready';
+
+export interface StatusInput {
+  /** As the cache holds it: its generation, and the status it has now. */
+  readonly echoScenario: EchoScenario;
+  /** Its state in the plan; a deleting EchoScenario gets no status (only its finalizer is left to settle). */
+  readonly state: Exclude<ScenarioState, { kind: 'Deleting' }>;
+  /** The namespace's plan: the array each endpoint should hold. */
+  readonly desired: NamespacePlan['desired'];
+  /** What the pushes did. */
+  readonly pushes: PushRecord;
+  readonly now: Date;
+}
+
+/**
+ * The status the EchoScenario should have: `observedGeneration`, one `Ready` condition (its reason
+ * `Synced`, `Invalid`, `TargetNotFound`, `Conflict` or `PushFailed`), `syncedEndpoints`,
+ * `totalEndpoints`, and `lastSyncTime` (now when Synced, else the one it had). The condition's
+ * `lastTransitionTime` is now when its `status` changes, else the one it had.
+ * @returns `undefined` while pushes are still under way and none has failed: nothing to say yet.
+ */
+export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined {
+  const { echoScenario: es, state, desired, pushes, now } = input;
+  const ready = (status: EchoScenarioCondition['status'], reason: string, message: string) =>
+    readyCondition(es, status, reason, message, now);
+  const generation = es.metadata.generation ?? 0;
+  const lastSyncTime = es.status?.lastSyncTime;
+  const since = lastSyncTime === undefined ? {} : { lastSyncTime };
+  switch (state.kind) {
+    case 'Invalid':
+    case 'TargetNotFound':
+      return {
+        observedGeneration: generation,
+        conditions: [ready('False', state.kind, state.message)],
+        syncedEndpoints: 0,
+        totalEndpoints: 0,
+        ...since,
+      };
+    case 'Conflict':
+      return {
+        observedGeneration: generation,
+        conditions: [ready('False', 'Conflict', state.message)],
+        syncedEndpoints: 0,
+        totalEndpoints: state.endpoints.length,
+        ...since,
+      };
+    case 'Active': {
+      const total = state.endpoints.length;
+      let synced = 0;
+      const failures: string[] = [];
+      for (const endpoint of state.endpoints) {
+        const want = desired.get(endpoint.key);
+        if (want !== undefined && pushes.holds(want)) synced++;
+        const failure = pushes.failure(endpoint.key);
+        if (failure !== undefined) failures.push(`${endpoint.podName}: ${failure}`);
+      }
+      if (failures.length > 0) {
+        const message = `${failures.length} of ${total} endpoints failed: ${failures.join('; ')}`;
+        return {
+          observedGeneration: generation,
+          conditions: [ready('False', 'PushFailed', message)],
+          syncedEndpoints: synced,
+          totalEndpoints: total,
+          ...since,
+        };
+      }
+      if (synced < total) return undefined;
+      return {
+        observedGeneration: generation,
+        conditions: [ready('True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],
+        syncedEndpoints: synced,
+        totalEndpoints: total,
+        lastSyncTime: timestamp(now),
+      };
+    }
+  }
+}
+
+/**
+ * Whether `next` says what `current` says, times aside (`lastSyncTime`, `lastTransitionTime`):
+ * then it is not written, so the operator's own writes do not loop.
+ */
+export function sameStatus(current: EchoScenarioStatus | undefined, next: EchoScenarioStatus): boolean {
+  const untimed = (s: EchoScenarioStatus | undefined) =>
+    JSON.stringify(s?.conditions?.map(({ lastTransitionTime: _t, ...c }) => c));
+  return (
+    current?.observedGeneration === next.observedGeneration &&
+    current?.syncedEndpoints === next.syncedEndpoints &&
+    current?.totalEndpoints === next.totalEndpoints &&
+    untimed(current) === untimed(next)
+  );
+}
+
+function readyCondition(
+  es: EchoScenario,
+  status: EchoScenarioCondition['status'],
+  reason: string,
+  message: string,
+  now: Date,
+): EchoScenarioCondition {
+  const previous = es.status?.conditions?.find((c) => c.type === READY);
+  const changed = previous === undefined || previous.status !== status;
+  return {
+    type: READY,
+    status,
+    reason,
+    message,
+    observedGeneration: es.metadata.generation ?? 0,
+    lastTransitionTime: changed ? timestamp(now) : previous.lastTransitionTime!,
+  };
+}
+
+/** A Kubernetes `Time`: RFC 3339 in UTC, whole seconds. */
+function timestamp(now: Date): string {
+  return now.toISOString().replace(/\.\d+Z$/, 'Z');
+}

@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { send } from '../helpers/http.ts';
+
+/**
+ * One record per request, whatever kind of answer it got: `echo_requests_total{method,path,status}`
+ * and `echo_request_duration_seconds` count it once, and its history entry (for an echo path that
+ * got that far) holds the same status and a duration.
+ */
+
+interface Entry {
+  readonly id: string;
+  readonly status: number | null;
+  readonly duration_ms: number | null;
+}
+
+async function scrape(echo: RunningEcho): Promise<string> {
+  return (await send(`${echo.url}/metrics`)).text;
+}
+
+/** `echo_requests_total` by `METHOD path status`, from one scrape. */
+function requestCounts(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(
+    /^echo_requests_total\{method="([^"]*)",path="([^"]*)",status="([^"]*)"\} (\S+)$/gm,
+  )) {
+    counts.set(`${m[1]} ${m[2]} ${m[3]}`, Number(m[4]));
+  }
+  return counts;
+}
+
+function sample(text: string, name: string): number {
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m === null ? Number.NaN : Number(m[1]);
+}
+
+async function history(echo: RunningEcho): Promise<Entry[]> {
+  return JSON.parse((await send(`${echo.url}/history`)).text) as Entry[];
+}
+
+/** Statuses are written when a response ends, just after the client has it: wait for them. */
+async function settled(echo: RunningEcho, ids: readonly string[]): Promise<Map<string, Entry>> {
+  let entries = new Map<string, Entry>();
+  for (let i = 0; i < 100; i++) {
+    entries = new Map((await history(echo)).map((e) => [e.id, e]));
+    if (ids.every((id) => entries.get(id)?.status !== null && entries.has(id))) break;
+    await sleep(20);
+  }
+  return entries;
+}
+
+/** Sends raw HTTP/1.1 and resolves once the server has closed the connection. */
+function raw(port: number, text: string): Promise<void> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(text));
+    socket.on('data', () => {});
+    socket.on('error', () => {});
+    socket.on('close', () => resolve());
+  });
+}
+
+/** A body over MAX_BODY_SIZE: the server may answer 413 before it has read it all. */
+function tooLarge(echo: RunningEcho, id: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${echo.url}/big`, { method: 'POST', headers: { 'x-request-id': id } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') reject(err);
+    });
+    req.end('x'.repeat(2048));
+  });
+}
+
+test('completion – every kind of answer is counted once, with the status its history entry holds', async (t) => {
+  const echo = await startEcho(
+    { MAX_BODY_SIZE: '1024', ECHO_ERROR_TIMEOUT: '50ms', ECHO_SSE_TICKER: '50ms' },
+    { scenarios: [{ path: '/scripted', responses: [{ status: 418, body: 'teapot' }] }] },
+  );
+  t.after(() => echo.close());
+  const get = (path: string, id: string, headers: Record<string, string> = {}) =>
+    send(`${echo.url}${path}`, { headers: { 'X-Request-ID': id, ...headers } });
+
+  assert.equal((await get('/plain', 'plain')).status, 200);
+  assert.equal((await get('/status', 'status', { 'X-Echo-Status': '201' })).status, 201);
+  const chaos = (await get('/chaos', 'chaos', { 'X-Echo-Chaos': '100' })).status;
+  assert.equal((await get('/error', 'error', { 'X-Echo-Error': 'bad-gateway' })).status, 502);
+  assert.equal((await get('/timeout', 'timeout', { 'X-Echo-Error': 'timeout' })).status, 504);
+  assert.equal((await get('/scripted', 'scripted')).status, 418);
+  assert.equal((await get('/malformed', 'malformed', { 'X-Echo-Status': 'abc' })).status, 400);
+  assert.equal(await tooLarge(echo, 'big'), 413);
+  await raw(
+    echo.port,
+    'GET /reset HTTP/1.1\r\nHost: x\r\nX-Request-ID: reset\r\nX-Echo-Error: reset\r\n\r\n',
+  );
+  await raw(
+    echo.port,
+    'GET /close HTTP/1.1\r\nHost: x\r\nX-Request-ID: close\r\nX-Echo-Error: close\r\n\r\n',
+  );
+
+  // A client that leaves during a delay.
+  const leaving = new AbortController();
+  const left = request(`${echo.url}/left`, {
+    headers: { 'X-Request-ID': 'left', 'X-Echo-Delay': '10s' },
+    signal: leaving.signal,
+  }).catch(() => undefined);
+  for (let i = 0; i < 100 && !(await history(echo)).some((e) => e.id === 'left'); i++) await sleep(20);
+  leaving.abort();
+  await left;
+
+  // An /sse stream the client leaves.
+  const sse = new AbortController();
+  const stream = await fetch(`${echo.url}/sse`, { signal: sse.signal });
+  assert.equal(stream.status, 200);
+  sse.abort();
+
+  // A replay of the plain request: the replay route, and the re-sent request on the echo route.
+  const replay = await send(`${echo.url}/replay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ id: 'status' }),
+  });
+  assert.equal(replay.status, 201);
+
+  const ids = ['plain', 'status', 'chaos', 'error', 'timeout', 'scripted', 'reset', 'close', 'left'];
+  const entries = await settled(echo, ids);
+  assert.deepEqual(Object.fromEntries(ids.map((id) => [id, entries.get(id)?.status])), {
+    plain: 200,
+    status: 201,
+    chaos,
+    error: 502,
+    timeout: 504,
+    scripted: 418,
+    reset: 0,
+    close: 0,
+    left: 499,
+  });
+  for (const id of ids) {
+    const ms = entries.get(id)?.duration_ms;
+    assert.ok(typeof ms === 'number' && ms >= 0, `${id}: duration_ms ${ms}`);
+  }
+  assert.ok((entries.get('timeout')?.duration_ms ?? 0) >= 40, 'the timeout is in its duration');
+  assert.ok(!entries.has('malformed') && !entries.has('big'), 'rejected requests are not recorded');
+  const replayed = (await history(echo)).at(-1)!;
+  assert.equal(replayed.status, 201, 'the re-sent request is recorded with its status');
+
+  let text = '';
+  let counts = new Map<string, number>();
+  for (let i = 0; i < 100 && counts.get('GET /sse 200') !== 1; i++) {
+    if (i > 0) await sleep(20);
+    text = await scrape(echo);
+    counts = requestCounts(text);
+  }
+  const expected: Record<string, number> = {
+    'GET /plain 200': 1,
+    'GET /status 201': 2, // the request and its replay
+    [`GET /chaos ${chaos}`]: 1,
+    'GET /error 502': 1,
+    'GET /timeout 504': 1,
+    'GET /scripted 418': 1,
+    'GET /malformed 400': 1,
+    'POST /big 413': 1,
+    'GET /reset 0': 1,
+    'GET /close 0': 1,
+    'GET /left 499': 1,
+    'GET /sse 200': 1,
+    'POST /replay 201': 1,
+  };
+  for (const [series, n] of Object.entries(expected)) assert.equal(counts.get(series), n, series);
+  // Every request counted is timed too, and nothing is counted twice.
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  assert.equal(sample(text, 'echo_request_duration_seconds_count'), total);
+});
+
+test('completion – a 429 from the rate limit is counted once, and the limited request is not in history', async (t) => {
+  const echo = await startEcho({ ECHO_RATE_LIMIT_RPS: '0.001', ECHO_RATE_LIMIT_BURST: '1' });
+  t.after(() => echo.close());
+  assert.equal((await send(`${echo.url}/m`, { headers: { 'X-Request-ID': 'first' } })).status, 200);
+  assert.equal((await send(`${echo.url}/m`, { headers: { 'X-Request-ID': 'second' } })).status, 429);
+  // /history is rate limited too: read the entries from the app.
+  const recorded = () => echo.app.echo.history.list().map((e) => [e.id, e.status]);
+  for (let i = 0; i < 100 && recorded()[0]?.[1] === null; i++) await sleep(20);
+  assert.deepEqual(recorded(), [['first', 200]]);
+  const text = await scrape(echo);
+  const counts = requestCounts(text);
+  assert.equal(counts.get('GET /m 200'), 1);
+  assert.equal(counts.get('GET /m 429'), 1);
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  assert.equal(sample(text, 'echo_request_duration_seconds_count'), total);
+});
