@@ -4,8 +4,10 @@
  * `test/obs/config-doc.test.ts` fails when the checked-in README differs from what this produces.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { envVariableOf, expectedForm } from './config.ts';
-import { type Fields, OBS_SCHEMA } from './config-schema.ts';
+import { envVariableOf } from './config-env.ts';
+import type { Fields } from './config-fields.ts';
+import { OBS_SCHEMA } from './config-schema.ts';
+import { expectedForm } from './config-values.ts';
 import { formatDuration } from './duration.ts';
 import { OBS_ERRORS } from './errors.ts';
 

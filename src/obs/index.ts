@@ -15,24 +15,20 @@ export {
   OVERFLOW_VALUE,
   type OverflowListener,
 } from './cardinality.ts';
+export { type LoadObsConfigInput, loadObsConfig, type ResolvedObsConfig } from './config.ts';
+export { flattenEffective } from './config-effective.ts';
 export {
   ENV_VARIABLES,
   envVariableOf,
-  flattenEffective,
-  LEGACY_MODE_KEY,
-  type LoadObsConfigInput,
-  loadObsConfig,
-  MAX_CONFIG_FILE_BYTES,
   OBS_CONFIG_FILE_VARIABLE,
   OBS_PROFILE_VARIABLE,
-  presetFileUrl,
-  type ResolvedObsConfig,
-} from './config.ts';
+} from './config-env.ts';
+export { MAX_CONFIG_FILE_BYTES, presetFileUrl } from './config-file.ts';
 export { canonicalJson, configHash, type JsonValue } from './config-hash.ts';
+export { LEGACY_MODE_KEY } from './config-legacy.ts';
 export {
   type EnabledWhen,
   type EnabledWhenFeature,
-  FEATURES,
   OBS_SCHEMA,
   type ObsConfig,
   type ObsConfigInput,
@@ -102,6 +98,7 @@ export {
   type WideEvents,
   type WideEventsDependencies,
 } from './events.ts';
+export { FEATURES } from './features.ts';
 export {
   DEFAULT_FINGERPRINT_FRAMES,
   EXCEPTION_METRICS,

@@ -12,7 +12,6 @@ import type { JsonValue } from './config-hash.ts';
 import {
   ENFORCEMENT_MODES,
   type EnabledWhenFeature,
-  FEATURES,
   type ObsConfig,
   type ObsConfigInput,
 } from './config-schema.ts';
@@ -45,6 +44,7 @@ import { ObsError } from './errors.ts';
 // --- end ---
 // --- wide events (events.ts) ---
 import { createWideEvents, type EventAttributes } from './events.ts';
+import { FEATURES } from './features.ts';
 import { guardMeterProvider } from './meters.ts';
 
 /** The logger obs writes to: pino, fastify's logger, or anything with these two methods. */

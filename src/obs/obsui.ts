@@ -4,8 +4,8 @@
  * Content-Security-Policy, and every value is escaped.
  */
 import { createHash } from 'node:crypto';
-import { isMapKey } from './config.ts';
 import type { JsonValue } from './config-hash.ts';
+import { isMapKey } from './config-keys.ts';
 import type { FeatureSnapshot, ObsSnapshot } from './obs.ts';
 
 const STYLE = `

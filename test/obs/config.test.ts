@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Fields } from '../../src/obs/config-schema.ts';
+import type { Fields } from '../../src/obs/config-fields.ts';
 import {
   type ConfigProblem,
   ENV_VARIABLES,
