@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { context, isSpanContextValid, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
-import { maskText } from './logging.ts';
+import { maskText } from './masking.ts';
 import type { Obs } from './obs.ts';
 import { traceIdOfTraceparent } from './trace-guard.ts';
 

@@ -117,6 +117,13 @@ export {
 } from './fingerprint.ts';
 export {
   activeTraceFields,
+  type ObsFastifyOptions,
+  type ObsLoggerOptionsInput,
+  obsFastifyOptions,
+  obsLoggerOptions,
+  REQUEST_ID_LOG_LABEL,
+} from './logging.ts';
+export {
   isSecretName,
   luhnValid,
   MASK,
@@ -125,12 +132,7 @@ export {
   maskLogLine,
   maskSecrets,
   maskText,
-  type ObsFastifyOptions,
-  type ObsLoggerOptionsInput,
-  obsFastifyOptions,
-  obsLoggerOptions,
-  REQUEST_ID_LOG_LABEL,
-} from './logging.ts';
+} from './masking.ts';
 export {
   type GuardRegistryOptions,
   guardMeter,
