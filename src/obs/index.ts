@@ -98,22 +98,24 @@ export {
   type WideEvents,
   type WideEventsDependencies,
 } from './events.ts';
-export { FEATURES } from './features.ts';
 export {
-  DEFAULT_FINGERPRINT_FRAMES,
   EXCEPTION_METRICS,
   type ExceptionHandlerOptions,
   errorStatus,
-  errorType,
-  type FingerprintFrame,
-  fingerprint,
-  fingerprintFrames,
   PROBLEM_CONTENT_TYPE,
   problemBody,
   problemErrorHandler,
   type RecordedError,
   registerExceptionHandler,
   SERVER_ERROR_DETAIL,
+} from './exception-handler.ts';
+export { FEATURES } from './features.ts';
+export {
+  DEFAULT_FINGERPRINT_FRAMES,
+  errorType,
+  type FingerprintFrame,
+  fingerprint,
+  fingerprintFrames,
 } from './fingerprint.ts';
 export {
   activeTraceFields,
