@@ -55,6 +55,7 @@ export {
   DEFAULT_TOP_OFFENDERS,
   type Diagnostics,
   type DiagnosticsOptions,
+  type RuntimeSnapshot,
 } from './diagnostics.ts';
 export {
   DEFAULT_DRAIN_TIMEOUT_MS,
@@ -93,6 +94,7 @@ export {
   boundEventAttributes,
   createWideEvents,
   EVENTS_METRIC,
+  type EventAttributes,
   MAX_EVENT_KEY_CHARS,
   MAX_EVENT_NAME_CHARS,
   type WideEvents,
@@ -143,23 +145,15 @@ export {
   guardRegistry,
   registryGuard,
 } from './meters.ts';
+export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
+export { escapeHtml, OBSUI_CSP, renderObsUi } from './obsui.ts';
+export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
 export {
-  type CreateObsOptions,
-  createObs,
-  type EventAttributes,
-  type FeatureSnapshot,
-  OBS_METRICS,
-  type Obs,
-  type ObsLogger,
-  type ObsSnapshot,
   READINESS_TIMEOUT_MS,
   type ReadinessCheck,
   type ReadinessReport,
   type ReadinessResult,
-  type RuntimeSnapshot,
-} from './obs.ts';
-export { escapeHtml, OBSUI_CSP, renderObsUi } from './obsui.ts';
-export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
+} from './readiness.ts';
 export {
   createErrorUpgradeSpanProcessor,
   createObsSampler,
@@ -174,6 +168,7 @@ export {
   UPGRADED_ATTRIBUTE,
   type UpgradableSpan,
 } from './sampling.ts';
+export type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
 export {
   isValidTraceparent,
   registerTraceGuard,

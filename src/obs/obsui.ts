@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { JsonValue } from './config-hash.ts';
 import { isMapKey } from './config-keys.ts';
-import type { FeatureSnapshot, ObsSnapshot } from './obs.ts';
+import type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
 
 const STYLE = `
 :root{color-scheme:light dark;--fg:#1d2330;--muted:#5b6475;--bg:#f6f7f9;--card:#fff;--line:#dde1e8;--on:#17803d;--off:#8a93a3;--warn:#b45309}

@@ -1,0 +1,65 @@
+/**
+ * The snapshot (`GET /actuator/obs`, the page `/actuator/obsui`): what obs does in this process,
+ * feature by feature, with the effective configuration of each, the mode and the runtime figures.
+ */
+import type { ResolvedObsConfig } from './config.ts';
+import type { JsonValue } from './config-hash.ts';
+import type { EnforcementMode } from './config-schema.ts';
+import type { RuntimeSnapshot } from './diagnostics.ts';
+import { FEATURES } from './features.ts';
+
+/** One feature of the seed's table in the snapshot. */
+export interface FeatureSnapshot {
+  readonly name: string;
+  readonly default: string;
+  readonly enabled: boolean;
+  /** The effective configuration of the feature (`null` when it has none). */
+  readonly config: JsonValue;
+}
+
+/** `GET /actuator/obs`: what is on and off, with what configuration, in which mode. */
+export interface ObsSnapshot {
+  readonly service: string;
+  readonly version: string;
+  readonly mode: EnforcementMode;
+  readonly config_hash: string;
+  readonly profile: { readonly name: string | null; readonly applied: boolean; readonly auto_apply: boolean };
+  readonly config_file: string | null;
+  readonly generated_at: string;
+  readonly features: Readonly<Record<string, FeatureSnapshot>>;
+  readonly runtime: RuntimeSnapshot;
+  /** Sections contributed by obs features through `Obs.addSnapshotSection`. */
+  readonly sections: Readonly<Record<string, JsonValue>>;
+}
+
+/** Every feature of {@link FEATURES}, keyed by its subtree, as the snapshot shows it. */
+export function featureSnapshots(resolved: ResolvedObsConfig): Record<string, FeatureSnapshot> {
+  const { config } = resolved;
+  const out: Record<string, FeatureSnapshot> = {};
+  for (const feature of FEATURES) {
+    if (feature.key === 'config-validation') {
+      out[feature.key] = { name: feature.name, default: feature.default, enabled: true, config: null };
+      continue;
+    }
+    const effective = resolved.effective[feature.key] as { readonly [k: string]: JsonValue };
+    const enabled =
+      feature.key === 'profile-presets'
+        ? config['profile-presets']['auto-apply']
+        : (config[feature.key] as { readonly enabled?: boolean }).enabled !== false;
+    out[feature.key] = { name: feature.name, default: feature.default, enabled, config: effective };
+  }
+  return out;
+}
+
+/** The contributed sections, each computed now; a section that throws shows its error instead. */
+export function readSections(sections: ReadonlyMap<string, () => JsonValue>): Record<string, JsonValue> {
+  const out: Record<string, JsonValue> = {};
+  for (const [name, section] of sections) {
+    try {
+      out[name] = section();
+    } catch (error) {
+      out[name] = { error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+  return out;
+}
