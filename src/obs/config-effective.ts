@@ -7,22 +7,27 @@ import { flattenTree, type JsonValue } from './config-hash.ts';
 import { isMapKey } from './config-keys.ts';
 import type { Tree } from './config-values.ts';
 import { formatDuration } from './duration.ts';
+import { plannedFeatureOf } from './features.ts';
 
-/** The effective form of a resolved (sub)tree of `fields`. */
-export function effectiveOf(fields: Fields, node: Tree): { [key: string]: JsonValue } {
+/**
+ * The effective form of the resolved (sub)tree of `fields` at `path`. Keys of planned features are
+ * left out: nothing reads them, so they are not part of what the process does (nor of its hash).
+ */
+export function effectiveOf(fields: Fields, node: Tree, path = 'obs'): { [key: string]: JsonValue } {
   const out: { [key: string]: JsonValue } = {};
   for (const [key, field] of Object.entries(fields)) {
-    out[key] = effectiveValue(field, node[key]);
+    const here = `${path}.${key}`;
+    if (plannedFeatureOf(here) === undefined) out[key] = effectiveValue(field, node[key], here);
   }
   return out;
 }
 
-function effectiveValue(field: Field, value: unknown): JsonValue {
+function effectiveValue(field: Field, value: unknown, path: string): JsonValue {
   switch (field.kind) {
     case 'group':
-      return effectiveOf(field.fields, value as Tree);
+      return effectiveOf(field.fields, value as Tree, path);
     case 'object-list':
-      return (value as Tree[]).map((item) => effectiveOf(field.item, item));
+      return (value as Tree[]).map((item, i) => effectiveOf(field.item, item, `${path}[${i}]`));
     case 'duration':
       return value === undefined ? null : formatDuration(value as number);
     case 'string-map': {

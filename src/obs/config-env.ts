@@ -8,7 +8,7 @@
  * - a list is comma-separated text (`OBS_TRACE_GUARD_EXCLUDE_PATH_PREFIXES=/actuator,/health`) or a
  *   JSON array; the variable replaces the whole list;
  * - a map is either one variable holding `key=value` pairs separated by commas, or a JSON object
- *   (`OBS_TIMEOUT_BUDGET_ENABLED_WHEN_HEADER_NOT_EQUALS=x-synthetic=true,client-id=probe`), or one
+ *   (`OBS_TRACE_GUARD_ENABLED_WHEN_HEADER_NOT_EQUALS=x-synthetic=true,client-id=probe`), or one
  *   variable per entry, the map's variable + `_` + the key, where the key is lower-cased and `_`
  *   becomes `-` (`..._HEADER_NOT_EQUALS_X_SYNTHETIC=true` → `x-synthetic: true`). Keys that need
  *   other characters (a host name with dots) use the first form. Entries merge with the map of
@@ -16,7 +16,8 @@
  * - a list of objects (`obs.slo.objectives`) is a JSON array;
  * - `OBS_PROFILE` and `OBS_CONFIG_FILE` name the preset and the file, and the variables Kubernetes
  *   injects for a Service named `obs` (`OBS_SERVICE_HOST`, `OBS_PORT_…`) are left alone; any other
- *   `OBS_*` variable that names no key is an error, with the nearest valid name.
+ *   `OBS_*` variable that names no key is an error, with the nearest valid name;
+ * - a variable of a key of a planned feature (`features.ts`) is an error too.
  */
 import type { LeafField } from './config-fields.ts';
 import { ALL_PATHS, FIELD_BY_PATH } from './config-keys.ts';
@@ -24,6 +25,7 @@ import { LEGACY_MODE_KEY } from './config-legacy.ts';
 import { problem, show } from './config-problems.ts';
 import { checkMap, childTree, expectedForm, type Tree } from './config-values.ts';
 import type { ConfigProblem } from './errors.ts';
+import { plannedFeatureOf } from './features.ts';
 import { nearestName } from './nearest-name.ts';
 
 /** Names the preset profile (`dev`, `prod`, `test`, `canary`); used when auto-apply is on. */
@@ -31,7 +33,7 @@ export const OBS_PROFILE_VARIABLE = 'OBS_PROFILE';
 /** Names the YAML configuration file. */
 export const OBS_CONFIG_FILE_VARIABLE = 'OBS_CONFIG_FILE';
 
-/** The environment variable of a key: `obs.timeout-budget.default-budget` → `OBS_TIMEOUT_BUDGET_DEFAULT_BUDGET`. */
+/** The environment variable of a key: `obs.shutdown.drain-timeout` → `OBS_SHUTDOWN_DRAIN_TIMEOUT`. */
 export function envVariableOf(path: string): string {
   return `OBS_${path
     .replace(/^obs\./, '')
@@ -39,7 +41,7 @@ export function envVariableOf(path: string): string {
     .replace(/[.-]/g, '_')}`;
 }
 
-/** Every variable that sets a key, to the key and its field. */
+/** The variable of every key, to the key and its field (keys of planned features too: set, they are refused). */
 export const ENV_VARIABLES: ReadonlyMap<string, { readonly path: string; readonly field: LeafField }> =
   (() => {
     const out = new Map<string, { path: string; field: LeafField }>();
@@ -55,6 +57,10 @@ export const ENV_VARIABLES: ReadonlyMap<string, { readonly path: string; readonl
   })();
 
 const MAP_VARIABLES = [...ENV_VARIABLES].filter(([, v]) => v.field.kind === 'string-map');
+/** The variables offered as "did you mean": those of planned features are refused, so never offered. */
+const SETTABLE_VARIABLES = [...ENV_VARIABLES]
+  .filter(([, v]) => plannedFeatureOf(v.path) === undefined)
+  .map(([name]) => name);
 const RESERVED_VARIABLES = new Set([OBS_PROFILE_VARIABLE, OBS_CONFIG_FILE_VARIABLE]);
 /** Variables Kubernetes injects for a Service named `obs`. */
 const SERVICE_LINK =
@@ -116,7 +122,7 @@ export function readObsVariables(
       mapEntries.set(path, m);
       continue;
     }
-    const near = nearestName(upper, [...ENV_VARIABLES.keys(), ...RESERVED_VARIABLES]);
+    const near = nearestName(upper, [...SETTABLE_VARIABLES, ...RESERVED_VARIABLES]);
     const hint =
       near === undefined
         ? `no obs key has this variable; see src/obs/README.md for the list`
@@ -130,6 +136,12 @@ export function readObsVariables(
     });
   }
   for (const [path, m] of mapEntries) {
+    if (plannedFeatureOf(path) !== undefined) {
+      // Refused as a key of a planned feature when the tree is read, whatever its form.
+      setPath(raw, path, m.whole ?? m.entries);
+      variables.set(path, m.names.join(', '));
+      continue;
+    }
     const field = FIELD_BY_PATH.get(path);
     let whole: Record<string, string> = {};
     if (m.whole !== undefined && field?.kind === 'string-map') {

@@ -5,6 +5,7 @@
 import type { Fields } from './config-fields.ts';
 import { ALL_PATHS } from './config-keys.ts';
 import type { ConfigProblem } from './errors.ts';
+import { type Feature, plannedFeatureOf } from './features.ts';
 import { nearestName } from './nearest-name.ts';
 
 /** A value as a problem line shows it: JSON, cut at 80 characters. */
@@ -35,13 +36,31 @@ export function unknownKey(key: string, value: unknown, source: string, hint: st
   };
 }
 
-/** Says what an unknown key under `parent` probably meant. */
+/**
+ * A key of a planned feature, set by a source: obs has no code that would read it, so it would
+ * silently do nothing.
+ */
+export function plannedKey(key: string, value: unknown, source: string, feature: Feature): ConfigProblem {
+  const reason = `the ${feature.key} feature is not built yet (planned); remove the setting`;
+  const shown = value === undefined ? '' : ` = ${show(value)}`;
+  return { key, value, source, expected: reason, message: `${key}${shown} (${source}): ${reason}` };
+}
+
+/** The keys under `parent` a source may set: all of `siblings` but those of planned features. */
+export function settableKeys(parent: string, siblings: Fields): string[] {
+  return Object.keys(siblings).filter((k) => plannedFeatureOf(`${parent}.${k}`) === undefined);
+}
+
+/** Says what an unknown key under `parent` probably meant; keys of planned features are never offered. */
 export function suggestKey(parent: string, key: string, siblings: Fields): string {
-  const sibling = nearestName(key, Object.keys(siblings));
+  const settable = settableKeys(parent, siblings);
+  const sibling = nearestName(key, settable);
   if (sibling !== undefined) return `did you mean ${parent}.${sibling}?`;
-  // A known key in the wrong place: `obs.skip-stale-records` for `obs.kafka.skip-stale-records`.
+  // A known key in the wrong place: `obs.pii-masking-enabled` for `obs.logging.pii-masking-enabled`.
   const last = key.includes('.') ? key.slice(key.lastIndexOf('.') + 1) : key;
-  const elsewhere = ALL_PATHS.filter((e) => e.path.endsWith(`.${last}`)).map((e) => e.path);
+  const elsewhere = ALL_PATHS.filter(
+    (e) => e.path.endsWith(`.${last}`) && plannedFeatureOf(e.path) === undefined,
+  ).map((e) => e.path);
   if (elsewhere.length > 0 && elsewhere.length <= 3) return `did you mean ${elsewhere.join(' or ')}?`;
-  return `valid keys under ${parent}: ${Object.keys(siblings).join(', ')}`;
+  return `valid keys under ${parent}: ${settable.join(', ')}`;
 }

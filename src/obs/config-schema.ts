@@ -7,6 +7,9 @@
  *
  * Names follow the seed (`obs.timeout-budget.default-budget`) and, where the seed is silent, the
  * public Spring starter it was written from. Durations are held in milliseconds.
+ *
+ * The keys of features that have no code yet (`planned` in `features.ts`) stay here to document what
+ * will come; they are refused when set, and left out of the effective tree and the reference.
  */
 import {
   bool,
@@ -344,9 +347,15 @@ export const OBS_SCHEMA = group('Observability library settings.', {
 });
 
 export type ObsSchema = typeof OBS_SCHEMA;
-/** The resolved `obs.*` tree, as the library reads it. Durations are milliseconds. */
+/**
+ * The resolved `obs.*` tree, as the library reads it. Durations are milliseconds. A planned
+ * feature's subtree holds its defaults with `enabled: false`.
+ */
 export type ObsConfig = Resolved<ObsSchema>;
-/** Configuration passed in code: any part of the tree, the same shape as the YAML file under `obs:`. */
+/**
+ * Configuration passed in code: any part of the tree, the same shape as the YAML file under `obs:`.
+ * A key of a planned feature (see `FEATURES`) is refused like in every other source.
+ */
 export type ObsConfigInput = Input<ObsSchema> & {
   /** @deprecated Use `enforcement.mode`; migrated at startup with one warning. */
   readonly runtime?: { readonly mode?: string };

@@ -4,10 +4,12 @@
  * merge of sources (later wins) and the frozen result.
  */
 import type { Field, Fields, ObjectListField } from './config-fields.ts';
-import { problem, suggestKey, unknownKey } from './config-problems.ts';
+import { plannedKey, problem, settableKeys, suggestKey, unknownKey } from './config-problems.ts';
 import { OBS_SCHEMA } from './config-schema.ts';
 import { checkLeaf, childTree, expectedForm, isPlainObject, parseJson, type Tree } from './config-values.ts';
 import type { ConfigProblem } from './errors.ts';
+import { plannedFeatureOf } from './features.ts';
+import { nearestName } from './nearest-name.ts';
 
 /** What reading one source needs: where a key's value came from, and where problems go. */
 export interface WalkContext {
@@ -41,7 +43,14 @@ function walkGroup(fields: Fields, raw: unknown, path: string, ctx: WalkContext,
         );
       } else if (!(ctx.allowScaffolding && path === 'obs' && key.startsWith('_'))) {
         const where = `${path}.${key}`;
-        ctx.problems.push(unknownKey(where, value, ctx.source(where), suggestKey(path, key, fields)));
+        const planned = plannedFeatureOf(where);
+        // Under a planned feature, a key is refused as planned whatever it is, unless it looks like
+        // a typo of one of the feature's built keys.
+        ctx.problems.push(
+          planned !== undefined && nearestName(key, settableKeys(path, fields)) === undefined
+            ? plannedKey(where, value, ctx.source(where), planned)
+            : unknownKey(where, value, ctx.source(where), suggestKey(path, key, fields)),
+        );
       }
       continue;
     }
@@ -59,6 +68,13 @@ function walkField(
 ): void {
   // `undefined` (code options only: YAML and the environment have no such value) means "not set".
   if (value === undefined) return;
+  // Every source is checked alike, the shipped presets included: a preset a person reads must not
+  // promise a feature obs does not have (test/obs/features.test.ts applies each one).
+  const planned = field.kind === 'group' ? undefined : plannedFeatureOf(path);
+  if (planned !== undefined) {
+    ctx.problems.push(plannedKey(path, value, ctx.source(path), planned));
+    return;
+  }
   if (field.kind === 'group') {
     walkGroup(field.fields, value, path, ctx, childTree(out, key));
     return;
@@ -165,11 +181,11 @@ export function deepFreeze<T>(value: T): T {
 }
 
 /**
- * One source's raw `obs` mapping checked against the schema and normalised; problems and origins
- * go to `ctx`.
+ * One source's raw `obs` mapping checked against the schema (or another tree of fields) and
+ * normalised; problems and origins go to `ctx`.
  */
-export function normalise(raw: unknown, ctx: WalkContext): Tree {
+export function normalise(raw: unknown, ctx: WalkContext, fields: Fields = OBS_SCHEMA.fields): Tree {
   const tree: Tree = {};
-  walkGroup(OBS_SCHEMA.fields, raw, 'obs', ctx, tree);
+  walkGroup(fields, raw, 'obs', ctx, tree);
   return tree;
 }

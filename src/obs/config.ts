@@ -6,12 +6,13 @@
  *    `obs.profile-presets.auto-apply=true`, for the profile named by `OBS_PROFILE`;
  * 3. the YAML file named by `OBS_CONFIG_FILE` (a top-level `obs:` mapping);
  * 4. the environment: `OTEL_TRACES_SAMPLER_ARG` (for `obs.sampling.probability`), then `OBS_*`
- *    variables in relaxed form (`OBS_TIMEOUT_BUDGET_DEFAULT_BUDGET=5s`);
+ *    variables in relaxed form (`OBS_SHUTDOWN_DRAIN_TIMEOUT=20s`);
  * 5. options in code (the same shape as the file's `obs:` mapping).
  *
  * {@link loadObsConfig} is a pure function of what it is given: it reads no `process.env`, only the
  * file the given environment names (and the shipped presets). Every problem of every source is
- * collected and thrown at once as an {@link ObsConfigError}, one line each.
+ * collected and thrown at once as an {@link ObsConfigError}, one line each. A key of a planned
+ * feature (`features.ts`) set by any source is such a problem.
  *
  * The environment variables, in full: see `config-env.ts`.
  */
@@ -36,10 +37,11 @@ import {
   PRESET_PROFILES,
   type PresetProfile,
 } from './config-schema.ts';
-import type { Tree } from './config-values.ts';
+import { isPlainObject, type Tree } from './config-values.ts';
 import { deepFreeze, defaultsOf, mergeInto, normalise } from './config-walk.ts';
 import { formatDuration } from './duration.ts';
 import { type ConfigProblem, ObsConfigError } from './errors.ts';
+import { FEATURES, plannedFeatureOf } from './features.ts';
 
 /** What {@link loadObsConfig} reads. */
 export interface LoadObsConfigInput {
@@ -53,11 +55,17 @@ export interface LoadObsConfigInput {
 
 /** The outcome of {@link loadObsConfig}. */
 export interface ResolvedObsConfig {
-  /** The resolved tree (frozen). Durations are milliseconds. */
+  /**
+   * The resolved tree (frozen). Durations are milliseconds. A planned feature's subtree holds the
+   * schema's defaults, with `enabled: false`.
+   */
   readonly config: ObsConfig;
-  /** The same tree as JSON for people and for hashing: durations as text (`2s`), unset values `null`. */
+  /**
+   * The same tree as JSON for people and for hashing: durations as text (`2s`), unset values `null`,
+   * keys of planned features left out.
+   */
   readonly effective: { readonly [key: string]: JsonValue };
-  /** Hex SHA-256 of the canonical JSON of {@link effective}. */
+  /** Hex SHA-256 of the canonical JSON of {@link effective}: it covers the keys of built features only. */
   readonly hash: string;
   /** Where each key that is not at its default got its value, `obs.a.b` → `env OBS_A_B`. */
   readonly origins: Readonly<Record<string, string>>;
@@ -77,7 +85,12 @@ interface Layer {
 // ---------------------------------------------------------------------------------------------
 // Cross-key rules
 
-function crossCheck(config: Tree, origins: Map<string, string>, problems: ConfigProblem[]): void {
+/**
+ * The rules between keys. Both features they cover, timeout-budget and slo, are planned: no source
+ * may set their keys yet, so the defaults keep these rules until the features are built (tested
+ * directly meanwhile).
+ */
+export function crossCheck(config: Tree, origins: Map<string, string>, problems: ConfigProblem[]): void {
   const budget = config['timeout-budget'] as Record<string, number>;
   const max = budget['maximum-budget'] ?? 0;
   for (const key of ['default-budget', 'minimum-budget'] as const) {
@@ -233,6 +246,13 @@ export function loadObsConfig(input: LoadObsConfigInput = {}): ResolvedObsConfig
   }
   crossCheck(merged, origins, problems);
   if (problems.length > 0) throw new ObsConfigError(problems);
+  // A planned feature has no code: its `enabled` reads false, whatever the schema's default says.
+  for (const feature of FEATURES) {
+    const group = merged[feature.key];
+    if (isPlainObject(group) && 'enabled' in group && plannedFeatureOf(`obs.${feature.key}.enabled`)) {
+      group.enabled = false;
+    }
+  }
 
   const mode = (merged.enforcement as Tree).mode;
   if (profileName === 'canary' && presetLayer !== undefined && mode !== 'DRY_RUN') {

@@ -92,7 +92,10 @@ export interface Obs {
   /** Counts a request in; call {@link requestFinished} exactly once for it. */
   requestStarted(): void;
   requestFinished(): void;
-  /** Whether a feature is on and its `enabled-when` block admits this request. Never throws. */
+  /**
+   * Whether a feature is on and its `enabled-when` block admits this request; false for a planned
+   * feature. Never throws.
+   */
   isEnabledFor(feature: EnabledWhenFeature, request: MatchableRequest): boolean;
   /** The whole snapshot. */
   snapshot(): ObsSnapshot;

@@ -8,14 +8,27 @@ import type { EnforcementMode } from './config-schema.ts';
 import type { RuntimeSnapshot } from './diagnostics.ts';
 import { FEATURES } from './features.ts';
 
-/** One feature of the seed's table in the snapshot. */
-export interface FeatureSnapshot {
-  readonly name: string;
-  readonly default: string;
-  readonly enabled: boolean;
-  /** The effective configuration of the feature (`null` when it has none). */
-  readonly config: JsonValue;
-}
+/**
+ * One feature of the seed's table in the snapshot. A built feature says whether it is on; a planned
+ * one says only that it is planned (it has no code, so it is neither on nor off).
+ */
+export type FeatureSnapshot =
+  | {
+      readonly name: string;
+      readonly status: 'built';
+      readonly default: string;
+      readonly enabled: boolean;
+      /** The effective configuration of the feature (`null` when it has none). */
+      readonly config: JsonValue;
+    }
+  | {
+      readonly name: string;
+      readonly status: 'planned';
+      /** The default once it is built, as the seed words it. */
+      readonly default: string;
+      /** Its keys that built code reads already (`null` when none). */
+      readonly config: JsonValue;
+    };
 
 /** `GET /actuator/obs`: what is on and off, with what configuration, in which mode. */
 export interface ObsSnapshot {
@@ -36,17 +49,19 @@ export interface ObsSnapshot {
 export function featureSnapshots(resolved: ResolvedObsConfig): Record<string, FeatureSnapshot> {
   const { config } = resolved;
   const out: Record<string, FeatureSnapshot> = {};
-  for (const feature of FEATURES) {
-    if (feature.key === 'config-validation') {
-      out[feature.key] = { name: feature.name, default: feature.default, enabled: true, config: null };
+  for (const { name, key, default: byDefault, status } of FEATURES) {
+    const effective = key === 'config-validation' ? null : (resolved.effective[key] ?? null);
+    if (status === 'planned') {
+      out[key] = { name, status, default: byDefault, config: effective };
       continue;
     }
-    const effective = resolved.effective[feature.key] as { readonly [k: string]: JsonValue };
     const enabled =
-      feature.key === 'profile-presets'
-        ? config['profile-presets']['auto-apply']
-        : (config[feature.key] as { readonly enabled?: boolean }).enabled !== false;
-    out[feature.key] = { name: feature.name, default: feature.default, enabled, config: effective };
+      key === 'config-validation'
+        ? true
+        : key === 'profile-presets'
+          ? config['profile-presets']['auto-apply']
+          : (config[key] as { readonly enabled?: boolean }).enabled !== false;
+    out[key] = { name, status, default: byDefault, enabled, config: effective };
   }
   return out;
 }
