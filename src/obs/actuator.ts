@@ -14,7 +14,7 @@
  * application's routes, and the host's do not touch them.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { flattenEffective } from './config.ts';
+import { flattenEffective } from './config-effective.ts';
 import { isEnforcementMode } from './enforcement.ts';
 import { ObsError } from './errors.ts';
 import type { Obs } from './obs.ts';

@@ -1,13 +1,17 @@
 /**
- * The configuration reference of `src/obs/README.md`, generated from {@link OBS_SCHEMA} so that it
- * cannot drift. `npx node src/obs/config-doc.ts --write` rewrites the README's generated section;
+ * The reference tables of `src/obs/README.md` (features, keys, error codes), generated from
+ * {@link FEATURES}, {@link OBS_SCHEMA} and {@link OBS_ERRORS} so that they cannot drift.
+ * `npx node src/obs/config-doc.ts --write` rewrites the README's generated sections;
  * `test/obs/config-doc.test.ts` fails when the checked-in README differs from what this produces.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { envVariableOf, expectedForm } from './config.ts';
-import { type Fields, OBS_SCHEMA } from './config-schema.ts';
+import { envVariableOf } from './config-env.ts';
+import type { Fields } from './config-fields.ts';
+import { OBS_SCHEMA } from './config-schema.ts';
+import { expectedForm } from './config-values.ts';
 import { formatDuration } from './duration.ts';
 import { OBS_ERRORS } from './errors.ts';
+import { FEATURES, plannedFeatureOf } from './features.ts';
 
 const cell = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
@@ -29,12 +33,16 @@ function defaultText(field: Fields[string]): string {
   }
 }
 
-/** One row per key: key, environment variable, default, accepted form, meaning. */
+/**
+ * One row per key a source may set: key, environment variable, default, accepted form, meaning.
+ * The keys of planned features are left out, and named in one line below the table.
+ */
 export function renderConfigTable(): string {
   const rows: string[] = [];
   const walk = (fields: Fields, path: string): void => {
     for (const [key, field] of Object.entries(fields)) {
       const here = `${path}.${key}`;
+      if (plannedFeatureOf(here) !== undefined) continue;
       if (field.kind === 'group') {
         walk(field.fields, here);
         continue;
@@ -49,9 +57,32 @@ export function renderConfigTable(): string {
     }
   };
   walk(OBS_SCHEMA.fields, 'obs');
-  return ['| Key | Variable | Default | Accepted form | Meaning |', '|---|---|---|---|---|', ...rows].join(
-    '\n',
-  );
+  const planned = FEATURES.filter((f) => f.status === 'planned').map((f) => {
+    const built = (f.builtKeys ?? []).map((k) => `\`obs.${f.key}.${k}\``);
+    return built.length === 0 ? `\`obs.${f.key}\`` : `\`obs.${f.key}\` but ${built.join(', ')}`;
+  });
+  return [
+    '| Key | Variable | Default | Accepted form | Meaning |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Not listed: the keys of the planned features (${planned.join(', ')}), which have no code yet; setting one stops startup. See [Features](#features).`,
+  ].join('\n');
+}
+
+/** One row per feature of the seed's table: name, settings, whether it is built, default. */
+export function renderFeatureTable(): string {
+  const rows = FEATURES.map((f) => {
+    const settings = f.key === 'config-validation' ? '(none)' : `\`obs.${f.key}\``;
+    const built = (f.builtKeys ?? []).map((k) => `\`obs.${f.key}.${k}\``);
+    const status =
+      f.status === 'built'
+        ? 'built'
+        : `**planned**${built.length === 0 ? '' : ` (${built.join(', ')} is read already)`}`;
+    const byDefault = f.status === 'built' ? f.default : `${f.default}, once built`;
+    return `| ${cell(f.name)} | ${settings} | ${status} | ${cell(byDefault)} |`;
+  });
+  return ['| Feature | Settings | Status | Default |', '|---|---|---|---|', ...rows].join('\n');
 }
 
 /** One row per error code: code, HTTP status, when. */
@@ -63,6 +94,7 @@ export function renderErrorTable(): string {
 }
 
 const SECTIONS: Readonly<Record<string, () => string>> = {
+  'obs-features': renderFeatureTable,
   'obs-config': renderConfigTable,
   'obs-errors': renderErrorTable,
 };

@@ -7,227 +7,32 @@
  *
  * Names follow the seed (`obs.timeout-budget.default-budget`) and, where the seed is silent, the
  * public Spring starter it was written from. Durations are held in milliseconds.
+ *
+ * The keys of features that have no code yet (`planned` in `features.ts`) stay here to document what
+ * will come; they are refused when set, and left out of the effective tree and the reference.
  */
-import { parseDurationMs } from './duration.ts';
-
-interface FieldBase {
-  /** One sentence for the reference: what the key does. */
-  readonly doc: string;
-}
-
-/** `true` or `false`. */
-export interface BooleanField extends FieldBase {
-  readonly kind: 'boolean';
-  readonly default: boolean;
-}
-
-/** A whole number within `[min, max]`. */
-export interface IntegerField extends FieldBase {
-  readonly kind: 'integer';
-  readonly default: number;
-  readonly min: number;
-  readonly max: number;
-}
-
-/** A number within `[min, max]`. */
-export interface NumberField extends FieldBase {
-  readonly kind: 'number';
-  readonly default: number;
-  readonly min: number;
-  readonly max: number;
-}
-
-/** A duration, held in milliseconds, within `[min, max]` milliseconds. */
-export interface DurationField extends FieldBase {
-  readonly kind: 'duration';
-  readonly default: number | undefined;
-  readonly min: number;
-  readonly max: number;
-  readonly optional?: true;
-}
-
-/** Text, optionally matching a pattern. */
-export interface StringField extends FieldBase {
-  readonly kind: 'string';
-  readonly default: string | undefined;
-  readonly pattern?: RegExp;
-  /** The accepted form, for error messages, when there is a pattern. */
-  readonly form?: string;
-  readonly optional?: true;
-}
-
-/** One of a fixed set of words. */
-export interface EnumField<V extends string = string> extends FieldBase {
-  readonly kind: 'enum';
-  readonly values: readonly V[];
-  readonly default: V;
-}
-
-/** An ordered list of text items. Later sources replace the whole list. */
-export interface StringListField extends FieldBase {
-  readonly kind: 'string-list';
-  readonly default: readonly string[];
-  readonly pattern?: RegExp;
-  readonly form?: string;
-}
-
-/** A map of free-form keys (header names, host names) to text. Later sources merge key by key. */
-export interface StringMapField extends FieldBase {
-  readonly kind: 'string-map';
-  readonly default: Readonly<Record<string, string>>;
-  /** What a key is, for the reference: `header name`, `host`. */
-  readonly keyForm: string;
-  /** Keys are compared case-insensitively and held in lower case (header names). */
-  readonly lowerCaseKeys?: true;
-}
-
-/** A list of objects of one shape (SLO objectives). */
-export interface ObjectListField<F extends Fields = Fields> extends FieldBase {
-  readonly kind: 'object-list';
-  readonly item: F;
-  /** Item keys that must be present. */
-  readonly required: readonly string[];
-  readonly default: readonly never[];
-}
-
-/** A subtree: a feature, or a block inside one. */
-export interface GroupField<F extends Fields = Fields> extends FieldBase {
-  readonly kind: 'group';
-  readonly fields: F;
-}
-
-export type LeafField =
-  | BooleanField
-  | IntegerField
-  | NumberField
-  | DurationField
-  | StringField
-  | EnumField
-  | StringListField
-  | StringMapField
-  | ObjectListField;
-export type Field = LeafField | GroupField;
-export type Fields = { readonly [key: string]: Field };
-
-/** The resolved value of a field: what the library reads. */
-export type Resolved<F> =
-  F extends GroupField<infer G>
-    ? { readonly [K in keyof G]: Resolved<G[K]> }
-    : F extends ObjectListField<infer G>
-      ? ReadonlyArray<{ readonly [K in keyof G]: Resolved<G[K]> }>
-      : F extends EnumField<infer V>
-        ? V
-        : F extends BooleanField
-          ? boolean
-          : F extends IntegerField | NumberField | DurationField
-            ? F extends { optional: true }
-              ? number | undefined
-              : number
-            : F extends StringField
-              ? F extends { optional: true }
-                ? string | undefined
-                : string
-              : F extends StringListField
-                ? readonly string[]
-                : F extends StringMapField
-                  ? Readonly<Record<string, string>>
-                  : never;
-
-/** What code may pass for a field: any part of the tree, durations as text or milliseconds. */
-export type Input<F> =
-  F extends GroupField<infer G>
-    ? { readonly [K in keyof G]?: Input<G[K]> }
-    : F extends ObjectListField<infer G>
-      ? ReadonlyArray<{ readonly [K in keyof G]?: Input<G[K]> }>
-      : F extends EnumField<infer V>
-        ? V
-        : F extends BooleanField
-          ? boolean
-          : F extends DurationField
-            ? string | number
-            : F extends IntegerField | NumberField
-              ? number
-              : F extends StringField
-                ? string
-                : F extends StringListField
-                  ? readonly string[]
-                  : F extends StringMapField
-                    ? Readonly<Record<string, string>>
-                    : never;
-
-// Builders: they keep the literal shape of each subtree so that the types above can be derived.
-
-const MAX_DURATION_MS = 365 * 86_400_000;
-
-function ms(text: string): number {
-  const value = parseDurationMs(text);
-  if (value === undefined) throw new Error(`bad duration literal in the obs schema: ${text}`);
-  return value;
-}
-
-function group<const F extends Fields>(doc: string, fields: F): GroupField<F> {
-  return { kind: 'group', doc, fields };
-}
-
-function bool(value: boolean, doc: string): BooleanField {
-  return { kind: 'boolean', default: value, doc };
-}
-
-function integer(value: number, min: number, max: number, doc: string): IntegerField {
-  return { kind: 'integer', default: value, min, max, doc };
-}
-
-function ratio(value: number, doc: string): NumberField {
-  return { kind: 'number', default: value, min: 0, max: 1, doc };
-}
-
-function duration(value: string, doc: string, min = 0, max = MAX_DURATION_MS): DurationField {
-  return { kind: 'duration', default: ms(value), min, max, doc };
-}
-
-function optionalDuration(doc: string): DurationField & { readonly optional: true } {
-  return { kind: 'duration', default: undefined, min: 0, max: MAX_DURATION_MS, doc, optional: true };
-}
-
-/** An HTTP header name (RFC 9110 token). */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const HEADER_FORM = 'an HTTP header name (a token of letters, digits and symbols such as - and _)';
-
-function text(value: string, doc: string, pattern?: RegExp, form?: string): StringField {
-  return pattern === undefined
-    ? { kind: 'string', default: value, doc, form: 'non-empty text', pattern: /\S/ }
-    : { kind: 'string', default: value, doc, pattern, form: form ?? `text matching ${pattern}` };
-}
-
-function header(value: string, doc: string): StringField {
-  return text(value, doc, HEADER_NAME, HEADER_FORM);
-}
-
-function optionalText(doc: string, pattern: RegExp, form: string): StringField & { readonly optional: true } {
-  return { kind: 'string', default: undefined, doc, pattern, form, optional: true };
-}
-
-/** Text without a default that an object-list item must carry (see `required`). */
-function requiredText(doc: string, pattern: RegExp, form: string): StringField {
-  return { kind: 'string', default: undefined, doc, pattern, form };
-}
-
-function oneOf<const V extends string>(values: readonly V[], value: NoInfer<V>, doc: string): EnumField<V> {
-  return { kind: 'enum', values, default: value, doc };
-}
-
-function list(value: readonly string[], doc: string, pattern?: RegExp, form?: string): StringListField {
-  return pattern === undefined
-    ? { kind: 'string-list', default: value, doc }
-    : { kind: 'string-list', default: value, doc, pattern, ...(form === undefined ? {} : { form }) };
-}
-
-function headerMap(doc: string): StringMapField {
-  return { kind: 'string-map', default: {}, doc, keyForm: 'header name', lowerCaseKeys: true };
-}
-
-const PATH = /^\/\S*$/;
-const PATH_FORM = 'a path starting with /';
+import {
+  bool,
+  duration,
+  group,
+  HEADER_FORM,
+  HEADER_NAME,
+  header,
+  headerMap,
+  type Input,
+  integer,
+  list,
+  oneOf,
+  optionalDuration,
+  optionalText,
+  PATH,
+  PATH_FORM,
+  type Resolved,
+  ratio,
+  requiredText,
+  type StringMapField,
+  text,
+} from './config-fields.ts';
 
 /**
  * The per-request gate of a feature. An empty block matches every request; populated fields
@@ -542,9 +347,15 @@ export const OBS_SCHEMA = group('Observability library settings.', {
 });
 
 export type ObsSchema = typeof OBS_SCHEMA;
-/** The resolved `obs.*` tree, as the library reads it. Durations are milliseconds. */
+/**
+ * The resolved `obs.*` tree, as the library reads it. Durations are milliseconds. A planned
+ * feature's subtree holds its defaults with `enabled: false`.
+ */
 export type ObsConfig = Resolved<ObsSchema>;
-/** Configuration passed in code: any part of the tree, the same shape as the YAML file under `obs:`. */
+/**
+ * Configuration passed in code: any part of the tree, the same shape as the YAML file under `obs:`.
+ * A key of a planned feature (see `FEATURES`) is refused like in every other source.
+ */
 export type ObsConfigInput = Input<ObsSchema> & {
   /** @deprecated Use `enforcement.mode`; migrated at startup with one warning. */
   readonly runtime?: { readonly mode?: string };
@@ -554,48 +365,4 @@ export type EnabledWhenFeature = {
   [K in keyof ObsConfig]: ObsConfig[K] extends { readonly 'enabled-when': unknown } ? K : never;
 }[keyof ObsConfig];
 /** The `enabled-when` block of a feature. */
-export type EnabledWhen = ObsConfig['timeout-budget']['enabled-when'];
-
-/**
- * The seed's feature table, in its order: the display name, the default as the seed words it and
- * the subtree of `obs.*` that configures it (`undefined` when the feature has none).
- */
-export const FEATURES: ReadonlyArray<{
-  readonly name: string;
-  readonly key: keyof ObsConfig | 'config-validation';
-  readonly default: string;
-}> = [
-  { name: 'Cardinality firewall', key: 'cardinality', default: 'on' },
-  { name: 'Timeout-budget propagation', key: 'timeout-budget', default: 'on' },
-  { name: 'Context propagation', key: 'context', default: 'on' },
-  { name: 'Trace-context guard', key: 'trace-guard', default: 'on' },
-  { name: 'Structured logs', key: 'logging', default: 'on' },
-  { name: 'Stable exception fingerprints', key: 'exception-handler', default: 'on' },
-  { name: 'Conditional features', key: 'conditional-features', default: 'on' },
-  { name: 'Dependency health map', key: 'dependencies', default: 'on' },
-  { name: 'Retry amplification', key: 'retry', default: 'on' },
-  { name: 'Multi-tenant context', key: 'tenant', default: 'opt-in' },
-  { name: 'Request priority', key: 'priority', default: 'opt-in' },
-  { name: 'Container-aware memory metrics', key: 'container-memory', default: 'on; readiness opt-in' },
-  { name: 'Kafka time-based lag', key: 'kafka', default: 'on if kafkajs is handed to obs' },
-  { name: 'Request fan-out', key: 'fan-out', default: 'on' },
-  { name: 'SLO-as-code', key: 'slo', default: 'opt-in' },
-  {
-    name: 'Resilience auto-instrumentation',
-    key: 'resilience',
-    default: 'on if cockatiel or opossum is handed to obs',
-  },
-  { name: 'Background-job observability', key: 'jobs', default: 'on' },
-  { name: 'Database N+1 and slow-query detection', key: 'db', default: 'on if pg is handed to obs' },
-  { name: 'Cache observability', key: 'cache', default: 'opt-in' },
-  { name: 'Feature-flag evaluation correlation', key: 'feature-flags', default: 'opt-in' },
-  { name: 'Continuous-profiling correlation', key: 'profiling', default: 'opt-in' },
-  { name: 'Wide-event API', key: 'wide-events', default: 'on (no-op until called)' },
-  { name: 'Graceful drain and telemetry flush', key: 'shutdown', default: 'on' },
-  { name: 'Fleet config-drift detection', key: 'config-drift', default: 'on' },
-  { name: 'Live diagnostic actuator', key: 'actuator', default: 'on' },
-  { name: 'Sampling', key: 'sampling', default: 'on' },
-  { name: 'Dry-run / enforcement mode', key: 'enforcement', default: 'on' },
-  { name: 'Profile presets', key: 'profile-presets', default: 'files shipped; auto-apply opt-in' },
-  { name: 'Configuration validation', key: 'config-validation', default: 'on (always)' },
-];
+export type EnabledWhen = ObsConfig['trace-guard']['enabled-when'];

@@ -4,7 +4,7 @@
  * of `path-excludes` or lies below one. An empty block matches every request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { EnabledWhen } from './config-schema.ts';
+import type { EnabledWhen, EnabledWhenFeature, ObsConfig } from './config-schema.ts';
 
 /** What a matcher looks at: the request URL (path and query) and its headers. */
 export interface MatchableRequest {
@@ -45,4 +45,24 @@ export function createRequestMatcher(block: EnabledWhen): RequestMatcher {
     }
     return true;
   };
+}
+
+/**
+ * The matcher of every feature that has an `enabled-when` block; every one matches all requests
+ * when `obs.conditional-features.enabled` is false.
+ */
+export function featureMatchers(config: ObsConfig): ReadonlyMap<EnabledWhenFeature, RequestMatcher> {
+  const matchers = new Map<EnabledWhenFeature, RequestMatcher>();
+  for (const [key, value] of Object.entries(config)) {
+    if (typeof value === 'object' && value !== null && 'enabled-when' in value) {
+      const feature = key as EnabledWhenFeature;
+      matchers.set(
+        feature,
+        config['conditional-features'].enabled
+          ? createRequestMatcher(config[feature]['enabled-when'])
+          : MATCH_ALL,
+      );
+    }
+  }
+  return matchers;
 }

@@ -11,7 +11,7 @@ export const OBS_ERRORS = {
   OBS_ERR_CONFIG: {
     status: 500,
     message: 'invalid obs configuration (%s):\n%s',
-    when: 'The `obs.*` configuration has unknown keys or bad values; `problems` lists each one. Startup stops',
+    when: 'The `obs.*` configuration has unknown keys, bad values or keys of a planned (not yet built) feature; `problems` lists each one. Startup stops',
   },
   OBS_ERR_INVALID_MODE: {
     status: 400,

@@ -10,7 +10,7 @@ import { trace } from '@opentelemetry/api';
 import { Counter, type Registry } from 'prom-client';
 import type { CardinalityFirewall } from './cardinality.ts';
 import type { ObsConfig } from './config-schema.ts';
-import { maskText } from './logging.ts';
+import { maskText } from './masking.ts';
 
 /** Attribute values of a wide event. */
 export type EventAttributes = Readonly<Record<string, string | number | boolean>>;

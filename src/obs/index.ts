@@ -15,24 +15,20 @@ export {
   OVERFLOW_VALUE,
   type OverflowListener,
 } from './cardinality.ts';
+export { type LoadObsConfigInput, loadObsConfig, type ResolvedObsConfig } from './config.ts';
+export { flattenEffective } from './config-effective.ts';
 export {
   ENV_VARIABLES,
   envVariableOf,
-  flattenEffective,
-  LEGACY_MODE_KEY,
-  type LoadObsConfigInput,
-  loadObsConfig,
-  MAX_CONFIG_FILE_BYTES,
   OBS_CONFIG_FILE_VARIABLE,
   OBS_PROFILE_VARIABLE,
-  presetFileUrl,
-  type ResolvedObsConfig,
-} from './config.ts';
+} from './config-env.ts';
+export { MAX_CONFIG_FILE_BYTES, presetFileUrl } from './config-file.ts';
 export { canonicalJson, configHash, type JsonValue } from './config-hash.ts';
+export { LEGACY_MODE_KEY } from './config-legacy.ts';
 export {
   type EnabledWhen,
   type EnabledWhenFeature,
-  FEATURES,
   OBS_SCHEMA,
   type ObsConfig,
   type ObsConfigInput,
@@ -59,6 +55,7 @@ export {
   DEFAULT_TOP_OFFENDERS,
   type Diagnostics,
   type DiagnosticsOptions,
+  type RuntimeSnapshot,
 } from './diagnostics.ts';
 export {
   DEFAULT_DRAIN_TIMEOUT_MS,
@@ -97,29 +94,40 @@ export {
   boundEventAttributes,
   createWideEvents,
   EVENTS_METRIC,
+  type EventAttributes,
   MAX_EVENT_KEY_CHARS,
   MAX_EVENT_NAME_CHARS,
   type WideEvents,
   type WideEventsDependencies,
 } from './events.ts';
 export {
-  DEFAULT_FINGERPRINT_FRAMES,
   EXCEPTION_METRICS,
   type ExceptionHandlerOptions,
   errorStatus,
-  errorType,
-  type FingerprintFrame,
-  fingerprint,
-  fingerprintFrames,
   PROBLEM_CONTENT_TYPE,
   problemBody,
   problemErrorHandler,
   type RecordedError,
   registerExceptionHandler,
   SERVER_ERROR_DETAIL,
+} from './exception-handler.ts';
+export { FEATURES } from './features.ts';
+export {
+  DEFAULT_FINGERPRINT_FRAMES,
+  errorType,
+  type FingerprintFrame,
+  fingerprint,
+  fingerprintFrames,
 } from './fingerprint.ts';
 export {
   activeTraceFields,
+  type ObsFastifyOptions,
+  type ObsLoggerOptionsInput,
+  obsFastifyOptions,
+  obsLoggerOptions,
+  REQUEST_ID_LOG_LABEL,
+} from './logging.ts';
+export {
   isSecretName,
   luhnValid,
   MASK,
@@ -128,12 +136,7 @@ export {
   maskLogLine,
   maskSecrets,
   maskText,
-  type ObsFastifyOptions,
-  type ObsLoggerOptionsInput,
-  obsFastifyOptions,
-  obsLoggerOptions,
-  REQUEST_ID_LOG_LABEL,
-} from './logging.ts';
+} from './masking.ts';
 export {
   type GuardRegistryOptions,
   guardMeter,
@@ -142,23 +145,15 @@ export {
   guardRegistry,
   registryGuard,
 } from './meters.ts';
+export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
+export { escapeHtml, OBSUI_CSP, renderObsUi } from './obsui.ts';
+export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
 export {
-  type CreateObsOptions,
-  createObs,
-  type EventAttributes,
-  type FeatureSnapshot,
-  OBS_METRICS,
-  type Obs,
-  type ObsLogger,
-  type ObsSnapshot,
   READINESS_TIMEOUT_MS,
   type ReadinessCheck,
   type ReadinessReport,
   type ReadinessResult,
-  type RuntimeSnapshot,
-} from './obs.ts';
-export { escapeHtml, OBSUI_CSP, renderObsUi } from './obsui.ts';
-export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
+} from './readiness.ts';
 export {
   createErrorUpgradeSpanProcessor,
   createObsSampler,
@@ -173,6 +168,7 @@ export {
   UPGRADED_ATTRIBUTE,
   type UpgradableSpan,
 } from './sampling.ts';
+export type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
 export {
   isValidTraceparent,
   registerTraceGuard,

@@ -12,11 +12,9 @@ import type { JsonValue } from './config-hash.ts';
 import {
   ENFORCEMENT_MODES,
   type EnabledWhenFeature,
-  FEATURES,
   type ObsConfig,
   type ObsConfigInput,
 } from './config-schema.ts';
-// --- container memory, drain and flush, diagnostics, meter guards (their own modules) ---
 import {
   type ContainerMemoryReading,
   containerMemoryJson,
@@ -33,19 +31,18 @@ import {
   type FlushReport,
   installDrain,
 } from './drain.ts';
-// --- end ---
-import {
-  createRequestMatcher,
-  MATCH_ALL,
-  type MatchableRequest,
-  type RequestMatcher,
-} from './enabled-when.ts';
-import { Enforcement, type EnforcementMode } from './enforcement.ts';
+import { featureMatchers, MATCH_ALL, type MatchableRequest } from './enabled-when.ts';
+import { Enforcement } from './enforcement.ts';
 import { ObsError } from './errors.ts';
-// --- end ---
-// --- wide events (events.ts) ---
 import { createWideEvents, type EventAttributes } from './events.ts';
 import { guardMeterProvider } from './meters.ts';
+import {
+  READINESS_TIMEOUT_MS,
+  type ReadinessCheck,
+  type ReadinessReport,
+  runReadinessChecks,
+} from './readiness.ts';
+import { featureSnapshots, type ObsSnapshot, readSections } from './snapshot.ts';
 
 /** The logger obs writes to: pino, fastify's logger, or anything with these two methods. */
 export interface ObsLogger {
@@ -73,49 +70,6 @@ export interface CreateObsOptions {
   readonly readinessTimeoutMs?: number;
 }
 
-/** What a readiness check answers: a verdict, with an optional detail for people. */
-export type ReadinessResult = boolean | { readonly ok: boolean; readonly detail?: JsonValue };
-/** A readiness check. It may be async; it is given `readinessTimeoutMs` (default 2s) to answer. */
-export type ReadinessCheck = () => ReadinessResult | Promise<ReadinessResult>;
-
-/** The outcome of {@link Obs.readiness}. */
-export interface ReadinessReport {
-  readonly ready: boolean;
-  readonly checks: Readonly<Record<string, { readonly ok: boolean; readonly detail?: JsonValue }>>;
-}
-
-/** How long one readiness check may take before it counts as failed, in milliseconds. */
-export const READINESS_TIMEOUT_MS = 2000;
-
-/** One feature of the seed's table in the snapshot. */
-export interface FeatureSnapshot {
-  readonly name: string;
-  readonly default: string;
-  readonly enabled: boolean;
-  /** The effective configuration of the feature (`null` when it has none). */
-  readonly config: JsonValue;
-}
-
-/** The runtime section of the snapshot (defined by `diagnostics.ts`). */
-export type { RuntimeSnapshot };
-
-/** `GET /actuator/obs`: what is on and off, with what configuration, in which mode. */
-export interface ObsSnapshot {
-  readonly service: string;
-  readonly version: string;
-  readonly mode: EnforcementMode;
-  readonly config_hash: string;
-  readonly profile: { readonly name: string | null; readonly applied: boolean; readonly auto_apply: boolean };
-  readonly config_file: string | null;
-  readonly generated_at: string;
-  readonly features: Readonly<Record<string, FeatureSnapshot>>;
-  readonly runtime: RuntimeSnapshot;
-  /** Sections contributed by obs features through {@link Obs.addSnapshotSection}. */
-  readonly sections: Readonly<Record<string, JsonValue>>;
-}
-
-export type { EventAttributes };
-
 /** The obs instance of an application, reachable as `app.obs`. */
 export interface Obs {
   /** The resolved `obs.*` tree (frozen; durations in milliseconds). */
@@ -138,7 +92,10 @@ export interface Obs {
   /** Counts a request in; call {@link requestFinished} exactly once for it. */
   requestStarted(): void;
   requestFinished(): void;
-  /** Whether a feature is on and its `enabled-when` block admits this request. Never throws. */
+  /**
+   * Whether a feature is on and its `enabled-when` block admits this request; false for a planned
+   * feature. Never throws.
+   */
   isEnabledFor(feature: EnabledWhenFeature, request: MatchableRequest): boolean;
   /** The whole snapshot. */
   snapshot(): ObsSnapshot;
@@ -294,38 +251,10 @@ export function createObs(options: CreateObsOptions = {}): Obs {
   const runtime = (): RuntimeSnapshot => diagnostics.runtime();
   // --- end ---
 
-  const matchers = new Map<EnabledWhenFeature, RequestMatcher>();
-  for (const [key, value] of Object.entries(config)) {
-    if (typeof value === 'object' && value !== null && 'enabled-when' in value) {
-      const feature = key as EnabledWhenFeature;
-      matchers.set(
-        feature,
-        config['conditional-features'].enabled
-          ? createRequestMatcher(config[feature]['enabled-when'])
-          : MATCH_ALL,
-      );
-    }
-  }
+  const matchers = featureMatchers(config);
 
   const sections = new Map<string, () => JsonValue>();
   const checks = new Map<string, ReadinessCheck>();
-
-  const features = (): Record<string, FeatureSnapshot> => {
-    const out: Record<string, FeatureSnapshot> = {};
-    for (const feature of FEATURES) {
-      if (feature.key === 'config-validation') {
-        out[feature.key] = { name: feature.name, default: feature.default, enabled: true, config: null };
-        continue;
-      }
-      const effective = resolved.effective[feature.key] as { readonly [k: string]: JsonValue };
-      const enabled =
-        feature.key === 'profile-presets'
-          ? config['profile-presets']['auto-apply']
-          : (config[feature.key] as { readonly enabled?: boolean }).enabled !== false;
-      out[feature.key] = { name: feature.name, default: feature.default, enabled, config: effective };
-    }
-    return out;
-  };
 
   const addNamed = <T>(kind: string, map: Map<string, T>, name: string, value: T): void => {
     if (map.has(name)) throw new ObsError('OBS_ERR_DUPLICATE_NAME', [kind, JSON.stringify(name)]);
@@ -361,14 +290,6 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     },
     runtime,
     snapshot() {
-      const contributed: Record<string, JsonValue> = {};
-      for (const [name, section] of sections) {
-        try {
-          contributed[name] = section();
-        } catch (error) {
-          contributed[name] = { error: error instanceof Error ? error.message : String(error) };
-        }
-      }
       return {
         service: obs.serviceName,
         version: obs.version,
@@ -381,9 +302,9 @@ export function createObs(options: CreateObsOptions = {}): Obs {
         },
         config_file: resolved.configFile ?? null,
         generated_at: new Date().toISOString(),
-        features: features(),
+        features: featureSnapshots(resolved),
         runtime: runtime(),
-        sections: contributed,
+        sections: readSections(sections),
       };
     },
     addSnapshotSection(name, section) {
@@ -392,11 +313,8 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     addReadinessCheck(name, check) {
       addNamed('readiness check', checks, name, check);
     },
-    async readiness() {
-      const entries = await Promise.all(
-        [...checks].map(async ([name, check]) => [name, await runCheck(check, readinessTimeoutMs)] as const),
-      );
-      return { ready: entries.every(([, r]) => r.ok), checks: Object.fromEntries(entries) };
+    readiness() {
+      return runReadinessChecks(checks, readinessTimeoutMs);
     },
     event(name, attributes) {
       wideEvents.emit(name, attributes);
@@ -450,26 +368,4 @@ export function createObs(options: CreateObsOptions = {}): Obs {
   );
   // --- end ---
   return obs;
-}
-
-async function runCheck(
-  check: ReadinessCheck,
-  timeoutMs: number,
-): Promise<{ ok: boolean; detail?: JsonValue }> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs}ms`)), timeoutMs);
-      timer.unref();
-    });
-    const result = await Promise.race([Promise.resolve().then(check), timeout]);
-    if (typeof result === 'boolean') return { ok: result };
-    return result.detail === undefined
-      ? { ok: result.ok === true }
-      : { ok: result.ok === true, detail: result.detail };
-  } catch (error) {
-    return { ok: false, detail: { error: error instanceof Error ? error.message : String(error) } };
-  } finally {
-    clearTimeout(timer);
-  }
 }

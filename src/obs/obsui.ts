@@ -4,9 +4,9 @@
  * Content-Security-Policy, and every value is escaped.
  */
 import { createHash } from 'node:crypto';
-import { isMapKey } from './config.ts';
 import type { JsonValue } from './config-hash.ts';
-import type { FeatureSnapshot, ObsSnapshot } from './obs.ts';
+import { isMapKey } from './config-keys.ts';
+import type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
 
 const STYLE = `
 :root{color-scheme:light dark;--fg:#1d2330;--muted:#5b6475;--bg:#f6f7f9;--card:#fff;--line:#dde1e8;--on:#17803d;--off:#8a93a3;--warn:#b45309}
@@ -28,6 +28,7 @@ th,td{text-align:left;vertical-align:top;padding:7px 10px;border-bottom:1px soli
 th{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);font-weight:600}
 .on{color:var(--on);font-weight:700}
 .off{color:var(--off);font-weight:700}
+.planned{color:var(--warn);font-weight:700}
 .cfg{margin:0;padding:0;list-style:none}
 .cfg li{margin:1px 0;word-break:break-word}
 .cfg .k{color:var(--muted)}
@@ -95,11 +96,17 @@ function configList(config: JsonValue, path: string, prefix = ''): string[] {
 }
 
 function featureRow(key: string, feature: FeatureSnapshot): string {
-  const state = feature.enabled ? '<span class="on">on</span>' : '<span class="off">off</span>';
+  const state =
+    feature.status === 'planned'
+      ? '<span class="planned">planned</span>'
+      : feature.enabled
+        ? '<span class="on">on</span>'
+        : '<span class="off">off</span>';
+  const byDefault = feature.status === 'planned' ? `${feature.default} (once built)` : feature.default;
   const items = configList(feature.config, `obs.${key}`);
   const cfg =
     items.length === 0 ? '<span class="muted">none</span>' : `<ul class="cfg">${items.join('')}</ul>`;
-  return `<tr><td><b>${e(feature.name)}</b><br><code>obs.${e(key)}</code></td><td>${state}</td><td class="muted">${e(feature.default)}</td><td>${cfg}</td></tr>`;
+  return `<tr><td><b>${e(feature.name)}</b><br><code>obs.${e(key)}</code></td><td>${state}</td><td class="muted">${e(byDefault)}</td><td>${cfg}</td></tr>`;
 }
 
 function row(label: string, value: string): string {
@@ -160,6 +167,7 @@ export function renderObsUi(snapshot: ObsSnapshot, basePath: string): string {
     .map(([key, f]) => featureRow(key, f))
     .join('')}</tbody>
 </table>
+<p class="muted" id="planned-note">A planned feature has no code yet and does nothing; setting one of its keys stops startup, except the keys shown with it, which built features read already.</p>
 <h2>Runtime</h2>
 <table id="runtime"><tbody>
 ${row('uptime', `${e(String(rt.uptime_seconds))} s (since ${e(rt.started_at)})`)}

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
-import { registerExceptionHandler } from './fingerprint.ts';
+import { registerExceptionHandler } from './exception-handler.ts';
 import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';

@@ -1,40 +1,42 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MODE_CHANGE_NOTE, OBS_SCHEMA } from '../../src/obs/index.ts';
-import { post, startObsApp } from './helpers.ts';
+import { injectableObsApp, post, startObsApp } from './helpers.ts';
 
-/** The seed's feature table (section 1.2), row by row, with the `obs.*` subtree that configures each. */
-const SEED_FEATURES: ReadonlyArray<readonly [string, string]> = [
-  ['Cardinality firewall', 'cardinality'],
-  ['Timeout-budget propagation', 'timeout-budget'],
-  ['Context propagation', 'context'],
-  ['Trace-context guard', 'trace-guard'],
-  ['Structured logs', 'logging'],
-  ['Stable exception fingerprints', 'exception-handler'],
-  ['Conditional features', 'conditional-features'],
-  ['Dependency health map', 'dependencies'],
-  ['Retry amplification', 'retry'],
-  ['Multi-tenant context', 'tenant'],
-  ['Request priority', 'priority'],
-  ['Container-aware memory metrics', 'container-memory'],
-  ['Kafka time-based lag', 'kafka'],
-  ['Request fan-out', 'fan-out'],
-  ['SLO-as-code', 'slo'],
-  ['Resilience auto-instrumentation', 'resilience'],
-  ['Background-job observability', 'jobs'],
-  ['Database N+1 and slow-query detection', 'db'],
-  ['Cache observability', 'cache'],
-  ['Feature-flag evaluation correlation', 'feature-flags'],
-  ['Continuous-profiling correlation', 'profiling'],
-  ['Wide-event API', 'wide-events'],
-  ['Graceful drain and telemetry flush', 'shutdown'],
-  ['Fleet config-drift detection', 'config-drift'],
-  ['Live diagnostic actuator', 'actuator'],
-  ['Sampling', 'sampling'],
-  ['Dry-run / enforcement mode', 'enforcement'],
-  ['Profile presets', 'profile-presets'],
-  ['Configuration validation', 'config-validation'],
+/** The seed's feature table (section 1.2), row by row: name, `obs.*` subtree, whether obs has its code. */
+const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned']> = [
+  ['Cardinality firewall', 'cardinality', 'built'],
+  ['Timeout-budget propagation', 'timeout-budget', 'planned'],
+  ['Context propagation', 'context', 'planned'],
+  ['Trace-context guard', 'trace-guard', 'built'],
+  ['Structured logs', 'logging', 'built'],
+  ['Stable exception fingerprints', 'exception-handler', 'built'],
+  ['Conditional features', 'conditional-features', 'built'],
+  ['Dependency health map', 'dependencies', 'planned'],
+  ['Retry amplification', 'retry', 'planned'],
+  ['Multi-tenant context', 'tenant', 'planned'],
+  ['Request priority', 'priority', 'planned'],
+  ['Container-aware memory metrics', 'container-memory', 'built'],
+  ['Kafka time-based lag', 'kafka', 'planned'],
+  ['Request fan-out', 'fan-out', 'planned'],
+  ['SLO-as-code', 'slo', 'planned'],
+  ['Resilience auto-instrumentation', 'resilience', 'planned'],
+  ['Background-job observability', 'jobs', 'planned'],
+  ['Database N+1 and slow-query detection', 'db', 'planned'],
+  ['Cache observability', 'cache', 'planned'],
+  ['Feature-flag evaluation correlation', 'feature-flags', 'planned'],
+  ['Continuous-profiling correlation', 'profiling', 'planned'],
+  ['Wide-event API', 'wide-events', 'built'],
+  ['Graceful drain and telemetry flush', 'shutdown', 'built'],
+  ['Fleet config-drift detection', 'config-drift', 'built'],
+  ['Live diagnostic actuator', 'actuator', 'built'],
+  ['Sampling', 'sampling', 'built'],
+  ['Dry-run / enforcement mode', 'enforcement', 'built'],
+  ['Profile presets', 'profile-presets', 'built'],
+  ['Configuration validation', 'config-validation', 'built'],
 ];
+
+type FeatureRow = { name: string; status: string; enabled?: unknown; default: string; config: unknown };
 
 const json = async (response: Response) => {
   assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
@@ -156,31 +158,38 @@ test('actuator – anything but the two values, bad JSON or non-JSON is a 400 wi
   assert.equal(obs.app.obs.mode.get(), 'ENFORCING', 'no refused request changed the mode');
 });
 
-test('actuator – GET /actuator/obs lists every feature of the seed with enabled and its effective config', async (t) => {
+test('actuator – GET /actuator/obs lists every feature of the seed: built ones on or off with their config', async (t) => {
   const obs = await startObsApp({
     version: '9.9.9',
     serviceName: 'orders',
-    config: { tenant: { enabled: true }, 'timeout-budget': { 'default-budget': '5s' } },
+    config: {
+      'container-memory': { 'readiness-enabled': true },
+      'wide-events': { enabled: false },
+      shutdown: { 'drain-timeout': '5s' },
+    },
   });
   t.after(() => obs.close());
   const snapshot = (await json(await fetch(`${obs.url}/actuator/obs`))) as {
-    features: Record<string, { name: string; enabled: boolean; default: string; config: unknown }>;
+    features: Record<string, FeatureRow>;
     [k: string]: unknown;
   };
   assert.equal(Object.keys(snapshot.features).length, SEED_FEATURES.length);
-  for (const [name, key] of SEED_FEATURES) {
+  for (const [name, key, status] of SEED_FEATURES) {
     const feature = snapshot.features[key];
     assert.ok(feature, `${name} (${key}) is missing`);
     assert.equal(feature.name, name);
-    assert.equal(typeof feature.enabled, 'boolean', key);
+    assert.equal(feature.status, status, key);
     assert.equal(typeof feature.default, 'string', key);
-    if (Object.hasOwn(OBS_SCHEMA.fields, key)) assert.equal(typeof feature.config, 'object', key);
+    if (status === 'built') {
+      assert.equal(typeof feature.enabled, 'boolean', key);
+      if (Object.hasOwn(OBS_SCHEMA.fields, key)) assert.equal(typeof feature.config, 'object', key);
+    }
   }
-  assert.equal(snapshot.features.tenant?.enabled, true);
-  assert.equal(snapshot.features.priority?.enabled, false);
+  assert.equal(snapshot.features['container-memory']?.enabled, true);
+  assert.equal(snapshot.features['wide-events']?.enabled, false);
   assert.equal(snapshot.features['profile-presets']?.enabled, false, 'auto-apply is off');
   assert.equal(
-    (snapshot.features['timeout-budget']?.config as Record<string, unknown> | undefined)?.['default-budget'],
+    (snapshot.features.shutdown?.config as Record<string, unknown> | undefined)?.['drain-timeout'],
     '5s',
   );
   assert.equal(snapshot.mode, 'ENFORCING');
@@ -203,10 +212,27 @@ test('actuator – GET /actuator/obs lists every feature of the seed with enable
   assert.equal((await json(await fetch(`${obs.url}/actuator/obs`))).mode, 'DRY_RUN');
 });
 
+test('actuator – GET /actuator/obs says planned for a feature without code, never enabled', async (t) => {
+  const app = await injectableObsApp(t, { env: { OBS_CONTEXT_REQUEST_ID_HEADER: 'X-Correlation-ID' } });
+  const response = await app.inject({ method: 'GET', url: '/actuator/obs' });
+  assert.equal(response.statusCode, 200);
+  const { features } = response.json() as { features: Record<string, FeatureRow> };
+  for (const [name, key, status] of SEED_FEATURES.filter(([, , s]) => s === 'planned')) {
+    const feature = features[key];
+    assert.deepEqual(Object.keys(feature ?? {}), ['name', 'status', 'default', 'config'], key);
+    assert.equal(feature?.name, name);
+    assert.equal(feature?.status, status);
+    assert.ok(!('enabled' in (feature ?? {})), `${key} says nothing of being on`);
+  }
+  assert.equal(features['timeout-budget']?.config, null, 'no key of it is effective');
+  assert.deepEqual(features.context?.config, { 'request-id-header': 'X-Correlation-ID' }, 'its built key');
+  assert.equal(features['timeout-budget']?.default, 'on', 'the default the seed gives it once built');
+});
+
 test('actuator – effective-config, runtime and config-hash', async (t) => {
   const obs = await startObsApp(
     {
-      env: { OBS_RETRY_AMPLIFICATION_THRESHOLD: '4' },
+      env: { OBS_WIDE_EVENTS_MAX_ATTRIBUTES: '4' },
       config: { cardinality: { 'max-tag-values-per-meter': 2 } },
     },
     (app) => {
@@ -218,11 +244,12 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   t.after(() => obs.close());
   const effective = await json(await fetch(`${obs.url}/actuator/obs/effective-config`));
   const tree = effective.obs as Record<string, Record<string, unknown>>;
-  assert.equal(tree.retry?.['amplification-threshold'], 4);
-  assert.equal(tree['timeout-budget']?.['default-budget'], '2s');
+  assert.equal(tree['wide-events']?.['max-attributes'], 4);
+  assert.equal(tree.shutdown?.['drain-timeout'], '30s');
+  assert.equal(tree['timeout-budget'], undefined, 'a planned feature has no effective configuration');
   assert.deepEqual(effective.origins, {
     'obs.cardinality.max-tag-values-per-meter': 'options',
-    'obs.retry.amplification-threshold': 'env OBS_RETRY_AMPLIFICATION_THRESHOLD',
+    'obs.wide-events.max-attributes': 'env OBS_WIDE_EVENTS_MAX_ATTRIBUTES',
   });
 
   for (const v of ['a', 'b', 'c', 'd']) await fetch(`${obs.url}/x/${v}`);
@@ -243,9 +270,16 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.equal(hash.hash, obs.app.obs.resolved.hash);
   assert.equal(hash.algorithm, 'sha256');
   const entries = hash.entries as Record<string, unknown>;
-  assert.equal(entries['obs.retry.amplification-threshold'], 4);
-  assert.deepEqual(entries['obs.dependencies.map'], {}, 'a map is one entry');
+  assert.equal(entries['obs.wide-events.max-attributes'], 4);
+  assert.deepEqual(entries['obs.trace-guard.enabled-when.header-not-equals'], {}, 'a map is one entry');
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
+  assert.deepEqual(
+    Object.keys(entries).filter((k) =>
+      /^obs\.(timeout-budget|dependencies|retry|kafka|slo|jobs|db)\./.test(k),
+    ),
+    [],
+    'no key of a planned feature is hashed',
+  );
 });
 
 test('actuator – in-flight requests are counted while served, in the runtime and as a gauge', async (t) => {

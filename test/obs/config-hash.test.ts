@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import { canonicalJson, configHash, createObs, loadObsConfig } from '../../src/obs/index.ts';
+import {
+  canonicalJson,
+  configHash,
+  createObs,
+  flattenEffective,
+  loadObsConfig,
+} from '../../src/obs/index.ts';
 import { tempFile } from './helpers.ts';
 
 const INDEX = new URL('../../src/obs/index.ts', import.meta.url).href;
@@ -30,23 +36,23 @@ test('config-hash – a SHA-256 in hex of the resolved tree', () => {
 });
 
 test('config-hash – the same configuration gives the same hash in two separate processes', () => {
-  const env = { OBS_TIMEOUT_BUDGET_DEFAULT_BUDGET: '5s', OBS_ENFORCEMENT_MODE: 'DRY_RUN' };
+  const env = { OBS_SHUTDOWN_DRAIN_TIMEOUT: '5s', OBS_ENFORCEMENT_MODE: 'DRY_RUN' };
   const first = hashInChildProcess(env);
   const second = hashInChildProcess(env);
   assert.match(first, /^[0-9a-f]{64}$/);
   assert.equal(first, second);
   assert.equal(first, loadObsConfig({ env }).hash, 'and in this process');
-  assert.notEqual(first, hashInChildProcess({ ...env, OBS_TIMEOUT_BUDGET_DEFAULT_BUDGET: '6s' }));
+  assert.notEqual(first, hashInChildProcess({ ...env, OBS_SHUTDOWN_DRAIN_TIMEOUT: '6s' }));
 });
 
 test('config-hash – independent of key order and of how a value is written', () => {
   const a = tempFile(
     'a.yml',
-    'obs:\n  retry:\n    amplification-threshold: 4\n  timeout-budget:\n    safety-margin: 1s\n    default-budget: 3s\n',
+    'obs:\n  wide-events:\n    max-attributes: 4\n  shutdown:\n    flush-timeout: 1s\n    drain-timeout: 3s\n',
   );
   const b = tempFile(
     'b.yml',
-    'obs:\n  timeout-budget:\n    default-budget: 3000ms\n    safety-margin: 1000\n  retry.amplification-threshold: "4"\n',
+    'obs:\n  shutdown:\n    drain-timeout: 3000ms\n    flush-timeout: 1000\n  wide-events.max-attributes: "4"\n',
   );
   const fromA = loadObsConfig({ env: { OBS_CONFIG_FILE: a } }).hash;
   assert.equal(fromA, loadObsConfig({ env: { OBS_CONFIG_FILE: b } }).hash);
@@ -54,8 +60,8 @@ test('config-hash – independent of key order and of how a value is written', (
     fromA,
     loadObsConfig({
       options: {
-        'timeout-budget': { 'default-budget': '3s', 'safety-margin': '1s' },
-        retry: { 'amplification-threshold': 4 },
+        shutdown: { 'drain-timeout': '3s', 'flush-timeout': '1s' },
+        'wide-events': { 'max-attributes': 4 },
       },
     }).hash,
     'and of the source that sets it',
@@ -73,6 +79,18 @@ test('config-hash – a different value gives a different hash, a map entry incl
     loadObsConfig({ env: { OBS_TRACE_GUARD_ENABLED_WHEN_HEADER_NOT_EQUALS_X_PROBE: '1' } }).hash,
   );
   assert.notEqual(base, loadObsConfig({ options: { 'trace-guard': { 'exclude-path-prefixes': [] } } }).hash);
+});
+
+test('config-hash – covers the keys of built features only', () => {
+  const { hash, effective, config } = loadObsConfig();
+  const hashed = Object.keys(flattenEffective(effective));
+  assert.ok(hashed.includes('obs.shutdown.drain-timeout'));
+  assert.ok(hashed.includes('obs.context.request-id-header'), 'a built key of a planned feature');
+  for (const key of hashed) {
+    assert.doesNotMatch(key, /^obs\.(timeout-budget|context\.enabled|dependencies|retry|slo|jobs|db)\b/);
+  }
+  assert.equal(config['timeout-budget']['default-budget'], 2000, 'still in the resolved tree');
+  assert.equal(hash, configHash(effective));
 });
 
 test('config-hash – exported as obs_config_info{hash} 1', async () => {

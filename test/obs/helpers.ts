@@ -46,6 +46,21 @@ export async function startObsApp(
   return { app, url: `http://127.0.0.1:${port}`, registry, logger, close: () => app.close() };
 }
 
+/**
+ * A fastify app with obs, ready for `app.inject()` (no port). `env` defaults to empty, like
+ * {@link startObsApp}. Closed when the test ends.
+ */
+export async function injectableObsApp(
+  t: { after(fn: () => Promise<void>): void },
+  options: ObsPluginOptions = {},
+): Promise<FastifyInstance> {
+  const app = Fastify();
+  await app.register(obsPlugin, { env: {}, logger: capturingLogger(), registry: new Registry(), ...options });
+  await app.ready();
+  t.after(() => app.close());
+  return app;
+}
+
 /** Writes `text` to a new temporary file and returns its path. */
 export function tempFile(name: string, text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'obs-test-'));

@@ -92,9 +92,11 @@ test('obs – draining fails readiness and shows in the runtime', async (t) => {
   assert.deepEqual((await obs.readiness()).checks.drain, { ok: false, detail: 'drained' });
 });
 
-test('obs – isEnabledFor: the feature switch, its enabled-when block, and conditional-features', (t) => {
+test('obs – isEnabledFor: the feature switch, its enabled-when block, conditional-features, planned features', (t) => {
   const block = { 'header-not-equals': { 'x-synthetic': 'true' }, 'path-excludes': ['/internal'] };
-  const obs = core(t, { config: { 'trace-guard': { 'enabled-when': block }, db: { enabled: false } } });
+  const obs = core(t, {
+    config: { 'trace-guard': { 'enabled-when': block }, 'exception-handler': { enabled: false } },
+  });
   const real = { url: '/orders', headers: {} };
   assert.equal(obs.isEnabledFor('trace-guard', real), true);
   assert.equal(
@@ -102,12 +104,16 @@ test('obs – isEnabledFor: the feature switch, its enabled-when block, and cond
     false,
   );
   assert.equal(obs.isEnabledFor('trace-guard', { url: '/internal/x', headers: {} }), false);
+  assert.equal(obs.isEnabledFor('exception-handler', real), false, 'a disabled feature never runs');
+  const other = core(t, { config: { 'trace-guard': { 'enabled-when': block } } });
   assert.equal(
-    obs.isEnabledFor('timeout-budget', { url: '/internal/x', headers: {} }),
+    other.isEnabledFor('exception-handler', { url: '/internal/x', headers: {} }),
     true,
     'blocks are per feature',
   );
-  assert.equal(obs.isEnabledFor('db', real), false, 'a disabled feature never runs');
+  for (const planned of ['timeout-budget', 'dependencies', 'fan-out', 'db'] as const) {
+    assert.equal(other.isEnabledFor(planned, real), false, `${planned} is planned: it never runs`);
+  }
   const unconditional = core(t, {
     config: { 'trace-guard': { 'enabled-when': block }, 'conditional-features': { enabled: false } },
   });

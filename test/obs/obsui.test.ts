@@ -3,13 +3,13 @@ import { statSync } from 'node:fs';
 import { test } from 'node:test';
 import { FEATURES, OBSUI_CSP } from '../../src/obs/index.ts';
 import { openChromium, screenshotPath } from '../helpers/chromium.ts';
-import { post, startObsApp } from './helpers.ts';
+import { injectableObsApp, post, startObsApp } from './helpers.ts';
 
 test('obsui – an HTML page of the snapshot: every feature, the mode, the hash, the runtime', async (t) => {
   const obs = await startObsApp({
     version: '2.3.4',
     serviceName: 'orders',
-    config: { tenant: { enabled: true } },
+    config: { 'container-memory': { enabled: false } },
   });
   t.after(() => obs.close());
   await post(`${obs.url}/actuator/obs/enforcement`, '{"value":"DRY_RUN"}');
@@ -30,16 +30,46 @@ test('obsui – an HTML page of the snapshot: every feature, the mode, the hash,
   }
   assert.match(
     html,
-    /<b>Multi-tenant context<\/b><br><code>obs\.tenant<\/code><\/td><td><span class="on">on<\/span>/,
+    /<b>Cardinality firewall<\/b><br><code>obs\.cardinality<\/code><\/td><td><span class="on">on<\/span>/,
   );
   assert.match(
     html,
-    /<b>Request priority<\/b><br><code>obs\.priority<\/code><\/td><td><span class="off">off<\/span>/,
+    /<b>Container-aware memory metrics<\/b><br><code>obs\.container-memory<\/code><\/td><td><span class="off">off<\/span>/,
   );
-  assert.match(html, /default-budget:<\/span> <span class="mono">2s</);
+  assert.match(html, /drain-timeout:<\/span> <span class="mono">30s</);
   assert.match(html, /enabled-when\.path-excludes:/);
   assert.match(html, /in-flight requests/);
   assert.match(html, /"value":"ENFORCING"/, 'the page says how to switch back');
+});
+
+test('obsui – a planned feature shows as planned, never on or off, with no configuration of its own', async (t) => {
+  const app = await injectableObsApp(t);
+  const response = await app.inject({ method: 'GET', url: '/actuator/obsui' });
+  assert.equal(response.statusCode, 200);
+  const html = response.body;
+  const planned = FEATURES.filter((f) => f.status === 'planned');
+  assert.equal(planned.length, 15);
+  for (const feature of planned) {
+    const row = html.match(
+      new RegExp(`<tr><td><b>[^<]*</b><br><code>obs\\.${feature.key}</code>.*?</tr>`),
+    )?.[0];
+    assert.ok(row, feature.key);
+    assert.match(row, /<td><span class="planned">planned<\/span><\/td>/, feature.key);
+    assert.doesNotMatch(row, /class="(?:on|off)"/, feature.key);
+    assert.ok(row.includes(`${feature.default} (once built)`), feature.key);
+    if (feature.key !== 'context')
+      assert.match(row, /<span class="muted">none<\/span><\/td><\/tr>$/, feature.key);
+  }
+  assert.match(html, /request-id-header:<\/span> <span class="mono">X-Request-ID</, 'a built key of context');
+  assert.doesNotMatch(html, /default-budget|amplification-threshold|n-plus-one-threshold/);
+  const built = FEATURES.filter((f) => f.status === 'built' && f.key !== 'config-validation');
+  for (const feature of built) {
+    assert.match(
+      html,
+      new RegExp(`<code>obs\\.${feature.key}</code></td><td><span class="(?:on|off)">`),
+      feature.key,
+    );
+  }
 });
 
 test('obsui – self-contained: no script, no external resource, a CSP that allows only its own style', async (t) => {
@@ -60,7 +90,7 @@ test('obsui – every value is escaped', async (t) => {
       serviceName: evil,
       version: '"><img src=x onerror=alert(1)>',
       config: {
-        dependencies: { map: { 'a.example': evil } },
+        'trace-guard': { 'enabled-when': { 'header-not-equals': { 'x-evil': evil } } },
         cardinality: { 'max-tag-values-per-meter': 1 },
       },
     },

@@ -1,0 +1,331 @@
+/**
+ * Masking of personal data and secrets, as pure functions: in text ({@link maskText}), in any value
+ * ({@link maskSecrets}) and in a finished log line ({@link maskLogLine}). Every function never
+ * throws and its work is bounded (see {@link MASK_LIMITS}). Structured logs (`logging.ts`) mask
+ * every line with it; exception fingerprints and wide events mask what they record.
+ */
+
+/** What a masked value is replaced with. */
+export const MASK = '[MASKED]';
+/** Replacements of secrets found in text, by kind. */
+export const MASKS = {
+  email: '[MASKED:email]',
+  bearer: 'Bearer [MASKED]',
+  jwt: '[MASKED:jwt]',
+  card: '[MASKED:card]',
+  ssn: '[MASKED:ssn]',
+} as const;
+
+/** The bounds of one {@link maskSecrets} call: beyond them values are cut, never left unmasked. */
+export const MASK_LIMITS = {
+  /** Characters of one string masked; the rest is replaced with a truncation note. */
+  maxStringChars: 64 * 1024,
+  /** Nesting depth of objects, arrays and JSON text inside strings. */
+  maxDepth: 16,
+  /** Values (object members, array items) visited; later ones are replaced. */
+  maxNodes: 10_000,
+  /** Characters of all strings of one value masked together; later strings are replaced. */
+  maxTotalChars: 1024 * 1024,
+  /** Characters of one log line parsed for masking; a longer line is replaced by a notice. */
+  maxLineChars: 4 * 1024 * 1024,
+} as const;
+
+// ---------------------------------------------------------------------------------------------
+// Secret names
+
+/** Names (lower case, without `-`, `_`, `.`) whose values are secrets, and that end a secret name. */
+const SECRET_SUFFIXES = [
+  'password',
+  'passwd',
+  'secret',
+  'token',
+  'apikey',
+  'privatekey',
+  'authorization',
+  'cookie',
+  'sessionid',
+  'secretaccesskey',
+] as const;
+const SECRET_EXACT = new Set(['pwd']);
+
+/** The same names in text: an optional prefix of name characters, then one of the suffixes. */
+const SECRET_NAME_SOURCE =
+  '[A-Za-z0-9_.-]{0,48}?(?:pass(?:word|wd)|secret|token|api[-_.]?key|private[-_.]?key|authori[sz]ation|cookie|session[-_.]?id|secret[-_.]?access[-_.]?key)';
+
+/**
+ * Whether a field, header or parameter of this name holds a secret: `password`, `passwd`, `secret`,
+ * `token`, `api_key`/`apikey`, `authorization`, `cookie`, `set-cookie`, `private_key`,
+ * `client_secret` and names ending with one of them (`x-api-key`, `access_token`,
+ * `db_password`), in any case.
+ */
+export function isSecretName(name: string): boolean {
+  if (name.length > 128) return false;
+  const key = name.toLowerCase().replace(/[-_.\s]/g, '');
+  if (SECRET_EXACT.has(key)) return true;
+  for (const suffix of SECRET_SUFFIXES) if (key.endsWith(suffix)) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text
+
+/** A cheap test: could this text hold anything {@link maskText} replaces? */
+const MAYBE_SECRET =
+  /@|bearer|eyJ|pass(?:word|wd)|secret|token|api[-_.]?key|private[-_.]?key|authori[sz]ation|cookie|session[-_.]?id|\d{3}-\d{2}-\d{4}/i;
+/** Runs of 13 to 19 digits, single spaces or dashes between them allowed. */
+const CARD = /(?<![\d])\d(?:[ -]?\d){12,18}(?![\d])/g;
+const EMAIL =
+  /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])/g;
+const BEARER = /\bbearer\s+[A-Za-z0-9\-._~+/]+=*/gi;
+const JWT = /\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
+const SSN = /(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g;
+/** `"password": ...` in JSON text, also escaped once or more (`\"password\":`). */
+const JSON_PAIR = new RegExp(`(?<!\\\\)(\\\\*)"(${SECRET_NAME_SOURCE})\\1"\\s*:\\s*`, 'gi');
+/** `password=...` in query strings, form bodies and text. */
+const QUERY_PAIR = new RegExp(`(?<![A-Za-z0-9_.-])(${SECRET_NAME_SOURCE})=[^&\\s"'<>;,]*`, 'gi');
+/** `Authorization: Basic ...`, `password: hunter2`: a secret name and a colon mask the rest of the line. */
+const COLON_PAIR = new RegExp(`(?<![A-Za-z0-9_.-])(${SECRET_NAME_SOURCE})([ \\t]*:[ \\t]*)[^\\r\\n]+`, 'gi');
+
+/** The Luhn checksum of a digit string: how card numbers are told from order ids. */
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return false;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+function hasCard(text: string): boolean {
+  for (const match of text.matchAll(CARD)) if (luhnValid(match[0].replace(/[ -]/g, ''))) return true;
+  return false;
+}
+
+/** Masks the values after `"secret-name":` in JSON text, at any level of escaping. */
+function maskJsonPairs(text: string): string {
+  let out = '';
+  let from = 0;
+  JSON_PAIR.lastIndex = 0;
+  for (let m = JSON_PAIR.exec(text); m !== null; m = JSON_PAIR.exec(text)) {
+    const slashes = m[1] ?? '';
+    const valueStart = m.index + m[0].length;
+    let valueEnd: number;
+    if (text.startsWith(`${slashes}"`, valueStart)) {
+      // A string: up to the closing quote of the same escaping level (or the end of a cut text).
+      const open = valueStart + slashes.length + 1;
+      if (slashes === '') {
+        let i = open;
+        while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+        valueEnd = Math.min(i + 1, text.length);
+      } else {
+        const close = text.indexOf(`${slashes}"`, open);
+        valueEnd = close === -1 ? text.length : close + slashes.length + 1;
+      }
+    } else {
+      // A number, literal, object or array: masked up to the next separator at this level.
+      let i = valueStart;
+      let depth = 0;
+      while (i < text.length) {
+        const c = text[i];
+        if (c === '{' || c === '[') depth++;
+        else if (c === '}' || c === ']') {
+          if (depth === 0) break;
+          depth--;
+        } else if (c === ',' && depth === 0) break;
+        else if (c === '"' && depth === 0 && slashes === '') break;
+        i++;
+      }
+      valueEnd = i;
+    }
+    out += `${text.slice(from, valueStart)}${slashes}"${MASK}${slashes}"`;
+    from = valueEnd;
+    JSON_PAIR.lastIndex = Math.max(valueEnd, JSON_PAIR.lastIndex);
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+/**
+ * Masks secrets in text: values of secret-named fields (`"password":"x"` in JSON text, escaped or
+ * not; `password=x` in query strings and forms; `Authorization: Basic x` to the end of the line),
+ * bearer tokens, JWTs, emails, card numbers (13 to 19 digits, spaces or dashes allowed, that pass the
+ * Luhn check, so order ids stay) and US social security numbers (`123-45-6789`). Text longer than
+ * {@link MASK_LIMITS}`.maxStringChars` is cut. Never throws.
+ */
+export function maskText(text: string): string {
+  try {
+    let s = text;
+    let note = '';
+    if (s.length > MASK_LIMITS.maxStringChars) {
+      // Cut before the last word at the limit, so that no secret is left half-visible.
+      let cutAt = MASK_LIMITS.maxStringChars;
+      const lookBack = s.slice(cutAt - 128, cutAt).search(/[^\s,;&'"<>(){}[\]=:]*$/);
+      if (lookBack > 0) cutAt = cutAt - 128 + lookBack;
+      note = `…[TRUNCATED ${s.length - cutAt} chars]`;
+      s = s.slice(0, cutAt);
+    }
+    if (!MAYBE_SECRET.test(s) && !hasCard(s)) return s + note;
+    s = maskJsonPairs(s);
+    s = s.replace(QUERY_PAIR, (_all, name: string) => `${name}=${MASK}`);
+    s = s.replace(COLON_PAIR, (_all, name: string, colon: string) => `${name}${colon}${MASK}`);
+    s = s.replace(BEARER, MASKS.bearer);
+    s = s.replace(JWT, MASKS.jwt);
+    s = s.replace(EMAIL, MASKS.email);
+    s = s.replace(CARD, (digits) => (luhnValid(digits.replace(/[ -]/g, '')) ? MASKS.card : digits));
+    s = s.replace(SSN, MASKS.ssn);
+    return s + note;
+  } catch {
+    return MASK;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+interface Budget {
+  nodes: number;
+  chars: number;
+  readonly seen: WeakSet<object>;
+}
+
+/** `{"type":"Buffer","data":[...]}`: a Buffer after JSON serialization. */
+function isSerializedBuffer(value: object): value is { type: 'Buffer'; data: number[] } {
+  const v = value as { type?: unknown; data?: unknown };
+  return v.type === 'Buffer' && Array.isArray(v.data) && Object.keys(value).length === 2;
+}
+
+function bytesToText(bytes: Uint8Array | readonly number[]): string {
+  const limit = MASK_LIMITS.maxStringChars;
+  const head = bytes.length > limit ? bytes.slice(0, limit) : bytes;
+  const text = Buffer.from(head as Uint8Array).toString('utf8');
+  return bytes.length > limit ? `${text}…[TRUNCATED ${bytes.length - limit} bytes]` : text;
+}
+
+function maskString(text: string, depth: number, budget: Budget): string {
+  if (budget.chars <= 0) return '[TRUNCATED]';
+  budget.chars -= Math.min(text.length, MASK_LIMITS.maxStringChars);
+  const start = text.trimStart();
+  if ((start.startsWith('{') || start.startsWith('[')) && text.length <= MASK_LIMITS.maxStringChars) {
+    // JSON text inside a string (a logged body): masked as a structure, written back as JSON.
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed === 'object' && parsed !== null) {
+        return JSON.stringify(maskValue(parsed, depth + 1, budget));
+      }
+    } catch {
+      // not JSON after all (or cut): the text patterns below cover JSON-like pairs too
+    }
+  }
+  return maskText(text);
+}
+
+function maskValue(value: unknown, depth: number, budget: Budget): unknown {
+  if (budget.nodes-- <= 0) return '[TRUNCATED]';
+  switch (typeof value) {
+    case 'string':
+      return maskString(value, depth, budget);
+    case 'object':
+      break;
+    default:
+      return value;
+  }
+  if (value === null) return null;
+  if (depth >= MASK_LIMITS.maxDepth) return '[TRUNCATED: too deep]';
+  if (budget.seen.has(value)) return '[Circular]';
+  budget.seen.add(value);
+  if (value instanceof Uint8Array) return maskString(bytesToText(value), depth, budget);
+  if (value instanceof Date) return value;
+  if (value instanceof Error) {
+    const code = (value as { code?: unknown }).code;
+    return {
+      type: value.name,
+      message: maskText(value.message),
+      ...(value.stack === undefined ? {} : { stack: maskText(value.stack) }),
+      ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+    };
+  }
+  if (Array.isArray(value) || value instanceof Set) return maskItems(value, depth, budget);
+  if (isSerializedBuffer(value)) return maskString(bytesToText(value.data), depth, budget);
+  const toJson = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJson === 'function') return maskValue(toJson.call(value), depth + 1, budget);
+  const entries = value instanceof Map ? value.entries() : Object.entries(value);
+  const out: Record<string, unknown> = {};
+  for (const [rawKey, item] of entries) {
+    if (budget.nodes <= 0) {
+      out['[TRUNCATED]'] = 'more members';
+      break;
+    }
+    const key = String(rawKey);
+    const maskedKey = maskText(key);
+    if (isSecretName(key) && item !== null && item !== undefined && item !== '') {
+      budget.nodes--;
+      out[maskedKey] = MASK;
+    } else {
+      out[maskedKey] = maskValue(item, depth + 1, budget);
+    }
+  }
+  return out;
+}
+
+function maskItems(items: Iterable<unknown>, depth: number, budget: Budget): unknown[] {
+  const out: unknown[] = [];
+  for (const item of items) {
+    if (budget.nodes <= 0) {
+      out.push('[TRUNCATED: more items]');
+      break;
+    }
+    out.push(maskValue(item, depth + 1, budget));
+  }
+  return out;
+}
+
+/**
+ * Returns a masked copy of any value, never the value itself: strings through {@link maskText}
+ * (JSON text inside a string is masked as JSON and stays JSON), Buffers and byte arrays as UTF-8
+ * text, errors as `{type, message, stack, code}`, maps and sets as objects and arrays, and the value
+ * of every secret-named member ({@link isSecretName}) replaced with `[MASKED]` whatever its type,
+ * in nested objects too. Numbers and booleans pass unchanged. Work is bounded by
+ * {@link MASK_LIMITS}; cycles become `[Circular]`. Never throws.
+ */
+export function maskSecrets(value: string): string;
+export function maskSecrets(value: unknown): unknown;
+export function maskSecrets(value: unknown): unknown {
+  try {
+    return maskValue(value, 0, {
+      nodes: MASK_LIMITS.maxNodes,
+      chars: MASK_LIMITS.maxTotalChars,
+      seen: new WeakSet(),
+    });
+  } catch {
+    return MASK;
+  }
+}
+
+/**
+ * Masks one finished log line (pino's JSON, with or without its newline). A line with nothing that
+ * could be a secret is returned as it is; a line that is not JSON is masked as text. Never throws.
+ */
+export function maskLogLine(line: string): string {
+  try {
+    if (!MAYBE_SECRET.test(line) && !line.includes('"type":"Buffer"') && !hasCard(line)) return line;
+    const newline = line.endsWith('\n') ? '\n' : '';
+    if (line.length > MASK_LIMITS.maxLineChars) {
+      return `${JSON.stringify({ level: 40, time: Date.now(), msg: `[obs: a log line of ${line.length} characters was dropped: too long to mask]` })}${newline}`;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      return maskText(line);
+    }
+    return `${JSON.stringify(maskSecrets(parsed))}${newline}`;
+  } catch {
+    return `${JSON.stringify({ level: 40, msg: '[obs: a log line was dropped: it could not be masked]' })}\n`;
+  }
+}

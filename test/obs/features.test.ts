@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  type ConfigProblem,
+  ENV_VARIABLES,
+  FEATURES,
+  flattenEffective,
+  loadObsConfig,
+  OBS_SCHEMA,
+  ObsConfigError,
+  type ObsConfigInput,
+  PRESET_PROFILES,
+} from '../../src/obs/index.ts';
+import { tempFile } from './helpers.ts';
+
+/** The features with no code yet. Building one moves it out of this list (and flips its status). */
+const PLANNED = [
+  'timeout-budget',
+  'context',
+  'dependencies',
+  'retry',
+  'tenant',
+  'priority',
+  'kafka',
+  'fan-out',
+  'slo',
+  'resilience',
+  'jobs',
+  'db',
+  'cache',
+  'feature-flags',
+  'profiling',
+];
+
+function problemsOf(input: Parameters<typeof loadObsConfig>[0]): readonly ConfigProblem[] {
+  try {
+    loadObsConfig(input);
+  } catch (error) {
+    assert.ok(error instanceof ObsConfigError, `expected ObsConfigError, got ${String(error)}`);
+    assert.equal(error.code, 'OBS_ERR_CONFIG');
+    return error.problems;
+  }
+  assert.fail('the configuration was accepted');
+}
+
+const yaml = (text: string) => ({ OBS_CONFIG_FILE: tempFile('obs.yml', text) });
+const reason = (feature: string) => `the ${feature} feature is not built yet (planned); remove the setting`;
+
+test('features – exactly the features without code are planned; each has a subtree of the schema', () => {
+  assert.deepEqual(
+    FEATURES.filter((f) => f.status === 'planned').map((f) => f.key),
+    PLANNED,
+  );
+  for (const key of PLANNED) {
+    const group = OBS_SCHEMA.fields[key as keyof typeof OBS_SCHEMA.fields];
+    assert.equal(group?.kind, 'group', `obs.${key} documents what will come`);
+  }
+});
+
+test('features – a key of a planned feature stops startup, from the environment, a file or code', () => {
+  const env = {
+    ...yaml(
+      [
+        'obs:',
+        '  retry:',
+        '    header-name: X-Retry',
+        '  kafka.skip-stale-records: true',
+        '  slo:',
+        '    objectives: [{ name: orders }]',
+      ].join('\n'),
+    ),
+    OBS_TIMEOUT_BUDGET_DEFAULT_BUDGET: '5s',
+    OBS_DEPENDENCIES_MAP: 'api.example.com=payments',
+    OBS_FAN_OUT_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC: 'true',
+    OBS_CONTEXT_ENABLED: 'false',
+  };
+  const options = {
+    tenant: { enabled: true },
+    profiling: { 'pyroscope-url': null },
+  } as unknown as ObsConfigInput;
+  const file = env.OBS_CONFIG_FILE;
+  assert.deepEqual(
+    problemsOf({ env, options }).map((p) => p.message),
+    [
+      `obs.retry.header-name = "X-Retry" (file ${file}): ${reason('retry')}`,
+      `obs.kafka.skip-stale-records = true (file ${file}): ${reason('kafka')}`,
+      `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
+      `obs.context.enabled = "false" (env OBS_CONTEXT_ENABLED): ${reason('context')}`,
+      `obs.timeout-budget.default-budget = "5s" (env OBS_TIMEOUT_BUDGET_DEFAULT_BUDGET): ${reason('timeout-budget')}`,
+      `obs.dependencies.map = "api.example.com=payments" (env OBS_DEPENDENCIES_MAP): ${reason('dependencies')}`,
+      `obs.fan-out.enabled-when.header-not-equals = {"x-synthetic":"true"} (env OBS_FAN_OUT_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC): ${reason('fan-out')}`,
+      `obs.tenant.enabled = true (options): ${reason('tenant')}`,
+      `obs.profiling.pyroscope-url = null (options): ${reason('profiling')}`,
+    ],
+  );
+});
+
+test('features – every key of every planned feature is refused through its variable', () => {
+  let refused = 0;
+  for (const [name, { path, field }] of ENV_VARIABLES) {
+    const feature = PLANNED.find((key) => path.startsWith(`obs.${key}.`));
+    if (feature === undefined || path === 'obs.context.request-id-header') continue;
+    const value = field.kind === 'object-list' ? '[]' : field.kind === 'string-map' ? 'a=b' : '1';
+    const [problem, ...more] = problemsOf({ env: { [name]: value } });
+    assert.equal(problem?.key, path);
+    assert.equal(problem?.expected, reason(feature), path);
+    assert.deepEqual(more, [], path);
+    refused++;
+  }
+  assert.ok(refused > 50, `${refused} variables checked`);
+});
+
+test('features – an unknown key under a planned feature is refused as planned, not offered a planned key', () => {
+  const [inFile] = problemsOf({ env: yaml('obs:\n  timeout-budget:\n    defualt-budget: 5s\n') });
+  assert.equal(inFile?.key, 'obs.timeout-budget.defualt-budget');
+  assert.match(inFile?.message ?? '', /the timeout-budget feature is not built yet \(planned\)/);
+  const [variable] = problemsOf({ env: { OBS_TIMEOUT_BUDGET_DEFAULT_BUGDET: '5s' } });
+  assert.match(variable?.message ?? '', /unknown variable/);
+  assert.doesNotMatch(variable?.expected ?? '', /TIMEOUT_BUDGET/, 'a planned variable is never suggested');
+  const [top] = problemsOf({ options: { zzz: 1 } as ObsConfigInput });
+  assert.match(top?.message ?? '', /valid keys under obs: cardinality, context, trace-guard, logging/);
+  assert.doesNotMatch(top?.message ?? '', /timeout-budget|dependencies|kafka/);
+});
+
+test('features – the request-id header of a planned feature is read by built code: it may be set', () => {
+  const { config, effective, origins } = loadObsConfig({
+    env: { OBS_CONTEXT_REQUEST_ID_HEADER: 'X-Correlation-ID' },
+  });
+  assert.equal(config.context['request-id-header'], 'X-Correlation-ID');
+  assert.equal(config.context.enabled, false, 'context propagation itself is planned');
+  assert.deepEqual(effective.context, { 'request-id-header': 'X-Correlation-ID' });
+  assert.equal(origins['obs.context.request-id-header'], 'env OBS_CONTEXT_REQUEST_ID_HEADER');
+  const [typo] = problemsOf({ options: { context: { 'request-id-heder': 'X' } } as ObsConfigInput });
+  assert.match(typo?.message ?? '', /unknown key; did you mean obs\.context\.request-id-header\?/);
+});
+
+test('features – the effective configuration and its hash hold the keys of built features only', () => {
+  const { effective } = loadObsConfig();
+  const keys = Object.keys(flattenEffective(effective));
+  const planned = keys.filter((k) => PLANNED.some((p) => k.startsWith(`obs.${p}.`)));
+  assert.deepEqual(planned, ['obs.context.request-id-header']);
+  assert.ok(keys.includes('obs.cardinality.enabled') && keys.includes('obs.diagnostics.top-offenders'));
+  for (const key of PLANNED.filter((k) => k !== 'context')) assert.ok(!(key in effective), key);
+});
+
+test('features – the shipped presets set no key of a planned feature', () => {
+  for (const profile of PRESET_PROFILES) {
+    const { origins, profile: applied } = loadObsConfig({
+      env: { OBS_PROFILE: profile, OBS_PROFILE_PRESETS_AUTO_APPLY: 'true' },
+    });
+    assert.deepEqual(applied, { name: profile, applied: true });
+    const fromPreset = Object.entries(origins).filter(([, source]) => source === `preset ${profile}`);
+    assert.ok(fromPreset.length > 0, `preset ${profile} sets something`);
+    for (const [key] of fromPreset) {
+      assert.ok(!PLANNED.some((p) => key.startsWith(`obs.${p}.`)), `preset ${profile} sets ${key}`);
+    }
+  }
+});
