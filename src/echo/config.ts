@@ -1,10 +1,5 @@
-import {
-  DELAY_SPEC_FORM,
-  type DelaySpec,
-  DURATION_FORM,
-  parseDelaySpec,
-  parseDurationMs,
-} from '../scenario/duration.ts';
+import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
+import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
 import { ConfigError } from './errors.ts';
 import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
 

@@ -1,12 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import {
-  DELAY_SPEC_FORM,
-  type DelaySpec,
-  DURATION_FORM,
-  drawDelayMs,
-  parseDelaySpec,
-  parseDurationMs,
-} from '../scenario/duration.ts';
+import { DURATION_FORM, nearestName, parseDurationMs } from '@echo-chaos/obs';
+import { DELAY_SPEC_FORM, type DelaySpec, drawDelayMs, parseDelaySpec } from '../scenario/duration.ts';
 import type { ErrorDetail } from './errors.ts';
 import { ERROR_FAULT_FORM, type ErrorFault, parseErrorFault } from './faults.ts';
 import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
@@ -261,8 +255,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
   ],
 ]);
 
-/** The control headers this service understands, for documentation and suggestions. */
-export const CONTROL_HEADERS: readonly string[] = [...PARSERS.keys(), `${SET_HEADER_PREFIX}<name>`];
+/** The control headers this service understands, for suggestions. */
+const CONTROL_HEADER_NAMES: readonly string[] = [...PARSERS.keys()];
 
 function setHeader(ctx: ParseContext, name: string, value: string): void {
   const target = name.slice(SET_HEADER_PREFIX.length);
@@ -279,33 +273,6 @@ function setHeader(ctx: ParseContext, name: string, value: string): void {
 /** `cache-control` → `Cache-Control`. */
 export function dashCase(name: string): string {
   return name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
-}
-
-function nearest(name: string): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 4;
-  for (const known of PARSERS.keys()) {
-    const d = editDistance(name, known);
-    if (d < bestDistance) {
-      best = known;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
 }
 
 const NO_PROBLEMS: readonly ErrorDetail[] = [];
@@ -329,7 +296,7 @@ export function parseControls(
     if (parser !== undefined) parser(value, ctx, name);
     else if (name.startsWith(SET_HEADER_PREFIX)) setHeader(ctx, name, value);
     else if (!IGNORED.has(name)) {
-      const suggestion = nearest(name);
+      const suggestion = nearestName(name, CONTROL_HEADER_NAMES);
       problem(
         ctx,
         name,

@@ -1,10 +1,18 @@
 /**
- * Durations of the `obs.*` configuration: `100ms`, `2s`, `5m`, `1h`, `1d`, or a bare number of
- * milliseconds (Spring's default unit for a `Duration` written without one). Decimals are allowed
- * (`1.5s`); the result is whole milliseconds.
+ * The one duration grammar of echo-chaos: the `obs.*` configuration, the echo service's variables
+ * and control headers, scenario delays and the EchoScenario CRD all read `100ms`, `2s`, `5m`, `1h`,
+ * `1d`, or a bare number of milliseconds (Spring's default unit for a `Duration` written without
+ * one). Decimals are allowed (`1.5s`); the result is whole milliseconds.
  */
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * The grammar as a regular-expression source without anchors, read the same way by ECMAScript and
+ * RE2 (Kubernetes' OpenAPI validation), for JSON schemas and patterns built on it.
+ */
+export const DURATION_PATTERN = String.raw`\d+(?:\.\d+)?(?:ms|s|m|h|d)?`;
+/** The same grammar, anchored, capturing the number and the unit. */
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/;
 
 /** The accepted form, worded for error messages. */

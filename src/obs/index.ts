@@ -73,7 +73,7 @@ export {
   type FlushReport,
 } from './drain.ts';
 // --- end ---
-export { DURATION_FORM, formatDuration, parseDurationMs } from './duration.ts';
+export { DURATION_FORM, DURATION_PATTERN, formatDuration, parseDurationMs } from './duration.ts';
 export {
   createRequestMatcher,
   MATCH_ALL,
@@ -145,6 +145,7 @@ export {
   guardRegistry,
   registryGuard,
 } from './meters.ts';
+export { nearestName } from './nearest-name.ts';
 export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 export { escapeHtml, OBSUI_CSP, renderObsUi } from './obsui.ts';
 export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';

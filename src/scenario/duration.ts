@@ -1,34 +1,23 @@
 /**
- * Duration and delay-range parsing shared by the scenario schema, the control headers and the
- * environment. One grammar everywhere, so `500ms` means the same thing in a header, a YAML file
- * and an `EchoScenario`.
+ * Delays of scenarios and control headers: a duration of the one grammar (`@echo-chaos/obs`'s
+ * `parseDurationMs`: `250ms`, `1.5s`, `2m`, `1h`, a bare number of milliseconds) or a range
+ * `min-max` of two of them, so `500ms` means the same thing in a header, a YAML file, an
+ * `EchoScenario` and the `obs.*` configuration.
  */
-
-const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000 };
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m)?$/;
-const RANGE = /^(\d+(?:\.\d+)?)(ms|s|m)?-(\d+(?:\.\d+)?)(ms|s|m)?$/;
+import { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from '@echo-chaos/obs';
 
 /**
  * The delay grammar (a duration or a range, no surrounding whitespace) as a pattern that both
  * ECMAScript and RE2 (Kubernetes' OpenAPI validation) read the same way, for JSON schemas.
  */
-export const DELAY_SPEC_PATTERN = String.raw`^\d+(?:\.\d+)?(?:ms|s|m)?(?:-\d+(?:\.\d+)?(?:ms|s|m)?)?$`;
+export const DELAY_SPEC_PATTERN = `^${DURATION_PATTERN}(?:-${DURATION_PATTERN})?$`;
 
-/** The accepted duration form, worded for error messages. */
-export const DURATION_FORM =
-  'a duration: a non-negative number with unit ms, s or m (bare number = ms), e.g. 250ms';
 /** The accepted delay form (a duration or a range), worded for error messages. */
-export const DELAY_SPEC_FORM = `${DURATION_FORM}, or a range min-max with a unit, e.g. 100-500ms`;
+export const DELAY_SPEC_FORM = `${DURATION_FORM}, or a range min-max, e.g. 100-500ms`;
 
-/**
- * Parses `250ms`, `1.5s`, `2m` or a bare number of milliseconds.
- * @returns whole milliseconds (rounded), or `undefined` when the text is not a duration.
- */
-export function parseDurationMs(text: string): number | undefined {
-  const m = DURATION.exec(text.trim());
-  if (m === null) return undefined;
-  return Math.round(Number(m[1]) * (UNIT_MS[m[2] ?? 'ms'] ?? 1));
-}
+const DELAY_SPEC = new RegExp(DELAY_SPEC_PATTERN);
+const BARE_NUMBER = /^\d+(?:\.\d+)?$/;
+const UNIT = /[a-z]+$/;
 
 /** A delay drawn uniformly from `[minMs, maxMs]`; a fixed delay has `minMs === maxMs`. */
 export interface DelaySpec {
@@ -53,13 +42,17 @@ export function parseDelaySpec(text: string): DelaySpec | undefined {
  */
 export function parseDelayBounds(text: string): DelaySpec | undefined {
   const trimmed = text.trim();
-  const fixed = parseDurationMs(trimmed);
-  if (fixed !== undefined) return { minMs: fixed, maxMs: fixed };
-  const m = RANGE.exec(trimmed);
-  if (m === null) return undefined;
-  const maxUnit = UNIT_MS[m[4] ?? 'ms'] ?? 1;
-  const minUnit = m[2] === undefined ? maxUnit : (UNIT_MS[m[2]] ?? 1);
-  return { minMs: Math.round(Number(m[1]) * minUnit), maxMs: Math.round(Number(m[3]) * maxUnit) };
+  if (!DELAY_SPEC.test(trimmed)) return undefined;
+  const [low = '', high] = trimmed.split('-');
+  if (high === undefined) {
+    const ms = parseDurationMs(low);
+    return ms === undefined ? undefined : { minMs: ms, maxMs: ms };
+  }
+  // `100-500ms`: the lower bound takes the upper bound's unit.
+  const lowText = BARE_NUMBER.test(low) ? `${low}${UNIT.exec(high)?.[0] ?? ''}` : low;
+  const minMs = parseDurationMs(lowText);
+  const maxMs = parseDurationMs(high);
+  return minMs === undefined || maxMs === undefined ? undefined : { minMs, maxMs };
 }
 
 /** Draws a delay from a spec with the given source of randomness in `[0, 1)`. */

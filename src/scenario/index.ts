@@ -9,11 +9,9 @@ export {
   DELAY_SPEC_FORM,
   DELAY_SPEC_PATTERN,
   type DelaySpec,
-  DURATION_FORM,
   drawDelayMs,
   parseDelayBounds,
   parseDelaySpec,
-  parseDurationMs,
 } from './duration.ts';
 export {
   invalidScenariosError,

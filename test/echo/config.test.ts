@@ -194,7 +194,7 @@ const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
   ['ECHO_CHAOS', '12.5', 'not an integer'],
   ['ECHO_CHAOS', 'lots', 'not a number'],
   ['ECHO_DELAY', 'soon', 'not a duration'],
-  ['ECHO_DELAY', '5h', 'unknown unit'],
+  ['ECHO_DELAY', '5w', 'unknown unit'],
   ['ECHO_DELAY', '500-100ms', 'reversed range'],
   ['ECHO_DELAY', '-5ms', 'negative'],
   ['ECHO_MAX_DELAY', 'forever', 'not a duration'],

@@ -126,12 +126,26 @@ test('toOpenApiV3Schema – gives the structural form a CRD accepts', () => {
 
 test('DELAY_SPEC_PATTERN – accepts exactly what parseDelayBounds parses (untrimmed)', () => {
   const pattern = new RegExp(DELAY_SPEC_PATTERN);
-  const samples = ['0', '500', '500ms', '1.5s', '2m', '100-500ms', '1s-2s', '1-2', '500-100ms', '0.5s-1m'];
+  const samples = [
+    '0',
+    '500',
+    '500ms',
+    '1.5s',
+    '2m',
+    '1h',
+    '1d',
+    '100-500ms',
+    '1s-2s',
+    '1-2',
+    '500-100ms',
+    '0.5s-1m',
+    '1-2h',
+  ];
   const rejects = [
     '',
     'ms',
     '-5ms',
-    '5h',
+    '5w',
     '1.s',
     '.5s',
     '100 - 500ms',

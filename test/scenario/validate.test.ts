@@ -27,7 +27,7 @@ function responseProblem(response: unknown, options?: { maxDelayMs?: number }): 
 }
 
 const DELAY_FORM =
-  'a duration: a non-negative number with unit ms, s or m (bare number = ms), e.g. 250ms, or a range min-max with a unit, e.g. 100-500ms';
+  'a duration such as 100ms, 2s, 5m or 1h (a bare number is milliseconds), or a range min-max, e.g. 100-500ms';
 const PATH_FORM =
   'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#", at most 2048 characters long';
 const HEADER_VALUE_FORM =
@@ -197,9 +197,9 @@ test('validateScenarios – delay: the duration grammar, ordered ranges, and the
     path: at,
     message: `delay must be a string holding ${DELAY_FORM}, got "soon"`,
   });
-  assert.deepEqual(responseProblem({ status: 200, delay: '5h' }), {
+  assert.deepEqual(responseProblem({ status: 200, delay: '5w' }), {
     path: at,
-    message: `delay must be a string holding ${DELAY_FORM}, got "5h"`,
+    message: `delay must be a string holding ${DELAY_FORM}, got "5w"`,
   });
   assert.deepEqual(responseProblem({ status: 200, delay: '2s-1s' }), {
     path: at,
