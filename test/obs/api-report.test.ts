@@ -37,3 +37,60 @@ test('api report – exportedNames reads every kind of declaration', () => {
   ].join('\n');
   assert.deepEqual(exportedNames(sample), ['B', 'C', 'D', 'E', 'F', 'a']);
 });
+
+/** The backticked names of the README's `## API` section. */
+function documentedNames(readme: string): string[] {
+  const start = readme.indexOf('\n## API\n');
+  assert.ok(start >= 0, 'src/obs/README.md has no "## API" section');
+  const next = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, next === -1 ? undefined : next);
+  return [...new Set([...section.matchAll(/`([A-Za-z_$][\w$]*)`/g)].map((m) => m[1]!))].sort();
+}
+
+test('api report – the README documents every export, and documents no name that is not exported', () => {
+  const exported = exportedNames(readFileSync(API_REPORT_FILE, 'utf8'));
+  const readme = readFileSync(new URL('../../src/obs/README.md', import.meta.url), 'utf8');
+  // Members of `app.obs` and words in backticks that are not names of exports.
+  const notExports = new Set([
+    'OBS_CONFIG_FILE',
+    'OBS_PROFILE',
+    'get',
+    'set',
+    'admit',
+    'admitLabels',
+    'admitRecording',
+    'require',
+    'isEnabledFor',
+    'readiness',
+    'addReadinessCheck',
+    'options',
+    'config',
+    'idle',
+    'draining',
+    'drained',
+    'dev',
+    'prod',
+    'test',
+    'canary',
+    'ENFORCING',
+    'DRY_RUN',
+    'traceparent',
+    'trace_id',
+    'span_id',
+    'trace_flags',
+    'enabled',
+    'error',
+    'code',
+  ]);
+  const documented = documentedNames(readme).filter((name) => !notExports.has(name));
+  assert.deepEqual(
+    exported.filter((name) => !documented.includes(name)),
+    [],
+    'exported but not documented in the README API section',
+  );
+  assert.deepEqual(
+    documented.filter((name) => !exported.includes(name)),
+    [],
+    'documented in the README API section but not exported',
+  );
+});

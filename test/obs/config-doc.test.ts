@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { renderObsReadme } from '../../src/obs/config-doc.ts';
-import { plannedFeatureOf } from '../../src/obs/features.ts';
-import { ENV_VARIABLES, FEATURES, OBS_ERRORS } from '../../src/obs/index.ts';
+import { ENV_VARIABLES } from '../../src/obs/config-env.ts';
+import { FEATURES, plannedFeatureOf } from '../../src/obs/features.ts';
+import { OBS_ERRORS } from '../../src/obs/index.ts';
 
 const README = readFileSync(new URL('../../src/obs/README.md', import.meta.url), 'utf8');
 

@@ -2,13 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import {
-  canonicalJson,
-  configHash,
-  createObs,
-  flattenEffective,
-  loadObsConfig,
-} from '../../src/obs/index.ts';
+import { flattenEffective } from '../../src/obs/config-effective.ts';
+import { canonicalJson, configHash } from '../../src/obs/config-hash.ts';
+import { createObs, loadObsConfig } from '../../src/obs/index.ts';
 import { tempFile } from './helpers.ts';
 
 const INDEX = new URL('../../src/obs/index.ts', import.meta.url).href;

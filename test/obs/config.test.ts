@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { crossCheck } from '../../src/obs/config.ts';
 import { effectiveOf } from '../../src/obs/config-effective.ts';
+import { ENV_VARIABLES, envVariableOf } from '../../src/obs/config-env.ts';
 import {
   type Fields,
   type ObjectListField,
@@ -9,13 +10,11 @@ import {
   ratio,
   requiredText,
 } from '../../src/obs/config-fields.ts';
+import { OBS_SCHEMA } from '../../src/obs/config-schema.ts';
 import { defaultsOf, normalise } from '../../src/obs/config-walk.ts';
 import {
   type ConfigProblem,
-  ENV_VARIABLES,
-  envVariableOf,
   loadObsConfig,
-  OBS_SCHEMA,
   ObsConfigError,
   type ObsConfigInput,
 } from '../../src/obs/index.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createRequestMatcher, MATCH_ALL } from '../../src/obs/index.ts';
+import { createRequestMatcher, MATCH_ALL } from '../../src/obs/enabled-when.ts';
 
 const request = (url: string, headers: Record<string, string | string[]> = {}) => ({ url, headers });
 

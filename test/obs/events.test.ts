@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import { boundEventAttributes, CardinalityFirewall, createWideEvents, MASKS } from '../../src/obs/index.ts';
+import { boundEventAttributes } from '../../src/obs/events.ts';
+import { CardinalityFirewall, createWideEvents } from '../../src/obs/index.ts';
+import { MASKS } from '../../src/obs/masking.ts';
 import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
 import { type RunningObsApp, startObsApp } from './helpers.ts';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { flattenEffective } from '../../src/obs/config-effective.ts';
+import { ENV_VARIABLES } from '../../src/obs/config-env.ts';
+import { OBS_SCHEMA } from '../../src/obs/config-schema.ts';
+import { FEATURES } from '../../src/obs/features.ts';
 import {
   type ConfigProblem,
-  ENV_VARIABLES,
-  FEATURES,
-  flattenEffective,
   loadObsConfig,
-  OBS_SCHEMA,
   ObsConfigError,
   type ObsConfigInput,
   PRESET_PROFILES,

@@ -6,13 +6,13 @@ import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
+import { SERVER_ERROR_DETAIL } from '../../src/obs/exception-handler.ts';
 import {
   fingerprint,
   fingerprintFrames,
   obsPlugin,
   PROBLEM_CONTENT_TYPE,
   problemErrorHandler,
-  SERVER_ERROR_DETAIL,
 } from '../../src/obs/index.ts';
 import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
 import { type RunningObsApp, startObsApp } from './helpers.ts';

@@ -7,9 +7,6 @@ import { Registry } from 'prom-client';
 import {
   loadObsConfig,
   MASK,
-  MASK_LIMITS,
-  MASKS,
-  maskLogLine,
   maskSecrets,
   maskText,
   obsFastifyOptions,
@@ -17,6 +14,7 @@ import {
   obsPlugin,
   REQUEST_ID_LOG_LABEL,
 } from '../../src/obs/index.ts';
+import { MASK_LIMITS, MASKS, maskLogLine } from '../../src/obs/masking.ts';
 import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
 
 /** Secrets fed to the app; none of them may reach a log line. */

@@ -11,8 +11,8 @@ import {
   guardMeterProvider,
   guardRegistry,
   OBS_METRICS,
-  registryGuard,
 } from '../../src/obs/index.ts';
+import { registryGuard } from '../../src/obs/meters.ts';
 import { capturingLogger, post, startObsApp } from './helpers.ts';
 
 // ---------------------------------------------------------------------------------------------

@@ -15,12 +15,12 @@ import {
   loadObsConfig,
   type ObsSpanProcessor,
   SAMPLING_DECISION,
-  traceIdOfTraceparent,
-  traceIdSampled,
   UPGRADABLE_ATTRIBUTE,
   UPGRADED_ATTRIBUTE,
   type UpgradableSpan,
 } from '../../src/obs/index.ts';
+import { traceIdSampled } from '../../src/obs/sampling.ts';
+import { traceIdOfTraceparent } from '../../src/obs/trace-guard.ts';
 import { randomSpanId, randomTraceId } from './fake-otel.ts';
 import { startObsApp } from './helpers.ts';
 

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { isValidTraceparent, TRACE_CONTEXT_MISSING_CODE, traceIdOfTraceparent } from '../../src/obs/index.ts';
+import {
+  isValidTraceparent,
+  TRACE_CONTEXT_MISSING_CODE,
+  traceIdOfTraceparent,
+} from '../../src/obs/trace-guard.ts';
 import { post, type RunningObsApp, startObsApp } from './helpers.ts';
 
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
