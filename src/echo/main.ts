@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import type { Server } from 'node:http';
-import { loadObsConfig, ObsConfigError } from '@echo-chaos/obs';
+import { isObsError, loadObsConfig, type ObsConfigError } from '@echo-chaos/obs';
 import { buildApp } from './app.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
@@ -37,8 +37,9 @@ async function main(): Promise<void> {
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const line of err.problems) process.stderr.write(`echo-chaos: ${line}\n`);
-    } else if (err instanceof ObsConfigError) {
-      for (const problem of err.problems) process.stderr.write(`echo-chaos: ${problem.message}\n`);
+    } else if (isObsError(err) && err.code === 'OBS_ERR_CONFIG') {
+      for (const problem of (err as ObsConfigError).problems)
+        process.stderr.write(`echo-chaos: ${problem.message}\n`);
     } else {
       process.stderr.write(`echo-chaos: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
     }

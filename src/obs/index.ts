@@ -88,7 +88,14 @@ export {
   type ModeChange,
   type ModeListener,
 } from './enforcement.ts';
-export { type ConfigProblem, OBS_ERRORS, ObsConfigError, ObsError, type ObsErrorCode } from './errors.ts';
+export {
+  type ConfigProblem,
+  isObsError,
+  OBS_ERRORS,
+  ObsConfigError,
+  ObsError,
+  type ObsErrorCode,
+} from './errors.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling, wide events ---
 export {
   boundEventAttributes,
