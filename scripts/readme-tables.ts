@@ -1,6 +1,6 @@
 /**
  * Generates the READMEs' tables of environment variables and error codes from the code, so they
- * cannot drift: README.md (echo's variables and errors) and
+ * cannot drift: README.md (echo's variables and errors, the scenario errors) and
  * src/operator/README.md (the operator's errors). `node scripts/readme-tables.ts --write` rewrites
  * both; `test/readme.test.ts` and `test/operator/readme.test.ts` fail when a checked-in README
  * differs from what this produces. (obs's README has its own generator, src/obs/config-doc.ts.)
@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
 import { OPERATOR_ERRORS } from '../src/operator/errors.ts';
+import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
 
 const esc = (s: string) => s.replaceAll('|', '\\|');
 const code = (s: string) => (s === '' ? '(empty)' : `\`${s}\``);
@@ -36,6 +37,7 @@ type Sections = Readonly<Record<string, () => string>>;
 const README_SECTIONS: Sections = {
   variables: variablesTable,
   errors: () => catalogueTable(ECHO_ERRORS),
+  'scenario-errors': () => catalogueTable(SCENARIO_ERRORS),
 };
 const OPERATOR_README_SECTIONS: Sections = { 'operator-errors': () => catalogueTable(OPERATOR_ERRORS) };
 

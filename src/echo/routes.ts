@@ -1,6 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent } from 'undici';
-import { parseScenarioDocument, validateScenarios } from '../scenario/index.ts';
+import {
+  isScenarioError,
+  parseScenarioDocument,
+  type ScenarioInvalidError,
+  validateScenarios,
+} from '../scenario/index.ts';
 import { InvalidScenariosError, withDetails } from './errors.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
@@ -162,8 +167,10 @@ function parseYamlScenarios(text: string, maxDelayMs: number): ReturnType<typeof
   try {
     return { ok: true, scenarios: parseScenarioDocument(text, 'request body', { maxDelayMs }) };
   } catch (err) {
-    const problems = (err as { problems?: Array<{ path: string; message: string }> }).problems;
-    return { ok: false, problems: problems ?? [{ path: '', message: (err as Error).message }] };
+    if (isScenarioError(err) && err.code === 'SCENARIO_ERR_INVALID') {
+      return { ok: false, problems: [...(err as ScenarioInvalidError).problems] };
+    }
+    return { ok: false, problems: [{ path: '', message: (err as Error).message }] };
   }
 }
 

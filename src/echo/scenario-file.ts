@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { loadScenarioFile, type ScenarioStore, watchScenarioFile } from '../scenario/index.ts';
+import {
+  isScenarioError,
+  loadScenarioFile,
+  type ScenarioInvalidError,
+  type ScenarioStore,
+  watchScenarioFile,
+} from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
 import { ConfigError } from './errors.ts';
 
@@ -43,8 +49,9 @@ export function startScenarioFile(
 }
 
 function describe(err: unknown): string {
-  const problems = (err as { problems?: Array<{ path: string; message: string }> }).problems;
-  if (Array.isArray(problems) && problems.length > 0)
-    return problems.map((p) => `${p.path || '/'}: ${p.message}`).join('; ');
+  if (isScenarioError(err) && err.code === 'SCENARIO_ERR_INVALID') {
+    const { problems } = err as ScenarioInvalidError;
+    if (problems.length > 0) return problems.map((p) => `${p.path || '/'}: ${p.message}`).join('; ');
+  }
   return err instanceof Error ? err.message : String(err);
 }
