@@ -6,7 +6,7 @@ import {
   type ScenarioInvalidError,
   validateScenarios,
 } from '../scenario/index.ts';
-import { InvalidScenariosError, withDetails } from './errors.ts';
+import { EchoError } from './errors.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
 import type { EchoState } from './state.ts';
@@ -153,10 +153,8 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
         : validateScenarios(input, { maxDelayMs: config.maxDelayMs });
     if (!parsed.ok) {
       const details = parsed.problems.map((p) => ({ field: p.path, message: p.message }));
-      throw withDetails(
-        new InvalidScenariosError(details.map((d) => `${d.field}: ${d.message}`).join('; ')),
-        details,
-      );
+      const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
+      throw new EchoError('ECHO_ERR_INVALID_SCENARIOS', [summary], { details });
     }
     scenarios.replace(parsed.scenarios);
     return { status: 'scenarios updated', count: parsed.scenarios.length };

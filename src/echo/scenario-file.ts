@@ -8,7 +8,7 @@ import {
   watchScenarioFile,
 } from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
-import { ConfigError } from './errors.ts';
+import { EchoConfigError } from './errors.ts';
 
 /**
  * Loads `ECHO_SCENARIO_FILE` into the store and watches it. A missing default file means no
@@ -22,7 +22,7 @@ export function startScenarioFile(
   const file = config.scenarioFile;
   if (!existsSync(file)) {
     if (config.scenarioFileExplicit) {
-      throw new ConfigError([
+      throw new EchoConfigError([
         `ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: the file does not exist`,
       ]);
     }
@@ -31,7 +31,7 @@ export function startScenarioFile(
   try {
     store.replace(loadScenarioFile(file, { maxDelayMs: config.maxDelayMs }));
   } catch (err) {
-    throw new ConfigError([`ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: ${describe(err)}`]);
+    throw new EchoConfigError([`ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: ${describe(err)}`]);
   }
   logger.info({ file, scenarios: store.size }, 'scenarios loaded');
   return watchScenarioFile(file, {
