@@ -1,11 +1,15 @@
 /**
- * Generates the README's tables of environment variables and error codes from the code, so they
- * cannot drift. `node scripts/readme-tables.ts --write` rewrites README.md; the test
- * `test/readme.test.ts` fails when the checked-in README differs from what this produces.
+ * Generates the READMEs' tables of environment variables and error codes from the code, so they
+ * cannot drift: README.md (echo's variables and errors, the scenario errors) and
+ * src/operator/README.md (the operator's errors). `node scripts/readme-tables.ts --write` rewrites
+ * both; `test/readme.test.ts` and `test/operator/readme.test.ts` fail when a checked-in README
+ * differs from what this produces. (obs's README has its own generator, src/obs/config-doc.ts.)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
+import { OPERATOR_ERRORS } from '../src/operator/errors.ts';
+import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
 
 const esc = (s: string) => s.replaceAll('|', '\\|');
 const code = (s: string) => (s === '' ? '(empty)' : `\`${s}\``);
@@ -20,28 +24,52 @@ export function variablesTable(): string {
   return ['| Variable | Meaning | Default | Accepted form |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-export function errorsTable(): string {
-  const rows = Object.entries(ECHO_ERRORS).map(([c, e]) => `| \`${c}\` | ${e.status} | ${esc(e.when)} |`);
+/** One row per code of an error catalogue: code, HTTP status, when. */
+function catalogueTable(
+  catalogue: Readonly<Record<string, { readonly status: number; readonly when: string }>>,
+): string {
+  const rows = Object.entries(catalogue).map(([c, e]) => `| \`${c}\` | ${e.status} | ${esc(e.when)} |`);
   return ['| Code | Status | When |', '|---|---|---|', ...rows].join('\n');
 }
 
-const SECTIONS: Record<string, () => string> = { variables: variablesTable, errors: errorsTable };
+type Sections = Readonly<Record<string, () => string>>;
 
-/** The README with every generated section replaced by freshly generated content. */
-export function renderReadme(readme: string): string {
-  let out = readme;
-  for (const [name, render] of Object.entries(SECTIONS)) {
+const README_SECTIONS: Sections = {
+  variables: variablesTable,
+  errors: () => catalogueTable(ECHO_ERRORS),
+  'scenario-errors': () => catalogueTable(SCENARIO_ERRORS),
+};
+const OPERATOR_README_SECTIONS: Sections = { 'operator-errors': () => catalogueTable(OPERATOR_ERRORS) };
+
+function renderSections(text: string, sections: Sections, file: string): string {
+  let out = text;
+  for (const [name, render] of Object.entries(sections)) {
     const begin = `<!-- generated:${name} (by scripts/readme-tables.ts, do not edit) -->`;
     const end = `<!-- /generated:${name} -->`;
     const start = out.indexOf(begin);
     const stop = out.indexOf(end);
-    if (start === -1 || stop === -1) throw new Error(`README.md lacks the markers of section ${name}`);
+    if (start === -1 || stop === -1) throw new Error(`${file} lacks the markers of section ${name}`);
     out = `${out.slice(0, start + begin.length)}\n${render()}\n${out.slice(stop)}`;
   }
   return out;
 }
 
+/** The README with every generated section replaced by freshly generated content. */
+export function renderReadme(readme: string): string {
+  return renderSections(readme, README_SECTIONS, 'README.md');
+}
+
+/** src/operator/README.md with its generated section (the error table) replaced by fresh content. */
+export function renderOperatorReadme(readme: string): string {
+  return renderSections(readme, OPERATOR_README_SECTIONS, 'src/operator/README.md');
+}
+
 if (process.argv.includes('--write')) {
-  const path = new URL('../README.md', import.meta.url);
-  writeFileSync(path, renderReadme(readFileSync(path, 'utf8')));
+  for (const [file, render] of [
+    ['../README.md', renderReadme],
+    ['../src/operator/README.md', renderOperatorReadme],
+  ] as const) {
+    const path = new URL(file, import.meta.url);
+    writeFileSync(path, render(readFileSync(path, 'utf8')));
+  }
 }

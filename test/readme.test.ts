@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { renderReadme } from '../scripts/readme-tables.ts';
 import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
+import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
@@ -41,8 +42,8 @@ test('README – every variable of VARIABLES is documented, with its default and
   assert.ok(README.includes(`\`${HEADER_VARIABLE.name}\``));
 });
 
-test('README – every error code of ECHO_ERRORS is documented with its status', () => {
-  for (const [code, def] of Object.entries(ECHO_ERRORS)) {
+test('README – every error code of ECHO_ERRORS and SCENARIO_ERRORS is documented with its status', () => {
+  for (const [code, def] of Object.entries({ ...ECHO_ERRORS, ...SCENARIO_ERRORS })) {
     const row = README.split('\n').find((line) => line.startsWith(`| \`${code}\` |`));
     assert.ok(row, `${code} has no row in README.md`);
     assert.ok(row.includes(`| ${def.status} |`), `${code} status`);
@@ -91,5 +92,8 @@ test('README – every variable and error code the prose names exists in the cod
   }
   for (const [code] of README.matchAll(/ECHO_ERR_[A-Z_]+/g)) {
     assert.ok(code in ECHO_ERRORS, `README names ${code}, which is not in ECHO_ERRORS`);
+  }
+  for (const [code] of README.matchAll(/SCENARIO_ERR_[A-Z_]+/g)) {
+    assert.ok(code in SCENARIO_ERRORS, `README names ${code}, which is not in SCENARIO_ERRORS`);
   }
 });

@@ -10,7 +10,7 @@
  * Every `OBS_*` variable applies (`OBS_ENFORCEMENT_MODE=DRY_RUN`, `OBS_CONFIG_FILE=obs.yml`, ...);
  * `PORT` (default 3000, 0 for any free port) and `HOST` (default 127.0.0.1) choose the address.
  */
-import { ObsConfigError, obsPlugin } from '@echo-chaos/obs';
+import { isObsError, obsPlugin } from '@echo-chaos/obs';
 import Fastify from 'fastify';
 import { Counter } from 'prom-client';
 
@@ -19,8 +19,9 @@ const app = Fastify({ logger: { level: process.env.LOG_LEVEL ?? 'info' } });
 try {
   await app.register(obsPlugin, { env: process.env, version: '1.0.0', serviceName: 'bare-fastify-example' });
 } catch (error) {
-  // A configuration mistake stops startup with every problem on its own line.
-  if (!(error instanceof ObsConfigError)) throw error;
+  // A configuration mistake stops startup with every problem on its own line. Match on the code,
+  // not the class: it holds across copies of the package.
+  if (!(isObsError(error) && error.code === 'OBS_ERR_CONFIG')) throw error;
   process.stderr.write(`${error.message}\n`);
   process.exit(1);
 }

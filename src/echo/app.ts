@@ -9,7 +9,7 @@ import { registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
 import { errorHandler, notFoundHandler } from './error-handler.ts';
-import { RateLimitedError } from './errors.ts';
+import { EchoError } from './errors.ts';
 import { History } from './history.ts';
 import { registerLogging } from './logging.ts';
 import { EchoMetrics } from './metrics.ts';
@@ -148,7 +148,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       const waitMs = bucket.take();
       if (waitMs === 0) return done();
       reply.header('retry-after', Math.max(1, Math.ceil(waitMs / 1000)));
-      done(new RateLimitedError(config.rateLimitRps));
+      done(new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]));
     });
   }
 

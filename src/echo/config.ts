@@ -1,6 +1,6 @@
 import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
-import { ConfigError } from './errors.ts';
+import { EchoConfigError } from './errors.ts';
 import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
@@ -343,7 +343,8 @@ export const HEADER_VARIABLE = {
 
 /**
  * Resolves the service's settings from an environment. A pure function of `env`: no file or
- * network access. Every bad value is reported, one line each, in a single `ConfigError`.
+ * network access. Every bad value is reported, one line each, in a single `EchoConfigError`
+ * (`ECHO_ERR_CONFIG`).
  */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): EchoConfig {
   const problems: string[] = [];
@@ -387,6 +388,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
   }
   out['extraHeaders'] = extraHeaders;
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0) throw new EchoConfigError(problems);
   return out as unknown as EchoConfig;
 }

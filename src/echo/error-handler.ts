@@ -1,6 +1,6 @@
 import { activeTraceFields, fingerprint } from '@echo-chaos/obs';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ECHO_ERRORS, type EchoErrorCode, type ErrorDetail } from './errors.ts';
+import { ECHO_ERRORS, EchoError, type EchoErrorCode, type ErrorDetail, isEchoError } from './errors.ts';
 
 /** Fastify's own error codes, mapped onto ours so every error body speaks one catalogue. */
 const FASTIFY_CODES: Readonly<Record<string, EchoErrorCode>> = {
@@ -46,13 +46,14 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   let status = error.statusCode ?? 500;
   let message = error.message;
   let internal: InternalErrorRef | undefined;
-  if (code !== undefined && code in FASTIFY_CODES) {
+  if (code !== undefined && Object.hasOwn(FASTIFY_CODES, code)) {
     code = FASTIFY_CODES[code];
+    // In the catalogue's words where it has some; fastify's own message otherwise.
     if (code === 'ECHO_ERR_BODY_TOO_LARGE')
-      message = `request body exceeds MAX_BODY_SIZE (${request.routeOptions.bodyLimit} bytes)`;
+      message = new EchoError(code, [request.routeOptions.bodyLimit]).message;
     if (code === 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE')
-      message = `unsupported content type ${request.headers['content-type'] ?? '(none)'}`;
-  } else if (code === undefined || !(code in ECHO_ERRORS)) {
+      message = new EchoError(code, [request.headers['content-type'] ?? '(none)']).message;
+  } else if (!isEchoError(error)) {
     if (status >= 500 || status < 400) {
       // obs logs the error once, with this fingerprint, and counts it (obs_errors_unhandled_total);
       // with its exception handler off, the line is ours to write.
@@ -67,7 +68,7 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
       code = 'ECHO_ERR_BAD_REQUEST';
     }
   }
-  const details = (error as FastifyError & { details?: readonly ErrorDetail[] }).details;
+  const details = isEchoError(error) ? error.details : undefined;
   // Injected-fault headers must not leak onto the service's own errors.
   reply.removeHeader('content-encoding');
   reply
@@ -80,5 +81,11 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): v
   reply
     .code(404)
     .type('application/json; charset=utf-8')
-    .send(errorBody('ECHO_ERR_NOT_FOUND', `no route for ${request.method} ${request.url}`, request.id));
+    .send(
+      errorBody(
+        'ECHO_ERR_NOT_FOUND',
+        new EchoError('ECHO_ERR_NOT_FOUND', [request.method, request.url]).message,
+        request.id,
+      ),
+    );
 }

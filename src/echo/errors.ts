@@ -1,11 +1,19 @@
-import createError from '@fastify/error';
-
 /**
- * Every error the echo service itself answers with. Injected faults are not here: they are
- * responses, not errors. The README's error table is generated from `ECHO_ERRORS` and a test keeps
- * the two in step.
+ * Every error of the echo service: the ones it answers with, and the one that stops its startup.
+ * Injected faults are not here: they are responses, not errors. A stable `code` to match on
+ * ({@link isEchoError}), the HTTP status, the message template (`util.format`) and when it happens.
+ * The same shape as obs's `OBS_ERRORS`/`ObsError`; the README's error table is generated from
+ * `ECHO_ERRORS` and a test keeps the two in step.
  */
+import { format } from 'node:util';
+
+/** The catalogue: code, HTTP status, message template (`util.format`) and when it is raised. */
 export const ECHO_ERRORS = {
+  ECHO_ERR_CONFIG: {
+    status: 500,
+    message: '%s',
+    when: 'A setting (environment variable, `CERT_FILE`/`KEY_FILE`, `ECHO_SCENARIO_FILE`) is invalid; `problems` lists each one, and startup stops with one line per problem',
+  },
   ECHO_ERR_INVALID_HEADER: {
     status: 400,
     message: 'invalid control header: %s',
@@ -18,7 +26,7 @@ export const ECHO_ERRORS = {
   },
   ECHO_ERR_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
-    message: 'unsupported content type %s, expected %s',
+    message: 'unsupported content type %s',
     when: '`POST /scenario` or `POST /replay` got a body that is not JSON (or YAML, for /scenario)',
   },
   ECHO_ERR_INVALID_SCENARIOS: {
@@ -93,30 +101,8 @@ export const ECHO_ERRORS = {
   },
 } as const;
 
+/** A code of the echo service. */
 export type EchoErrorCode = keyof typeof ECHO_ERRORS;
-
-function define<C extends EchoErrorCode>(code: C) {
-  const def = ECHO_ERRORS[code];
-  return createError(code, def.message, def.status);
-}
-
-export const InvalidHeaderError = define('ECHO_ERR_INVALID_HEADER');
-export const InvalidJsonError = define('ECHO_ERR_INVALID_JSON');
-export const UnsupportedMediaTypeError = define('ECHO_ERR_UNSUPPORTED_MEDIA_TYPE');
-export const InvalidScenariosError = define('ECHO_ERR_INVALID_SCENARIOS');
-export const InvalidReplayError = define('ECHO_ERR_INVALID_REPLAY');
-export const InvalidTargetError = define('ECHO_ERR_INVALID_TARGET');
-export const ReplayNotFoundError = define('ECHO_ERR_REPLAY_NOT_FOUND');
-export const BodyTooLargeError = define('ECHO_ERR_BODY_TOO_LARGE');
-export const RateLimitedError = define('ECHO_ERR_RATE_LIMITED');
-export const UpstreamUnreachableError = define('ECHO_ERR_UPSTREAM_UNREACHABLE');
-export const UpstreamTimeoutError = define('ECHO_ERR_UPSTREAM_TIMEOUT');
-export const UpgradeRequiredError = define('ECHO_ERR_UPGRADE_REQUIRED');
-export const TooManyStreamsError = define('ECHO_ERR_TOO_MANY_STREAMS');
-export const DrainingError = define('ECHO_ERR_DRAINING');
-export const BadRequestError = define('ECHO_ERR_BAD_REQUEST');
-export const NotFoundError = define('ECHO_ERR_NOT_FOUND');
-export const InternalError = define('ECHO_ERR_INTERNAL');
 
 /** One item of an error's `details`: what was wrong, where. */
 export interface ErrorDetail {
@@ -125,19 +111,48 @@ export interface ErrorDetail {
   readonly value?: string;
 }
 
-/** Attaches `details` (listed in the JSON error body) to an error. */
-export function withDetails<E extends Error>(error: E, details: readonly ErrorDetail[]): E {
-  (error as E & { details: readonly ErrorDetail[] }).details = details;
-  return error;
+/** Options of {@link EchoError}. */
+export interface EchoErrorOptions {
+  /** The error behind this one. */
+  readonly cause?: unknown;
+  /** Listed in the JSON error body (`error.details`): each bad header, each scenario problem. */
+  readonly details?: readonly ErrorDetail[];
 }
 
-/** Raised by `loadConfig` with one line per bad setting. */
-export class ConfigError extends Error {
-  readonly code = 'ECHO_ERR_CONFIG';
+/**
+ * Base class of every echo error: a stable `code`, the HTTP `statusCode` the catalogue gives it
+ * and the message of its template.
+ * @param args the values of the template's `%s`, in order.
+ */
+export class EchoError extends Error {
+  readonly code: EchoErrorCode;
+  readonly statusCode: number;
+  /** Set only when given (see {@link EchoErrorOptions.details}). */
+  declare readonly details?: readonly ErrorDetail[];
+
+  constructor(code: EchoErrorCode, args: readonly unknown[], options?: EchoErrorOptions) {
+    const def = ECHO_ERRORS[code];
+    super(format(def.message, ...args), options);
+    this.name = 'EchoError';
+    this.code = code;
+    this.statusCode = def.status;
+    if (options?.details !== undefined) this.details = options.details;
+  }
+}
+
+/** Whether `error` is an echo error: an object whose `code` is a code of {@link ECHO_ERRORS}. */
+export function isEchoError(error: unknown): error is EchoError {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && Object.hasOwn(ECHO_ERRORS, code);
+}
+
+/** The settings are invalid; `problems` lists every problem, one line each (the message too). */
+export class EchoConfigError extends EchoError {
   readonly problems: readonly string[];
+
   constructor(problems: readonly string[]) {
-    super(problems.join('\n'));
-    this.name = 'ConfigError';
+    super('ECHO_ERR_CONFIG', [problems.join('\n')]);
+    this.name = 'EchoConfigError';
     this.problems = problems;
   }
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import type { Server } from 'node:http';
-import { loadObsConfig, ObsConfigError } from '@echo-chaos/obs';
+import { isObsError, loadObsConfig, type ObsConfigError } from '@echo-chaos/obs';
 import { buildApp } from './app.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
-import { ConfigError } from './errors.ts';
+import { type EchoConfigError, isEchoError } from './errors.ts';
 import { VERSION } from './version.ts';
 
 /** How often connections that turned idle during the drain are closed. */
@@ -35,10 +35,12 @@ async function main(): Promise<void> {
     app = await buildApp(config, { obs });
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
-    if (err instanceof ConfigError) {
-      for (const line of err.problems) process.stderr.write(`echo-chaos: ${line}\n`);
-    } else if (err instanceof ObsConfigError) {
-      for (const problem of err.problems) process.stderr.write(`echo-chaos: ${problem.message}\n`);
+    // Matched on the code, not the class (STYLE.md): one line per problem, naming the setting.
+    if (isEchoError(err) && err.code === 'ECHO_ERR_CONFIG') {
+      for (const line of (err as EchoConfigError).problems) process.stderr.write(`echo-chaos: ${line}\n`);
+    } else if (isObsError(err) && err.code === 'OBS_ERR_CONFIG') {
+      for (const problem of (err as ObsConfigError).problems)
+        process.stderr.write(`echo-chaos: ${problem.message}\n`);
     } else {
       process.stderr.write(`echo-chaos: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
     }

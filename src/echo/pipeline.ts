@@ -8,7 +8,7 @@ import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { type Controls, dashCase, parseControls } from './controls.ts';
-import { BodyTooLargeError, InvalidHeaderError, withDetails } from './errors.ts';
+import { EchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
@@ -34,7 +34,7 @@ export function createBodylessMethodReader(maxBodyBytes: number) {
   return async function readBodyOfBodylessMethod(request: FastifyRequest): Promise<void> {
     if (request.body !== undefined || !hasBody(request.raw)) return;
     const body = await readRawBody(request.raw, maxBodyBytes);
-    if (body === undefined) throw new BodyTooLargeError(maxBodyBytes);
+    if (body === undefined) throw new EchoError('ECHO_ERR_BODY_TOO_LARGE', [maxBodyBytes]);
     if (body.length > 0) request.body = body;
   };
 }
@@ -53,7 +53,9 @@ export function createEchoHandler(deps: PipelineDeps) {
     const raw = request.raw;
     const { controls, problems } = parseControls(raw.headers, limits, random);
     if (problems.length > 0) {
-      throw withDetails(new InvalidHeaderError(problems.map((p) => p.field).join(', ')), problems);
+      throw new EchoError('ECHO_ERR_INVALID_HEADER', [problems.map((p) => p.field).join(', ')], {
+        details: problems,
+      });
     }
 
     const body = request.body as Buffer | undefined;

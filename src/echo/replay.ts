@@ -1,12 +1,6 @@
 import type { Readable } from 'node:stream';
 import { type Dispatcher, errors, request } from 'undici';
-import {
-  InvalidReplayError,
-  InvalidTargetError,
-  ReplayNotFoundError,
-  UpstreamTimeoutError,
-  UpstreamUnreachableError,
-} from './errors.ts';
+import { EchoError } from './errors.ts';
 import type { History, HistoryEntry } from './history.ts';
 import { TOKEN } from './http-grammar.ts';
 
@@ -54,40 +48,42 @@ const MAX_MODIFIED_HEADERS = 100;
 /** Checks the shape of a `POST /replay` body; throws `ECHO_ERR_INVALID_REPLAY` naming the field. */
 export function parseReplayRequest(body: unknown): ReplayRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidReplayError('expected a JSON object with a string field "id"');
+    throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['expected a JSON object with a string field "id"']);
   }
   const b = body as Record<string, unknown>;
   if (typeof b['id'] !== 'string' || b['id'].length === 0)
-    throw new InvalidReplayError('"id" must be a non-empty string');
+    throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['"id" must be a non-empty string']);
   for (const key of Object.keys(b)) {
     if (!['id', 'modify_headers', 'modify_body', 'target'].includes(key)) {
-      throw new InvalidReplayError(
+      throw new EchoError('ECHO_ERR_INVALID_REPLAY', [
         `unknown field "${key}"; expected id, modify_headers, modify_body, target`,
-      );
+      ]);
     }
   }
   const headers = b['modify_headers'];
   if (headers !== undefined) {
     if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
-      throw new InvalidReplayError('"modify_headers" must be an object of string values');
+      throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['"modify_headers" must be an object of string values']);
     }
     const entries = Object.entries(headers);
     if (entries.length > MAX_MODIFIED_HEADERS) {
-      throw new InvalidReplayError(`"modify_headers" has more than ${MAX_MODIFIED_HEADERS} entries`);
+      throw new EchoError('ECHO_ERR_INVALID_REPLAY', [
+        `"modify_headers" has more than ${MAX_MODIFIED_HEADERS} entries`,
+      ]);
     }
     for (const [name, value] of entries) {
       if (typeof value !== 'string' || !TOKEN.test(name) || /[\r\n\0]/.test(value)) {
-        throw new InvalidReplayError(
+        throw new EchoError('ECHO_ERR_INVALID_REPLAY', [
           `"modify_headers.${name}" must be a valid header name with a string value`,
-        );
+        ]);
       }
     }
   }
   if (b['modify_body'] !== undefined && typeof b['modify_body'] !== 'string') {
-    throw new InvalidReplayError('"modify_body" must be a string');
+    throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['"modify_body" must be a string']);
   }
   if (b['target'] !== undefined && typeof b['target'] !== 'string')
-    throw new InvalidReplayError('"target" must be a string');
+    throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['"target" must be a string']);
   return b as unknown as ReplayRequest;
 }
 
@@ -97,10 +93,10 @@ export function parseTarget(target: string): string {
   try {
     url = new URL(target);
   } catch {
-    throw new InvalidTargetError(JSON.stringify(target));
+    throw new EchoError('ECHO_ERR_INVALID_TARGET', [JSON.stringify(target)]);
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
-    throw new InvalidTargetError(JSON.stringify(target));
+    throw new EchoError('ECHO_ERR_INVALID_TARGET', [JSON.stringify(target)]);
   }
   return url.href.replace(/\/+$/, '');
 }
@@ -116,7 +112,7 @@ export async function replay(
 ): Promise<ReplayResult> {
   const base = req.target === undefined ? options.selfBaseUrl : parseTarget(req.target);
   const entry = history.get(req.id);
-  if (entry === undefined) throw new ReplayNotFoundError(req.id);
+  if (entry === undefined) throw new EchoError('ECHO_ERR_REPLAY_NOT_FOUND', [req.id]);
   const headers = replayHeaders(entry, req.modify_headers);
   const body = req.modify_body !== undefined ? req.modify_body : storedBody(entry);
   const bodyAllowed = entry.method !== 'GET' && entry.method !== 'HEAD';
@@ -137,9 +133,9 @@ export async function replay(
       err instanceof errors.BodyTimeoutError ||
       err instanceof errors.ConnectTimeoutError
     ) {
-      throw new UpstreamTimeoutError(options.timeoutMs);
+      throw new EchoError('ECHO_ERR_UPSTREAM_TIMEOUT', [options.timeoutMs]);
     }
-    throw new UpstreamUnreachableError(describe(err));
+    throw new EchoError('ECHO_ERR_UPSTREAM_UNREACHABLE', [describe(err)]);
   }
 }
 

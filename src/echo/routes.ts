@@ -1,7 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent } from 'undici';
-import { parseScenarioDocument, validateScenarios } from '../scenario/index.ts';
-import { InvalidScenariosError, withDetails } from './errors.ts';
+import {
+  isScenarioError,
+  parseScenarioDocument,
+  type ScenarioInvalidError,
+  validateScenarios,
+} from '../scenario/index.ts';
+import { EchoError } from './errors.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
 import type { EchoState } from './state.ts';
@@ -148,10 +153,8 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
         : validateScenarios(input, { maxDelayMs: config.maxDelayMs });
     if (!parsed.ok) {
       const details = parsed.problems.map((p) => ({ field: p.path, message: p.message }));
-      throw withDetails(
-        new InvalidScenariosError(details.map((d) => `${d.field}: ${d.message}`).join('; ')),
-        details,
-      );
+      const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
+      throw new EchoError('ECHO_ERR_INVALID_SCENARIOS', [summary], { details });
     }
     scenarios.replace(parsed.scenarios);
     return { status: 'scenarios updated', count: parsed.scenarios.length };
@@ -162,8 +165,10 @@ function parseYamlScenarios(text: string, maxDelayMs: number): ReturnType<typeof
   try {
     return { ok: true, scenarios: parseScenarioDocument(text, 'request body', { maxDelayMs }) };
   } catch (err) {
-    const problems = (err as { problems?: Array<{ path: string; message: string }> }).problems;
-    return { ok: false, problems: problems ?? [{ path: '', message: (err as Error).message }] };
+    if (isScenarioError(err) && err.code === 'SCENARIO_ERR_INVALID') {
+      return { ok: false, problems: [...(err as ScenarioInvalidError).problems] };
+    }
+    return { ok: false, problems: [{ path: '', message: (err as Error).message }] };
   }
 }
 

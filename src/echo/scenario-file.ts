@@ -1,8 +1,14 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { loadScenarioFile, type ScenarioStore, watchScenarioFile } from '../scenario/index.ts';
+import {
+  isScenarioError,
+  loadScenarioFile,
+  type ScenarioInvalidError,
+  type ScenarioStore,
+  watchScenarioFile,
+} from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
-import { ConfigError } from './errors.ts';
+import { EchoConfigError } from './errors.ts';
 
 /**
  * Loads `ECHO_SCENARIO_FILE` into the store and watches it. A missing default file means no
@@ -16,7 +22,7 @@ export function startScenarioFile(
   const file = config.scenarioFile;
   if (!existsSync(file)) {
     if (config.scenarioFileExplicit) {
-      throw new ConfigError([
+      throw new EchoConfigError([
         `ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: the file does not exist`,
       ]);
     }
@@ -25,7 +31,7 @@ export function startScenarioFile(
   try {
     store.replace(loadScenarioFile(file, { maxDelayMs: config.maxDelayMs }));
   } catch (err) {
-    throw new ConfigError([`ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: ${describe(err)}`]);
+    throw new EchoConfigError([`ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: ${describe(err)}`]);
   }
   logger.info({ file, scenarios: store.size }, 'scenarios loaded');
   return watchScenarioFile(file, {
@@ -43,8 +49,9 @@ export function startScenarioFile(
 }
 
 function describe(err: unknown): string {
-  const problems = (err as { problems?: Array<{ path: string; message: string }> }).problems;
-  if (Array.isArray(problems) && problems.length > 0)
-    return problems.map((p) => `${p.path || '/'}: ${p.message}`).join('; ');
+  if (isScenarioError(err) && err.code === 'SCENARIO_ERR_INVALID') {
+    const { problems } = err as ScenarioInvalidError;
+    if (problems.length > 0) return problems.map((p) => `${p.path || '/'}: ${p.message}`).join('; ');
+  }
   return err instanceof Error ? err.message : String(err);
 }

@@ -47,8 +47,8 @@ const cleartextByServer = new WeakMap<object, Cleartext>();
 
 /**
  * The fastify options for the transport the config asks for. With `ENABLE_TLS` it loads (or
- * generates) the certificate and may throw the `ConfigError` that stops startup; without, it
- * returns the server factory of the one-port HTTP/1.1 + h2c server.
+ * generates) the certificate and may throw the `EchoConfigError` (`ECHO_ERR_CONFIG`) that stops
+ * startup; without, it returns the server factory of the one-port HTTP/1.1 + h2c server.
  */
 export async function transportOptions(config: EchoConfig, logger: Logger): Promise<TransportOptions> {
   if (!config.enableTls) return { serverFactory: createCleartextServer as unknown as FastifyServerFactory };

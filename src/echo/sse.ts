@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { recordCompletion } from './completion.ts';
-import { DrainingError, TooManyStreamsError } from './errors.ts';
+import { EchoError } from './errors.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime } from './version.ts';
 
@@ -45,11 +45,11 @@ export function registerSse(app: FastifyInstance, state: EchoState): void {
   app.get(SSE_PATH, async (request, reply) => {
     if (state.drain.signal.aborted) {
       reply.header('retry-after', 1);
-      throw new DrainingError();
+      throw new EchoError('ECHO_ERR_DRAINING', []);
     }
     if (state.openStreams.ws + state.openStreams.sse >= config.maxStreams) {
       reply.header('retry-after', 1);
-      throw new TooManyStreamsError(config.maxStreams);
+      throw new EchoError('ECHO_ERR_TOO_MANY_STREAMS', [config.maxStreams]);
     }
 
     let counter = lastEventIdOf(request);

@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { generate } from 'selfsigned';
 import type { EchoConfig } from './config.ts';
-import { ConfigError } from './errors.ts';
+import { EchoConfigError } from './errors.ts';
 import { HOSTNAME } from './version.ts';
 
 /** What the HTTPS server is given: PEM key and certificate (chain), and where they came from. */
@@ -25,7 +25,8 @@ const GENERATED_BACKDATE_MS = 60 * 60 * 1000;
  * Loads `CERT_FILE` and `KEY_FILE`. When neither exists, generates an in-memory self-signed
  * certificate (CN localhost; SANs localhost, 127.0.0.1, ::1 and the host name) and logs a warning
  * with its fingerprint. One file without the other, an unreadable file, a file that is not PEM or a
- * key that does not match the certificate is a `ConfigError` listing each problem on one line.
+ * key that does not match the certificate is an `EchoConfigError` (`ECHO_ERR_CONFIG`) listing each
+ * problem on one line.
  */
 export async function loadTls(config: EchoConfig, logger: Logger): Promise<TlsMaterial> {
   const certFile = { variable: 'CERT_FILE', path: config.certFile, what: 'a PEM certificate' };
@@ -42,7 +43,7 @@ export async function loadTls(config: EchoConfig, logger: Logger): Promise<TlsMa
   }
   if (certExists !== keyExists) {
     const [missing, present] = certExists ? [keyFile, certFile] : [certFile, keyFile];
-    throw new ConfigError([
+    throw new EchoConfigError([
       `${missing.variable}=${JSON.stringify(missing.path)} is invalid: the file does not exist; expected ${missing.what} beside ${present.variable}=${JSON.stringify(present.path)} (or neither file, for a generated self-signed certificate)`,
     ]);
   }
@@ -75,7 +76,7 @@ export async function loadTls(config: EchoConfig, logger: Logger): Promise<TlsMa
     }
   }
   if (problems.length > 0 || certText === undefined || keyText === undefined || certificate === undefined) {
-    throw new ConfigError(problems);
+    throw new EchoConfigError(problems);
   }
 
   if (Date.parse(certificate.validTo) < Date.now()) {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { UpgradeRequiredError } from './errors.ts';
+import { EchoError } from './errors.ts';
 import type { EchoState } from './state.ts';
 
 /** The path of the WebSocket echo. */
@@ -109,6 +109,6 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
   app.get(WS_PATH, async (request, reply) => {
     // `Upgrade` is a connection header: HTTP/2 forbids it (and has no WebSocket upgrade of this kind).
     if (request.raw.httpVersionMajor === 1) reply.header('upgrade', 'websocket');
-    throw new UpgradeRequiredError(WS_PATH);
+    throw new EchoError('ECHO_ERR_UPGRADE_REQUIRED', [WS_PATH]);
   });
 }

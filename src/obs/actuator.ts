@@ -16,7 +16,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { flattenEffective } from './config-effective.ts';
 import { isEnforcementMode } from './enforcement.ts';
-import { ObsError } from './errors.ts';
+import { isObsError, OBS_ERRORS, ObsError } from './errors.ts';
 import type { Obs } from './obs.ts';
 import { OBSUI_CSP, renderObsUi } from './obsui.ts';
 
@@ -29,8 +29,37 @@ export const MODE_CHANGE_NOTE =
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
-function errorBody(request: FastifyRequest, code: string, message: string) {
-  return { error: { code, message, request_id: request.id } };
+function errorBody(request: FastifyRequest, error: ObsError) {
+  return { error: { code: error.code, message: error.message, request_id: request.id } };
+}
+
+/**
+ * What reaches the actuator's error handler, as the obs error it is answered with: every answer
+ * speaks the catalogue, so fastify's own errors (a malformed `Content-Type`, a body over the limit,
+ * a bad `Content-Length`) get the obs code of the same problem, and anything else is internal.
+ */
+function asObsError(error: FastifyError, request: FastifyRequest): ObsError {
+  if (isObsError(error)) return error;
+  const options = { cause: error };
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ObsError('OBS_ERR_BODY_TOO_LARGE', [MAX_ACTUATOR_BODY_BYTES], options);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ObsError('OBS_ERR_UNSUPPORTED_MEDIA_TYPE', [contentTypeText(request)], options);
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ObsError('OBS_ERR_INVALID_JSON', [error.message], options);
+  }
+  const status = error.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return new ObsError('OBS_ERR_BAD_REQUEST', [error.message], options);
+  }
+  return new ObsError('OBS_ERR_INTERNAL', [], options);
+}
+
+function contentTypeText(request: FastifyRequest): string {
+  const type = request.headers['content-type'];
+  return type === undefined ? '(none)' : JSON.stringify(type);
 }
 
 /** Registers the actuator routes of `obs` on `app` (in a scope of their own). */
@@ -47,16 +76,11 @@ export async function registerActuator(app: FastifyInstance, obs: Obs): Promise<
       (_req, body, done) => done(null, body),
     );
     scope.setErrorHandler((error: FastifyError, request, reply) => {
-      if (error instanceof ObsError) {
-        return reply.code(error.statusCode).send(errorBody(request, error.code, error.message));
+      const answer = asObsError(error, request);
+      if (answer.code === 'OBS_ERR_INTERNAL') {
+        obs.logger.warn({ obs: 'actuator', err: error }, 'obs actuator route failed');
       }
-      if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-        const tooLarge = new ObsError('OBS_ERR_BODY_TOO_LARGE', [MAX_ACTUATOR_BODY_BYTES]);
-        return reply.code(tooLarge.statusCode).send(errorBody(request, tooLarge.code, tooLarge.message));
-      }
-      const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
-      if (status >= 500) obs.logger.warn({ obs: 'actuator', err: error }, 'obs actuator route failed');
-      return reply.code(status).send(errorBody(request, error.code ?? 'OBS_ERR_INTERNAL', error.message));
+      return reply.code(OBS_ERRORS[answer.code].status).send(errorBody(request, answer));
     });
 
     scope.get(`${base}/obs`, async () => obs.snapshot());
@@ -90,9 +114,7 @@ export async function registerActuator(app: FastifyInstance, obs: Obs): Promise<
       const write = async (request: FastifyRequest) => {
         const type = request.headers['content-type'];
         if (type === undefined || !JSON_TYPE.test(type)) {
-          throw new ObsError('OBS_ERR_UNSUPPORTED_MEDIA_TYPE', [
-            type === undefined ? '(none)' : JSON.stringify(type),
-          ]);
+          throw new ObsError('OBS_ERR_UNSUPPORTED_MEDIA_TYPE', [contentTypeText(request)]);
         }
         let body: unknown;
         try {

@@ -1,8 +1,12 @@
 /**
  * Every error of the obs library, one catalogue (fastify's habit): a stable `code` to match on, the
- * HTTP status it maps to when it reaches a client, and when it happens. Callers match on `code`,
- * never on the message. Setup errors (configuration, misuse of the plugin API) are thrown while the
- * application starts; a request never fails because of telemetry.
+ * HTTP status it maps to when it reaches a client, and when it happens. Callers match on `code`
+ * ({@link isObsError}), never on the message or the class: a second copy of obs in an application's
+ * `node_modules` has classes of its own. Setup errors (configuration, misuse of the plugin API) are
+ * thrown while the application starts; a request never fails because of telemetry.
+ *
+ * The same shape in every area of echo-chaos (`ECHO_ERRORS`/`EchoError`, `SCENARIO_ERRORS`/
+ * `ScenarioError`, `OPERATOR_ERRORS`/`OperatorError`); `test/errors.test.ts` holds them together.
  */
 import { format } from 'node:util';
 
@@ -24,14 +28,19 @@ export const OBS_ERRORS = {
     when: '`POST /actuator/obs/enforcement` got a body that does not parse as JSON',
   },
   OBS_ERR_UNSUPPORTED_MEDIA_TYPE: {
-    status: 400,
+    status: 415,
     message: 'unsupported content type %s, expected application/json',
-    when: '`POST /actuator/obs/enforcement` got a body that is not `application/json`',
+    when: '`POST /actuator/obs/enforcement` got a body that is not `application/json` (or a malformed or empty `Content-Type`)',
   },
   OBS_ERR_BODY_TOO_LARGE: {
     status: 413,
     message: 'request body exceeds %s bytes',
     when: 'A body sent to an actuator route is larger than the route accepts',
+  },
+  OBS_ERR_BAD_REQUEST: {
+    status: 400,
+    message: 'bad request: %s',
+    when: 'Any other malformed request fastify rejects before an actuator route runs (bad content length, bad encoding)',
   },
   OBS_ERR_TRACE_CONTEXT_MISSING: {
     status: 400,
@@ -44,12 +53,22 @@ export const OBS_ERRORS = {
     message: '%s %s is already registered',
     when: '`addSnapshotSection` or `addReadinessCheck` was called twice with one name',
   },
+  OBS_ERR_INTERNAL: {
+    status: 500,
+    message: 'internal error',
+    when: 'An actuator route failed unexpectedly (a bug in obs, or in what the application plugged into it); the log has the details',
+  },
 } as const;
 
 /** A code of the obs library. */
 export type ObsErrorCode = keyof typeof OBS_ERRORS;
 
-/** Base class of every obs error: a stable `code` and the HTTP `statusCode` it maps to. */
+/**
+ * Base class of every obs error: a stable `code`, the HTTP `statusCode` the catalogue gives it and
+ * the message of its template.
+ * @param args the values of the template's `%s`, in order.
+ * @param options `cause`: the error behind this one.
+ */
 export class ObsError extends Error {
   readonly code: ObsErrorCode;
   readonly statusCode: number;
@@ -61,6 +80,15 @@ export class ObsError extends Error {
     this.code = code;
     this.statusCode = def.status;
   }
+}
+
+/**
+ * Whether `error` is an error of obs: an object whose `code` is a code of {@link OBS_ERRORS}. Match
+ * on this and on `code` rather than with `instanceof`, which fails across two copies of obs.
+ */
+export function isObsError(error: unknown): error is ObsError {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && Object.hasOwn(OBS_ERRORS, code);
 }
 
 /** One configuration problem: which key, what value, from where, and what was expected. */

@@ -64,7 +64,14 @@ export {
   type ModeChange,
   type ModeListener,
 } from './enforcement.ts';
-export { type ConfigProblem, OBS_ERRORS, ObsConfigError, ObsError, type ObsErrorCode } from './errors.ts';
+export {
+  type ConfigProblem,
+  isObsError,
+  OBS_ERRORS,
+  ObsConfigError,
+  ObsError,
+  type ObsErrorCode,
+} from './errors.ts';
 export {
   createWideEvents,
   EVENTS_METRIC,

@@ -3,7 +3,7 @@
  * listed at once.
  */
 import { hostname } from 'node:os';
-import { OperatorError } from './errors.ts';
+import { OperatorConfigError } from './errors.ts';
 
 export interface OperatorConfig {
   /** `WATCH_NAMESPACE`: the one namespace to watch; empty (default) watches all. */
@@ -30,6 +30,10 @@ export interface OperatorConfig {
   readonly logLevel: string;
 }
 
+/**
+ * The operator's settings from `env`.
+ * @throws {OperatorConfigError} `OPERATOR_ERR_CONFIG` listing every invalid setting.
+ */
 export function loadOperatorConfig(env: Record<string, string | undefined>): OperatorConfig {
   const problems: string[] = [];
   const int = (name: string, fallback: number, min: number): number => {
@@ -59,6 +63,6 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
   if (config.leaseRetryIntervalMs >= config.leaseDurationSeconds * 1000) {
     problems.push('LEASE_RETRY_INTERVAL_MS must be shorter than LEASE_DURATION_SECONDS');
   }
-  if (problems.length > 0) throw new OperatorError('OPERATOR_ERR_CONFIG', problems.join('; '));
+  if (problems.length > 0) throw new OperatorConfigError(problems);
   return config;
 }

@@ -1,20 +1,60 @@
 /**
- * The operator's error catalogue: one code per failure, so callers and logs match on `code`.
+ * Every error of the operator, one catalogue: a stable `code` to match on, the HTTP status it maps
+ * to, the message template (`util.format`) and when it happens. Callers and logs match on `code`
+ * ({@link isOperatorError}), never on the message or the class. The same shape as obs's
+ * `OBS_ERRORS`/`ObsError`; src/operator/README.md's error table is generated from this one.
  */
+import { format } from 'node:util';
 
+/** The catalogue: code, HTTP status, message template (`util.format`) and when it is raised. */
 export const OPERATOR_ERRORS = {
-  OPERATOR_ERR_CONFIG: 'invalid operator configuration',
-  OPERATOR_ERR_PUSH: 'pushing scenarios to an echo pod failed',
-  OPERATOR_ERR_KUBECONFIG: 'no Kubernetes configuration found',
+  OPERATOR_ERR_CONFIG: {
+    status: 500,
+    message: 'invalid operator configuration: %s',
+    when: 'A setting (environment variable) is invalid; `problems` lists each one, and startup stops with them on one line',
+  },
+  OPERATOR_ERR_PUSH: {
+    status: 502,
+    message: 'POST %s: %s',
+    when: 'Pushing scenarios to an echo pod failed (unreachable, timed out or not a 2xx answer); the EchoScenario reports `PushFailed` with this message and the push is retried with backoff',
+  },
 } as const;
 
+/** A code of the operator. */
 export type OperatorErrorCode = keyof typeof OPERATOR_ERRORS;
 
+/**
+ * Base class of every operator error: a stable `code`, the HTTP `statusCode` the catalogue gives it
+ * and the message of its template.
+ * @param args the values of the template's `%s`, in order.
+ * @param options `cause`: the error behind this one.
+ */
 export class OperatorError extends Error {
   readonly code: OperatorErrorCode;
-  constructor(code: OperatorErrorCode, detail: string, options?: { cause?: unknown }) {
-    super(`${OPERATOR_ERRORS[code]}: ${detail}`, options);
+  readonly statusCode: number;
+
+  constructor(code: OperatorErrorCode, args: readonly unknown[], options?: { cause?: unknown }) {
+    const def = OPERATOR_ERRORS[code];
+    super(format(def.message, ...args), options);
     this.name = 'OperatorError';
     this.code = code;
+    this.statusCode = def.status;
+  }
+}
+
+/** Whether `error` is an operator error: an object whose `code` is a code of {@link OPERATOR_ERRORS}. */
+export function isOperatorError(error: unknown): error is OperatorError {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && Object.hasOwn(OPERATOR_ERRORS, code);
+}
+
+/** The settings are invalid; `problems` lists every problem, one line each. */
+export class OperatorConfigError extends OperatorError {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super('OPERATOR_ERR_CONFIG', [problems.join('; ')]);
+    this.name = 'OperatorConfigError';
+    this.problems = problems;
   }
 }

@@ -7,9 +7,10 @@
 import {
   createObs,
   guardRegistry,
+  isObsError,
   loadObsConfig,
   OBS_METRICS,
-  ObsConfigError,
+  type ObsConfigError,
   obsLoggerOptions,
   type ResolvedObsConfig,
 } from '@echo-chaos/obs';
@@ -39,8 +40,9 @@ try {
   config = loadOperatorConfig(process.env);
   obs = loadObsConfig({ env: process.env });
 } catch (error) {
-  if (error instanceof ObsConfigError) {
-    for (const problem of error.problems) process.stderr.write(`echo-chaos-operator: ${problem.message}\n`);
+  if (isObsError(error) && error.code === 'OBS_ERR_CONFIG') {
+    const { problems } = error as ObsConfigError;
+    for (const problem of problems) process.stderr.write(`echo-chaos-operator: ${problem.message}\n`);
   } else {
     process.stderr.write(`echo-chaos-operator: ${error instanceof Error ? error.message : String(error)}\n`);
   }

@@ -2,10 +2,11 @@
  * The one call the operator makes to an echo pod: `POST /scenario` with the whole array the
  * endpoint should hold (a POST replaces all of a pod's scenarios), timed and counted.
  */
+import { OperatorError } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { Endpoint } from './plan.ts';
 
-/** Sends `body` (a JSON scenario array) to `endpoint`; rejects with an Error naming the endpoint. */
+/** Sends `body` (a JSON scenario array) to `endpoint`; rejects with `OPERATOR_ERR_PUSH` naming the endpoint. */
 export type Push = (endpoint: Endpoint, body: string) => Promise<void>;
 
 export interface PushClientOptions {
@@ -33,7 +34,9 @@ export function createPushClient(options: PushClientOptions): Push {
       metrics.pushes.inc({ result: 'failure' });
       // fetch's own message is a bare "fetch failed": the cause's code (ECONNREFUSED...) says more.
       const cause = (error as { cause?: { code?: string } }).cause?.code;
-      throw new Error(`POST ${url}: ${cause ?? (error as Error).message}`);
+      throw new OperatorError('OPERATOR_ERR_PUSH', [url, cause ?? (error as Error).message], {
+        cause: error,
+      });
     } finally {
       stopTimer();
     }

@@ -1,8 +1,10 @@
 /**
  * Every error of the scenario area, one catalogue (fastify's habit): a stable `code` to match on,
- * the HTTP status it maps to, and when it happens. Callers match on `code`, never on the message.
+ * the HTTP status it maps to, the message template (`util.format`) and when it happens. Callers
+ * match on `code` ({@link isScenarioError}), never on the message or the class. The same shape as
+ * obs's `OBS_ERRORS`/`ObsError`; the README's scenario error table is generated from this one.
  */
-import { createError, type FastifyError } from '@fastify/error';
+import { format } from 'node:util';
 import type { ScenarioProblem } from './validate.ts';
 
 /** The catalogue: code, HTTP status, message template (`util.format`) and when it is thrown. */
@@ -37,65 +39,61 @@ export const SCENARIO_ERRORS = {
 /** A code of the scenario area. */
 export type ScenarioErrorCode = keyof typeof SCENARIO_ERRORS;
 
-type Cause = { cause: unknown };
+/**
+ * Base class of every scenario error: a stable `code`, the HTTP `statusCode` the catalogue gives it
+ * and the message of its template.
+ * @param args the values of the template's `%s`, in order.
+ * @param options `cause`: the error behind this one.
+ */
+export class ScenarioError extends Error {
+  readonly code: ScenarioErrorCode;
+  readonly statusCode: number;
 
-/** Constructor of `SCENARIO_ERR_INVALID`; prefer {@link invalidScenariosError}, which sets `problems`. */
-export const SCENARIO_ERR_INVALID = createError<'SCENARIO_ERR_INVALID', 400, [string, string]>(
-  'SCENARIO_ERR_INVALID',
-  SCENARIO_ERRORS.SCENARIO_ERR_INVALID.message,
-  SCENARIO_ERRORS.SCENARIO_ERR_INVALID.status,
-);
-/** Constructor of `SCENARIO_ERR_FILE_SYNTAX`: source, line, column, reason. */
-export const SCENARIO_ERR_FILE_SYNTAX = createError<
-  'SCENARIO_ERR_FILE_SYNTAX',
-  400,
-  [string, number, number, string, Cause?]
->(
-  'SCENARIO_ERR_FILE_SYNTAX',
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_SYNTAX.message,
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_SYNTAX.status,
-);
-/** Constructor of `SCENARIO_ERR_FILE_NOT_FOUND`: path. */
-export const SCENARIO_ERR_FILE_NOT_FOUND = createError<'SCENARIO_ERR_FILE_NOT_FOUND', 500, [string, Cause?]>(
-  'SCENARIO_ERR_FILE_NOT_FOUND',
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_NOT_FOUND.message,
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_NOT_FOUND.status,
-);
-/** Constructor of `SCENARIO_ERR_FILE_UNREADABLE`: path, reason. */
-export const SCENARIO_ERR_FILE_UNREADABLE = createError<
-  'SCENARIO_ERR_FILE_UNREADABLE',
-  500,
-  [string, string, Cause?]
->(
-  'SCENARIO_ERR_FILE_UNREADABLE',
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_UNREADABLE.message,
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_UNREADABLE.status,
-);
-/** Constructor of `SCENARIO_ERR_FILE_TOO_LARGE`: path, size in bytes, limit in bytes. */
-export const SCENARIO_ERR_FILE_TOO_LARGE = createError<
-  'SCENARIO_ERR_FILE_TOO_LARGE',
-  500,
-  [string, number, number]
->(
-  'SCENARIO_ERR_FILE_TOO_LARGE',
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_TOO_LARGE.message,
-  SCENARIO_ERRORS.SCENARIO_ERR_FILE_TOO_LARGE.status,
-);
+  constructor(code: ScenarioErrorCode, args: readonly unknown[], options?: { cause?: unknown }) {
+    const def = SCENARIO_ERRORS[code];
+    super(format(def.message, ...args), options);
+    this.name = 'ScenarioError';
+    this.code = code;
+    this.statusCode = def.status;
+  }
+}
 
-/** `SCENARIO_ERR_INVALID`: the set was rejected; every problem is in `problems`. */
-export interface ScenarioInvalidError extends FastifyError {
-  readonly code: 'SCENARIO_ERR_INVALID';
-  readonly statusCode: 400;
+/** Whether `error` is a scenario error: an object whose `code` is a code of {@link SCENARIO_ERRORS}. */
+export function isScenarioError(error: unknown): error is ScenarioError {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && Object.hasOwn(SCENARIO_ERRORS, code);
+}
+
+/** How many problems the message of {@link ScenarioInvalidError} spells out; `problems` has all. */
+const PROBLEMS_IN_MESSAGE = 20;
+
+/**
+ * `SCENARIO_ERR_INVALID`: a set was rejected. The message names the source and the first 20
+ * problems on one line (log-friendly); `problems` carries all of them.
+ */
+export class ScenarioInvalidError extends ScenarioError {
   /** Every problem found, as `validateScenarios` lists them. */
   readonly problems: readonly ScenarioProblem[];
   /** What was validated: a file path, `request body`, ... */
   readonly source: string;
+
+  /** @param source what was validated, e.g. a file path; default `scenarios`. */
+  constructor(problems: readonly ScenarioProblem[], source = 'scenarios') {
+    const shown = problems
+      .slice(0, PROBLEMS_IN_MESSAGE)
+      .map((p) => (p.path === '' ? p.message : `${p.path}: ${p.message}`));
+    const more =
+      problems.length > PROBLEMS_IN_MESSAGE ? `; and ${problems.length - PROBLEMS_IN_MESSAGE} more` : '';
+    const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+    super('SCENARIO_ERR_INVALID', [source, `${count}: ${shown.join('; ')}${more}`]);
+    this.name = 'ScenarioInvalidError';
+    this.problems = [...problems];
+    this.source = source;
+  }
 }
 
-/** `SCENARIO_ERR_FILE_SYNTAX`: the document does not parse; the position is 1-based. */
-export interface ScenarioSyntaxError extends FastifyError {
-  readonly code: 'SCENARIO_ERR_FILE_SYNTAX';
-  readonly statusCode: 400;
+/** `SCENARIO_ERR_FILE_SYNTAX`: a document does not parse; the position is 1-based. */
+export class ScenarioSyntaxError extends ScenarioError {
   readonly source: string;
   /** Line of the error, 1-based. */
   readonly line: number;
@@ -103,38 +101,13 @@ export interface ScenarioSyntaxError extends FastifyError {
   readonly column: number;
   /** The parser's reason, without position or snippet. */
   readonly reason: string;
-}
 
-/** How many problems the message of {@link invalidScenariosError} spells out; `problems` has all. */
-const PROBLEMS_IN_MESSAGE = 20;
-
-/**
- * Builds `SCENARIO_ERR_INVALID` for a rejected set. The message names the source and the first
- * 20 problems on one line (log-friendly); the `problems` property carries all of them.
- * @param source what was validated, e.g. a file path; default `scenarios`.
- */
-export function invalidScenariosError(
-  problems: readonly ScenarioProblem[],
-  source = 'scenarios',
-): ScenarioInvalidError {
-  const shown = problems
-    .slice(0, PROBLEMS_IN_MESSAGE)
-    .map((p) => (p.path === '' ? p.message : `${p.path}: ${p.message}`));
-  const more =
-    problems.length > PROBLEMS_IN_MESSAGE ? `; and ${problems.length - PROBLEMS_IN_MESSAGE} more` : '';
-  const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-  const error = new SCENARIO_ERR_INVALID(source, `${count}: ${shown.join('; ')}${more}`);
-  return Object.assign(error, { problems: [...problems], source });
-}
-
-/** Builds `SCENARIO_ERR_FILE_SYNTAX` from a position (1-based) and the parser's reason. */
-export function scenarioSyntaxError(
-  source: string,
-  line: number,
-  column: number,
-  reason: string,
-  cause?: unknown,
-): ScenarioSyntaxError {
-  const error = new SCENARIO_ERR_FILE_SYNTAX(source, line, column, reason, { cause });
-  return Object.assign(error, { source, line, column, reason });
+  constructor(source: string, line: number, column: number, reason: string, options?: { cause?: unknown }) {
+    super('SCENARIO_ERR_FILE_SYNTAX', [source, line, column, reason], options);
+    this.name = 'ScenarioSyntaxError';
+    this.source = source;
+    this.line = line;
+    this.column = column;
+    this.reason = reason;
+  }
 }

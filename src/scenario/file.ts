@@ -8,13 +8,7 @@ import { readFileSync, type Stats, statSync, watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { CORE_SCHEMA, loadAll, YAMLException } from 'js-yaml';
-import {
-  invalidScenariosError,
-  SCENARIO_ERR_FILE_NOT_FOUND,
-  SCENARIO_ERR_FILE_TOO_LARGE,
-  SCENARIO_ERR_FILE_UNREADABLE,
-  scenarioSyntaxError,
-} from './errors.ts';
+import { isScenarioError, ScenarioError, ScenarioInvalidError, ScenarioSyntaxError } from './errors.ts';
 import type { Scenario } from './schema.ts';
 import { copyScenario, type ValidateScenariosOptions, validateScenarios } from './validate.ts';
 
@@ -55,11 +49,11 @@ export function parseScenarioDocument(
   }
   if (documents.length > 1) {
     const line = secondDocumentLine(text);
-    throw scenarioSyntaxError(source, line, 1, `expected one YAML document, found ${documents.length}`);
+    throw new ScenarioSyntaxError(source, line, 1, `expected one YAML document, found ${documents.length}`);
   }
   const document = documents[0] ?? null;
   const result = validateScenarios(document === null ? [] : document, options);
-  if (!result.ok) throw invalidScenariosError(result.problems, source);
+  if (!result.ok) throw new ScenarioInvalidError(result.problems, source);
   return result.scenarios;
 }
 
@@ -67,10 +61,11 @@ function syntaxError(error: unknown, source: string): Error {
   if (error instanceof YAMLException) {
     const line = (error.mark?.line ?? 0) + 1;
     const column = (error.mark?.column ?? 0) + 1;
-    return scenarioSyntaxError(source, line, column, error.reason, error);
+    return new ScenarioSyntaxError(source, line, column, error.reason, { cause: error });
   }
   // js-yaml documents that anything may be thrown (e.g. a RangeError on a pathological input).
-  return scenarioSyntaxError(source, 1, 1, error instanceof Error ? error.message : String(error), error);
+  const reason = error instanceof Error ? error.message : String(error);
+  return new ScenarioSyntaxError(source, 1, 1, reason, { cause: error });
 }
 
 /** The line (1-based) of the `---` that starts the second document, for the error position. */
@@ -128,30 +123,35 @@ async function readScenarioText(path: string, maxFileBytes: number): Promise<str
 }
 
 function checkFileInfo(path: string, info: Stats, maxFileBytes: number): void {
-  if (!info.isFile()) throw new SCENARIO_ERR_FILE_UNREADABLE(path, 'not a regular file');
-  if (info.size > maxFileBytes) throw new SCENARIO_ERR_FILE_TOO_LARGE(path, info.size, maxFileBytes);
+  if (!info.isFile()) throw new ScenarioError('SCENARIO_ERR_FILE_UNREADABLE', [path, 'not a regular file']);
+  if (info.size > maxFileBytes) {
+    throw new ScenarioError('SCENARIO_ERR_FILE_TOO_LARGE', [path, info.size, maxFileBytes]);
+  }
 }
 
 function decodeText(path: string, bytes: Buffer, maxFileBytes: number): string {
   // It may have grown between stat and read.
-  if (bytes.length > maxFileBytes) throw new SCENARIO_ERR_FILE_TOO_LARGE(path, bytes.length, maxFileBytes);
+  if (bytes.length > maxFileBytes) {
+    throw new ScenarioError('SCENARIO_ERR_FILE_TOO_LARGE', [path, bytes.length, maxFileBytes]);
+  }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (error) {
-    throw new SCENARIO_ERR_FILE_UNREADABLE(path, 'not UTF-8 text', { cause: error });
+    throw new ScenarioError('SCENARIO_ERR_FILE_UNREADABLE', [path, 'not UTF-8 text'], { cause: error });
   }
 }
 
 function asFileError(path: string, error: unknown): Error {
-  if (isCoded(error) && error.code.startsWith('SCENARIO_ERR_')) return error as unknown as Error;
-  return fileError(path, error);
+  return isScenarioError(error) ? error : fileError(path, error);
 }
 
 function fileError(path: string, error: unknown): Error {
   const code = isCoded(error) ? error.code : undefined;
-  if (code === 'ENOENT' || code === 'ENOTDIR') return new SCENARIO_ERR_FILE_NOT_FOUND(path, { cause: error });
+  if (code === 'ENOENT' || code === 'ENOTDIR') {
+    return new ScenarioError('SCENARIO_ERR_FILE_NOT_FOUND', [path], { cause: error });
+  }
   const reason = error instanceof Error ? error.message : String(error);
-  return new SCENARIO_ERR_FILE_UNREADABLE(path, reason, { cause: error });
+  return new ScenarioError('SCENARIO_ERR_FILE_UNREADABLE', [path, reason], { cause: error });
 }
 
 function isCoded(error: unknown): error is { code: string } {
@@ -309,7 +309,11 @@ export function watchScenarioFile(path: string, options: WatchScenarioFileOption
   }
   watcher.on('error', (error) => {
     if (!closed)
-      report(new SCENARIO_ERR_FILE_UNREADABLE(path, `watch failed: ${error.message}`, { cause: error }));
+      report(
+        new ScenarioError('SCENARIO_ERR_FILE_UNREADABLE', [path, `watch failed: ${error.message}`], {
+          cause: error,
+        }),
+      );
   });
   watcher.unref();
   const ready = check();

@@ -14,17 +14,12 @@ export {
   parseDelaySpec,
 } from './duration.ts';
 export {
-  invalidScenariosError,
-  SCENARIO_ERR_FILE_NOT_FOUND,
-  SCENARIO_ERR_FILE_SYNTAX,
-  SCENARIO_ERR_FILE_TOO_LARGE,
-  SCENARIO_ERR_FILE_UNREADABLE,
-  SCENARIO_ERR_INVALID,
+  isScenarioError,
   SCENARIO_ERRORS,
+  ScenarioError,
   type ScenarioErrorCode,
-  type ScenarioInvalidError,
-  type ScenarioSyntaxError,
-  scenarioSyntaxError,
+  ScenarioInvalidError,
+  ScenarioSyntaxError,
 } from './errors.ts';
 export {
   DEFAULT_MAX_FILE_BYTES,

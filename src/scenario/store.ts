@@ -3,7 +3,7 @@
  * all the work (validation, delay parsing, header normalisation) happens once, in `replace`.
  */
 import { type DelaySpec, parseDelaySpec } from './duration.ts';
-import { invalidScenariosError } from './errors.ts';
+import { ScenarioInvalidError } from './errors.ts';
 import type { Scenario, ScenarioResponse } from './schema.ts';
 import { copyScenario, validateScenarios } from './validate.ts';
 
@@ -44,11 +44,11 @@ export class ScenarioStore {
   /**
    * Swaps in a whole new set and restarts every cycle. The set is validated first (schema, delays,
    * unique paths, header names); when it is invalid nothing changes.
-   * @throws `SCENARIO_ERR_INVALID` (see `invalidScenariosError`) listing every problem.
+   * @throws {ScenarioInvalidError} `SCENARIO_ERR_INVALID` listing every problem.
    */
   replace(scenarios: readonly Scenario[]): void {
     const result = validateScenarios(scenarios);
-    if (!result.ok) throw invalidScenariosError(result.problems, 'scenario store');
+    if (!result.ok) throw new ScenarioInvalidError(result.problems, 'scenario store');
     const cycles = new Map<string, Cycle>();
     for (const scenario of result.scenarios) {
       cycles.set(scenario.path, { steps: scenario.responses.map(toStep), next: 0 });

@@ -3,17 +3,20 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../../src/echo/app.ts';
 import { type EchoConfig, loadConfig, VARIABLES } from '../../src/echo/config.ts';
-import { ConfigError } from '../../src/echo/errors.ts';
+import { type EchoConfigError, isEchoError } from '../../src/echo/errors.ts';
 
-/** Runs `loadConfig` expecting a ConfigError and returns its lines. */
+/** Runs `loadConfig` expecting `ECHO_ERR_CONFIG` and returns its lines. */
 function problemsOf(env: Record<string, string>): readonly string[] {
   try {
     loadConfig(env);
   } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
-    assert.equal(err.code, 'ECHO_ERR_CONFIG');
-    assert.equal(err.message, err.problems.join('\n'));
-    return err.problems;
+    assert.ok(
+      isEchoError(err) && err.code === 'ECHO_ERR_CONFIG',
+      `expected ECHO_ERR_CONFIG, got ${String(err)}`,
+    );
+    const { problems } = err as EchoConfigError;
+    assert.equal(err.message, problems.join('\n'));
+    return problems;
   }
   assert.fail(`loadConfig(${JSON.stringify(env)}) accepted the environment`);
 }

@@ -473,12 +473,11 @@ test('scenario routes – POST /scenario replaces what the file loaded', async (
   assert.equal((await send(echo, '/file')).status, 200);
 });
 
-test('scenario routes – buildApp rejects with a ConfigError for an explicit missing or invalid file', async (t) => {
+test('scenario routes – buildApp rejects with ECHO_ERR_CONFIG for an explicit missing or invalid file', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'echo-scenarios-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const missing = join(dir, 'missing.yaml');
   await assert.rejects(startEcho({ ECHO_SCENARIO_FILE: missing }), (err: Error & { code?: string }) => {
-    assert.equal(err.name, 'ConfigError');
     assert.equal(err.code, 'ECHO_ERR_CONFIG');
     assert.match(err.message, /ECHO_SCENARIO_FILE/);
     assert.ok(err.message.includes(missing), err.message);
@@ -487,7 +486,7 @@ test('scenario routes – buildApp rejects with a ConfigError for an explicit mi
   const invalid = join(dir, 'invalid.yaml');
   writeFileSync(invalid, '- path: nope\n  responses: []\n');
   await assert.rejects(startEcho({ ECHO_SCENARIO_FILE: invalid }), (err: Error & { code?: string }) => {
-    assert.equal(err.name, 'ConfigError');
+    assert.equal(err.code, 'ECHO_ERR_CONFIG');
     assert.match(err.message, /\/0\/path/);
     assert.match(err.message, /\/0\/responses/);
     return true;

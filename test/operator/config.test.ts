@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadOperatorConfig } from '../../src/operator/config.ts';
-import { OperatorError } from '../../src/operator/errors.ts';
+import { isOperatorError } from '../../src/operator/errors.ts';
 
 test('operator config – defaults', () => {
   const config = loadOperatorConfig({ POD_NAME: 'op-0', POD_NAMESPACE: 'chaos' });
@@ -17,8 +17,11 @@ test('operator config – every problem is listed at once, with a stable code', 
   assert.throws(
     () => loadOperatorConfig({ PORT: 'x', LEASE_DURATION_SECONDS: '0', PUSH_TIMEOUT_MS: '-1' }),
     (err: unknown) => {
-      assert.ok(err instanceof OperatorError);
-      assert.equal(err.code, 'OPERATOR_ERR_CONFIG');
+      assert.ok(isOperatorError(err) && err.code === 'OPERATOR_ERR_CONFIG', String(err));
+      assert.equal(err.statusCode, 500);
+      const { problems } = err as typeof err & { problems: readonly string[] };
+      assert.equal(problems.length, 3);
+      assert.equal(err.message, `invalid operator configuration: ${problems.join('; ')}`);
       assert.match(err.message, /PORT/);
       assert.match(err.message, /LEASE_DURATION_SECONDS/);
       assert.match(err.message, /PUSH_TIMEOUT_MS/);
