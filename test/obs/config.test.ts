@@ -12,25 +12,8 @@ import {
 } from '../../src/obs/config-fields.ts';
 import { OBS_SCHEMA } from '../../src/obs/config-schema.ts';
 import { defaultsOf, normalise } from '../../src/obs/config-walk.ts';
-import {
-  type ConfigProblem,
-  loadObsConfig,
-  ObsConfigError,
-  type ObsConfigInput,
-} from '../../src/obs/index.ts';
-import { tempFile } from './helpers.ts';
-
-/** The problems of a configuration that must fail. */
-function problemsOf(input: Parameters<typeof loadObsConfig>[0]): readonly ConfigProblem[] {
-  try {
-    loadObsConfig(input);
-  } catch (error) {
-    assert.ok(error instanceof ObsConfigError, `expected ObsConfigError, got ${String(error)}`);
-    assert.equal(error.code, 'OBS_ERR_CONFIG');
-    return error.problems;
-  }
-  assert.fail('the configuration was accepted');
-}
+import { type ConfigProblem, loadObsConfig, type ObsConfigInput } from '../../src/obs/index.ts';
+import { problemsOf, tempFile } from './helpers.ts';
 
 const yaml = (text: string) => ({ OBS_CONFIG_FILE: tempFile('obs.yml', text) });
 

@@ -4,14 +4,8 @@ import { flattenEffective } from '../../src/obs/config-effective.ts';
 import { ENV_VARIABLES } from '../../src/obs/config-env.ts';
 import { OBS_SCHEMA } from '../../src/obs/config-schema.ts';
 import { FEATURES } from '../../src/obs/features.ts';
-import {
-  type ConfigProblem,
-  loadObsConfig,
-  ObsConfigError,
-  type ObsConfigInput,
-  PRESET_PROFILES,
-} from '../../src/obs/index.ts';
-import { tempFile } from './helpers.ts';
+import { loadObsConfig, type ObsConfigInput, PRESET_PROFILES } from '../../src/obs/index.ts';
+import { problemsOf, tempFile } from './helpers.ts';
 
 /** The features with no code yet. Building one moves it out of this list (and flips its status). */
 const PLANNED = [
@@ -31,17 +25,6 @@ const PLANNED = [
   'feature-flags',
   'profiling',
 ];
-
-function problemsOf(input: Parameters<typeof loadObsConfig>[0]): readonly ConfigProblem[] {
-  try {
-    loadObsConfig(input);
-  } catch (error) {
-    assert.ok(error instanceof ObsConfigError, `expected ObsConfigError, got ${String(error)}`);
-    assert.equal(error.code, 'OBS_ERR_CONFIG');
-    return error.problems;
-  }
-  assert.fail('the configuration was accepted');
-}
 
 const yaml = (text: string) => ({ OBS_CONFIG_FILE: tempFile('obs.yml', text) });
 const reason = (feature: string) => `the ${feature} feature is not built yet (planned); remove the setting`;

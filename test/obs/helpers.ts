@@ -1,9 +1,17 @@
+import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import { type ObsLogger, type ObsPluginOptions, obsPlugin } from '../../src/obs/index.ts';
+import {
+  type ConfigProblem,
+  loadObsConfig,
+  ObsConfigError,
+  type ObsLogger,
+  type ObsPluginOptions,
+  obsPlugin,
+} from '../../src/obs/index.ts';
 
 /** A logger that keeps what it is given. */
 export interface CapturingLogger extends ObsLogger {
@@ -77,4 +85,16 @@ export function post(url: string, body: string, contentType: string | null = 'ap
     // Bytes, not a string: fetch would add `text/plain` to a string body.
     body: new TextEncoder().encode(body),
   });
+}
+
+/** The problems of a configuration that must fail to load. */
+export function problemsOf(input: Parameters<typeof loadObsConfig>[0]): readonly ConfigProblem[] {
+  try {
+    loadObsConfig(input);
+  } catch (error) {
+    assert.ok(error instanceof ObsConfigError, `expected ObsConfigError, got ${String(error)}`);
+    assert.equal(error.code, 'OBS_ERR_CONFIG');
+    return error.problems;
+  }
+  assert.fail('the configuration was accepted');
 }
