@@ -37,7 +37,7 @@ export function publishedObsManifest(workspace: PackageJson): PackageJson {
     },
     main: './index.js',
     types: './index.d.ts',
-    files: ['*.js', '*.js.map', '*.d.ts', '*.d.ts.map', 'presets/', 'README.md', 'LICENSE'],
+    files: ['*.js', '*.js.map', '*.d.ts', 'presets/', 'README.md', 'LICENSE'],
     sideEffects: false,
   };
 }

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -180,6 +180,20 @@ describe('packages – installed from their tarballs, outside the repository', {
     );
   });
 
+  test("obs shares the app's @opentelemetry/api (a peer): one copy, the app's version", () => {
+    // An app on an SDK that pins an older API line: obs must use that copy, or it sees no spans.
+    const dir = app('otel-1-9');
+    npmInstall(dir, [tarballs.obs, 'fastify@5', '@opentelemetry/api@1.9']);
+    const copies = run('npm', ['ls', '@opentelemetry/api', '--all', '--parseable'], dir)
+      .split('\n')
+      .filter((line) => line.trim() !== '');
+    assert.deepEqual(copies, [join(dir, 'node_modules', '@opentelemetry', 'api')], 'one copy, at the top');
+    const version = JSON.parse(run('npm', ['ls', '@opentelemetry/api', '--json'], dir)) as {
+      dependencies: Record<string, { version: string }>;
+    };
+    assert.match(version.dependencies['@opentelemetry/api']!.version, /^1\.9\./);
+  });
+
   test('a JavaScript app imports obs, serves a route, /actuator/obs and /metrics on Node 22 and 24', () => {
     const dir = app('js-esm', { type: 'module' });
     npmInstall(dir, [tarballs.obs, 'fastify@5']);
@@ -188,6 +202,49 @@ describe('packages – installed from their tarballs, outside the repository', {
       `import Fastify from 'fastify';\nimport { obsPlugin } from '@echo-chaos/obs';\n${SERVER_BODY}`,
     );
     for (const line of NODE_LINES) assertReport(run(nodes[line]!, ['server.js'], dir), line);
+  });
+
+  test("the README's quick start, as written, runs from the tarball on Node 22 and 24", async () => {
+    const readme = readFileSync(join(ROOT, 'src', 'obs', 'README.md'), 'utf8');
+    const snippet = /```js\n(\/\/ server\.mjs[^\n]*\n[\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(snippet, 'src/obs/README.md has no ```js block starting with // server.mjs');
+    const dir = app('readme-quick-start');
+    npmInstall(dir, [tarballs.obs, 'fastify@5']);
+    writeFileSync(join(dir, 'server.mjs'), snippet);
+    for (const line of NODE_LINES) {
+      const port = await freePort();
+      const child = spawn(nodes[line]!, ['server.mjs'], {
+        cwd: dir,
+        env: { PATH: process.env['PATH'] ?? '', PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const exit = exitOf(child);
+      try {
+        const base = `http://127.0.0.1:${port}`;
+        let order: Response | undefined;
+        for (let i = 0; i < 200 && order === undefined; i++) {
+          order = await fetch(`${base}/orders/42`, { headers: { 'x-request-id': 'readme-1' } }).catch(
+            () => undefined,
+          );
+          if (order === undefined) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.ok(order, `the quick start never answered on Node ${line}`);
+        assert.deepEqual(await order.json(), { id: '42', mode: 'ENFORCING' });
+        assert.equal((await fetch(`${base}/actuator/obs`)).status, 200);
+        assert.match(await (await fetch(`${base}/metrics`)).text(), /^obs_config_info\{/m);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      const { stdout } = await exit;
+      const logged = stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.ok(
+        logged.some((entry) => entry['request_id'] === 'readme-1'),
+        `no JSON log line with the request id on Node ${line}:\n${stdout}`,
+      );
+    }
   });
 
   test('a CommonJS app requires obs and runs the same on Node 22 and 24', () => {
@@ -252,6 +309,25 @@ describe('packages – installed from their tarballs, outside the repository', {
       PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`,
     });
     assert.match(help, /^ {2}ECHO_CHAOS$/m);
+    // The operator's bin too: a JavaScript file run by its shebang, never by a shell.
+    const operatorHelp = run('npx', ['--no-install', 'echo-chaos-operator', '--help'], dir, {
+      PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`,
+    });
+    assert.match(operatorHelp, /^Usage: echo-chaos-operator/m);
+    // The library entry points: the service in process, and obs through its old name.
+    writeFileSync(
+      join(dir, 'embed.mjs'),
+      [
+        "import { buildApp, loadConfig } from 'echo-chaos';",
+        "import { obsPlugin } from 'echo-chaos/obs';",
+        "const app = await buildApp(loadConfig({ LOG_REQUESTS: 'false' }));",
+        "const reply = await app.inject({ method: 'POST', url: '/embedded', payload: 'in process' });",
+        'await app.close();',
+        'console.log(JSON.stringify({ status: reply.statusCode, body: reply.body, plugin: typeof obsPlugin }));',
+      ].join('\n'),
+    );
+    const embedded = JSON.parse(run(nodes['24']!, ['embed.mjs'], dir).trim().split('\n').at(-1)!);
+    assert.deepEqual(embedded, { status: 200, body: 'in process', plugin: 'function' });
     const port = await freePort();
     const child = spawn('npx', ['--no-install', 'echo-chaos'], {
       cwd: dir,

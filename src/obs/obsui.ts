@@ -102,7 +102,8 @@ function featureRow(key: string, feature: FeatureSnapshot): string {
       : feature.enabled
         ? '<span class="on">on</span>'
         : '<span class="off">off</span>';
-  const byDefault = feature.status === 'planned' ? `${feature.default} (once built)` : feature.default;
+  const byDefault =
+    feature.status === 'planned' ? `${feature.default_once_built} (once built)` : feature.default;
   const items = configList(feature.config, `obs.${key}`);
   const cfg =
     items.length === 0 ? '<span class="muted">none</span>' : `<ul class="cfg">${items.join('')}</ul>`;

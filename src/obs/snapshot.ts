@@ -10,7 +10,8 @@ import { FEATURES } from './features.ts';
 
 /**
  * One feature of the seed's table in the snapshot. A built feature says whether it is on; a planned
- * one says only that it is planned (it has no code, so it is neither on nor off).
+ * one has no code, so it is never on (`enabled: false`), and its default is the one it will have
+ * once built (`default_once_built`), so that nothing reading `default` takes it for on.
  */
 export type FeatureSnapshot =
   | {
@@ -24,8 +25,10 @@ export type FeatureSnapshot =
   | {
       readonly name: string;
       readonly status: 'planned';
+      /** Always false: a planned feature has no code. */
+      readonly enabled: false;
       /** The default once it is built, as the seed words it. */
-      readonly default: string;
+      readonly default_once_built: string;
       /** Its keys that built code reads already (`null` when none). */
       readonly config: JsonValue;
     };
@@ -52,7 +55,7 @@ export function featureSnapshots(resolved: ResolvedObsConfig): Record<string, Fe
   for (const { name, key, default: byDefault, status } of FEATURES) {
     const effective = key === 'config-validation' ? null : (resolved.effective[key] ?? null);
     if (status === 'planned') {
-      out[key] = { name, status, default: byDefault, config: effective };
+      out[key] = { name, status, enabled: false, default_once_built: byDefault, config: effective };
       continue;
     }
     const enabled =

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `echo-chaos-operator`: reads its settings from the environment, its cluster from `KUBECONFIG`
  * (or the default kubeconfig) or, inside a pod, from the service account, and runs until SIGTERM

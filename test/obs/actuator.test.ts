@@ -37,7 +37,14 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Configuration validation', 'config-validation', 'built'],
 ];
 
-type FeatureRow = { name: string; status: string; enabled?: unknown; default: string; config: unknown };
+type FeatureRow = {
+  name: string;
+  status: string;
+  enabled?: unknown;
+  default?: string;
+  default_once_built?: string;
+  config: unknown;
+};
 
 const json = async (response: Response) => {
   assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
@@ -202,7 +209,7 @@ test('actuator – GET /actuator/obs lists every feature of the seed: built ones
     assert.ok(feature, `${name} (${key}) is missing`);
     assert.equal(feature.name, name);
     assert.equal(feature.status, status, key);
-    assert.equal(typeof feature.default, 'string', key);
+    assert.equal(typeof (status === 'built' ? feature.default : feature.default_once_built), 'string', key);
     if (status === 'built') {
       assert.equal(typeof feature.enabled, 'boolean', key);
       if (Object.hasOwn(OBS_SCHEMA.fields, key)) assert.equal(typeof feature.config, 'object', key);
@@ -242,14 +249,23 @@ test('actuator – GET /actuator/obs says planned for a feature without code, ne
   const { features } = response.json() as { features: Record<string, FeatureRow> };
   for (const [name, key, status] of SEED_FEATURES.filter(([, , s]) => s === 'planned')) {
     const feature = features[key];
-    assert.deepEqual(Object.keys(feature ?? {}), ['name', 'status', 'default', 'config'], key);
+    assert.deepEqual(
+      Object.keys(feature ?? {}),
+      ['name', 'status', 'enabled', 'default_once_built', 'config'],
+      key,
+    );
     assert.equal(feature?.name, name);
     assert.equal(feature?.status, status);
-    assert.ok(!('enabled' in (feature ?? {})), `${key} says nothing of being on`);
+    assert.equal(feature?.enabled, false, `${key} is never on`);
+    assert.ok(!('default' in (feature ?? {})), `${key} has no default a script could read as on`);
   }
   assert.equal(features['timeout-budget']?.config, null, 'no key of it is effective');
   assert.deepEqual(features.context?.config, { 'request-id-header': 'X-Correlation-ID' }, 'its built key');
-  assert.equal(features['timeout-budget']?.default, 'on', 'the default the seed gives it once built');
+  assert.equal(
+    features['timeout-budget']?.default_once_built,
+    'on',
+    'the default the seed gives it once built',
+  );
 });
 
 test('actuator – effective-config, runtime and config-hash', async (t) => {
