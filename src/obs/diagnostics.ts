@@ -85,6 +85,16 @@ const round = (n: number, digits = 3): number => {
 };
 
 /** Builds the diagnostics; with `enabled`, starts the event-loop monitor. */
+/**
+ * A figure of `monitorEventLoopDelay` (nanoseconds) as event-loop lag in milliseconds. The monitor
+ * samples on a timer of `resolutionMs`, so every delay it records includes that interval; the lag is
+ * what is left above it (0 before the first sample, when the histogram holds NaN or a huge value).
+ */
+export function lagAboveResolutionMs(nanos: number, resolutionMs: number): number {
+  if (!Number.isFinite(nanos) || nanos >= Number.MAX_SAFE_INTEGER) return 0;
+  return round(Math.max(0, nanos / 1e6 - resolutionMs));
+}
+
 export function createDiagnostics(options: DiagnosticsOptions): Diagnostics {
   const { enabled, firewall, drain } = options;
   const startedAt = options.startedAt ?? new Date();
@@ -96,8 +106,7 @@ export function createDiagnostics(options: DiagnosticsOptions): Diagnostics {
   const eventLoop = enabled ? monitorEventLoopDelay({ resolution }) : undefined;
   eventLoop?.enable();
   // The histogram holds nanoseconds; before its first sample its figures are NaN or huge.
-  const ms = (v: number | undefined) =>
-    v === undefined ? null : Number.isFinite(v) && v < Number.MAX_SAFE_INTEGER ? round(v / 1e6) : 0;
+  const ms = (v: number | undefined) => (v === undefined ? null : lagAboveResolutionMs(v, resolution));
 
   return {
     enabled,

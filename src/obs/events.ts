@@ -10,7 +10,7 @@ import { trace } from '@opentelemetry/api';
 import { Counter, type Registry } from 'prom-client';
 import type { CardinalityFirewall } from './cardinality.ts';
 import type { ObsConfig } from './config-schema.ts';
-import { maskText } from './masking.ts';
+import { isSecretName, MASK, maskText } from './masking.ts';
 
 /** Attribute values of a wide event. */
 export type EventAttributes = Readonly<Record<string, string | number | boolean>>;
@@ -40,7 +40,8 @@ export interface WideEvents {
 
 /**
  * Keeps at most `maxAttributes` attributes with string, finite number or boolean values: other
- * values become text, keys and strings are cut, and with `mask` strings are masked.
+ * values become text, keys and strings are cut, and with `mask` strings are masked and the value of
+ * a secret-named key (`password`, `token`, ...) is replaced whole.
  */
 export function boundEventAttributes(
   attributes: unknown,
@@ -64,7 +65,8 @@ export function boundEventAttributes(
         value = '[unserializable]';
       }
     }
-    if (typeof value === 'string') {
+    if (limits.mask && isSecretName(key)) value = MASK;
+    else if (typeof value === 'string') {
       if (value.length > limits.maxValueChars) value = `${value.slice(0, limits.maxValueChars)}…`;
       if (limits.mask) value = maskText(value);
     }

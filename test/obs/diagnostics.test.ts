@@ -162,3 +162,12 @@ test('diagnostics – the event-loop monitor stops on close', async () => {
   assert.ok(after !== null && after < 40, `a block after close does not (${after}ms)`);
   diagnostics.close();
 });
+
+test('diagnostics – event-loop lag is what the monitor records above its sampling interval', async () => {
+  const { lagAboveResolutionMs } = await import('../../src/obs/diagnostics.ts');
+  assert.equal(lagAboveResolutionMs(10_300_000, 10), 0.3, 'an idle loop at 10ms resolution lags 0.3ms');
+  assert.equal(lagAboveResolutionMs(50_300_000, 50), 0.3);
+  assert.equal(lagAboveResolutionMs(9_000_000, 10), 0, 'never below zero');
+  assert.equal(lagAboveResolutionMs(Number.NaN, 10), 0, 'before the first sample');
+  assert.equal(lagAboveResolutionMs(9.2e18, 10), 0, 'the empty histogram holds a huge minimum');
+});

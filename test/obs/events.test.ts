@@ -146,3 +146,17 @@ test('events – never throws: a throwing logger, hostile attributes and names',
   });
   assert.deepEqual(boundEventAttributes(null, { maxAttributes: 10, maxValueChars: 64, mask: true }), {});
 });
+
+test('wide events – with masking, the value of a secret-named attribute is replaced whole', () => {
+  const limits = { maxAttributes: 10, maxValueChars: 100, mask: true };
+  const bounded = boundEventAttributes(
+    { password: 'hunter22', apiToken: 12345, user: 'a@example.com', n: 3 },
+    limits,
+  );
+  assert.equal(bounded['password'], '[MASKED]');
+  assert.equal(bounded['apiToken'], '[MASKED]', 'a secret-named number too');
+  assert.notEqual(bounded['user'], 'a@example.com', 'values are masked by content as before');
+  assert.equal(bounded['n'], 3);
+  const unmasked = boundEventAttributes({ password: 'hunter22' }, { ...limits, mask: false });
+  assert.equal(unmasked['password'], 'hunter22', 'pii-masking-enabled=false keeps it');
+});
