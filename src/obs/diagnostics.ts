@@ -84,7 +84,6 @@ const round = (n: number, digits = 3): number => {
   return Math.round(n * f) / f;
 };
 
-/** Builds the diagnostics; with `enabled`, starts the event-loop monitor. */
 /**
  * A figure of `monitorEventLoopDelay` (nanoseconds) as event-loop lag in milliseconds. The monitor
  * samples on a timer of `resolutionMs`, so every delay it records includes that interval; the lag is
@@ -95,6 +94,7 @@ export function lagAboveResolutionMs(nanos: number, resolutionMs: number): numbe
   return round(Math.max(0, nanos / 1e6 - resolutionMs));
 }
 
+/** Builds the diagnostics; with `enabled`, starts the event-loop monitor. */
 export function createDiagnostics(options: DiagnosticsOptions): Diagnostics {
   const { enabled, firewall, drain } = options;
   const startedAt = options.startedAt ?? new Date();
@@ -105,7 +105,6 @@ export function createDiagnostics(options: DiagnosticsOptions): Diagnostics {
   );
   const eventLoop = enabled ? monitorEventLoopDelay({ resolution }) : undefined;
   eventLoop?.enable();
-  // The histogram holds nanoseconds; before its first sample its figures are NaN or huge.
   const ms = (v: number | undefined) => (v === undefined ? null : lagAboveResolutionMs(v, resolution));
 
   return {
