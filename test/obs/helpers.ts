@@ -11,6 +11,7 @@ import {
   type ObsLogger,
   type ObsPluginOptions,
   obsPlugin,
+  type ResolvedObsConfig,
 } from '../../src/obs/index.ts';
 
 /** A logger that keeps what it is given. */
@@ -97,4 +98,16 @@ export function problemsOf(input: Parameters<typeof loadObsConfig>[0]): readonly
     return error.problems;
   }
   assert.fail('the configuration was accepted');
+}
+
+/**
+ * Plugin options with the timeout budget on and `over` applied to `obs.timeout-budget`, through a
+ * resolved configuration: while the feature is planned its keys are refused by every source.
+ */
+export function budgetOptions(
+  over: Partial<ResolvedObsConfig['config']['timeout-budget']> = {},
+): Pick<ObsPluginOptions, 'resolved'> {
+  const resolved = loadObsConfig({ env: {} });
+  const budget = { ...resolved.config['timeout-budget'], enabled: true, ...over };
+  return { resolved: { ...resolved, config: { ...resolved.config, 'timeout-budget': budget } } };
 }

@@ -1,0 +1,170 @@
+/**
+ * The timeout budget on outbound calls. Inside a request that has a budget (`request-context.ts`),
+ * every instrumented call is stamped with the remaining milliseconds (`outbound-header`, default the
+ * inbound header) and the absolute deadline (`Obs-Timeout-Deadline-Ms`); a header the caller set is
+ * never overwritten. With `minimum-budget` or less left, the call counts in
+ * `obs_timeout_budget_exhausted_total{transport}` and still runs, unless `abort-on-exhaustion`
+ * refuses it with {@link TimeoutBudgetExhaustedError} before a byte is sent. With
+ * `apply-client-timeout`, the call is aborted when the budget runs out. Outside a request context
+ * nothing is stamped, counted or aborted.
+ *
+ * Transports: `fetch` (the global `fetch`, wrapped once per process), `http` (`node:http` and
+ * `node:https` through the `http.client.request.created` diagnostics channel, so also got and most
+ * clients built on them) and `undici` ({@link createBudgetInterceptor}, composed onto a dispatcher).
+ * The instrumentation never fails a call: a failure of its own is logged and the call goes on.
+ */
+import { subscribe } from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
+import { ObsError } from './errors.ts';
+import { currentRequestContext, type OutboundBudgetPolicy } from './request-context.ts';
+import { DEADLINE_HEADER, isExhausted, remainingMs } from './timeout-budget.ts';
+
+/** The values of the `transport` label of `obs_timeout_budget_exhausted_total`. */
+export const TRANSPORTS = ['fetch', 'undici', 'http', 'axios'] as const;
+export type Transport = (typeof TRANSPORTS)[number];
+
+/**
+ * An outbound HTTP call refused because the request's timeout budget is exhausted
+ * (`abort-on-exhaustion`); code `OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED`, status 504. Nothing was sent.
+ */
+export class TimeoutBudgetExhaustedError extends ObsError {
+  /** The transport of the refused call: `fetch`, `undici`, `http` or `axios`. */
+  readonly transport: string;
+  /** Milliseconds the budget had left (at or below `minimum-budget`). */
+  readonly remainingMs: number;
+  constructor(transport: string, remaining: number, minimumBudgetMs: number) {
+    super('OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED', [transport, remaining, minimumBudgetMs]);
+    this.name = 'TimeoutBudgetExhaustedError';
+    this.transport = transport;
+    this.remainingMs = remaining;
+  }
+}
+
+/** What an outbound call does with the budget: stamp, maybe refuse, maybe bound. */
+export interface OutboundDecision {
+  readonly remainingMs: number;
+  readonly deadlineEpochMs: number;
+  readonly exhausted: boolean;
+  /** Set when the call must not run. */
+  readonly refusal?: TimeoutBudgetExhaustedError;
+  readonly policy: OutboundBudgetPolicy;
+  /** The headers to stamp, those the caller set left out by the caller of this decision. */
+  readonly headers: ReadonlyArray<readonly [name: string, value: string]>;
+}
+
+/**
+ * The decision for an outbound call of `transport` made now, in the current context, with the
+ * exhaustion counted; undefined outside a request with a budget. Never throws.
+ */
+export function decideOutbound(
+  transport: Transport,
+  nowMs: number = Date.now(),
+): OutboundDecision | undefined {
+  const budget = currentRequestContext()?.budget;
+  if (budget === undefined) return undefined;
+  const { policy, deadlineEpochMs } = budget;
+  const remaining = remainingMs(deadlineEpochMs, nowMs);
+  const exhausted = isExhausted(remaining, policy.minimumBudgetMs);
+  if (exhausted) policy.exhausted(transport);
+  return {
+    remainingMs: remaining,
+    deadlineEpochMs,
+    exhausted,
+    refusal:
+      exhausted && policy.abortOnExhaustion
+        ? new TimeoutBudgetExhaustedError(transport, remaining, policy.minimumBudgetMs)
+        : undefined,
+    policy,
+    headers: [
+      [policy.outboundHeader, String(remaining)],
+      [DEADLINE_HEADER, String(deadlineEpochMs)],
+    ],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// fetch
+
+let fetchWrapped = false;
+
+function budgetFetch(original: typeof fetch): typeof fetch {
+  return function fetchWithBudget(input, init) {
+    let decision: OutboundDecision | undefined;
+    let next: RequestInit | undefined;
+    try {
+      decision = decideOutbound('fetch');
+      if (decision !== undefined) {
+        if (decision.refusal !== undefined) return Promise.reject(decision.refusal);
+        const isRequest = typeof Request !== 'undefined' && input instanceof Request;
+        // init.headers replaces the Request's headers entirely, so start from whichever applies.
+        const headers = new Headers(init?.headers ?? (isRequest ? input.headers : undefined));
+        for (const [name, value] of decision.headers) if (!headers.has(name)) headers.set(name, value);
+        next = { ...init, headers };
+        if (decision.policy.applyClientTimeout) {
+          const timeout = AbortSignal.timeout(decision.remainingMs);
+          const caller = init?.signal ?? (isRequest ? input.signal : undefined);
+          next.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
+        }
+      }
+    } catch (error) {
+      decision?.policy.failed('fetch', error);
+      next = undefined;
+    }
+    return next === undefined ? original(input, init) : original(input, next);
+  };
+}
+
+function installFetch(): void {
+  if (fetchWrapped || typeof globalThis.fetch !== 'function') return;
+  fetchWrapped = true;
+  globalThis.fetch = budgetFetch(globalThis.fetch);
+}
+
+// ---------------------------------------------------------------------------------------------
+// node:http and node:https
+
+let httpSubscribed = false;
+
+function onHttpRequestCreated(message: unknown): void {
+  let decision: OutboundDecision | undefined;
+  try {
+    decision = decideOutbound('http');
+    if (decision === undefined) return;
+    const request = (message as { request: ClientRequest }).request;
+    if (decision.refusal !== undefined) {
+      // Headers go out with the first write: destroying the request now sends nothing.
+      request.destroy(decision.refusal);
+      return;
+    }
+    for (const [name, value] of decision.headers) {
+      if (request.getHeader(name) === undefined) request.setHeader(name, value);
+    }
+    if (decision.policy.applyClientTimeout) {
+      // The same error as fetch's AbortSignal.timeout gives.
+      const timer = setTimeout(() => {
+        request.destroy(new DOMException('the timeout budget ran out', 'TimeoutError'));
+      }, decision.remainingMs);
+      timer.unref();
+      request.once('close', () => clearTimeout(timer));
+    }
+  } catch (error) {
+    // diagnostics-channel subscribers never throw: a throw here would surface as uncaught
+    decision?.policy.failed('http', error);
+  }
+}
+
+function installHttp(): void {
+  if (httpSubscribed) return;
+  httpSubscribed = true;
+  subscribe('http.client.request.created', onHttpRequestCreated);
+}
+
+/**
+ * Instruments the global `fetch` and `node:http`/`node:https` for the timeout budget, once per
+ * process (later calls do nothing). The instrumentation acts only inside a request context with a
+ * budget, so it stays harmless after the app that installed it closes.
+ */
+export function installOutboundBudget(): void {
+  installFetch();
+  installHttp();
+}
