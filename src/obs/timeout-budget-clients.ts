@@ -13,6 +13,7 @@
  * clients built on them) and `undici` ({@link createBudgetInterceptor}, composed onto a dispatcher).
  * The instrumentation never fails a call: a failure of its own is logged and the call goes on.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { subscribe } from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
 import { ObsError } from './errors.ts';
@@ -82,6 +83,12 @@ export function decideOutbound(
   };
 }
 
+/**
+ * Set while a call instrumented at a higher level (fetch, axios) runs, so that the layers below it
+ * (the undici dispatcher under fetch, node:http under axios) neither stamp nor count it again.
+ */
+const handledAbove = new AsyncLocalStorage<Transport>();
+
 // ---------------------------------------------------------------------------------------------
 // fetch
 
@@ -110,7 +117,9 @@ function budgetFetch(original: typeof fetch): typeof fetch {
       decision?.policy.failed('fetch', error);
       next = undefined;
     }
-    return next === undefined ? original(input, init) : original(input, next);
+    if (next === undefined) return original(input, init);
+    const call = next;
+    return handledAbove.run('fetch', () => original(input, call));
   };
 }
 
@@ -128,6 +137,7 @@ let httpSubscribed = false;
 function onHttpRequestCreated(message: unknown): void {
   let decision: OutboundDecision | undefined;
   try {
+    if (handledAbove.getStore() !== undefined) return;
     decision = decideOutbound('http');
     if (decision === undefined) return;
     const request = (message as { request: ClientRequest }).request;
@@ -157,6 +167,79 @@ function installHttp(): void {
   if (httpSubscribed) return;
   httpSubscribed = true;
   subscribe('http.client.request.created', onHttpRequestCreated);
+}
+
+// ---------------------------------------------------------------------------------------------
+// undici
+
+/** The dispatch options an undici interceptor sees (the part obs reads and writes). */
+export interface UndiciDispatchOptions {
+  headers?: unknown;
+  headersTimeout?: number | null;
+  bodyTimeout?: number | null;
+}
+/** An undici dispatch function: `dispatcher.dispatch`'s shape. */
+export type UndiciDispatch<O extends UndiciDispatchOptions, H> = (options: O, handler: H) => boolean;
+
+/**
+ * Undici dispatch headers with the stamps added where the caller set no header of that name. The
+ * headers may be an object, a flat `[name, value, ...]` array or an iterable of pairs; an array or
+ * iterable comes back as a flat array, an object as an object.
+ */
+function stampUndici(headers: unknown, stamps: OutboundDecision['headers']): unknown {
+  if (headers === undefined || headers === null || typeof headers !== 'object') {
+    return Object.fromEntries(stamps);
+  }
+  const iterable = typeof (headers as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function';
+  if (iterable) {
+    const flat = (Array.isArray(headers) ? headers : [...(headers as Iterable<unknown>)]).flat();
+    const names = new Set(flat.filter((_, i) => i % 2 === 0).map((n) => String(n).toLowerCase()));
+    for (const [name, value] of stamps) if (!names.has(name.toLowerCase())) flat.push(name, value);
+    return flat;
+  }
+  const object: Record<string, unknown> = { ...(headers as Record<string, unknown>) };
+  const names = new Set(Object.keys(object).map((n) => n.toLowerCase()));
+  for (const [name, value] of stamps) if (!names.has(name.toLowerCase())) object[name] = value;
+  return object;
+}
+
+/**
+ * An undici interceptor (`(dispatch) => (options, handler)`) that applies the timeout budget to every
+ * call of the dispatcher it is composed onto, as transport `undici`:
+ * `new Agent().compose(createBudgetInterceptor())`, or the global dispatcher
+ * (`setGlobalDispatcher(getGlobalDispatcher().compose(createBudgetInterceptor()))`; calls of the
+ * global `fetch` are then still counted once, as `fetch`). A refused call throws
+ * {@link TimeoutBudgetExhaustedError} from `dispatch`, before anything is sent. With
+ * `apply-client-timeout`, the remaining budget bounds the wait for the response headers and each
+ * pause of the body (undici's `headersTimeout` and `bodyTimeout`), not the whole call.
+ */
+export function createBudgetInterceptor() {
+  return <O extends UndiciDispatchOptions, H>(dispatch: UndiciDispatch<O, H>): UndiciDispatch<O, H> =>
+    (options, handler) => {
+      let decision: OutboundDecision | undefined;
+      let next: O = options;
+      try {
+        if (handledAbove.getStore() === undefined) decision = decideOutbound('undici');
+        if (decision !== undefined && decision.refusal === undefined) {
+          next = { ...options, headers: stampUndici(options.headers, decision.headers) };
+          if (decision.policy.applyClientTimeout) {
+            const bound = (set: number | null | undefined) =>
+              set === undefined || set === null || set === 0
+                ? decision!.remainingMs
+                : Math.min(set, decision!.remainingMs);
+            // undici reads 0 as "no timeout"; an exhausted budget still gets the shortest bound.
+            next.headersTimeout = Math.max(1, bound(options.headersTimeout));
+            next.bodyTimeout = Math.max(1, bound(options.bodyTimeout));
+          }
+        }
+      } catch (error) {
+        decision?.policy.failed('undici', error);
+        next = options;
+        decision = undefined;
+      }
+      if (decision?.refusal !== undefined) throw decision.refusal;
+      return dispatch(next, handler);
+    };
 }
 
 /**

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
+import { Agent, request as undiciRequest } from 'undici';
 import { currentTimeoutBudget } from '../../src/obs/request-context.ts';
+import { createBudgetInterceptor } from '../../src/obs/timeout-budget-clients.ts';
 import { TIMEOUT_BUDGET_METRICS } from '../../src/obs/timeout-budget-hook.ts';
 import { budgetOptions, type RunningObsApp, startObsApp } from './helpers.ts';
 
@@ -12,12 +14,24 @@ type TestContext = { after(fn: () => Promise<void> | void): void };
 /** What a client answers: the JSON body, or the error's code or name. */
 type Outcome = { status: number; body: Record<string, unknown> } | { error: string };
 
+/** A dispatcher handed the budget interceptor, as an application would compose it. */
+const agent = new Agent().compose(createBudgetInterceptor());
+after(() => agent.close());
+
 /** The clients under test, each a GET of a JSON answer with optional headers. */
 const CLIENTS: Record<string, (url: string, headers?: Record<string, string>) => Promise<Outcome>> = {
   fetch: async (url, headers = {}) => {
     try {
       const response = await fetch(url, { headers });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    } catch (error) {
+      return { error: errorName(error) };
+    }
+  },
+  undici: async (url, headers = {}) => {
+    try {
+      const response = await undiciRequest(url, { dispatcher: agent, headers });
+      return { status: response.statusCode, body: (await response.body.json()) as Record<string, unknown> };
     } catch (error) {
       return { error: errorName(error) };
     }
@@ -41,7 +55,9 @@ const CLIENTS: Record<string, (url: string, headers?: Record<string, string>) =>
 function errorName(error: unknown): string {
   const e = error as { code?: unknown; name?: unknown; cause?: unknown };
   if (typeof e.code === 'string' && e.code.startsWith('OBS_')) return e.code;
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'TimeoutError';
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT') {
+    return 'TimeoutError';
+  }
   if (e.cause !== undefined) return errorName(e.cause);
   return String(e.code ?? e.name);
 }
@@ -164,3 +180,40 @@ for (const client of Object.keys(CLIENTS)) {
     assert.equal(sink.received.length, 1, 'the call was made, then aborted');
   });
 }
+
+test('timeout budget undici – fetch through a dispatcher with the interceptor is stamped and counted once, as fetch', async (t) => {
+  const sink = await startSink(t);
+  const app = await startObsApp(budgetOptions(), (app) => {
+    app.get('/', async () => {
+      const response = await fetch(sink.url, { dispatcher: agent } as RequestInit);
+      return { status: response.status };
+    });
+  });
+  t.after(() => app.close());
+  await CLIENTS.fetch!(`${app.url}/`, { 'obs-timeout-ms': '50' });
+  assert.equal(sink.received.length, 1);
+  assert.equal(sink.received[0]!['obs-timeout-ms'], '0');
+  assert.equal(await exhaustedCount(app, 'fetch'), 1);
+  assert.equal(await exhaustedCount(app, 'undici'), 0);
+});
+
+test('timeout budget undici – headers as a flat array or pairs keep the caller’s and gain the stamps', async (t) => {
+  const sink = await startSink(t);
+  const app = await startObsApp(budgetOptions(), (app) => {
+    app.get('/', async () => {
+      await undiciRequest(sink.url, { dispatcher: agent, headers: ['Obs-Timeout-Ms', '7', 'x-a', '1'] });
+      await undiciRequest(sink.url, {
+        dispatcher: agent,
+        headers: new Map([['x-b', '2']]) as unknown as Record<string, string>,
+      });
+      return {};
+    });
+  });
+  t.after(() => app.close());
+  await CLIENTS.fetch!(`${app.url}/`, { 'obs-timeout-ms': '5000' });
+  const [flat, pairs] = sink.received;
+  assert.deepEqual([flat?.['obs-timeout-ms'], flat?.['x-a']], ['7', '1']);
+  assert.ok(Number(flat?.['obs-timeout-deadline-ms']) > Date.now());
+  assert.equal(pairs?.['x-b'], '2');
+  assert.ok(Number(pairs?.['obs-timeout-ms']) > 4000);
+});
