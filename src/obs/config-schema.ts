@@ -99,7 +99,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
     'abort-on-exhaustion': bool(false, 'Outbound HTTP calls throw instead of executing when exhausted.'),
     'apply-client-timeout': bool(
       false,
-      'Bound each outbound call by an AbortSignal of the remaining budget.',
+      'Abort an outbound call still running when the budget runs out (undici: bounds its header and body waits).',
     ),
     'enabled-when': enabledWhen(),
   }),

@@ -174,8 +174,11 @@ function installHttp(): void {
 
 /** The dispatch options an undici interceptor sees (the part obs reads and writes). */
 export interface UndiciDispatchOptions {
+  /** The request headers: an object, a flat `[name, value, ...]` array or an iterable of pairs. */
   headers?: unknown;
+  /** Milliseconds to wait for the response headers (undici's default when unset). */
   headersTimeout?: number | null;
+  /** Milliseconds the body may pause (undici's default when unset). */
   bodyTimeout?: number | null;
 }
 /** An undici dispatch function: `dispatcher.dispatch`'s shape. */

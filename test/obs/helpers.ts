@@ -8,10 +8,10 @@ import {
   type ConfigProblem,
   loadObsConfig,
   ObsConfigError,
+  type ObsConfigInput,
   type ObsLogger,
   type ObsPluginOptions,
   obsPlugin,
-  type ResolvedObsConfig,
 } from '../../src/obs/index.ts';
 
 /** A logger that keeps what it is given. */
@@ -100,14 +100,9 @@ export function problemsOf(input: Parameters<typeof loadObsConfig>[0]): readonly
   assert.fail('the configuration was accepted');
 }
 
-/**
- * Plugin options with the timeout budget on and `over` applied to `obs.timeout-budget`, through a
- * resolved configuration: while the feature is planned its keys are refused by every source.
- */
+/** Plugin options with `over` applied to `obs.timeout-budget` (in code, the last source). */
 export function budgetOptions(
-  over: Partial<ResolvedObsConfig['config']['timeout-budget']> = {},
-): Pick<ObsPluginOptions, 'resolved'> {
-  const resolved = loadObsConfig({ env: {} });
-  const budget = { ...resolved.config['timeout-budget'], enabled: true, ...over };
-  return { resolved: { ...resolved, config: { ...resolved.config, 'timeout-budget': budget } } };
+  over: NonNullable<ObsConfigInput['timeout-budget']> = {},
+): Pick<ObsPluginOptions, 'config'> {
+  return { config: { 'timeout-budget': over } };
 }
