@@ -126,7 +126,10 @@ export {
 export type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
 export { DEADLINE_HEADER, type TimeoutBudgetSource } from './timeout-budget.ts';
 export {
+  type AxiosInstanceLike,
+  type AxiosRequestConfigLike,
   createBudgetInterceptor,
+  instrumentAxios,
   TimeoutBudgetExhaustedError,
   type UndiciDispatch,
   type UndiciDispatchOptions,

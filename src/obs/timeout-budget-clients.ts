@@ -10,7 +10,8 @@
  *
  * Transports: `fetch` (the global `fetch`, wrapped once per process), `http` (`node:http` and
  * `node:https` through the `http.client.request.created` diagnostics channel, so also got and most
- * clients built on them) and `undici` ({@link createBudgetInterceptor}, composed onto a dispatcher).
+ * clients built on them), `undici` ({@link createBudgetInterceptor}, composed onto a dispatcher) and
+ * `axios` ({@link instrumentAxios}, on an instance).
  * The instrumentation never fails a call: a failure of its own is logged and the call goes on.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -138,9 +139,12 @@ function onHttpRequestCreated(message: unknown): void {
   let decision: OutboundDecision | undefined;
   try {
     if (handledAbove.getStore() !== undefined) return;
+    const request = (message as { request: ClientRequest }).request;
+    const deadline = currentRequestContext()?.budget?.deadlineEpochMs;
+    // A client above node:http (axios) stamped this request's deadline already, and counted it.
+    if (deadline !== undefined && request.getHeader(DEADLINE_HEADER) === String(deadline)) return;
     decision = decideOutbound('http');
     if (decision === undefined) return;
-    const request = (message as { request: ClientRequest }).request;
     if (decision.refusal !== undefined) {
       // Headers go out with the first write: destroying the request now sends nothing.
       request.destroy(decision.refusal);
@@ -167,6 +171,66 @@ function installHttp(): void {
   if (httpSubscribed) return;
   httpSubscribed = true;
   subscribe('http.client.request.created', onHttpRequestCreated);
+}
+
+// ---------------------------------------------------------------------------------------------
+// axios
+
+/** The part of an axios request config obs reads and writes. */
+export interface AxiosRequestConfigLike {
+  /** axios's `AxiosHeaders` (with `has` and `set`) or a plain object. */
+  headers?: unknown;
+  signal?: unknown;
+}
+/** The part of an axios instance obs uses: its request interceptors. */
+export interface AxiosInstanceLike {
+  readonly interceptors: {
+    readonly request: { use(onFulfilled: <C extends AxiosRequestConfigLike>(config: C) => C): number };
+  };
+}
+
+function stampAxios(config: AxiosRequestConfigLike, stamps: OutboundDecision['headers']): void {
+  const headers = config.headers as { has?: unknown; set?: unknown } | Record<string, unknown> | undefined;
+  if (headers !== undefined && typeof headers.has === 'function' && typeof headers.set === 'function') {
+    const h = headers as { has(name: string): boolean; set(name: string, value: string): unknown };
+    for (const [name, value] of stamps) if (!h.has(name)) h.set(name, value);
+    return;
+  }
+  const object: Record<string, unknown> = { ...(headers as Record<string, unknown> | undefined) };
+  const names = new Set(Object.keys(object).map((n) => n.toLowerCase()));
+  for (const [name, value] of stamps) if (!names.has(name.toLowerCase())) object[name] = value;
+  config.headers = object;
+}
+
+/**
+ * Applies the timeout budget to every call of an axios instance, as transport `axios`: a request
+ * interceptor stamps the headers, counts an exhausted call, refuses it with
+ * {@link TimeoutBudgetExhaustedError} under `abort-on-exhaustion` (nothing is sent) and, with
+ * `apply-client-timeout`, aborts it through its `signal` when the budget runs out (axios then
+ * rejects with its `CanceledError`). Calls of an instance not handed to obs are still covered as
+ * `http` (axios uses `node:http`); a call of an instrumented one is counted once, as `axios`.
+ * Returns the interceptor's id (`instance.interceptors.request.eject(id)` removes it).
+ */
+export function instrumentAxios(instance: AxiosInstanceLike): number {
+  return instance.interceptors.request.use(<C extends AxiosRequestConfigLike>(config: C): C => {
+    let decision: OutboundDecision | undefined;
+    try {
+      decision = decideOutbound('axios');
+      if (decision !== undefined && decision.refusal === undefined) {
+        stampAxios(config, decision.headers);
+        if (decision.policy.applyClientTimeout) {
+          const timeout = AbortSignal.timeout(decision.remainingMs);
+          const caller = config.signal as AbortSignal | undefined;
+          config.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
+        }
+      }
+    } catch (error) {
+      decision?.policy.failed('axios', error);
+      return config;
+    }
+    if (decision?.refusal !== undefined) throw decision.refusal;
+    return config;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

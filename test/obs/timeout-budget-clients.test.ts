@@ -2,10 +2,15 @@ import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import axios from 'axios';
 import type { FastifyInstance } from 'fastify';
 import { Agent, request as undiciRequest } from 'undici';
 import { currentTimeoutBudget } from '../../src/obs/request-context.ts';
-import { createBudgetInterceptor } from '../../src/obs/timeout-budget-clients.ts';
+import {
+  createBudgetInterceptor,
+  instrumentAxios,
+  TRANSPORTS,
+} from '../../src/obs/timeout-budget-clients.ts';
 import { TIMEOUT_BUDGET_METRICS } from '../../src/obs/timeout-budget-hook.ts';
 import { budgetOptions, type RunningObsApp, startObsApp } from './helpers.ts';
 
@@ -17,6 +22,9 @@ type Outcome = { status: number; body: Record<string, unknown> } | { error: stri
 /** A dispatcher handed the budget interceptor, as an application would compose it. */
 const agent = new Agent().compose(createBudgetInterceptor());
 after(() => agent.close());
+/** An axios instance handed to obs. */
+const axiosClient = axios.create();
+instrumentAxios(axiosClient);
 
 /** The clients under test, each a GET of a JSON answer with optional headers. */
 const CLIENTS: Record<string, (url: string, headers?: Record<string, string>) => Promise<Outcome>> = {
@@ -32,6 +40,14 @@ const CLIENTS: Record<string, (url: string, headers?: Record<string, string>) =>
     try {
       const response = await undiciRequest(url, { dispatcher: agent, headers });
       return { status: response.statusCode, body: (await response.body.json()) as Record<string, unknown> };
+    } catch (error) {
+      return { error: errorName(error) };
+    }
+  },
+  axios: async (url, headers = {}) => {
+    try {
+      const response = await axiosClient.get(url, { headers, validateStatus: () => true });
+      return { status: response.status, body: response.data as Record<string, unknown> };
     } catch (error) {
       return { error: errorName(error) };
     }
@@ -55,7 +71,9 @@ const CLIENTS: Record<string, (url: string, headers?: Record<string, string>) =>
 function errorName(error: unknown): string {
   const e = error as { code?: unknown; name?: unknown; cause?: unknown };
   if (typeof e.code === 'string' && e.code.startsWith('OBS_')) return e.code;
-  if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT') {
+  // undici's header timeout and axios's cancellation are how those clients report an aborted call.
+  const aborted = ['UND_ERR_HEADERS_TIMEOUT', 'ERR_CANCELED'];
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || aborted.includes(String(e.code))) {
     return 'TimeoutError';
   }
   if (e.cause !== undefined) return errorName(e.cause);
@@ -133,7 +151,14 @@ for (const client of Object.keys(CLIENTS)) {
     assert.ok(remaining >= 0 && remaining <= 200, `stamped ${stamped['obs-timeout-ms']}`);
     const deadline = Number(stamped['obs-timeout-deadline-ms']);
     assert.ok(Math.abs(deadline - (Date.now() + remaining)) < 2000, 'the deadline travels with it');
-    assert.equal(await exhaustedCount(third, client), 1);
+    for (const transport of TRANSPORTS) {
+      const expected = transport === client ? 1 : 0;
+      assert.equal(
+        await exhaustedCount(third, transport),
+        expected,
+        `${transport}: counted once, as ${client}`,
+      );
+    }
     assert.equal(await exhaustedCount(second, client), 0);
     assert.equal(await exhaustedCount(first, client), 0);
   });
@@ -216,4 +241,19 @@ test('timeout budget undici – headers as a flat array or pairs keep the caller
   assert.ok(Number(flat?.['obs-timeout-deadline-ms']) > Date.now());
   assert.equal(pairs?.['x-b'], '2');
   assert.ok(Number(pairs?.['obs-timeout-ms']) > 4000);
+});
+
+test('timeout budget axios – an instance not handed to obs is still covered, as http', async (t) => {
+  const sink = await startSink(t);
+  const app = await startObsApp(budgetOptions(), (app) => {
+    app.get('/', async () => {
+      await axios.get(sink.url);
+      return {};
+    });
+  });
+  t.after(() => app.close());
+  await CLIENTS.fetch!(`${app.url}/`, { 'obs-timeout-ms': '50' });
+  assert.equal(sink.received[0]?.['obs-timeout-ms'], '0');
+  assert.equal(await exhaustedCount(app, 'http'), 1);
+  assert.equal(await exhaustedCount(app, 'axios'), 0);
 });
