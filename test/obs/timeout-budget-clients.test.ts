@@ -257,3 +257,28 @@ test('timeout budget axios – an instance not handed to obs is still covered, a
   assert.equal(await exhaustedCount(app, 'http'), 1);
   assert.equal(await exhaustedCount(app, 'axios'), 0);
 });
+
+test('timeout budget – a failure of the instrumentation is logged and the call goes on as without obs', async (t) => {
+  const sink = await startSink(t);
+  const app = await startObsApp(budgetOptions(), (app) => {
+    app.get('/', async () => {
+      // Headers that cannot be copied: the stamping fails, fetch then answers as it would alone.
+      const broken = {
+        [Symbol.iterator]() {
+          throw new Error('unreadable headers');
+        },
+      } as unknown as Record<string, string>;
+      const outcome = await fetch(sink.url, { headers: broken }).then(
+        (r) => ({ status: r.status }),
+        (error: Error) => ({ error: error.message }),
+      );
+      return { outcome };
+    });
+  });
+  t.after(() => app.close());
+  const answer = await CLIENTS.fetch!(`${app.url}/`, { 'obs-timeout-ms': '5000' });
+  assert.ok('body' in answer && answer.status === 200, JSON.stringify(answer));
+  assert.deepEqual(answer.body.outcome, { error: 'unreadable headers' }, 'fetch’s own answer');
+  const warning = app.logger.lines.find((l) => (l.object as { obs?: string }).obs === 'timeout-budget');
+  assert.equal((warning?.object as { transport?: string } | undefined)?.transport, 'fetch');
+});
