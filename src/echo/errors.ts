@@ -72,7 +72,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_REPLAY_BUDGET_EXHAUSTED: {
     status: 504,
     message: 'replay refused: the timeout budget of this request is exhausted (%s ms left)',
-    when: '`POST /replay` with `OBS_TIMEOUT_BUDGET_ABORT_ON_EXHAUSTION=true` arrived with `minimum-budget` or less of its deadline left; nothing was sent to the target',
+    when: '`POST /replay` with `OBS_TIMEOUT_BUDGET_ABORT_ON_EXHAUSTION=true` (ENFORCING mode) arrived with `minimum-budget` or less of its deadline left; nothing was sent to the target',
   },
   ECHO_ERR_UPGRADE_REQUIRED: {
     status: 426,

@@ -51,7 +51,7 @@ export const OBS_ERRORS = {
   OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED: {
     status: 504,
     message: '%s call refused: the timeout budget is exhausted (%s ms left, minimum-budget %s ms)',
-    when: 'With `obs.timeout-budget.abort-on-exhaustion`, an outbound HTTP call made inside a request with `minimum-budget` or less left; nothing was sent (`TimeoutBudgetExhaustedError`)',
+    when: 'ENFORCING mode with `obs.timeout-budget.abort-on-exhaustion`: an outbound HTTP call made inside a request with `minimum-budget` or less left; nothing was sent (`TimeoutBudgetExhaustedError`). DRY_RUN counts the call and lets it run',
   },
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,

@@ -16,6 +16,7 @@ export interface OutboundBudgetPolicy {
   readonly outboundHeader: string;
   /** At or below this many ms left, a call is exhausted. */
   readonly minimumBudgetMs: number;
+  /** Whether an exhausted call is refused: `abort-on-exhaustion`, in ENFORCING mode only (read per call). */
   readonly abortOnExhaustion: boolean;
   readonly applyClientTimeout: boolean;
   /** Counts an exhausted call of a transport. Never throws. */

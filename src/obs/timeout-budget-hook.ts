@@ -79,7 +79,10 @@ export function registerTimeoutBudget(app: FastifyInstance, obs: Obs): void {
   const policy: OutboundBudgetPolicy = {
     outboundHeader,
     minimumBudgetMs: config['minimum-budget'],
-    abortOnExhaustion: config['abort-on-exhaustion'],
+    // A refusal is enforcement: DRY_RUN counts the exhausted call and lets it run.
+    get abortOnExhaustion() {
+      return config['abort-on-exhaustion'] && obs.mode.get() === 'ENFORCING';
+    },
     applyClientTimeout: config['apply-client-timeout'],
     exhausted(transport) {
       try {

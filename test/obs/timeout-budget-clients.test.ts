@@ -282,3 +282,19 @@ test('timeout budget – a failure of the instrumentation is logged and the call
   const warning = app.logger.lines.find((l) => (l.object as { obs?: string }).obs === 'timeout-budget');
   assert.equal((warning?.object as { transport?: string } | undefined)?.transport, 'fetch');
 });
+
+test('timeout budget – abort-on-exhaustion refuses in ENFORCING only: DRY_RUN counts the call and lets it run', async (t) => {
+  const sink = await startSink(t);
+  const app = await startObsApp({ config: { 'timeout-budget': { 'abort-on-exhaustion': true } } }, (app) => {
+    app.get('/', async () => CLIENTS.fetch!(sink.url));
+  });
+  t.after(() => app.close());
+  const refused = await CLIENTS.fetch!(`${app.url}/`, { 'obs-timeout-ms': '0' });
+  assert.deepEqual('body' in refused && refused.body, { error: 'OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED' });
+  assert.equal(sink.received.length, 0);
+  app.app.obs.mode.set('DRY_RUN');
+  const ran = await CLIENTS.fetch!(`${app.url}/`, { 'obs-timeout-ms': '0' });
+  assert.deepEqual('body' in ran && ran.body, { status: 200, body: {} });
+  assert.equal(sink.received.length, 1);
+  assert.equal(await exhaustedCount(app, 'fetch'), 2);
+});
