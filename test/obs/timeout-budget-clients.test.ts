@@ -121,7 +121,8 @@ for (const client of Object.keys(CLIENTS)) {
     const sink = await startSink(t);
     const options = budgetOptions({
       'safety-margin': 0,
-      'minimum-budget': 200,
+      // The third hop calls with at most ~100 ms left; the second with ~400 (slack for a loaded machine).
+      'minimum-budget': 150,
       'abort-on-exhaustion': abort,
     });
     const start = async (next: () => string) => {
@@ -148,7 +149,7 @@ for (const client of Object.keys(CLIENTS)) {
     assert.equal(sink.received.length, 1);
     const stamped = sink.received[0]!;
     const remaining = Number(stamped['obs-timeout-ms']);
-    assert.ok(remaining >= 0 && remaining <= 200, `stamped ${stamped['obs-timeout-ms']}`);
+    assert.ok(remaining >= 0 && remaining <= 150, `stamped ${stamped['obs-timeout-ms']}`);
     const deadline = Number(stamped['obs-timeout-deadline-ms']);
     assert.ok(Math.abs(deadline - (Date.now() + remaining)) < 2000, 'the deadline travels with it');
     for (const transport of TRANSPORTS) {

@@ -79,6 +79,10 @@ test('timeout budget hook – enabled=false or an enabled-when rejection: no bud
   const off = await withBudgetRoutes(budgetOptions({ enabled: false }))(t);
   assert.equal(await seen(off.app, { 'obs-timeout-ms': '1000' }), null);
   assert.equal(off.registry.getSingleMetric(TIMEOUT_BUDGET_METRICS.invalid), undefined);
+  const offSection = (await off.app.inject({ url: '/actuator/obs' })).json<{
+    sections: Record<string, { enabled?: boolean }>;
+  }>().sections['timeout-budget'];
+  assert.equal(offSection?.enabled, false, 'the snapshot says it is off');
 
   const gated = await withBudgetRoutes(
     budgetOptions({
