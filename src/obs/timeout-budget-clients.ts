@@ -50,7 +50,7 @@ export interface OutboundDecision {
   /** Set when the call must not run. */
   readonly refusal?: TimeoutBudgetExhaustedError;
   readonly policy: OutboundBudgetPolicy;
-  /** The headers to stamp, those the caller set left out by the caller of this decision. */
+  /** The headers to stamp; each transport skips a header the caller set. */
   readonly headers: ReadonlyArray<readonly [name: string, value: string]>;
 }
 
@@ -85,8 +85,11 @@ export function decideOutbound(
 }
 
 /**
- * Set while a call instrumented at a higher level (fetch, axios) runs, so that the layers below it
- * (the undici dispatcher under fetch, node:http under axios) neither stamp nor count it again.
+ * Set while a `fetch` call runs, so that the undici dispatcher under it (an interceptor on the
+ * global dispatcher or on the one handed to `fetch`) neither stamps nor counts it again. axios is
+ * told apart differently: it runs its interceptors and its adapter in separate promise callbacks, so
+ * a context entered in the one never reaches the other; `node:http` skips a request already stamped
+ * with this request's deadline instead.
  */
 const handledAbove = new AsyncLocalStorage<Transport>();
 
