@@ -69,6 +69,11 @@ export const ECHO_ERRORS = {
     message: 'replay target did not answer within %s ms',
     when: '`POST /replay` target did not answer within `ECHO_REPLAY_TIMEOUT`',
   },
+  ECHO_ERR_REPLAY_BUDGET_EXHAUSTED: {
+    status: 504,
+    message: 'replay refused: the timeout budget of this request is exhausted (%s ms left)',
+    when: '`POST /replay` with `OBS_TIMEOUT_BUDGET_ABORT_ON_EXHAUSTION=true` (ENFORCING mode) arrived with `minimum-budget` or less of its deadline left; nothing was sent to the target',
+  },
   ECHO_ERR_UPGRADE_REQUIRED: {
     status: 426,
     message: '%s is a WebSocket endpoint: connect with an HTTP/1.1 WebSocket upgrade',

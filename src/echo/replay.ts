@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
-import { type Dispatcher, errors, request } from 'undici';
+import { createBudgetInterceptor, DEADLINE_HEADER, isObsError } from '@echo-chaos/obs';
+import { type Dispatcher, errors, getGlobalDispatcher, request } from 'undici';
 import { EchoError } from './errors.ts';
 import type { History, HistoryEntry } from './history.ts';
 import { TOKEN } from './http-grammar.ts';
@@ -41,6 +42,9 @@ const DROPPED = new Set([
   'host',
   'expect',
   'http2-settings',
+  // The stored request's deadline expired with it: the replay carries the replaying caller's budget.
+  DEADLINE_HEADER.toLowerCase(),
+  'obs-timeout-ms',
 ]);
 
 const MAX_MODIFIED_HEADERS = 100;
@@ -103,7 +107,10 @@ export function parseTarget(target: string): string {
 
 /**
  * Re-sends a stored request: same method, path and query, headers (less hop-by-hop and length
- * headers) and body, with the request's modifications applied.
+ * headers, and the stored request's deadline headers) and body, with the request's modifications
+ * applied. The call goes through obs's timeout-budget interceptor, so it carries the deadline of the
+ * `POST /replay` request; with `obs.timeout-budget.abort-on-exhaustion` and no budget left it is
+ * refused (`ECHO_ERR_REPLAY_BUDGET_EXHAUSTED`) and nothing reaches the target.
  */
 export async function replay(
   history: History,
@@ -123,11 +130,16 @@ export async function replay(
       body: bodyAllowed || body.length > 0 ? body : undefined,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+      dispatcher: (options.dispatcher ?? getGlobalDispatcher()).compose(createBudgetInterceptor()),
     });
     const ct = res.headers['content-type'];
     return { status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body: res.body };
   } catch (err) {
+    if (isObsError(err) && err.code === 'OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED') {
+      throw new EchoError('ECHO_ERR_REPLAY_BUDGET_EXHAUSTED', [
+        (err as { remainingMs?: number }).remainingMs,
+      ]);
+    }
     if (
       err instanceof errors.HeadersTimeoutError ||
       err instanceof errors.BodyTimeoutError ||

@@ -96,10 +96,13 @@ export const OBS_SCHEMA = group('Observability library settings.', {
       HEADER_NAME,
       HEADER_FORM,
     ),
-    'abort-on-exhaustion': bool(false, 'Outbound HTTP calls throw instead of executing when exhausted.'),
+    'abort-on-exhaustion': bool(
+      false,
+      'Outbound HTTP calls throw instead of executing when exhausted (ENFORCING mode; DRY_RUN only counts them).',
+    ),
     'apply-client-timeout': bool(
       false,
-      'Bound each outbound call by an AbortSignal of the remaining budget.',
+      'Abort an outbound call still running when the budget runs out (undici: bounds its header and body waits).',
     ),
     'enabled-when': enabledWhen(),
   }),

@@ -48,6 +48,11 @@ export const OBS_ERRORS = {
       'request has no valid W3C traceparent header; this service requires trace context (obs.trace-guard.fail-on-missing)',
     when: 'ENFORCING mode with `obs.trace-guard.fail-on-missing`: a request to a guarded route came without a valid `traceparent` (DRY_RUN only logs and counts it)',
   },
+  OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED: {
+    status: 504,
+    message: '%s call refused: the timeout budget is exhausted (%s ms left, minimum-budget %s ms)',
+    when: 'ENFORCING mode with `obs.timeout-budget.abort-on-exhaustion`: an outbound HTTP call made inside a request with `minimum-budget` or less left; nothing was sent (`TimeoutBudgetExhaustedError`). DRY_RUN counts the call and lets it run',
+  },
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,
     message: '%s %s is already registered',

@@ -32,7 +32,7 @@ export interface Feature {
 /** The seed's feature table, in its order. */
 export const FEATURES: readonly Feature[] = [
   { name: 'Cardinality firewall', key: 'cardinality', default: 'on', status: 'built' },
-  { name: 'Timeout-budget propagation', key: 'timeout-budget', default: 'on', status: 'planned' },
+  { name: 'Timeout-budget propagation', key: 'timeout-budget', default: 'on', status: 'built' },
   {
     name: 'Context propagation',
     key: 'context',

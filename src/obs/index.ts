@@ -109,6 +109,7 @@ export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger
 export { OBSUI_CSP, renderObsUi } from './obsui.ts';
 export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
 export type { ReadinessCheck, ReadinessReport, ReadinessResult } from './readiness.ts';
+export { bindContext, currentTimeoutBudget, type TimeoutBudget } from './request-context.ts';
 export {
   createErrorUpgradeSpanProcessor,
   createObsSampler,
@@ -123,4 +124,15 @@ export {
   type UpgradableSpan,
 } from './sampling.ts';
 export type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
+export { DEADLINE_HEADER, type TimeoutBudgetSource } from './timeout-budget.ts';
+export {
+  type AxiosInstanceLike,
+  type AxiosRequestConfigLike,
+  createBudgetInterceptor,
+  instrumentAxios,
+  TimeoutBudgetExhaustedError,
+  type UndiciDispatch,
+  type UndiciDispatchOptions,
+} from './timeout-budget-clients.ts';
+export { DEADLINE_BAGGAGE_KEY, TIMEOUT_BUDGET_METRICS } from './timeout-budget-hook.ts';
 export { registerTraceGuard, TRACE_GUARD_METRICS } from './trace-guard.ts';

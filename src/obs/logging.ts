@@ -29,6 +29,7 @@ import { loadObsConfig } from './config.ts';
 import type { ObsConfig } from './config-schema.ts';
 import { MASK_LIMITS, maskLogLine } from './masking.ts';
 import type { Obs } from './obs.ts';
+import { currentTimeoutBudget } from './request-context.ts';
 
 /** The name of the request id on log lines and in problem bodies (fastify's `requestIdLogLabel`). */
 export const REQUEST_ID_LOG_LABEL = 'request_id';
@@ -46,6 +47,16 @@ export function activeTraceFields(): { trace_id?: string; span_id?: string; trac
       span_id: span.spanId,
       trace_flags: `0${(span.traceFlags & 0xff).toString(16)}`.slice(-2),
     };
+  } catch {
+    return {};
+  }
+}
+
+/** The remaining timeout budget of the current request, for a log line: `{timeout_remaining_ms}`, or `{}`. */
+export function budgetFields(): { timeout_remaining_ms?: number } {
+  try {
+    const budget = currentTimeoutBudget();
+    return budget === undefined ? {} : { timeout_remaining_ms: budget.remainingMs };
   } catch {
     return {};
   }
@@ -78,7 +89,8 @@ function resolveConfig(
 
 /**
  * pino options for obs's structured logs. With `obs.logging.enabled` every line carries `trace_id`,
- * `span_id` and `trace_flags` of the active span (absent without an SDK or a span), and with
+ * `span_id` and `trace_flags` of the active span (absent without an SDK or a span) and, inside a
+ * request with a timeout budget, `timeout_remaining_ms` (its remaining milliseconds at log time); with
  * `obs.logging.pii-masking-enabled` (default) every line is masked by {@link maskLogLine} in
  * `hooks.streamWrite`. With `obs.logging.enabled=false` the base options come back unchanged.
  */
@@ -91,7 +103,7 @@ export function obsLoggerOptions(input: ObsLoggerOptionsInput = {}): LoggerOptio
     ...base,
     mixin(mergeObject, level, logger) {
       const own = baseMixin === undefined ? {} : baseMixin(mergeObject, level, logger);
-      return { ...activeTraceFields(), ...own };
+      return { ...activeTraceFields(), ...budgetFields(), ...own };
     },
   };
   if (logging['pii-masking-enabled']) {
@@ -133,7 +145,7 @@ export function addLoggingSnapshot(obs: Obs): void {
   obs.addSnapshotSection('logging', () => ({
     enabled: logging.enabled,
     pii_masking: logging.enabled && logging['pii-masking-enabled'],
-    fields: logging.enabled ? ['trace_id', 'span_id', 'trace_flags'] : [],
+    fields: logging.enabled ? ['trace_id', 'span_id', 'trace_flags', 'timeout_remaining_ms'] : [],
     masked: ['emails', 'bearer tokens', 'JWTs', 'card numbers (Luhn)', 'US SSNs', 'secret-named fields'],
     applies_to: 'loggers built from obsLoggerOptions() or obsFastifyOptions()',
     limits: {

@@ -20,6 +20,7 @@ import { addLoggingSnapshot } from './logging.ts';
 import { guardRegistry } from './meters.ts';
 import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 import { addSamplingSnapshot } from './sampling.ts';
+import { registerTimeoutBudget } from './timeout-budget-hook.ts';
 import { registerTraceGuard } from './trace-guard.ts';
 
 declare module 'fastify' {
@@ -65,6 +66,9 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
     reply.raw.once('close', () => obs.requestFinished());
     done();
   });
+  // --- timeout budget and request context: first, so later hooks and the handler run inside it ---
+  registerTimeoutBudget(app, obs);
+  // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);
   registerExceptionHandler(app, obs, { problemErrorHandler: options.problemErrorHandler === true });

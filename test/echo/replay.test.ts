@@ -191,6 +191,39 @@ test('replay – target sends the request to another server, which sees method, 
   );
 });
 
+test('replay – carries the caller’s deadline to the target as both deadline headers, not the stored one', async (t) => {
+  const a = await startEcho();
+  t.after(() => a.close());
+  const b = await startEcho();
+  t.after(() => b.close());
+  await send(a.url, '/stored', { headers: { 'X-Request-ID': 'dl-1', 'Obs-Timeout-Ms': '99' } });
+
+  const before = Date.now();
+  const res = await postReplay(a, { id: 'dl-1', target: b.url }, { 'Obs-Timeout-Ms': '5000' });
+  assert.equal(res.status, 200, res.body.toString());
+  const got = (await history(b))[0]!;
+  const remaining = Number(got.headers['obs-timeout-ms']);
+  assert.ok(remaining > 2000 && remaining <= 4950, `Obs-Timeout-Ms ${got.headers['obs-timeout-ms']}`);
+  const deadline = Number(got.headers['obs-timeout-deadline-ms']);
+  assert.ok(deadline > before && deadline <= Date.now() + 4950, `deadline ${deadline}`);
+});
+
+test('replay – with abort-on-exhaustion and no budget left, a 504 ECHO_ERR_REPLAY_BUDGET_EXHAUSTED; nothing reaches the target', async (t) => {
+  const a = await startEcho({ OBS_TIMEOUT_BUDGET_ABORT_ON_EXHAUSTION: 'true' });
+  t.after(() => a.close());
+  const b = await startEcho();
+  t.after(() => b.close());
+  await send(a.url, '/stored', { headers: { 'X-Request-ID': 'dl-2' } });
+
+  const refused = await postReplay(a, { id: 'dl-2', target: b.url }, { 'Obs-Timeout-Ms': '0' });
+  assertError(refused, 504, 'ECHO_ERR_REPLAY_BUDGET_EXHAUSTED');
+  assert.deepEqual(await history(b), []);
+  // With budget left, the same replay goes through.
+  const ok = await postReplay(a, { id: 'dl-2', target: b.url }, { 'Obs-Timeout-Ms': '5000' });
+  assert.equal(ok.status, 200);
+  assert.equal((await history(b)).length, 1);
+});
+
 test('replay – a target with a trailing slash or a base path still reaches the stored path', async (t) => {
   const a = await startEcho();
   t.after(() => a.close());

@@ -7,7 +7,7 @@ import { injectableObsApp, post, startObsApp } from './helpers.ts';
 /** The seed's feature table (section 1.2), row by row: name, `obs.*` subtree, whether obs has its code. */
 const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned']> = [
   ['Cardinality firewall', 'cardinality', 'built'],
-  ['Timeout-budget propagation', 'timeout-budget', 'planned'],
+  ['Timeout-budget propagation', 'timeout-budget', 'built'],
   ['Context propagation', 'context', 'planned'],
   ['Trace-context guard', 'trace-guard', 'built'],
   ['Structured logs', 'logging', 'built'],
@@ -259,13 +259,9 @@ test('actuator – GET /actuator/obs says planned for a feature without code, ne
     assert.equal(feature?.enabled, false, `${key} is never on`);
     assert.ok(!('default' in (feature ?? {})), `${key} has no default a script could read as on`);
   }
-  assert.equal(features['timeout-budget']?.config, null, 'no key of it is effective');
+  assert.equal(features.dependencies?.config, null, 'no key of it is effective');
   assert.deepEqual(features.context?.config, { 'request-id-header': 'X-Correlation-ID' }, 'its built key');
-  assert.equal(
-    features['timeout-budget']?.default_once_built,
-    'on',
-    'the default the seed gives it once built',
-  );
+  assert.equal(features.dependencies?.default_once_built, 'on', 'the default the seed gives it once built');
 });
 
 test('actuator – effective-config, runtime and config-hash', async (t) => {
@@ -285,7 +281,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   const tree = effective.obs as Record<string, Record<string, unknown>>;
   assert.equal(tree['wide-events']?.['max-attributes'], 4);
   assert.equal(tree.shutdown?.['drain-timeout'], '30s');
-  assert.equal(tree['timeout-budget'], undefined, 'a planned feature has no effective configuration');
+  assert.equal(tree.dependencies, undefined, 'a planned feature has no effective configuration');
   assert.deepEqual(effective.origins, {
     'obs.cardinality.max-tag-values-per-meter': 'options',
     'obs.wide-events.max-attributes': 'env OBS_WIDE_EVENTS_MAX_ATTRIBUTES',
@@ -313,9 +309,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.deepEqual(entries['obs.trace-guard.enabled-when.header-not-equals'], {}, 'a map is one entry');
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
   assert.deepEqual(
-    Object.keys(entries).filter((k) =>
-      /^obs\.(timeout-budget|dependencies|retry|kafka|slo|jobs|db)\./.test(k),
-    ),
+    Object.keys(entries).filter((k) => /^obs\.(dependencies|retry|kafka|slo|jobs|db)\./.test(k)),
     [],
     'no key of a planned feature is hashed',
   );

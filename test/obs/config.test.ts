@@ -47,22 +47,15 @@ test('config – defaults: the seed and decisions.md values; planned features re
   ] as const) {
     assert.equal(config[on].enabled, true, `${on} is on by default`);
   }
-  // The schema still documents what the planned features will do; their switch reads off.
   const budget = config['timeout-budget'];
+  assert.equal(budget.enabled, true);
   assert.equal(budget['default-budget'], 2000);
   assert.equal(budget['minimum-budget'], 100);
   assert.equal(budget['outbound-header'], 'Obs-Timeout-Ms', 'outbound defaults to the inbound header');
+  // The schema still documents what the planned features will do; their switch reads off.
   assert.equal(config.kafka['skip-stale-max-age'], 300_000);
   assert.equal(config.db['n-plus-one-threshold'], 50);
-  for (const planned of [
-    'timeout-budget',
-    'context',
-    'dependencies',
-    'retry',
-    'kafka',
-    'jobs',
-    'db',
-  ] as const) {
+  for (const planned of ['context', 'dependencies', 'retry', 'kafka', 'jobs', 'db'] as const) {
     assert.equal(config[planned].enabled, false, `${planned} is planned: not on`);
   }
   assert.deepEqual(warnings, []);

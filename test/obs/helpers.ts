@@ -8,6 +8,7 @@ import {
   type ConfigProblem,
   loadObsConfig,
   ObsConfigError,
+  type ObsConfigInput,
   type ObsLogger,
   type ObsPluginOptions,
   obsPlugin,
@@ -97,4 +98,11 @@ export function problemsOf(input: Parameters<typeof loadObsConfig>[0]): readonly
     return error.problems;
   }
   assert.fail('the configuration was accepted');
+}
+
+/** Plugin options with `over` applied to `obs.timeout-budget` (in code, the last source). */
+export function budgetOptions(
+  over: NonNullable<ObsConfigInput['timeout-budget']> = {},
+): Pick<ObsPluginOptions, 'config'> {
+  return { config: { 'timeout-budget': over } };
 }

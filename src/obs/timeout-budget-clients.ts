@@ -1,0 +1,323 @@
+/**
+ * The timeout budget on outbound calls. Inside a request that has a budget (`request-context.ts`),
+ * every instrumented call is stamped with the remaining milliseconds (`outbound-header`, default the
+ * inbound header) and the absolute deadline (`Obs-Timeout-Deadline-Ms`); a header the caller set is
+ * never overwritten. With `minimum-budget` or less left, the call counts in
+ * `obs_timeout_budget_exhausted_total{transport}` and still runs, unless `abort-on-exhaustion`
+ * refuses it with {@link TimeoutBudgetExhaustedError} before a byte is sent. With
+ * `apply-client-timeout`, the call is aborted when the budget runs out. Outside a request context
+ * nothing is stamped, counted or aborted.
+ *
+ * Transports: `fetch` (the global `fetch`, wrapped once per process), `http` (`node:http` and
+ * `node:https` through the `http.client.request.created` diagnostics channel, so also got and most
+ * clients built on them), `undici` ({@link createBudgetInterceptor}, composed onto a dispatcher) and
+ * `axios` ({@link instrumentAxios}, on an instance).
+ * The instrumentation never fails a call: a failure of its own is logged and the call goes on.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { subscribe } from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
+import { ObsError } from './errors.ts';
+import { currentRequestContext, type OutboundBudgetPolicy } from './request-context.ts';
+import { DEADLINE_HEADER, isExhausted, remainingMs } from './timeout-budget.ts';
+
+/** The values of the `transport` label of `obs_timeout_budget_exhausted_total`. */
+export const TRANSPORTS = ['fetch', 'undici', 'http', 'axios'] as const;
+export type Transport = (typeof TRANSPORTS)[number];
+
+/**
+ * An outbound HTTP call refused because the request's timeout budget is exhausted
+ * (`abort-on-exhaustion`); code `OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED`, status 504. Nothing was sent.
+ */
+export class TimeoutBudgetExhaustedError extends ObsError {
+  /** The transport of the refused call: `fetch`, `undici`, `http` or `axios`. */
+  readonly transport: string;
+  /** Milliseconds the budget had left (at or below `minimum-budget`). */
+  readonly remainingMs: number;
+  constructor(transport: string, remaining: number, minimumBudgetMs: number) {
+    super('OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED', [transport, remaining, minimumBudgetMs]);
+    this.name = 'TimeoutBudgetExhaustedError';
+    this.transport = transport;
+    this.remainingMs = remaining;
+  }
+}
+
+/** What an outbound call does with the budget: stamp, maybe refuse, maybe bound. */
+export interface OutboundDecision {
+  readonly remainingMs: number;
+  readonly deadlineEpochMs: number;
+  readonly exhausted: boolean;
+  /** Set when the call must not run. */
+  readonly refusal?: TimeoutBudgetExhaustedError;
+  readonly policy: OutboundBudgetPolicy;
+  /** The headers to stamp; each transport skips a header the caller set. */
+  readonly headers: ReadonlyArray<readonly [name: string, value: string]>;
+}
+
+/**
+ * The decision for an outbound call of `transport` made now, in the current context, with the
+ * exhaustion counted; undefined outside a request with a budget. Never throws.
+ */
+export function decideOutbound(
+  transport: Transport,
+  nowMs: number = Date.now(),
+): OutboundDecision | undefined {
+  const budget = currentRequestContext()?.budget;
+  if (budget === undefined) return undefined;
+  const { policy, deadlineEpochMs } = budget;
+  const remaining = remainingMs(deadlineEpochMs, nowMs);
+  const exhausted = isExhausted(remaining, policy.minimumBudgetMs);
+  if (exhausted) policy.exhausted(transport);
+  return {
+    remainingMs: remaining,
+    deadlineEpochMs,
+    exhausted,
+    refusal:
+      exhausted && policy.abortOnExhaustion
+        ? new TimeoutBudgetExhaustedError(transport, remaining, policy.minimumBudgetMs)
+        : undefined,
+    policy,
+    headers: [
+      [policy.outboundHeader, String(remaining)],
+      [DEADLINE_HEADER, String(deadlineEpochMs)],
+    ],
+  };
+}
+
+/**
+ * Set while a `fetch` call runs, so that the undici dispatcher under it (an interceptor on the
+ * global dispatcher or on the one handed to `fetch`) neither stamps nor counts it again. axios is
+ * told apart differently: it runs its interceptors and its adapter in separate promise callbacks, so
+ * a context entered in the one never reaches the other; `node:http` skips a request already stamped
+ * with this request's deadline instead.
+ */
+const handledAbove = new AsyncLocalStorage<Transport>();
+
+// ---------------------------------------------------------------------------------------------
+// fetch
+
+let fetchWrapped = false;
+
+function budgetFetch(original: typeof fetch): typeof fetch {
+  return function fetchWithBudget(input, init) {
+    let decision: OutboundDecision | undefined;
+    let next: RequestInit | undefined;
+    try {
+      decision = decideOutbound('fetch');
+      if (decision !== undefined) {
+        if (decision.refusal !== undefined) return Promise.reject(decision.refusal);
+        const isRequest = typeof Request !== 'undefined' && input instanceof Request;
+        // init.headers replaces the Request's headers entirely, so start from whichever applies.
+        const headers = new Headers(init?.headers ?? (isRequest ? input.headers : undefined));
+        for (const [name, value] of decision.headers) if (!headers.has(name)) headers.set(name, value);
+        next = { ...init, headers };
+        if (decision.policy.applyClientTimeout) {
+          const timeout = AbortSignal.timeout(decision.remainingMs);
+          const caller = init?.signal ?? (isRequest ? input.signal : undefined);
+          next.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
+        }
+      }
+    } catch (error) {
+      decision?.policy.failed('fetch', error);
+      next = undefined;
+    }
+    if (next === undefined) return original(input, init);
+    const call = next;
+    return handledAbove.run('fetch', () => original(input, call));
+  };
+}
+
+function installFetch(): void {
+  if (fetchWrapped || typeof globalThis.fetch !== 'function') return;
+  fetchWrapped = true;
+  globalThis.fetch = budgetFetch(globalThis.fetch);
+}
+
+// ---------------------------------------------------------------------------------------------
+// node:http and node:https
+
+let httpSubscribed = false;
+
+function onHttpRequestCreated(message: unknown): void {
+  let decision: OutboundDecision | undefined;
+  try {
+    if (handledAbove.getStore() !== undefined) return;
+    const request = (message as { request: ClientRequest }).request;
+    const deadline = currentRequestContext()?.budget?.deadlineEpochMs;
+    // A client above node:http (axios) stamped this request's deadline already, and counted it.
+    if (deadline !== undefined && request.getHeader(DEADLINE_HEADER) === String(deadline)) return;
+    decision = decideOutbound('http');
+    if (decision === undefined) return;
+    if (decision.refusal !== undefined) {
+      // Headers go out with the first write: destroying the request now sends nothing.
+      request.destroy(decision.refusal);
+      return;
+    }
+    for (const [name, value] of decision.headers) {
+      if (request.getHeader(name) === undefined) request.setHeader(name, value);
+    }
+    if (decision.policy.applyClientTimeout) {
+      // The same error as fetch's AbortSignal.timeout gives.
+      const timer = setTimeout(() => {
+        request.destroy(new DOMException('the timeout budget ran out', 'TimeoutError'));
+      }, decision.remainingMs);
+      timer.unref();
+      request.once('close', () => clearTimeout(timer));
+    }
+  } catch (error) {
+    // diagnostics-channel subscribers never throw: a throw here would surface as uncaught
+    decision?.policy.failed('http', error);
+  }
+}
+
+function installHttp(): void {
+  if (httpSubscribed) return;
+  httpSubscribed = true;
+  subscribe('http.client.request.created', onHttpRequestCreated);
+}
+
+// ---------------------------------------------------------------------------------------------
+// axios
+
+/** The part of an axios request config obs reads and writes. */
+export interface AxiosRequestConfigLike {
+  /** axios's `AxiosHeaders` (with `has` and `set`) or a plain object. */
+  headers?: unknown;
+  signal?: unknown;
+}
+/** The part of an axios instance obs uses: its request interceptors. */
+export interface AxiosInstanceLike {
+  readonly interceptors: {
+    readonly request: { use(onFulfilled: <C extends AxiosRequestConfigLike>(config: C) => C): number };
+  };
+}
+
+function stampAxios(config: AxiosRequestConfigLike, stamps: OutboundDecision['headers']): void {
+  const headers = config.headers as { has?: unknown; set?: unknown } | Record<string, unknown> | undefined;
+  if (headers !== undefined && typeof headers.has === 'function' && typeof headers.set === 'function') {
+    const h = headers as { has(name: string): boolean; set(name: string, value: string): unknown };
+    for (const [name, value] of stamps) if (!h.has(name)) h.set(name, value);
+    return;
+  }
+  const object: Record<string, unknown> = { ...(headers as Record<string, unknown> | undefined) };
+  const names = new Set(Object.keys(object).map((n) => n.toLowerCase()));
+  for (const [name, value] of stamps) if (!names.has(name.toLowerCase())) object[name] = value;
+  config.headers = object;
+}
+
+/**
+ * Applies the timeout budget to every call of an axios instance, as transport `axios`: a request
+ * interceptor stamps the headers, counts an exhausted call, refuses it with
+ * {@link TimeoutBudgetExhaustedError} under `abort-on-exhaustion` (nothing is sent) and, with
+ * `apply-client-timeout`, aborts it through its `signal` when the budget runs out (axios then
+ * rejects with its `CanceledError`). Calls of an instance not handed to obs are still covered as
+ * `http` (axios uses `node:http`); a call of an instrumented one is counted once, as `axios`.
+ * Returns the interceptor's id (`instance.interceptors.request.eject(id)` removes it).
+ */
+export function instrumentAxios(instance: AxiosInstanceLike): number {
+  return instance.interceptors.request.use(<C extends AxiosRequestConfigLike>(config: C): C => {
+    let decision: OutboundDecision | undefined;
+    try {
+      decision = decideOutbound('axios');
+      if (decision !== undefined && decision.refusal === undefined) {
+        stampAxios(config, decision.headers);
+        if (decision.policy.applyClientTimeout) {
+          const timeout = AbortSignal.timeout(decision.remainingMs);
+          const caller = config.signal as AbortSignal | undefined;
+          config.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
+        }
+      }
+    } catch (error) {
+      decision?.policy.failed('axios', error);
+      return config;
+    }
+    if (decision?.refusal !== undefined) throw decision.refusal;
+    return config;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// undici
+
+/** The dispatch options an undici interceptor sees (the part obs reads and writes). */
+export interface UndiciDispatchOptions {
+  /** The request headers: an object, a flat `[name, value, ...]` array or an iterable of pairs. */
+  headers?: unknown;
+  /** Milliseconds to wait for the response headers (undici's default when unset). */
+  headersTimeout?: number | null;
+  /** Milliseconds the body may pause (undici's default when unset). */
+  bodyTimeout?: number | null;
+}
+/** An undici dispatch function: `dispatcher.dispatch`'s shape. */
+export type UndiciDispatch<O extends UndiciDispatchOptions, H> = (options: O, handler: H) => boolean;
+
+/**
+ * Undici dispatch headers with the stamps added where the caller set no header of that name. The
+ * headers may be an object, a flat `[name, value, ...]` array or an iterable of pairs; an array or
+ * iterable comes back as a flat array, an object as an object.
+ */
+function stampUndici(headers: unknown, stamps: OutboundDecision['headers']): unknown {
+  if (headers === undefined || headers === null || typeof headers !== 'object') {
+    return Object.fromEntries(stamps);
+  }
+  const iterable = typeof (headers as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function';
+  if (iterable) {
+    const flat = (Array.isArray(headers) ? headers : [...(headers as Iterable<unknown>)]).flat();
+    const names = new Set(flat.filter((_, i) => i % 2 === 0).map((n) => String(n).toLowerCase()));
+    for (const [name, value] of stamps) if (!names.has(name.toLowerCase())) flat.push(name, value);
+    return flat;
+  }
+  const object: Record<string, unknown> = { ...(headers as Record<string, unknown>) };
+  const names = new Set(Object.keys(object).map((n) => n.toLowerCase()));
+  for (const [name, value] of stamps) if (!names.has(name.toLowerCase())) object[name] = value;
+  return object;
+}
+
+/**
+ * An undici interceptor (`(dispatch) => (options, handler)`) that applies the timeout budget to every
+ * call of the dispatcher it is composed onto, as transport `undici`:
+ * `new Agent().compose(createBudgetInterceptor())`, or the global dispatcher
+ * (`setGlobalDispatcher(getGlobalDispatcher().compose(createBudgetInterceptor()))`; calls of the
+ * global `fetch` are then still counted once, as `fetch`). A refused call throws
+ * {@link TimeoutBudgetExhaustedError} from `dispatch`, before anything is sent. With
+ * `apply-client-timeout`, the remaining budget bounds the wait for the response headers and each
+ * pause of the body (undici's `headersTimeout` and `bodyTimeout`), not the whole call.
+ */
+export function createBudgetInterceptor() {
+  return <O extends UndiciDispatchOptions, H>(dispatch: UndiciDispatch<O, H>): UndiciDispatch<O, H> =>
+    (options, handler) => {
+      let decision: OutboundDecision | undefined;
+      let next: O = options;
+      try {
+        if (handledAbove.getStore() === undefined) decision = decideOutbound('undici');
+        if (decision !== undefined && decision.refusal === undefined) {
+          next = { ...options, headers: stampUndici(options.headers, decision.headers) };
+          if (decision.policy.applyClientTimeout) {
+            const bound = (set: number | null | undefined) =>
+              set === undefined || set === null || set === 0
+                ? decision!.remainingMs
+                : Math.min(set, decision!.remainingMs);
+            // undici reads 0 as "no timeout"; an exhausted budget still gets the shortest bound.
+            next.headersTimeout = Math.max(1, bound(options.headersTimeout));
+            next.bodyTimeout = Math.max(1, bound(options.bodyTimeout));
+          }
+        }
+      } catch (error) {
+        decision?.policy.failed('undici', error);
+        next = options;
+        decision = undefined;
+      }
+      if (decision?.refusal !== undefined) throw decision.refusal;
+      return dispatch(next, handler);
+    };
+}
+
+/**
+ * Instruments the global `fetch` and `node:http`/`node:https` for the timeout budget, once per
+ * process (later calls do nothing). The instrumentation acts only inside a request context with a
+ * budget, so it stays harmless after the app that installed it closes.
+ */
+export function installOutboundBudget(): void {
+  installFetch();
+  installHttp();
+}

@@ -1,0 +1,138 @@
+/**
+ * The timeout budget on a fastify app: an `onRequest` hook establishes each request's budget
+ * ({@link establishBudget}) and runs the rest of the request inside the request context
+ * (`request-context.ts`) and an OpenTelemetry context whose baggage holds the deadline
+ * (`obs.timeout-budget.deadline.epoch.ms`). A malformed deadline header counts in
+ * `obs_timeout_budget_invalid_total{header}`; outbound calls that find the budget exhausted count in
+ * `obs_timeout_budget_exhausted_total{transport}`.
+ */
+import { type Context, context, propagation } from '@opentelemetry/api';
+import type { FastifyInstance } from 'fastify';
+import { Counter } from 'prom-client';
+import type { Obs } from './obs.ts';
+import {
+  type ContextBudget,
+  type OutboundBudgetPolicy,
+  type RequestContext,
+  runInRequestContext,
+} from './request-context.ts';
+import { DEADLINE_HEADER, establishBudget, type TimeoutBudgetSource } from './timeout-budget.ts';
+import { installOutboundBudget, TRANSPORTS, type Transport } from './timeout-budget-clients.ts';
+
+/** Names of the meters of the timeout budget. */
+export const TIMEOUT_BUDGET_METRICS = {
+  exhausted: 'obs_timeout_budget_exhausted_total',
+  invalid: 'obs_timeout_budget_invalid_total',
+} as const;
+
+/** The baggage entry that carries the deadline (epoch milliseconds). */
+export const DEADLINE_BAGGAGE_KEY = 'obs.timeout-budget.deadline.epoch.ms';
+
+const SOURCES: readonly TimeoutBudgetSource[] = ['deadline-header', 'remaining-header', 'default'];
+
+function withDeadlineBaggage(deadlineEpochMs: number) {
+  const active = context.active();
+  const baggage = propagation.getBaggage(active) ?? propagation.createBaggage();
+  return propagation.setBaggage(
+    active,
+    baggage.setEntry(DEADLINE_BAGGAGE_KEY, { value: String(deadlineEpochMs) }),
+  );
+}
+
+/**
+ * Adds the budget's hooks, meters, outbound instrumentation and snapshot section to a fastify app
+ * (hooks, meters and instrumentation only when `obs.timeout-budget.enabled`).
+ */
+export function registerTimeoutBudget(app: FastifyInstance, obs: Obs): void {
+  const config = obs.config['timeout-budget'];
+  const established = Object.fromEntries(SOURCES.map((s) => [s, 0])) as Record<TimeoutBudgetSource, number>;
+  const exhaustedCounts = Object.fromEntries(TRANSPORTS.map((t) => [t, 0])) as Record<Transport, number>;
+  let invalidCount = 0;
+  let skipped = 0;
+  const outboundHeader = config['outbound-header'] ?? config['inbound-header'];
+  obs.addSnapshotSection('timeout-budget', () => ({
+    enabled: config.enabled,
+    config: obs.resolved.effective['timeout-budget'] ?? null,
+    headers: { deadline: DEADLINE_HEADER, inbound: config['inbound-header'], outbound: outboundHeader },
+    baggage: DEADLINE_BAGGAGE_KEY,
+    transports: [...TRANSPORTS],
+    metrics: [TIMEOUT_BUDGET_METRICS.exhausted, TIMEOUT_BUDGET_METRICS.invalid],
+    established: { ...established },
+    skipped,
+    invalid: invalidCount,
+    exhausted: { ...exhaustedCounts },
+  }));
+  if (!config.enabled) return;
+
+  const exhausted = new Counter({
+    name: TIMEOUT_BUDGET_METRICS.exhausted,
+    help: 'Outbound calls made or refused with the remaining timeout budget at or below minimum-budget, by transport',
+    labelNames: ['transport'],
+    registers: [obs.registry],
+  });
+  const invalid = new Counter({
+    name: TIMEOUT_BUDGET_METRICS.invalid,
+    help: 'Inbound requests whose deadline header was malformed (treated as absent), by header',
+    labelNames: ['header'],
+    registers: [obs.registry],
+  });
+  const policy: OutboundBudgetPolicy = {
+    outboundHeader,
+    minimumBudgetMs: config['minimum-budget'],
+    // A refusal is enforcement: DRY_RUN counts the exhausted call and lets it run.
+    get abortOnExhaustion() {
+      return config['abort-on-exhaustion'] && obs.mode.get() === 'ENFORCING';
+    },
+    applyClientTimeout: config['apply-client-timeout'],
+    exhausted(transport) {
+      try {
+        exhausted.inc({ transport });
+        if (transport in exhaustedCounts) exhaustedCounts[transport as Transport] += 1;
+      } catch {
+        // a broken meter never fails the call
+      }
+    },
+    failed(transport, error) {
+      try {
+        obs.logger.warn(
+          { obs: 'timeout-budget', transport, err: String(error) },
+          `obs could not apply the timeout budget to a ${transport} call; the call goes on without it`,
+        );
+      } catch {
+        // nothing more to do
+      }
+    },
+  };
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    let entered: { store: RequestContext; otel: Context } | undefined;
+    try {
+      if (!obs.isEnabledFor('timeout-budget', request)) {
+        skipped += 1;
+      } else {
+        const result = establishBudget(request.headers, config, Date.now());
+        for (const header of result.invalidHeaders) {
+          invalidCount += 1;
+          invalid.inc({ header });
+        }
+        established[result.budget.source] += 1;
+        const budget: ContextBudget = { ...result.budget, policy };
+        entered = {
+          store: { requestId: String(request.id), budget },
+          otel: withDeadlineBaggage(budget.deadlineEpochMs),
+        };
+      }
+    } catch (error) {
+      // telemetry never fails a request: without a budget, the request goes on as if skipped
+      policy.failed('inbound', error);
+    }
+    if (entered === undefined) {
+      done();
+      return;
+    }
+    // The rest of the request (later hooks, the handler) runs inside both contexts.
+    const { store, otel } = entered;
+    runInRequestContext(store, () => context.with(otel, done));
+  });
+  installOutboundBudget();
+}
