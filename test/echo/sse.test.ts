@@ -241,9 +241,9 @@ test('sse – a client that leaves takes its timers and its count with it', asyn
   assert.equal(echo.app.echo.openStreams.sse, 5);
   assert.ok(activeTimers() >= baseline + 5, `${activeTimers() - baseline} timers for 5 streams`);
   for (const client of clients) client.close();
-  assert.ok(await eventually(() => echo.app.echo.openStreams.sse === 0, 2000), 'streams still counted');
+  assert.ok(await eventually(() => echo.app.echo.openStreams.sse === 0, 10_000), 'streams still counted');
   assert.ok(
-    await eventually(() => activeTimers() <= baseline, 2000),
+    await eventually(() => activeTimers() <= baseline, 10_000),
     `timers left behind: ${activeTimers() - baseline}`,
   );
   const health = JSON.parse((await getText(echo, '/health')).text) as {
@@ -267,7 +267,7 @@ test('sse – past ECHO_MAX_STREAMS it answers 503 with a JSON error', async (t)
   );
   assert.equal(echo.app.echo.openStreams.sse, 1);
   open.close();
-  assert.ok(await eventually(() => echo.app.echo.openStreams.sse === 0, 2000));
+  assert.ok(await eventually(() => echo.app.echo.openStreams.sse === 0, 10_000));
   const next = await openSse(echo);
   t.after(() => next.close());
   assert.equal(next.response.statusCode, 200);
@@ -373,13 +373,13 @@ test('sse – the stream works over HTTP/2 (h2c with prior knowledge)', async (t
   stream.on('data', (chunk: string) => {
     text += chunk;
   });
-  assert.ok(await eventually(() => (text.match(/^id: /gm) ?? []).length >= 2, 3000), text);
+  assert.ok(await eventually(() => (text.match(/^id: /gm) ?? []).length >= 2, 10_000), text);
   assert.match(text, /^id: 1\ndata: \{"counter":1,/m);
   assert.match(text, /^id: 2\ndata: \{"counter":2,/m);
   assert.match(text, /^: heartbeat$/m);
   stream.close();
   assert.ok(
-    await eventually(() => echo.app.echo.openStreams.sse === 0, 2000),
+    await eventually(() => echo.app.echo.openStreams.sse === 0, 10_000),
     'the h2 stream is still counted',
   );
   // The session stays usable: leaving one stream does not end the connection.

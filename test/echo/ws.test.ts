@@ -132,7 +132,7 @@ test('ws – a message of MAX_BODY_SIZE is echoed; one byte more closes with 100
   const { code } = await done;
   assert.equal(code, 1009);
   assert.ok(
-    await eventually(() => echo.app.echo.openStreams.ws === 0, 2000),
+    await eventually(() => echo.app.echo.openStreams.ws === 0, 10_000),
     'the closed socket is uncounted',
   );
 });
@@ -231,7 +231,7 @@ test('ws – past ECHO_MAX_STREAMS (WebSocket and SSE together) a socket is clos
   const gone = closed(first);
   first.close();
   await gone;
-  assert.ok(await eventually(() => echo.app.echo.openStreams.ws === 0, 2000));
+  assert.ok(await eventually(() => echo.app.echo.openStreams.ws === 0, 10_000));
   const next = await connect(echo);
   t.after(() => next.terminate());
   next.send('in again');
@@ -255,13 +255,13 @@ test('ws – openStreams.ws and /health count exactly the open sockets', async (
   await Promise.all(gone);
   sockets[2]!.terminate();
   assert.ok(
-    await eventually(() => echo.app.echo.openStreams.ws === 2, 2000),
+    await eventually(() => echo.app.echo.openStreams.ws === 2, 10_000),
     `${echo.app.echo.openStreams.ws}`,
   );
   assert.equal(await health(), 2);
   sockets[3]!.terminate();
   sockets[4]!.terminate();
-  assert.ok(await eventually(() => echo.app.echo.openStreams.ws === 0, 2000));
+  assert.ok(await eventually(() => echo.app.echo.openStreams.ws === 0, 10_000));
 });
 
 test('ws – a plain GET to /ws is a 426 JSON error that names the upgrade', async (t) => {
