@@ -89,6 +89,23 @@ export {
 } from './exception-handler.ts';
 export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerprint.ts';
 export {
+  instrumentKafka,
+  KAFKA_METRICS,
+  type KafkaBatchLike,
+  type KafkaConsumerLike,
+  type KafkaEachBatchPayloadLike,
+  type KafkaEachMessagePayloadLike,
+  type KafkaHeadersLike,
+  type KafkaHeaderValue,
+  type KafkaLike,
+  type KafkaMessageLike,
+  type KafkaProducerBatchLike,
+  type KafkaProducerLike,
+  type KafkaProducerRecordLike,
+  type KafkaRunConfigLike,
+  type KafkaSenderLike,
+} from './kafka.ts';
+export {
   activeTraceFields,
   type ObsFastifyOptions,
   type ObsLoggerOptionsInput,
