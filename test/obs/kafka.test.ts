@@ -8,6 +8,7 @@ import {
   instrumentKafka,
   isStaleRecord,
   KAFKA_METRICS,
+  type KafkaMessageLike,
   type KafkaProducerBatchLike,
   type KafkaProducerRecordLike,
   type KafkaRunConfigLike,
@@ -29,7 +30,7 @@ import {
   requireKcat,
   startKafkaMock,
 } from '../helpers/kafka-mock.ts';
-import { capturingLogger, type RunningObsApp, startObsApp } from './helpers.ts';
+import { capturingLogger, injectableObsApp, type RunningObsApp, startObsApp } from './helpers.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Pure parts, with injected time
@@ -249,6 +250,87 @@ test('kafka – a failure of the instrumentation is logged; the produce and the 
       ['warn', 'consume'],
     ],
   );
+});
+
+test('kafka – eachBatch runs in the context of its record with the earliest deadline', async (t) => {
+  const { kafka, runs } = fakeKafka();
+  const app = await injectableObsApp(t);
+  instrumentKafka(kafka, app.obs);
+  const contexts: Array<[number | undefined, string | undefined]> = [];
+  await kafka.consumer({ groupId: 'g' }).run({
+    eachBatch: async () => {
+      contexts.push([currentTimeoutBudget()?.deadlineEpochMs, currentRequestContext()?.requestId]);
+    },
+  });
+  const now = Date.now();
+  const batch = (messages: KafkaMessageLike[]) => ({
+    batch: { topic: 't', partition: 0, messages, lastOffset: () => '9' },
+    resolveOffset() {},
+  });
+  await runs[0]!.eachBatch!(
+    batch([
+      { headers: { 'x-request-id': 'none' } },
+      { headers: { 'Obs-Timeout-Deadline-Ms': String(now + 5000), 'x-request-id': 'later' } },
+      { headers: { 'Obs-Timeout-Deadline-Ms': String(now + 1000), 'x-request-id': 'earliest' } },
+      { headers: { 'Obs-Timeout-Deadline-Ms': String(now + 3000), 'x-request-id': 'between' } },
+    ]),
+  );
+  await runs[0]!.eachBatch!(
+    batch([{ headers: { 'x-request-id': 'first' } }, { headers: { 'x-request-id': 'second' } }]),
+  );
+  assert.deepEqual(contexts, [
+    [now + 1000, 'earliest'],
+    [undefined, 'first'],
+  ]);
+});
+
+test('kafka – eachBatch: a batch of stale records only is not handed over; its last offset is resolved', async (t) => {
+  const { kafka, runs } = fakeKafka();
+  const { obs, registry } = fakeObs(t, { 'skip-stale-records': true, 'skip-stale-max-age': '1m' });
+  instrumentKafka(kafka, obs);
+  const handed: number[] = [];
+  await kafka.consumer({ groupId: 'g' }).run({
+    eachBatch: async ({ batch }) => {
+      handed.push(batch.messages.length);
+    },
+  });
+  const resolved: string[] = [];
+  const old = String(Date.now() - 120_000);
+  await runs[0]!.eachBatch!({
+    batch: {
+      topic: 't',
+      partition: 0,
+      messages: [{ timestamp: old }, { timestamp: old }],
+      lastOffset: () => '41',
+    },
+    resolveOffset: (offset) => resolved.push(offset),
+  });
+  assert.deepEqual(handed, []);
+  assert.deepEqual(resolved, ['41']);
+  const skipped = await registry.getSingleMetric(KAFKA_METRICS.recordsSkipped)?.get();
+  assert.deepEqual(
+    skipped?.values.map((v) => [v.labels.topic, v.value]),
+    [['t', 2]],
+  );
+});
+
+test('kafka – a transaction’s sends are stamped too', async (t) => {
+  const sent: KafkaProducerRecordLike[] = [];
+  const sender = {
+    send: async (record: KafkaProducerRecordLike) => {
+      sent.push(record);
+    },
+    sendBatch: async () => {},
+  };
+  const kafka = {
+    producer: () => ({ ...sender, transaction: async () => ({ ...sender }) }),
+    consumer: () => ({ run: async () => {} }),
+  };
+  instrumentKafka(kafka, fakeObs(t).obs);
+  const transaction = await kafka.producer().transaction();
+  await inRequest(5000, () => transaction.send({ topic: 'a', messages: [{}] }));
+  assert.equal(sent[0]?.messages[0]?.headers?.['X-Request-ID'], 'req-1');
+  assert.ok(sent[0]?.messages[0]?.headers?.['Obs-Timeout-Deadline-Ms']);
 });
 
 // ---------------------------------------------------------------------------------------------
