@@ -4,10 +4,9 @@ import { test } from 'node:test';
 import { type Consumer, type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from 'kafkajs';
 import { Registry } from 'prom-client';
 import { createObs, loadObsConfig, type ObsConfigInput } from '../../src/obs/index.ts';
+import { instrumentKafka, KAFKA_METRICS } from '../../src/obs/kafka.ts';
 import {
-  instrumentKafka,
   isStaleRecord,
-  KAFKA_METRICS,
   type KafkaMessageLike,
   type KafkaProducerBatchLike,
   type KafkaProducerRecordLike,
@@ -15,7 +14,7 @@ import {
   type RecordContextSettings,
   recordAgeMs,
   recordContext,
-} from '../../src/obs/kafka.ts';
+} from '../../src/obs/kafka-records.ts';
 import {
   currentRequestContext,
   currentTimeoutBudget,
