@@ -244,6 +244,26 @@ test('kafka – eachBatch: a batch of stale records only is not handed over; its
   );
 });
 
+test('kafka – the lag and skip labels pass the cardinality firewall', async (t) => {
+  const { kafka, runs } = fakeKafka();
+  const app = await injectableObsApp(t, {
+    config: {
+      cardinality: { 'max-tag-values-per-meter': 2 },
+      kafka: { 'skip-stale-records': true, 'skip-stale-max-age': '1m' },
+    },
+  });
+  instrumentKafka(kafka, app.obs);
+  await kafka.consumer({ groupId: 'g' }).run({ eachMessage: async () => {} });
+  const old = String(Date.now() - 120_000);
+  for (const topic of ['a', 'b', 'c', 'd']) {
+    await runs[0]!.eachMessage!({ topic, partition: 0, message: { timestamp: old } });
+  }
+  const topics = async (name: string) =>
+    ((await app.obs.registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => v.labels.topic);
+  assert.deepEqual(await topics(KAFKA_METRICS.consumerTimeLag), ['a', 'b', 'OVERFLOW']);
+  assert.deepEqual(await topics(KAFKA_METRICS.recordsSkipped), ['a', 'b', 'OVERFLOW']);
+});
+
 test('kafka – a transaction’s sends are stamped too', async (t) => {
   const sent: KafkaProducerRecordLike[] = [];
   const sender = {
