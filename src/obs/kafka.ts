@@ -181,10 +181,14 @@ function contextSettings(obs: Obs): RecordContextSettings {
 }
 
 /** Runs `fn` inside `store` and, when it has a budget, an OpenTelemetry context whose baggage holds it. */
-function runInside<T>(store: RequestContext | undefined, fn: () => T): T {
+function runInside<T>(store: RequestContext | undefined, fn: () => T, kit: KafkaInstrumentation): T {
   if (store === undefined) return fn();
-  const otel: Context | undefined =
-    store.budget === undefined ? undefined : withDeadlineBaggage(store.budget.deadlineEpochMs);
+  let otel: Context | undefined;
+  try {
+    if (store.budget !== undefined) otel = withDeadlineBaggage(store.budget.deadlineEpochMs);
+  } catch (error) {
+    kit.failed('consume', error);
+  }
   return runInRequestContext(store, () => (otel === undefined ? fn() : context.with(otel, fn)));
 }
 
@@ -237,7 +241,7 @@ function wrapEachMessage(
       kit.failed('consume', error);
       store = undefined;
     }
-    return runInside(store, () => handler.call(this, payload));
+    return runInside(store, () => handler.call(this, payload), kit);
   };
 }
 
@@ -287,7 +291,7 @@ function wrapEachBatch(
       view = payload;
     }
     const handed = view;
-    return runInside(store, () => handler.call(this, handed));
+    return runInside(store, () => handler.call(this, handed), kit);
   };
 }
 

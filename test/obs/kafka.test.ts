@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { context, propagation } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { type Consumer, type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from 'kafkajs';
 import { Registry } from 'prom-client';
 import { createObs, type ObsConfigInput } from '../../src/obs/index.ts';
@@ -18,7 +20,7 @@ import {
   runInRequestContext,
   type TimeoutBudget,
 } from '../../src/obs/request-context.ts';
-import { TIMEOUT_BUDGET_METRICS } from '../../src/obs/timeout-budget-hook.ts';
+import { DEADLINE_BAGGAGE_KEY, TIMEOUT_BUDGET_METRICS } from '../../src/obs/timeout-budget-hook.ts';
 import {
   type KafkaMock,
   MOCK_CONSUMER_SETTINGS,
@@ -212,6 +214,33 @@ test('kafka – eachBatch runs in the context of its record with the earliest de
     [now + 1000, 'earliest'],
     [undefined, 'first'],
   ]);
+});
+
+test('kafka – the listener’s OpenTelemetry baggage carries the record’s deadline (real AsyncLocalStorage context manager)', async (t) => {
+  const manager = new AsyncLocalStorageContextManager().enable();
+  context.setGlobalContextManager(manager);
+  t.after(() => {
+    context.disable();
+    manager.disable();
+  });
+  const { kafka, runs } = fakeKafka();
+  const app = await injectableObsApp(t);
+  instrumentKafka(kafka, app.obs);
+  const entries: Array<string | undefined> = [];
+  await kafka.consumer({ groupId: 'g' }).run({
+    eachMessage: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      entries.push(propagation.getBaggage(context.active())?.getEntry(DEADLINE_BAGGAGE_KEY)?.value);
+    },
+  });
+  const deadline = Date.now() + 7000;
+  await runs[0]!.eachMessage!({
+    topic: 't',
+    partition: 0,
+    message: { headers: { 'Obs-Timeout-Deadline-Ms': String(deadline) } },
+  });
+  await runs[0]!.eachMessage!({ topic: 't', partition: 0, message: {} });
+  assert.deepEqual(entries, [String(deadline), undefined]);
 });
 
 test('kafka – eachBatch: a batch of stale records only is not handed over; its last offset is resolved', async (t) => {
