@@ -58,7 +58,7 @@ export const FEATURES: readonly Feature[] = [
     name: 'Kafka time-based lag',
     key: 'kafka',
     default: 'on if kafkajs is handed to obs',
-    status: 'planned',
+    status: 'built',
   },
   { name: 'Request fan-out', key: 'fan-out', default: 'on', status: 'planned' },
   { name: 'SLO-as-code', key: 'slo', default: 'opt-in', status: 'planned' },

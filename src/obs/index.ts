@@ -88,6 +88,22 @@ export {
   registerExceptionHandler,
 } from './exception-handler.ts';
 export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerprint.ts';
+export { instrumentKafka, KAFKA_METRICS } from './kafka.ts';
+export type {
+  KafkaBatchLike,
+  KafkaConsumerLike,
+  KafkaEachBatchPayloadLike,
+  KafkaEachMessagePayloadLike,
+  KafkaHeadersLike,
+  KafkaHeaderValue,
+  KafkaLike,
+  KafkaMessageLike,
+  KafkaProducerBatchLike,
+  KafkaProducerLike,
+  KafkaProducerRecordLike,
+  KafkaRunConfigLike,
+  KafkaSenderLike,
+} from './kafka-records.ts';
 export {
   activeTraceFields,
   type ObsFastifyOptions,

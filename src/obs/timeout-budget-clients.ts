@@ -22,7 +22,7 @@ import { currentRequestContext, type OutboundBudgetPolicy } from './request-cont
 import { DEADLINE_HEADER, isExhausted, remainingMs } from './timeout-budget.ts';
 
 /** The values of the `transport` label of `obs_timeout_budget_exhausted_total`. */
-export const TRANSPORTS = ['fetch', 'undici', 'http', 'axios'] as const;
+export const TRANSPORTS = ['fetch', 'undici', 'http', 'axios', 'kafka'] as const;
 export type Transport = (typeof TRANSPORTS)[number];
 
 /**

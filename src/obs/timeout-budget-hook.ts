@@ -30,13 +30,24 @@ export const DEADLINE_BAGGAGE_KEY = 'obs.timeout-budget.deadline.epoch.ms';
 
 const SOURCES: readonly TimeoutBudgetSource[] = ['deadline-header', 'remaining-header', 'default'];
 
-function withDeadlineBaggage(deadlineEpochMs: number) {
+/** The active OpenTelemetry context with the deadline added to its baggage. */
+export function withDeadlineBaggage(deadlineEpochMs: number): Context {
   const active = context.active();
   const baggage = propagation.getBaggage(active) ?? propagation.createBaggage();
   return propagation.setBaggage(
     active,
     baggage.setEntry(DEADLINE_BAGGAGE_KEY, { value: String(deadlineEpochMs) }),
   );
+}
+
+const policies = new WeakMap<Obs, OutboundBudgetPolicy>();
+
+/**
+ * The outbound policy {@link registerTimeoutBudget} made for `obs`: undefined before it ran, or when
+ * `obs.timeout-budget.enabled=false`. A context rebuilt elsewhere (a Kafka record) carries it.
+ */
+export function outboundPolicyOf(obs: Obs): OutboundBudgetPolicy | undefined {
+  return policies.get(obs);
 }
 
 /**
@@ -103,6 +114,7 @@ export function registerTimeoutBudget(app: FastifyInstance, obs: Obs): void {
       }
     },
   };
+  policies.set(obs, policy);
 
   app.addHook('onRequest', (request, _reply, done) => {
     let entered: { store: RequestContext; otel: Context } | undefined;

@@ -18,7 +18,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Multi-tenant context', 'tenant', 'planned'],
   ['Request priority', 'priority', 'planned'],
   ['Container-aware memory metrics', 'container-memory', 'built'],
-  ['Kafka time-based lag', 'kafka', 'planned'],
+  ['Kafka time-based lag', 'kafka', 'built'],
   ['Request fan-out', 'fan-out', 'planned'],
   ['SLO-as-code', 'slo', 'planned'],
   ['Resilience auto-instrumentation', 'resilience', 'planned'],
@@ -309,7 +309,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.deepEqual(entries['obs.trace-guard.enabled-when.header-not-equals'], {}, 'a map is one entry');
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
   assert.deepEqual(
-    Object.keys(entries).filter((k) => /^obs\.(dependencies|retry|kafka|slo|jobs|db)\./.test(k)),
+    Object.keys(entries).filter((k) => /^obs\.(dependencies|retry|slo|jobs|db)\./.test(k)),
     [],
     'no key of a planned feature is hashed',
   );

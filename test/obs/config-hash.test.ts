@@ -85,7 +85,7 @@ test('config-hash – covers the keys of built features only', () => {
   for (const key of hashed) {
     assert.doesNotMatch(key, /^obs\.(context\.enabled|dependencies|retry|slo|jobs|db)\b/);
   }
-  assert.equal(config.kafka['skip-stale-max-age'], 300_000, 'still in the resolved tree');
+  assert.equal(config.db['n-plus-one-threshold'], 50, 'still in the resolved tree');
   assert.equal(hash, configHash(effective));
 });
 

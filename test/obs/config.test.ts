@@ -44,6 +44,7 @@ test('config – defaults: the seed and decisions.md values; planned features re
     'shutdown',
     'container-memory',
     'diagnostics',
+    'kafka',
   ] as const) {
     assert.equal(config[on].enabled, true, `${on} is on by default`);
   }
@@ -54,8 +55,9 @@ test('config – defaults: the seed and decisions.md values; planned features re
   assert.equal(budget['outbound-header'], 'Obs-Timeout-Ms', 'outbound defaults to the inbound header');
   // The schema still documents what the planned features will do; their switch reads off.
   assert.equal(config.kafka['skip-stale-max-age'], 300_000);
+  assert.equal(config.kafka['skip-stale-records'], false);
   assert.equal(config.db['n-plus-one-threshold'], 50);
-  for (const planned of ['context', 'dependencies', 'retry', 'kafka', 'jobs', 'db'] as const) {
+  for (const planned of ['context', 'dependencies', 'retry', 'jobs', 'db'] as const) {
     assert.equal(config[planned].enabled, false, `${planned} is planned: not on`);
   }
   assert.deepEqual(warnings, []);

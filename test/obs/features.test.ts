@@ -14,7 +14,6 @@ const PLANNED = [
   'retry',
   'tenant',
   'priority',
-  'kafka',
   'fan-out',
   'slo',
   'resilience',
@@ -46,7 +45,7 @@ test('features – a key of a planned feature stops startup, from the environmen
         'obs:',
         '  retry:',
         '    header-name: X-Retry',
-        '  kafka.skip-stale-records: true',
+        '  jobs.health-indicator-enabled: false',
         '  slo:',
         '    objectives: [{ name: orders }]',
       ].join('\n'),
@@ -64,7 +63,7 @@ test('features – a key of a planned feature stops startup, from the environmen
     problemsOf({ env, options }).map((p) => p.message),
     [
       `obs.retry.header-name = "X-Retry" (file ${file}): ${reason('retry')}`,
-      `obs.kafka.skip-stale-records = true (file ${file}): ${reason('kafka')}`,
+      `obs.jobs.health-indicator-enabled = false (file ${file}): ${reason('jobs')}`,
       `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
       `obs.context.enabled = "false" (env OBS_CONTEXT_ENABLED): ${reason('context')}`,
       `obs.dependencies.map = "api.example.com=payments" (env OBS_DEPENDENCIES_MAP): ${reason('dependencies')}`,
@@ -91,18 +90,18 @@ test('features – every key of every planned feature is refused through its var
 });
 
 test('features – an unknown key under a planned feature is refused as planned, not offered a planned key', () => {
-  const [inFile] = problemsOf({ env: yaml('obs:\n  kafka:\n    skip-stale-max-aeg: 5m\n') });
-  assert.equal(inFile?.key, 'obs.kafka.skip-stale-max-aeg');
-  assert.match(inFile?.message ?? '', /the kafka feature is not built yet \(planned\)/);
-  const [variable] = problemsOf({ env: { OBS_KAFKA_SKIP_STALE_MAX_AEG: '5m' } });
+  const [inFile] = problemsOf({ env: yaml('obs:\n  db:\n    slow-query-treshold: 1s\n') });
+  assert.equal(inFile?.key, 'obs.db.slow-query-treshold');
+  assert.match(inFile?.message ?? '', /the db feature is not built yet \(planned\)/);
+  const [variable] = problemsOf({ env: { OBS_DB_SLOW_QUERY_TRESHOLD: '1s' } });
   assert.match(variable?.message ?? '', /unknown variable/);
-  assert.doesNotMatch(variable?.expected ?? '', /KAFKA/, 'a planned variable is never suggested');
+  assert.doesNotMatch(variable?.expected ?? '', /OBS_DB_/, 'a planned variable is never suggested');
   const [top] = problemsOf({ options: { zzz: 1 } as ObsConfigInput });
   assert.match(
     top?.message ?? '',
     /valid keys under obs: cardinality, timeout-budget, context, trace-guard, logging/,
   );
-  assert.doesNotMatch(top?.message ?? '', /dependencies|kafka/);
+  assert.doesNotMatch(top?.message ?? '', /dependencies|jobs/);
 });
 
 test('features – the request-id header of a planned feature is read by built code: it may be set', () => {
