@@ -85,8 +85,9 @@ test('pages – /web-ws and /web-sse are self-contained HTML under a strict Cont
 for (const scheme of ['http', 'https'] as const) {
   test(`pages – Chromium over ${scheme}: /web-ws sends a typed message and shows its echo, as text`, async (t) => {
     const { echo, base } = await startFor(scheme);
-    t.after(() => echo.close());
-    const browser = await openChromium(t);
+    // The echo closes after the browser's own hooks (hooks run in order), so no page holds a
+    // connection open then; registered even when the browser fails to start.
+    const browser = await openChromium(t).finally(() => t.after(() => echo.close()));
     if (browser === undefined) return;
     const page = await browser.newPage();
     const problems = watchProblems(page);
@@ -125,8 +126,9 @@ for (const scheme of ['http', 'https'] as const) {
 
   test(`pages – Chromium over ${scheme}: /web-sse shows at least two events`, async (t) => {
     const { echo, base } = await startFor(scheme, { ECHO_SSE_TICKER: '200ms' });
-    t.after(() => echo.close());
-    const browser = await openChromium(t);
+    // The echo closes after the browser's own hooks (hooks run in order), so no page holds a
+    // connection open then; registered even when the browser fails to start.
+    const browser = await openChromium(t).finally(() => t.after(() => echo.close()));
     if (browser === undefined) return;
     const page = await browser.newPage();
     const problems = watchProblems(page);
@@ -158,8 +160,9 @@ for (const scheme of ['http', 'https'] as const) {
 
 test('pages – Chromium: /web-sse shows hostile event data as text', async (t) => {
   const { echo, base } = await startFor('http');
-  t.after(() => echo.close());
-  const browser = await openChromium(t);
+  // The echo closes after the browser's own hooks (hooks run in order), so no page holds a
+  // connection open then; registered even when the browser fails to start.
+  const browser = await openChromium(t).finally(() => t.after(() => echo.close()));
   if (browser === undefined) return;
   const page = await browser.newPage();
   // The real /sse sends only numbers and dates: a stand-in stream sends what a hostile one could.

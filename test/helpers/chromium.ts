@@ -38,8 +38,24 @@ export async function openChromium(t: TestContext): Promise<BrowserContext | und
     return undefined;
   }
   const userDataDir = await mkdtemp(join(tmpdir(), 'echo-chaos-chromium-'));
-  t.after(() => rm(userDataDir, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(userDataDir, {
+  let context: BrowserContext | undefined;
+  // One hook, in this order: Chromium first (bounded, then its processes are killed, so a close
+  // that hangs cannot hold the test file open), then its profile. Removing the profile while
+  // Chromium still wrote to it failed with ENOTEMPTY, and the close then never ran.
+  t.after(async () => {
+    if (context !== undefined) {
+      const closed = context.close().then(
+        () => true,
+        () => false,
+      );
+      const timedOut = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000).unref());
+      if (!(await Promise.race([closed, timedOut]))) spawnSync('pkill', ['-KILL', '-f', userDataDir]);
+    }
+    await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch(() => {
+      // A profile left in the temp dir is not a failure of the page under test.
+    });
+  });
+  context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,
     headless: true,
     args: [...CHROMIUM_ARGS],
@@ -47,12 +63,6 @@ export async function openChromium(t: TestContext): Promise<BrowserContext | und
     ignoreHTTPSErrors: true,
     viewport: { width: 1100, height: 760 },
     timeout: 30_000,
-  });
-  // A close that hangs must not hold the test file open: bounded, then the processes are killed.
-  t.after(async () => {
-    const closed = context.close().then(() => true);
-    const timedOut = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000).unref());
-    if (!(await Promise.race([closed, timedOut]))) spawnSync('pkill', ['-KILL', '-f', userDataDir]);
   });
   return context;
 }
