@@ -125,7 +125,15 @@ export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger
 export { OBSUI_CSP, renderObsUi } from './obsui.ts';
 export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
 export type { ReadinessCheck, ReadinessReport, ReadinessResult } from './readiness.ts';
-export { bindContext, currentTimeoutBudget, type TimeoutBudget } from './request-context.ts';
+export {
+  bindContext,
+  currentObsContext,
+  currentTimeoutBudget,
+  type ObsContext,
+  type ObsPriority,
+  PRIORITIES,
+  type TimeoutBudget,
+} from './request-context.ts';
 export {
   createErrorUpgradeSpanProcessor,
   createObsSampler,
@@ -150,5 +158,9 @@ export {
   type UndiciDispatch,
   type UndiciDispatchOptions,
 } from './timeout-budget-clients.ts';
-export { DEADLINE_BAGGAGE_KEY, TIMEOUT_BUDGET_METRICS } from './timeout-budget-hook.ts';
+export {
+  DEADLINE_BAGGAGE_KEY,
+  TIMEOUT_BUDGET_METRICS,
+  TIMEOUT_BUDGET_SPAN_ATTRIBUTES,
+} from './timeout-budget-hook.ts';
 export { registerTraceGuard, TRACE_GUARD_METRICS } from './trace-guard.ts';

@@ -29,7 +29,7 @@ import { loadObsConfig } from './config.ts';
 import type { ObsConfig } from './config-schema.ts';
 import { MASK_LIMITS, maskLogLine } from './masking.ts';
 import type { Obs } from './obs.ts';
-import { currentTimeoutBudget } from './request-context.ts';
+import { currentRequestContext, currentTimeoutBudget } from './request-context.ts';
 
 /** The name of the request id on log lines and in problem bodies (fastify's `requestIdLogLabel`). */
 export const REQUEST_ID_LOG_LABEL = 'request_id';
@@ -57,6 +57,24 @@ export function budgetFields(): { timeout_remaining_ms?: number } {
   try {
     const budget = currentTimeoutBudget();
     return budget === undefined ? {} : { timeout_remaining_ms: budget.remainingMs };
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The carried context of the current request, for a log line: `retry_depth`, `priority` and
+ * `tenant` as their features set them, or `{}`.
+ */
+export function contextFields(): { retry_depth?: number; priority?: string; tenant?: string } {
+  try {
+    const store = currentRequestContext();
+    if (store === undefined) return {};
+    const fields: { retry_depth?: number; priority?: string; tenant?: string } = {};
+    if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
+    if (store.priority !== undefined) fields.priority = store.priority;
+    if (store.tenant !== undefined) fields.tenant = store.tenant;
+    return fields;
   } catch {
     return {};
   }
@@ -103,7 +121,7 @@ export function obsLoggerOptions(input: ObsLoggerOptionsInput = {}): LoggerOptio
     ...base,
     mixin(mergeObject, level, logger) {
       const own = baseMixin === undefined ? {} : baseMixin(mergeObject, level, logger);
-      return { ...activeTraceFields(), ...budgetFields(), ...own };
+      return { ...activeTraceFields(), ...budgetFields(), ...contextFields(), ...own };
     },
   };
   if (logging['pii-masking-enabled']) {
@@ -145,7 +163,9 @@ export function addLoggingSnapshot(obs: Obs): void {
   obs.addSnapshotSection('logging', () => ({
     enabled: logging.enabled,
     pii_masking: logging.enabled && logging['pii-masking-enabled'],
-    fields: logging.enabled ? ['trace_id', 'span_id', 'trace_flags', 'timeout_remaining_ms'] : [],
+    fields: logging.enabled
+      ? ['trace_id', 'span_id', 'trace_flags', 'timeout_remaining_ms', 'retry_depth', 'priority', 'tenant']
+      : [],
     masked: ['emails', 'bearer tokens', 'JWTs', 'card numbers (Luhn)', 'US SSNs', 'secret-named fields'],
     applies_to: 'loggers built from obsLoggerOptions() or obsFastifyOptions()',
     limits: {

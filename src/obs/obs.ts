@@ -4,6 +4,7 @@
  * the drain state and the wide-event API. {@link obsPlugin} builds one per fastify app and wires
  * it into hooks and actuator routes; other obs features reach it as `app.obs`.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MeterProvider } from '@opentelemetry/api';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { CardinalityFirewall } from './cardinality.ts';
@@ -142,6 +143,22 @@ export interface Obs {
    * pass-through when `obs.cardinality.enabled=false`).
    */
   guardMeterProvider(provider: MeterProvider): MeterProvider;
+  // --- end ---
+  // --- context propagation (obs.context) ---
+  /**
+   * `fn` bound to the current context (request id, budget, retry depth, priority, tenant, trace
+   * context): wherever and whenever it is called later, it runs in the context it was bound in.
+   * For a callback handed to a pool, a queue or an emitter registered outside the request. With
+   * `obs.context.enabled=false`, `fn` itself.
+   */
+  bind<F extends (...args: never[]) => unknown>(fn: F): F;
+  /**
+   * A submitter that carries its caller's context to the work it is given: each function argument
+   * of a call is bound to the context current at that call (`obs.wrap(queue.push.bind(queue))`,
+   * `obs.wrap(setImmediate)`), the rest pass as they are. With `obs.context.enabled=false`,
+   * `submit` itself.
+   */
+  wrap<F extends (...args: never[]) => unknown>(submit: F): F;
   // --- end ---
   /** Stops the event-loop monitor. */
   close(): void;
@@ -336,6 +353,20 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     },
     guardMeterProvider(provider) {
       return firewall.enabled ? guardMeterProvider(provider, firewall) : provider;
+    },
+    // --- end ---
+    // --- context propagation ---
+    bind(fn) {
+      return config.context.enabled ? AsyncLocalStorage.bind(fn) : fn;
+    },
+    wrap(submit) {
+      if (!config.context.enabled) return submit;
+      return function (this: unknown, ...args: unknown[]) {
+        const bound = args.map((arg) =>
+          typeof arg === 'function' ? AsyncLocalStorage.bind(arg as (...a: unknown[]) => unknown) : arg,
+        );
+        return (submit as unknown as (...a: unknown[]) => unknown).apply(this, bound);
+      } as unknown as typeof submit;
     },
     // --- end ---
     close() {

@@ -13,6 +13,7 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
+import { registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerExceptionHandler } from './exception-handler.ts';
 import { addLoggingSnapshot } from './logging.ts';
@@ -66,8 +67,10 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
     reply.raw.once('close', () => obs.requestFinished());
     done();
   });
-  // --- timeout budget and request context: first, so later hooks and the handler run inside it ---
-  registerTimeoutBudget(app, obs);
+  // --- the request context: first, so later hooks and the handler run inside it; then the ---
+  // --- features that contribute to it (their contributors run in this order) ---
+  registerRequestContext(app, obs);
+  registerTimeoutBudget(obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);

@@ -8,6 +8,7 @@
  * request context nothing is stamped, counted or aborted.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { remainingMs, type TimeoutBudgetSource } from './timeout-budget.ts';
 
 /** What outbound calls made inside a request do with its budget (from `obs.timeout-budget`). */
@@ -32,11 +33,46 @@ export interface ContextBudget {
   readonly policy: OutboundBudgetPolicy;
 }
 
+/** The request priorities of `Obs-Priority`, most urgent first. */
+export const PRIORITIES = ['critical', 'high', 'normal', 'low', 'background'] as const;
+export type ObsPriority = (typeof PRIORITIES)[number];
+
+/**
+ * How the context of the requests of one obs instance travels on outbound calls, besides the
+ * deadline: the header of each carried value (set when its feature is on) and the per-call hook of
+ * fan-out. Shared by every request of that instance.
+ */
+export interface ContextPropagation {
+  /** `obs.retry.header-name` when retry amplification is on. */
+  retryDepthHeader?: string;
+  /** `obs.priority.header-name` when request priority is on. */
+  priorityHeader?: string;
+  /** `obs.tenant.header.name` when the tenant context is on. */
+  tenantHeader?: string;
+  /**
+   * Called once for each outbound call made inside a request of this context (fan-out); `host` is
+   * the target's `host[:port]` when the transport knows it. Never throws.
+   */
+  outbound?(context: RequestContext, transport: string, host: string | undefined): void;
+  /** Logs a failure of the instrumentation itself (the call goes on). Never throws. */
+  failed(transport: string, error: unknown): void;
+}
+
 /** What the context of one request holds. */
 export interface RequestContext {
   readonly requestId: string;
   /** Absent when the budget feature is off or `enabled-when` skipped the request. */
   readonly budget?: ContextBudget;
+  /** The retry depth: the inbound `Obs-Retry-Depth` (0 without it), plus one in each retry attempt. */
+  readonly retryDepth?: number;
+  /** The request's priority, when the priority feature is on. */
+  readonly priority?: ObsPriority;
+  /** The tenant id, when the tenant feature is on and the request named one. */
+  readonly tenant?: string;
+  /** Per-request state of features (fan-out's tally), by feature key. */
+  readonly state?: Readonly<Record<string, unknown>>;
+  /** How this context travels on outbound calls; absent in a context rebuilt without an app. */
+  readonly propagation?: ContextPropagation;
 }
 
 /** The remaining budget of the current request: {@link currentTimeoutBudget}. */
@@ -83,4 +119,60 @@ export function currentTimeoutBudget(nowMs: number = Date.now()): TimeoutBudget 
  */
 export function bindContext<F extends (...args: never[]) => unknown>(fn: F): F {
   return AsyncLocalStorage.bind(fn);
+}
+
+/** The context of the current request as an application reads it: {@link currentObsContext}. */
+export interface ObsContext {
+  /** The request id (fastify's, from `obs.context.request-id-header` when the request carried one). */
+  readonly requestId: string;
+  /** The active span's trace id, when an OpenTelemetry SDK traces the request. */
+  readonly traceId?: string;
+  readonly spanId?: string;
+  /** The timeout budget, as {@link currentTimeoutBudget} reads it. */
+  readonly timeoutBudget?: TimeoutBudget;
+  /** The retry depth (`Obs-Retry-Depth`), when retry amplification is on. */
+  readonly retryDepth?: number;
+  /** The request priority (`Obs-Priority`), when the priority feature is on. */
+  readonly priority?: ObsPriority;
+  /** The tenant id, when the tenant feature is on and the request named one. */
+  readonly tenant?: string;
+}
+
+/**
+ * The context of the request being served (request id, trace ids, timeout budget, retry depth,
+ * priority, tenant), or undefined outside one: in a handler, in what it awaits, in timers it set and
+ * in work bound with `obs.bind`. Never throws.
+ */
+export function currentObsContext(nowMs: number = Date.now()): ObsContext | undefined {
+  const store = storage.getStore();
+  if (store === undefined) return undefined;
+  let ids: { traceId?: string; spanId?: string } = {};
+  try {
+    const span = trace.getSpanContext(context.active());
+    if (span !== undefined && isSpanContextValid(span)) ids = { traceId: span.traceId, spanId: span.spanId };
+  } catch {
+    // no trace ids then
+  }
+  const budget = currentTimeoutBudget(nowMs);
+  return {
+    requestId: store.requestId,
+    ...ids,
+    ...(budget === undefined ? {} : { timeoutBudget: budget }),
+    ...(store.retryDepth === undefined ? {} : { retryDepth: store.retryDepth }),
+    ...(store.priority === undefined ? {} : { priority: store.priority }),
+    ...(store.tenant === undefined ? {} : { tenant: store.tenant }),
+  };
+}
+
+/**
+ * Runs `fn` in the current request context with `changes` applied (a retry attempt's depth, say);
+ * outside a request context `fn` just runs.
+ */
+export function runWithContextChanges<T>(
+  changes: Partial<Pick<RequestContext, 'retryDepth' | 'priority' | 'tenant'>>,
+  fn: () => T,
+): T {
+  const store = storage.getStore();
+  if (store === undefined) return fn();
+  return storage.run({ ...store, ...changes }, fn);
 }

@@ -42,46 +42,83 @@ export class TimeoutBudgetExhaustedError extends ObsError {
   }
 }
 
-/** What an outbound call does with the budget: stamp, maybe refuse, maybe bound. */
-export interface OutboundDecision {
+/** The budget part of an outbound decision. */
+export interface OutboundBudget {
   readonly remainingMs: number;
   readonly deadlineEpochMs: number;
   readonly exhausted: boolean;
+  readonly policy: OutboundBudgetPolicy;
+}
+
+/** What an outbound call made inside a request does: stamp, maybe refuse, maybe bound. */
+export interface OutboundDecision {
+  /** Absent when the request has no budget. */
+  readonly budget?: OutboundBudget;
   /** Set when the call must not run. */
   readonly refusal?: TimeoutBudgetExhaustedError;
-  readonly policy: OutboundBudgetPolicy;
-  /** The headers to stamp; each transport skips a header the caller set. */
+  /** The headers to stamp (deadline, retry depth, priority, tenant); a transport skips one the caller set. */
   readonly headers: ReadonlyArray<readonly [name: string, value: string]>;
+  /** Logs a failure of the instrumentation (the call goes on). Never throws. */
+  failed(transport: string, error: unknown): void;
 }
+
+/** What {@link decideOutbound} is told about the call. */
+export interface OutboundCall {
+  /** The target's `host[:port]`, for fan-out's distinct hosts. */
+  readonly host?: string;
+  /**
+   * Whether this call is counted for fan-out here: false where a transport below counts it (axios
+   * over `node:http`), true otherwise.
+   */
+  readonly tally?: boolean;
+  /** Only count it for fan-out: a transport above stamped it and judged its budget already. */
+  readonly tallyOnly?: boolean;
+  readonly nowMs?: number;
+}
+
+const NOT_LOGGED = (): void => {};
 
 /**
  * The decision for an outbound call of `transport` made now, in the current context, with the
- * exhaustion counted; undefined outside a request with a budget. Never throws.
+ * exhaustion and the call (fan-out) counted; undefined outside a request context. Never throws.
  */
-export function decideOutbound(
-  transport: Transport,
-  nowMs: number = Date.now(),
-): OutboundDecision | undefined {
-  const budget = currentRequestContext()?.budget;
-  if (budget === undefined) return undefined;
-  const { policy, deadlineEpochMs } = budget;
-  const remaining = remainingMs(deadlineEpochMs, nowMs);
-  const exhausted = isExhausted(remaining, policy.minimumBudgetMs);
-  if (exhausted) policy.exhausted(transport);
-  return {
-    remainingMs: remaining,
-    deadlineEpochMs,
-    exhausted,
-    refusal:
-      exhausted && policy.abortOnExhaustion
-        ? new TimeoutBudgetExhaustedError(transport, remaining, policy.minimumBudgetMs)
-        : undefined,
-    policy,
-    headers: [
-      [policy.outboundHeader, String(remaining)],
-      [DEADLINE_HEADER, String(deadlineEpochMs)],
-    ],
-  };
+export function decideOutbound(transport: Transport, call: OutboundCall = {}): OutboundDecision | undefined {
+  const store = currentRequestContext();
+  if (store === undefined) return undefined;
+  const carried = store.propagation;
+  const failed = store.budget?.policy.failed ?? carried?.failed ?? NOT_LOGGED;
+  try {
+    if (call.tally !== false) carried?.outbound?.(store, transport, call.host);
+  } catch (error) {
+    failed(transport, error);
+  }
+  if (call.tallyOnly === true) return { headers: [], failed };
+  const headers: Array<readonly [string, string]> = [];
+  let budget: OutboundBudget | undefined;
+  let refusal: TimeoutBudgetExhaustedError | undefined;
+  if (store.budget !== undefined) {
+    const { policy, deadlineEpochMs } = store.budget;
+    const remaining = remainingMs(deadlineEpochMs, call.nowMs ?? Date.now());
+    const exhausted = isExhausted(remaining, policy.minimumBudgetMs);
+    if (exhausted) policy.exhausted(transport);
+    budget = { remainingMs: remaining, deadlineEpochMs, exhausted, policy };
+    if (exhausted && policy.abortOnExhaustion) {
+      refusal = new TimeoutBudgetExhaustedError(transport, remaining, policy.minimumBudgetMs);
+    }
+    headers.push([policy.outboundHeader, String(remaining)], [DEADLINE_HEADER, String(deadlineEpochMs)]);
+  }
+  if (carried !== undefined) {
+    if (carried.retryDepthHeader !== undefined && store.retryDepth !== undefined) {
+      headers.push([carried.retryDepthHeader, String(store.retryDepth)]);
+    }
+    if (carried.priorityHeader !== undefined && store.priority !== undefined) {
+      headers.push([carried.priorityHeader, store.priority]);
+    }
+    if (carried.tenantHeader !== undefined && store.tenant !== undefined) {
+      headers.push([carried.tenantHeader, store.tenant]);
+    }
+  }
+  return { budget, refusal, headers, failed };
 }
 
 /**
@@ -96,6 +133,28 @@ const handledAbove = new AsyncLocalStorage<Transport>();
 // ---------------------------------------------------------------------------------------------
 // fetch
 
+function isRequestInput(input: unknown): input is Request {
+  return typeof Request !== 'undefined' && input instanceof Request;
+}
+
+/** The `host[:port]` of a URL given as a string or a URL; undefined when it is neither. */
+function hostOf(url: unknown): string | undefined {
+  try {
+    if (url instanceof URL) return url.host;
+    if (typeof url === 'string') return new URL(url).host;
+  } catch {
+    // a relative or malformed URL has no host
+  }
+  return undefined;
+}
+
+/** The `host[:port]` a `node:http` request goes to. */
+function hostHeaderOf(request: ClientRequest): string | undefined {
+  const header = request.getHeader('host');
+  if (typeof header === 'string' && header !== '') return header;
+  return typeof request.host === 'string' ? request.host : undefined;
+}
+
 let fetchWrapped = false;
 
 function budgetFetch(original: typeof fetch): typeof fetch {
@@ -103,22 +162,22 @@ function budgetFetch(original: typeof fetch): typeof fetch {
     let decision: OutboundDecision | undefined;
     let next: RequestInit | undefined;
     try {
-      decision = decideOutbound('fetch');
+      decision = decideOutbound('fetch', { host: hostOf(isRequestInput(input) ? input.url : input) });
       if (decision !== undefined) {
         if (decision.refusal !== undefined) return Promise.reject(decision.refusal);
-        const isRequest = typeof Request !== 'undefined' && input instanceof Request;
+        const isRequest = isRequestInput(input);
         // init.headers replaces the Request's headers entirely, so start from whichever applies.
         const headers = new Headers(init?.headers ?? (isRequest ? input.headers : undefined));
         for (const [name, value] of decision.headers) if (!headers.has(name)) headers.set(name, value);
         next = { ...init, headers };
-        if (decision.policy.applyClientTimeout) {
-          const timeout = AbortSignal.timeout(decision.remainingMs);
+        if (decision.budget?.policy.applyClientTimeout) {
+          const timeout = AbortSignal.timeout(decision.budget.remainingMs);
           const caller = init?.signal ?? (isRequest ? input.signal : undefined);
           next.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
         }
       }
     } catch (error) {
-      decision?.policy.failed('fetch', error);
+      decision?.failed('fetch', error);
       next = undefined;
     }
     if (next === undefined) return original(input, init);
@@ -144,9 +203,14 @@ function onHttpRequestCreated(message: unknown): void {
     if (handledAbove.getStore() !== undefined) return;
     const request = (message as { request: ClientRequest }).request;
     const deadline = currentRequestContext()?.budget?.deadlineEpochMs;
-    // A client above node:http (axios) stamped this request's deadline already, and counted it.
-    if (deadline !== undefined && request.getHeader(DEADLINE_HEADER) === String(deadline)) return;
-    decision = decideOutbound('http');
+    const host = hostHeaderOf(request);
+    // A client above node:http (axios) stamped this request's deadline already, and judged its
+    // budget; the call is counted here, once, for fan-out.
+    if (deadline !== undefined && request.getHeader(DEADLINE_HEADER) === String(deadline)) {
+      decideOutbound('http', { host, tallyOnly: true });
+      return;
+    }
+    decision = decideOutbound('http', { host });
     if (decision === undefined) return;
     if (decision.refusal !== undefined) {
       // Headers go out with the first write: destroying the request now sends nothing.
@@ -156,17 +220,18 @@ function onHttpRequestCreated(message: unknown): void {
     for (const [name, value] of decision.headers) {
       if (request.getHeader(name) === undefined) request.setHeader(name, value);
     }
-    if (decision.policy.applyClientTimeout) {
+    const budget = decision.budget;
+    if (budget?.policy.applyClientTimeout) {
       // The same error as fetch's AbortSignal.timeout gives.
       const timer = setTimeout(() => {
         request.destroy(new DOMException('the timeout budget ran out', 'TimeoutError'));
-      }, decision.remainingMs);
+      }, budget.remainingMs);
       timer.unref();
       request.once('close', () => clearTimeout(timer));
     }
   } catch (error) {
     // diagnostics-channel subscribers never throw: a throw here would surface as uncaught
-    decision?.policy.failed('http', error);
+    decision?.failed('http', error);
   }
 }
 
@@ -218,17 +283,18 @@ export function instrumentAxios(instance: AxiosInstanceLike): number {
   return instance.interceptors.request.use(<C extends AxiosRequestConfigLike>(config: C): C => {
     let decision: OutboundDecision | undefined;
     try {
-      decision = decideOutbound('axios');
+      // axios sends through node:http (or fetch), which counts the call for fan-out.
+      decision = decideOutbound('axios', { tally: false });
       if (decision !== undefined && decision.refusal === undefined) {
         stampAxios(config, decision.headers);
-        if (decision.policy.applyClientTimeout) {
-          const timeout = AbortSignal.timeout(decision.remainingMs);
+        if (decision.budget?.policy.applyClientTimeout) {
+          const timeout = AbortSignal.timeout(decision.budget.remainingMs);
           const caller = config.signal as AbortSignal | undefined;
           config.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
         }
       }
     } catch (error) {
-      decision?.policy.failed('axios', error);
+      decision?.failed('axios', error);
       return config;
     }
     if (decision?.refusal !== undefined) throw decision.refusal;
@@ -241,6 +307,8 @@ export function instrumentAxios(instance: AxiosInstanceLike): number {
 
 /** The dispatch options an undici interceptor sees (the part obs reads and writes). */
 export interface UndiciDispatchOptions {
+  /** The target origin (`http://host:port`), a string or a URL. */
+  origin?: unknown;
   /** The request headers: an object, a flat `[name, value, ...]` array or an iterable of pairs. */
   headers?: unknown;
   /** Milliseconds to wait for the response headers (undici's default when unset). */
@@ -289,21 +357,24 @@ export function createBudgetInterceptor() {
       let decision: OutboundDecision | undefined;
       let next: O = options;
       try {
-        if (handledAbove.getStore() === undefined) decision = decideOutbound('undici');
+        if (handledAbove.getStore() === undefined) {
+          decision = decideOutbound('undici', { host: hostOf(options.origin) });
+        }
         if (decision !== undefined && decision.refusal === undefined) {
           next = { ...options, headers: stampUndici(options.headers, decision.headers) };
-          if (decision.policy.applyClientTimeout) {
+          const budget = decision.budget;
+          if (budget?.policy.applyClientTimeout) {
             const bound = (set: number | null | undefined) =>
               set === undefined || set === null || set === 0
-                ? decision!.remainingMs
-                : Math.min(set, decision!.remainingMs);
+                ? budget.remainingMs
+                : Math.min(set, budget.remainingMs);
             // undici reads 0 as "no timeout"; an exhausted budget still gets the shortest bound.
             next.headersTimeout = Math.max(1, bound(options.headersTimeout));
             next.bodyTimeout = Math.max(1, bound(options.bodyTimeout));
           }
         }
       } catch (error) {
-        decision?.policy.failed('undici', error);
+        decision?.failed('undici', error);
         next = options;
         decision = undefined;
       }

@@ -1,28 +1,31 @@
 /**
- * The timeout budget on a fastify app: an `onRequest` hook establishes each request's budget
- * ({@link establishBudget}) and runs the rest of the request inside the request context
- * (`request-context.ts`) and an OpenTelemetry context whose baggage holds the deadline
- * (`obs.timeout-budget.deadline.epoch.ms`). A malformed deadline header counts in
+ * The timeout budget on a fastify app: its part of the request context (`context-hook.ts`)
+ * establishes each request's budget ({@link establishBudget}), puts it in the request context, puts
+ * the deadline in the baggage (`obs.timeout-budget.deadline.epoch.ms`) and on the active span
+ * ({@link TIMEOUT_BUDGET_SPAN_ATTRIBUTES}). A malformed deadline header counts in
  * `obs_timeout_budget_invalid_total{header}`; outbound calls that find the budget exhausted count in
  * `obs_timeout_budget_exhausted_total{transport}`.
  */
 import { type Context, context, propagation } from '@opentelemetry/api';
-import type { FastifyInstance } from 'fastify';
+
 import { Counter } from 'prom-client';
+import { contextKit } from './context-hook.ts';
 import type { Obs } from './obs.ts';
-import {
-  type ContextBudget,
-  type OutboundBudgetPolicy,
-  type RequestContext,
-  runInRequestContext,
-} from './request-context.ts';
-import { DEADLINE_HEADER, establishBudget, type TimeoutBudgetSource } from './timeout-budget.ts';
+import type { ContextBudget, OutboundBudgetPolicy } from './request-context.ts';
+import { DEADLINE_HEADER, establishBudget, remainingMs, type TimeoutBudgetSource } from './timeout-budget.ts';
 import { installOutboundBudget, TRANSPORTS, type Transport } from './timeout-budget-clients.ts';
 
 /** Names of the meters of the timeout budget. */
 export const TIMEOUT_BUDGET_METRICS = {
   exhausted: 'obs_timeout_budget_exhausted_total',
   invalid: 'obs_timeout_budget_invalid_total',
+} as const;
+
+/** The attributes the budget puts on the request's active span when it is established. */
+export const TIMEOUT_BUDGET_SPAN_ATTRIBUTES = {
+  deadline: 'obs.timeout_budget.deadline_epoch_ms',
+  remaining: 'obs.timeout_budget.remaining_ms',
+  source: 'obs.timeout_budget.source',
 } as const;
 
 /** The baggage entry that carries the deadline (epoch milliseconds). */
@@ -51,10 +54,10 @@ export function outboundPolicyOf(obs: Obs): OutboundBudgetPolicy | undefined {
 }
 
 /**
- * Adds the budget's hooks, meters, outbound instrumentation and snapshot section to a fastify app
+ * Adds the budget's part of the request context, meters, outbound instrumentation and snapshot section to a fastify app
  * (hooks, meters and instrumentation only when `obs.timeout-budget.enabled`).
  */
-export function registerTimeoutBudget(app: FastifyInstance, obs: Obs): void {
+export function registerTimeoutBudget(obs: Obs): void {
   const config = obs.config['timeout-budget'];
   const established = Object.fromEntries(SOURCES.map((s) => [s, 0])) as Record<TimeoutBudgetSource, number>;
   const exhaustedCounts = Object.fromEntries(TRANSPORTS.map((t) => [t, 0])) as Record<Transport, number>;
@@ -116,35 +119,24 @@ export function registerTimeoutBudget(app: FastifyInstance, obs: Obs): void {
   };
   policies.set(obs, policy);
 
-  app.addHook('onRequest', (request, _reply, done) => {
-    let entered: { store: RequestContext; otel: Context } | undefined;
-    try {
-      if (!obs.isEnabledFor('timeout-budget', request)) {
-        skipped += 1;
-      } else {
-        const result = establishBudget(request.headers, config, Date.now());
-        for (const header of result.invalidHeaders) {
-          invalidCount += 1;
-          invalid.inc({ header });
-        }
-        established[result.budget.source] += 1;
-        const budget: ContextBudget = { ...result.budget, policy };
-        entered = {
-          store: { requestId: String(request.id), budget },
-          otel: withDeadlineBaggage(budget.deadlineEpochMs),
-        };
-      }
-    } catch (error) {
-      // telemetry never fails a request: without a budget, the request goes on as if skipped
-      policy.failed('inbound', error);
-    }
-    if (entered === undefined) {
-      done();
+  contextKit(obs).addContributor('timeout-budget', ({ request, store, baggage, attribute }) => {
+    if (!obs.isEnabledFor('timeout-budget', request)) {
+      skipped += 1;
       return;
     }
-    // The rest of the request (later hooks, the handler) runs inside both contexts.
-    const { store, otel } = entered;
-    runInRequestContext(store, () => context.with(otel, done));
+    const now = Date.now();
+    const result = establishBudget(request.headers, config, now);
+    for (const header of result.invalidHeaders) {
+      invalidCount += 1;
+      invalid.inc({ header });
+    }
+    established[result.budget.source] += 1;
+    const budget: ContextBudget = { ...result.budget, policy };
+    store.budget = budget;
+    baggage(DEADLINE_BAGGAGE_KEY, String(budget.deadlineEpochMs));
+    attribute(TIMEOUT_BUDGET_SPAN_ATTRIBUTES.deadline, budget.deadlineEpochMs);
+    attribute(TIMEOUT_BUDGET_SPAN_ATTRIBUTES.remaining, remainingMs(budget.deadlineEpochMs, now));
+    attribute(TIMEOUT_BUDGET_SPAN_ATTRIBUTES.source, budget.source);
   });
   installOutboundBudget();
 }

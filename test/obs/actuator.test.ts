@@ -8,7 +8,7 @@ import { injectableObsApp, post, startObsApp } from './helpers.ts';
 const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned']> = [
   ['Cardinality firewall', 'cardinality', 'built'],
   ['Timeout-budget propagation', 'timeout-budget', 'built'],
-  ['Context propagation', 'context', 'planned'],
+  ['Context propagation', 'context', 'built'],
   ['Trace-context guard', 'trace-guard', 'built'],
   ['Structured logs', 'logging', 'built'],
   ['Stable exception fingerprints', 'exception-handler', 'built'],
@@ -260,7 +260,6 @@ test('actuator – GET /actuator/obs says planned for a feature without code, ne
     assert.ok(!('default' in (feature ?? {})), `${key} has no default a script could read as on`);
   }
   assert.equal(features.dependencies?.config, null, 'no key of it is effective');
-  assert.deepEqual(features.context?.config, { 'request-id-header': 'X-Correlation-ID' }, 'its built key');
   assert.equal(features.dependencies?.default_once_built, 'on', 'the default the seed gives it once built');
 });
 

@@ -9,7 +9,6 @@ import { problemsOf, tempFile } from './helpers.ts';
 
 /** The features with no code yet. Building one moves it out of this list (and flips its status). */
 const PLANNED = [
-  'context',
   'dependencies',
   'retry',
   'tenant',
@@ -65,7 +64,6 @@ test('features – a key of a planned feature stops startup, from the environmen
       `obs.retry.header-name = "X-Retry" (file ${file}): ${reason('retry')}`,
       `obs.jobs.health-indicator-enabled = false (file ${file}): ${reason('jobs')}`,
       `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
-      `obs.context.enabled = "false" (env OBS_CONTEXT_ENABLED): ${reason('context')}`,
       `obs.dependencies.map = "api.example.com=payments" (env OBS_DEPENDENCIES_MAP): ${reason('dependencies')}`,
       `obs.fan-out.enabled-when.header-not-equals = {"x-synthetic":"true"} (env OBS_FAN_OUT_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC): ${reason('fan-out')}`,
       `obs.tenant.enabled = true (options): ${reason('tenant')}`,
@@ -78,7 +76,7 @@ test('features – every key of every planned feature is refused through its var
   let refused = 0;
   for (const [name, { path, field }] of ENV_VARIABLES) {
     const feature = PLANNED.find((key) => path.startsWith(`obs.${key}.`));
-    if (feature === undefined || path === 'obs.context.request-id-header') continue;
+    if (feature === undefined) continue;
     const value = field.kind === 'object-list' ? '[]' : field.kind === 'string-map' ? 'a=b' : '1';
     const [problem, ...more] = problemsOf({ env: { [name]: value } });
     assert.equal(problem?.key, path);
@@ -104,13 +102,13 @@ test('features – an unknown key under a planned feature is refused as planned,
   assert.doesNotMatch(top?.message ?? '', /dependencies|jobs/);
 });
 
-test('features – the request-id header of a planned feature is read by built code: it may be set', () => {
+test('features – context propagation is built: both its keys may be set', () => {
   const { config, effective, origins } = loadObsConfig({
-    env: { OBS_CONTEXT_REQUEST_ID_HEADER: 'X-Correlation-ID' },
+    env: { OBS_CONTEXT_REQUEST_ID_HEADER: 'X-Correlation-ID', OBS_CONTEXT_ENABLED: 'false' },
   });
   assert.equal(config.context['request-id-header'], 'X-Correlation-ID');
-  assert.equal(config.context.enabled, false, 'context propagation itself is planned');
-  assert.deepEqual(effective.context, { 'request-id-header': 'X-Correlation-ID' });
+  assert.equal(config.context.enabled, false);
+  assert.deepEqual(effective.context, { enabled: false, 'request-id-header': 'X-Correlation-ID' });
   assert.equal(origins['obs.context.request-id-header'], 'env OBS_CONTEXT_REQUEST_ID_HEADER');
   const [typo] = problemsOf({ options: { context: { 'request-id-heder': 'X' } } as ObsConfigInput });
   assert.match(typo?.message ?? '', /unknown key; did you mean obs\.context\.request-id-header\?/);
@@ -120,9 +118,9 @@ test('features – the effective configuration and its hash hold the keys of bui
   const { effective } = loadObsConfig();
   const keys = Object.keys(flattenEffective(effective));
   const planned = keys.filter((k) => PLANNED.some((p) => k.startsWith(`obs.${p}.`)));
-  assert.deepEqual(planned, ['obs.context.request-id-header']);
+  assert.deepEqual(planned, []);
   assert.ok(keys.includes('obs.cardinality.enabled') && keys.includes('obs.diagnostics.top-offenders'));
-  for (const key of PLANNED.filter((k) => k !== 'context')) assert.ok(!(key in effective), key);
+  for (const key of PLANNED) assert.ok(!(key in effective), key);
 });
 
 test('features – the shipped presets set no key of a planned feature', () => {

@@ -1,0 +1,157 @@
+/**
+ * The request context on a fastify app: one `onRequest` hook, first among obs's, builds each
+ * request's context (`request-context.ts`) from what the features contribute (the timeout budget,
+ * the retry depth, the priority, the tenant, fan-out's tally) and runs the rest of the request
+ * inside it and inside an OpenTelemetry context whose baggage carries what the features added. The
+ * features' span attributes go on the active span (the request's server span, when an SDK traces
+ * it). A contributor that throws is logged and skipped: telemetry never fails a request.
+ */
+import { type Context, context, propagation, trace } from '@opentelemetry/api';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Obs } from './obs.ts';
+import { type ContextPropagation, type RequestContext, runInRequestContext } from './request-context.ts';
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** What a feature's contributor sees of a request while its context is built. */
+export interface InboundScope {
+  readonly request: FastifyRequest;
+  /** The context being built: a contributor sets its feature's fields. */
+  readonly store: Mutable<Omit<RequestContext, 'state'>> & { readonly state: Record<string, unknown> };
+  /** Adds an entry to the request's OpenTelemetry baggage. */
+  baggage(key: string, value: string): void;
+  /** Sets an attribute on the active span, when there is one. */
+  attribute(key: string, value: string | number | boolean): void;
+}
+
+/** One feature's part in building a request's context. May throw: the hook logs it and goes on. */
+export type InboundContributor = (scope: InboundScope) => void;
+
+/** The request-context machinery of one obs instance. */
+export interface ContextKit {
+  /** Shared by every request context of this instance; features set their header names on it. */
+  readonly propagation: ContextPropagation;
+  /** Requests that entered a context. */
+  readonly entered: () => number;
+  /** Adds a contributor, run for each request in the order added. */
+  addContributor(feature: string, contributor: InboundContributor): void;
+}
+
+interface Kit extends ContextKit {
+  readonly contributors: Array<readonly [string, InboundContributor]>;
+  countEntered(): void;
+}
+
+const kits = new WeakMap<Obs, Kit>();
+
+function kitOf(obs: Obs): Kit {
+  let kit = kits.get(obs);
+  if (kit !== undefined) return kit;
+  const contributors: Array<readonly [string, InboundContributor]> = [];
+  let entered = 0;
+  kit = {
+    contributors,
+    propagation: {
+      failed(transport, error) {
+        try {
+          obs.logger.warn(
+            { obs: 'context', transport, err: String(error) },
+            `obs could not propagate the request context on a ${transport} call; the call goes on without it`,
+          );
+        } catch {
+          // nothing more to do
+        }
+      },
+    },
+    entered: () => entered,
+    countEntered() {
+      entered += 1;
+    },
+    addContributor(feature, contributor) {
+      contributors.push([feature, contributor]);
+    },
+  };
+  kits.set(obs, kit);
+  return kit;
+}
+
+/** The request-context kit of `obs`, made on first use. */
+export function contextKit(obs: Obs): ContextKit {
+  return kitOf(obs);
+}
+
+/** The longest inbound request id kept; a longer one, or one with other characters, is replaced. */
+export const MAX_REQUEST_ID_LENGTH = 128;
+const REQUEST_ID = /^[\x21-\x7e]+$/;
+
+/**
+ * The request id of a request: its `request-id-header` when that holds 1 to
+ * {@link MAX_REQUEST_ID_LENGTH} visible ASCII characters, else fastify's id.
+ */
+export function requestIdOf(request: Pick<FastifyRequest, 'id' | 'headers'>, header: string): string {
+  const value = request.headers[header];
+  if (typeof value === 'string' && value.length <= MAX_REQUEST_ID_LENGTH && REQUEST_ID.test(value)) {
+    return value;
+  }
+  return String(request.id);
+}
+
+/**
+ * Adds the request-context hook to a fastify app. Register it before any other `onRequest` hook
+ * of obs, so that they and the handler run inside the context.
+ */
+export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
+  const kit = kitOf(obs);
+  const { contributors, propagation: shared } = kit;
+  const idHeader = obs.config.context['request-id-header'].toLowerCase();
+  obs.addSnapshotSection('context', () => ({
+    enabled: obs.config.context.enabled,
+    config: obs.resolved.effective.context ?? null,
+    request_id_header: obs.config.context['request-id-header'],
+    contributors: contributors.map(([feature]) => feature),
+    entered: kit.entered(),
+  }));
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    let otel: Context | undefined;
+    let store: InboundScope['store'];
+    try {
+      store = { requestId: requestIdOf(request, idHeader), state: {}, propagation: shared };
+      let baggage = propagation.getBaggage(context.active());
+      const attributes: Array<[string, string | number | boolean]> = [];
+      const scope: InboundScope = {
+        request,
+        store,
+        baggage(key, value) {
+          baggage = (baggage ?? propagation.createBaggage()).setEntry(key, { value });
+        },
+        attribute(key, value) {
+          attributes.push([key, value]);
+        },
+      };
+      for (const [feature, contribute] of contributors) {
+        try {
+          contribute(scope);
+        } catch (error) {
+          shared.failed(`inbound ${feature}`, error);
+        }
+      }
+      if (baggage !== undefined && baggage !== propagation.getBaggage(context.active())) {
+        otel = propagation.setBaggage(context.active(), baggage);
+      }
+      if (attributes.length > 0) {
+        const span = trace.getActiveSpan();
+        for (const [key, value] of attributes) span?.setAttribute(key, value);
+      }
+      kit.countEntered();
+    } catch (error) {
+      // telemetry never fails a request: it goes on without a context
+      shared.failed('inbound', error);
+      done();
+      return;
+    }
+    const entered: RequestContext = store;
+    // The rest of the request (later hooks, the handler) runs inside both contexts.
+    runInRequestContext(entered, () => (otel === undefined ? done() : context.with(otel, done)));
+  });
+}
