@@ -9,7 +9,12 @@
 import { type Context, context, propagation, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Obs } from './obs.ts';
-import { type ContextPropagation, type RequestContext, runInRequestContext } from './request-context.ts';
+import {
+  type ContextPropagation,
+  isAcceptableRequestId,
+  type RequestContext,
+  runInRequestContext,
+} from './request-context.ts';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -80,20 +85,13 @@ export function contextKit(obs: Obs): ContextKit {
   return kitOf(obs);
 }
 
-/** The longest inbound request id kept; a longer one, or one with other characters, is replaced. */
-export const MAX_REQUEST_ID_LENGTH = 128;
-const REQUEST_ID = /^[\x21-\x7e]+$/;
-
 /**
- * The request id of a request: its `request-id-header` when that holds 1 to
- * {@link MAX_REQUEST_ID_LENGTH} visible ASCII characters, else fastify's id.
+ * The request id of a request: its `request-id-header` when {@link isAcceptableRequestId}, else
+ * fastify's id.
  */
 export function requestIdOf(request: Pick<FastifyRequest, 'id' | 'headers'>, header: string): string {
   const value = request.headers[header];
-  if (typeof value === 'string' && value.length <= MAX_REQUEST_ID_LENGTH && REQUEST_ID.test(value)) {
-    return value;
-  }
-  return String(request.id);
+  return isAcceptableRequestId(value) ? value : String(request.id);
 }
 
 /**

@@ -6,7 +6,7 @@
  * client with them.
  */
 import { randomUUID } from 'node:crypto';
-import type { OutboundBudgetPolicy, RequestContext } from './request-context.ts';
+import { isAcceptableRequestId, type OutboundBudgetPolicy, type RequestContext } from './request-context.ts';
 import { DEADLINE_HEADER, establishBudget, type TimeoutBudgetConfig } from './timeout-budget.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -112,8 +112,8 @@ export interface RecordContextSettings {
  * The request context of a consumed record, rebuilt from its headers at `nowMs`: the budget from
  * `Obs-Timeout-Deadline-Ms` when present, else from the remaining-ms header (`inbound-header`, less
  * `safety-margin`) counted from now, else none (a record is not given the default budget); its
- * timestamp is never read. An expired deadline stays expired. The request id from its header, or a
- * new one. Never throws.
+ * timestamp is never read. An expired deadline stays expired. The request id from its header (when
+ * `isAcceptableRequestId`), or a new one. Never throws.
  */
 export function recordContext(
   headers: KafkaHeadersLike | undefined,
@@ -121,7 +121,7 @@ export function recordContext(
   nowMs: number,
 ): RequestContext {
   const id = headerText(findHeader(headers, settings.requestIdHeader));
-  const requestId = typeof id === 'string' && id !== '' ? id : (settings.newRequestId ?? randomUUID)();
+  const requestId = isAcceptableRequestId(id) ? id : (settings.newRequestId ?? randomUUID)();
   const policy = settings.policy;
   if (policy === undefined) return { requestId };
   const absolute = headerText(findHeader(headers, DEADLINE_HEADER));

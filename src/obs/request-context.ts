@@ -87,6 +87,15 @@ export interface TimeoutBudget {
 
 const storage = new AsyncLocalStorage<RequestContext>();
 
+/** The longest request id taken from a header or a record; a longer one is replaced by a new id. */
+export const MAX_REQUEST_ID_LENGTH = 128;
+const REQUEST_ID = /^[\x21-\x7e]+$/;
+
+/** Whether a request id sent by a client may be kept: 1 to 128 visible ASCII characters. */
+export function isAcceptableRequestId(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_REQUEST_ID_LENGTH && REQUEST_ID.test(value);
+}
+
 /** Runs `fn` inside `context`; what `fn` starts (promises, timers) keeps it. */
 export function runInRequestContext<T>(context: RequestContext, fn: () => T): T {
   return storage.run(context, fn);

@@ -69,6 +69,10 @@ test('kafka records – a record’s context: the request id from its header, el
   assert.equal(recordContext({ 'x-request-id': Buffer.from('req-7') }, settings, NOW).requestId, 'req-7');
   assert.equal(recordContext({}, settings, NOW).requestId, 'new-id');
   assert.equal(recordContext({ 'X-Request-ID': '' }, settings, NOW).requestId, 'new-id');
+  assert.equal(recordContext({ 'X-Request-ID': 'a'.repeat(128) }, settings, NOW).requestId, 'a'.repeat(128));
+  for (const unsafe of ['a'.repeat(129), 'with space', 'line\nbreak']) {
+    assert.equal(recordContext({ 'X-Request-ID': unsafe }, settings, NOW).requestId, 'new-id', unsafe);
+  }
   const uuid = recordContext({}, { ...settings, newRequestId: undefined }, NOW).requestId;
   assert.match(uuid, /^[0-9a-f-]{36}$/);
 });
