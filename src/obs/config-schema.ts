@@ -218,7 +218,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
     'skip-stale-max-age': duration('5m', 'Oldest record processed when skipping is on.'),
   }),
   'fan-out': group('Request fan-out: outbound calls per inbound request, per endpoint.', {
-    enabled: bool(true, 'Record `obs_request_fan_out` per endpoint.'),
+    enabled: bool(true, 'Record `obs_request_fan_out` and `obs_request_dependencies` per endpoint.'),
     'warn-threshold': integer(
       20,
       1,

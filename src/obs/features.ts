@@ -59,7 +59,7 @@ export const FEATURES: readonly Feature[] = [
     default: 'on if kafkajs is handed to obs',
     status: 'built',
   },
-  { name: 'Request fan-out', key: 'fan-out', default: 'on', status: 'planned' },
+  { name: 'Request fan-out', key: 'fan-out', default: 'on', status: 'built' },
   { name: 'SLO-as-code', key: 'slo', default: 'opt-in', status: 'planned' },
   {
     name: 'Resilience auto-instrumentation',

@@ -87,6 +87,11 @@ export {
   type RecordedError,
   registerExceptionHandler,
 } from './exception-handler.ts';
+export {
+  FAN_OUT_BUCKETS,
+  FAN_OUT_METRICS,
+  FAN_OUT_SPAN_ATTRIBUTES,
+} from './fan-out.ts';
 export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerprint.ts';
 export { instrumentKafka, KAFKA_METRICS } from './kafka.ts';
 export type {

@@ -16,6 +16,7 @@ import { registerActuator } from './actuator.ts';
 import { registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerExceptionHandler } from './exception-handler.ts';
+import { registerFanOut } from './fan-out.ts';
 import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';
@@ -71,6 +72,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   // --- features that contribute to it (their contributors run in this order) ---
   registerRequestContext(app, obs);
   registerTimeoutBudget(obs);
+  registerFanOut(app, obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);

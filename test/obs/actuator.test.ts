@@ -19,7 +19,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Request priority', 'priority', 'planned'],
   ['Container-aware memory metrics', 'container-memory', 'built'],
   ['Kafka time-based lag', 'kafka', 'built'],
-  ['Request fan-out', 'fan-out', 'planned'],
+  ['Request fan-out', 'fan-out', 'built'],
   ['SLO-as-code', 'slo', 'planned'],
   ['Resilience auto-instrumentation', 'resilience', 'planned'],
   ['Background-job observability', 'jobs', 'planned'],

@@ -1,0 +1,301 @@
+/**
+ * Request fan-out (`obs.fan-out`): how many outbound calls each inbound request makes, and to how
+ * many distinct hosts. Its part of the request context (`context-hook.ts`) puts a tally in the
+ * context (`state['fan-out']`); every outbound call made inside the request (fetch, undici,
+ * `node:http`, axios through `node:http`, kafkajs `send`) adds to it once
+ * (`propagation.outbound`, called by `decideOutbound`). A retry attempt runs in a copy of the
+ * context that shares the same tally, so its calls count too.
+ *
+ * When the response has finished, the request is observed in `obs_request_fan_out{endpoint}` (calls)
+ * and `obs_request_dependencies{endpoint}` (distinct hosts); `endpoint` is the route pattern
+ * (`/orders/:id`), `unmatched` when none. A request with more than `warn-threshold` calls logs a
+ * warning, at most one per endpoint per {@link FAN_OUT_WARN_INTERVAL_MS} (the next one says how many
+ * were suppressed). Requests that `enabled-when` skips are neither counted nor observed. The
+ * request's active span (when an SDK traces it) carries the figures so far as
+ * {@link FAN_OUT_SPAN_ATTRIBUTES}, updated on each call.
+ *
+ * Not observed: a request whose client went away before the response finished (fastify runs no
+ * `onResponse` then), and calls made in the request's context after its response finished.
+ */
+import { type Span, trace } from '@opentelemetry/api';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Histogram } from 'prom-client';
+import { contextKit } from './context-hook.ts';
+import type { Obs } from './obs.ts';
+import { installOutboundBudget } from './timeout-budget-clients.ts';
+import { UNMATCHED_ROUTE } from './trace-guard.ts';
+
+const FEATURE = 'fan-out';
+
+/** Names of the meters of request fan-out. */
+export const FAN_OUT_METRICS = {
+  fanOut: 'obs_request_fan_out',
+  dependencies: 'obs_request_dependencies',
+} as const;
+
+/** The attributes fan-out keeps on the request's active span: calls and distinct hosts so far. */
+export const FAN_OUT_SPAN_ATTRIBUTES = {
+  fanOut: 'obs.request.fan_out',
+  dependencies: 'obs.request.dependencies',
+} as const;
+
+/** The histogram buckets of both meters (calls or hosts per request). */
+export const FAN_OUT_BUCKETS = [0, 1, 2, 3, 5, 10, 20, 50, 100] as const;
+
+/**
+ * Distinct hosts remembered per request. Hosts first seen past this many count together as one
+ * more dependency (`other`), so a request reports at most this plus one.
+ */
+export const MAX_TRACKED_HOSTS = 1000;
+/** A longer host is cut to this many characters before it is remembered. */
+export const MAX_HOST_LENGTH = 256;
+/** At most one fan-out warning per endpoint in this many milliseconds (one minute). */
+export const FAN_OUT_WARN_INTERVAL_MS = 60_000;
+/** Endpoints the warning limiter and the snapshot's statistics remember. */
+export const MAX_FAN_OUT_ENDPOINTS = 1000;
+/** Endpoints listed in the snapshot's `top_endpoints`. */
+const TOP_ENDPOINTS = 10;
+
+/** The outbound calls of one request, shared by every copy of its context. */
+export class FanOutTally {
+  calls = 0;
+  readonly #hosts = new Set<string>();
+  #other = false;
+
+  /** Counts one call; `host` (`host[:port]`) when the transport knows it. */
+  count(host: string | undefined): void {
+    this.calls += 1;
+    if (host === undefined || host === '') return;
+    const key = host.slice(0, MAX_HOST_LENGTH).toLowerCase();
+    if (this.#hosts.has(key)) return;
+    if (this.#hosts.size < MAX_TRACKED_HOSTS) this.#hosts.add(key);
+    else this.#other = true;
+  }
+
+  /** Distinct hosts called: at most {@link MAX_TRACKED_HOSTS} plus one (`other`). */
+  get dependencies(): number {
+    return this.#hosts.size + (this.#other ? 1 : 0);
+  }
+}
+
+/** What {@link FanOutWarnLimiter.admit} decides for one warning. */
+export interface WarnAdmission {
+  /** Warnings of this key suppressed since the last one logged. */
+  readonly suppressed: number;
+}
+
+/**
+ * At most one warning per key in `intervalMs`, remembering at most `maxKeys` keys (the one least
+ * recently warned about is forgotten first). Time is given, never read.
+ */
+export class FanOutWarnLimiter {
+  readonly #last = new Map<string, { atMs: number; suppressed: number }>();
+  readonly #intervalMs: number;
+  readonly #maxKeys: number;
+
+  constructor(intervalMs: number = FAN_OUT_WARN_INTERVAL_MS, maxKeys: number = MAX_FAN_OUT_ENDPOINTS) {
+    this.#intervalMs = intervalMs;
+    this.#maxKeys = maxKeys;
+  }
+
+  /** The warning may be logged (with the count suppressed before it), or undefined: suppress it. */
+  admit(key: string, nowMs: number): WarnAdmission | undefined {
+    const last = this.#last.get(key);
+    if (last !== undefined && nowMs - last.atMs < this.#intervalMs) {
+      last.suppressed += 1;
+      return undefined;
+    }
+    const suppressed = last?.suppressed ?? 0;
+    this.#last.delete(key);
+    if (this.#last.size >= this.#maxKeys) {
+      const oldest = this.#last.keys().next();
+      if (oldest.done !== true) this.#last.delete(oldest.value);
+    }
+    this.#last.set(key, { atMs: nowMs, suppressed: 0 });
+    return { suppressed };
+  }
+
+  /** Keys remembered now. */
+  get size(): number {
+    return this.#last.size;
+  }
+}
+
+/** Options of {@link registerFanOut}. */
+export interface FanOutOptions {
+  /** The clock of the warning limiter, epoch milliseconds. Default `Date.now`. */
+  readonly nowMs?: () => number;
+}
+
+interface EndpointFigures {
+  requests: number;
+  calls: number;
+  max: number;
+}
+
+function endpointOf(request: FastifyRequest): string {
+  const pattern = request.routeOptions.url;
+  return pattern === undefined || pattern === '' ? UNMATCHED_ROUTE : pattern;
+}
+
+/**
+ * Adds request fan-out to a fastify app: its part of the request context, the per-call count, the
+ * meters and warning on each finished response, and the `fan-out` snapshot section (hooks and
+ * meters only when `obs.fan-out.enabled`). Installs the outbound instrumentation of fetch and
+ * `node:http`, so calls are counted even when the timeout budget is off.
+ */
+export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOptions = {}): void {
+  const config = obs.config[FEATURE];
+  const nowMs = options.nowMs ?? Date.now;
+  const threshold = config['warn-threshold'];
+  const limiter = new FanOutWarnLimiter();
+  const endpoints = new Map<string, EndpointFigures>();
+  let observed = 0;
+  let skipped = 0;
+  let maxFanOut = 0;
+  let maxDependencies = 0;
+  let warnings = 0;
+  let suppressed = 0;
+  let endpointsDropped = 0;
+
+  obs.addSnapshotSection(FEATURE, () => ({
+    enabled: config.enabled,
+    config: obs.resolved.effective[FEATURE] ?? null,
+    metrics: [FAN_OUT_METRICS.fanOut, FAN_OUT_METRICS.dependencies],
+    span_attributes: [FAN_OUT_SPAN_ATTRIBUTES.fanOut, FAN_OUT_SPAN_ATTRIBUTES.dependencies],
+    warn_threshold: threshold,
+    warn_interval_ms: FAN_OUT_WARN_INTERVAL_MS,
+    observed,
+    skipped,
+    max_fan_out: maxFanOut,
+    max_dependencies: maxDependencies,
+    warnings,
+    warnings_suppressed: suppressed,
+    endpoints_dropped: endpointsDropped,
+    top_endpoints: [...endpoints.entries()]
+      .map(([endpoint, f]) => ({
+        endpoint,
+        requests: f.requests,
+        mean_fan_out: Math.round((f.calls / f.requests) * 100) / 100,
+        max_fan_out: f.max,
+      }))
+      .sort((a, b) => b.mean_fan_out - a.mean_fan_out || a.endpoint.localeCompare(b.endpoint))
+      .slice(0, TOP_ENDPOINTS),
+  }));
+  if (!config.enabled) return;
+
+  const fanOut = new Histogram({
+    name: FAN_OUT_METRICS.fanOut,
+    help: 'Outbound calls made while serving one inbound request, by endpoint (route pattern)',
+    labelNames: ['endpoint'],
+    buckets: [...FAN_OUT_BUCKETS],
+    registers: [obs.registry],
+  });
+  const dependencies = new Histogram({
+    name: FAN_OUT_METRICS.dependencies,
+    help: 'Distinct hosts called while serving one inbound request, by endpoint (route pattern)',
+    labelNames: ['endpoint'],
+    buckets: [...FAN_OUT_BUCKETS],
+    registers: [obs.registry],
+  });
+
+  // Keyed by the request: the onResponse hook finds what its context counted.
+  const counted = new WeakMap<FastifyRequest, FanOutTally>();
+  // The request's active span, by tally: the per-call hook keeps its attributes current.
+  const spans = new WeakMap<FanOutTally, Span>();
+  const kit = contextKit(obs);
+  kit.addContributor(FEATURE, ({ request, store, attribute }) => {
+    if (!obs.isEnabledFor(FEATURE, request)) {
+      skipped += 1;
+      return;
+    }
+    const tally = new FanOutTally();
+    store.state[FEATURE] = tally;
+    counted.set(request, tally);
+    const span = trace.getActiveSpan();
+    if (span !== undefined) spans.set(tally, span);
+    attribute(FAN_OUT_SPAN_ATTRIBUTES.fanOut, 0);
+    attribute(FAN_OUT_SPAN_ATTRIBUTES.dependencies, 0);
+  });
+
+  const previous = kit.propagation.outbound;
+  kit.propagation.outbound = (context, transport, host) => {
+    previous?.(context, transport, host);
+    const tally = context.state?.[FEATURE];
+    if (!(tally instanceof FanOutTally)) return;
+    tally.count(host);
+    // The span ends with the response; until then it shows the figures so far.
+    const span = spans.get(tally);
+    span?.setAttribute(FAN_OUT_SPAN_ATTRIBUTES.fanOut, tally.calls);
+    span?.setAttribute(FAN_OUT_SPAN_ATTRIBUTES.dependencies, tally.dependencies);
+  };
+  const record = (endpoint: string, calls: number, hosts: number): void => {
+    observed += 1;
+    maxFanOut = Math.max(maxFanOut, calls);
+    maxDependencies = Math.max(maxDependencies, hosts);
+    let figures = endpoints.get(endpoint);
+    if (figures === undefined) {
+      if (endpoints.size >= MAX_FAN_OUT_ENDPOINTS) endpointsDropped += 1;
+      else {
+        figures = { requests: 0, calls: 0, max: 0 };
+        endpoints.set(endpoint, figures);
+      }
+    }
+    if (figures !== undefined) {
+      figures.requests += 1;
+      figures.calls += calls;
+      figures.max = Math.max(figures.max, calls);
+    }
+  };
+
+  const warn = (endpoint: string, calls: number, hosts: number): void => {
+    const admission = limiter.admit(endpoint, nowMs());
+    if (admission === undefined) {
+      suppressed += 1;
+      return;
+    }
+    warnings += 1;
+    obs.logger.warn(
+      {
+        obs: FEATURE,
+        endpoint,
+        fan_out: calls,
+        dependencies: hosts,
+        threshold,
+        suppressed: admission.suppressed,
+      },
+      `${endpoint} made ${calls} outbound calls to ${hosts} hosts while serving one request, above the warn-threshold of ${threshold}` +
+        (admission.suppressed > 0
+          ? ` (${admission.suppressed} such warnings suppressed before this one)`
+          : ''),
+    );
+  };
+
+  app.addHook('onResponse', (request, _reply, done) => {
+    try {
+      const tally = counted.get(request);
+      if (tally !== undefined) {
+        counted.delete(request);
+        const endpoint = endpointOf(request);
+        const calls = tally.calls;
+        const hosts = tally.dependencies;
+        fanOut.observe({ endpoint }, calls);
+        dependencies.observe({ endpoint }, hosts);
+        record(endpoint, calls, hosts);
+        if (calls > threshold) warn(endpoint, calls, hosts);
+      }
+    } catch (error) {
+      // telemetry never fails a request
+      try {
+        obs.logger.warn(
+          { obs: FEATURE, err: String(error) },
+          'obs could not record the fan-out of a request',
+        );
+      } catch {
+        // nothing more to do
+      }
+    }
+    done();
+  });
+  installOutboundBudget();
+}
