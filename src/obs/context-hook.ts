@@ -15,6 +15,7 @@ import {
   type RequestContext,
   runInRequestContext,
 } from './request-context.ts';
+import { installOutboundBudget } from './timeout-budget-clients.ts';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -110,6 +111,8 @@ export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
     entered: kit.entered(),
   }));
 
+  // The global fetch and node:http carry the context (once per process; inert outside a request).
+  installOutboundBudget();
   app.addHook('onRequest', (request, _reply, done) => {
     let otel: Context | undefined;
     let store: InboundScope['store'];

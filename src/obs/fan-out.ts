@@ -22,7 +22,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Histogram } from 'prom-client';
 import { contextKit } from './context-hook.ts';
 import type { Obs } from './obs.ts';
-import { installOutboundBudget } from './timeout-budget-clients.ts';
 import { UNMATCHED_ROUTE } from './trace-guard.ts';
 
 const FEATURE = 'fan-out';
@@ -297,5 +296,4 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
     }
     done();
   });
-  installOutboundBudget();
 }

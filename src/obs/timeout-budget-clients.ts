@@ -384,9 +384,9 @@ export function createBudgetInterceptor() {
 }
 
 /**
- * Instruments the global `fetch` and `node:http`/`node:https` for the timeout budget, once per
- * process (later calls do nothing). The instrumentation acts only inside a request context with a
- * budget, so it stays harmless after the app that installed it closes.
+ * Instruments the global `fetch` and `node:http`/`node:https` for the request context (budget,
+ * carried headers, fan-out), once per process (later calls do nothing). The instrumentation acts
+ * only inside a request context, so it stays harmless after the app that installed it closes.
  */
 export function installOutboundBudget(): void {
   installFetch();

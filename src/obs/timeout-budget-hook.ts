@@ -13,7 +13,7 @@ import { contextKit } from './context-hook.ts';
 import type { Obs } from './obs.ts';
 import type { ContextBudget, OutboundBudgetPolicy } from './request-context.ts';
 import { DEADLINE_HEADER, establishBudget, remainingMs, type TimeoutBudgetSource } from './timeout-budget.ts';
-import { installOutboundBudget, TRANSPORTS, type Transport } from './timeout-budget-clients.ts';
+import { TRANSPORTS, type Transport } from './timeout-budget-clients.ts';
 
 /** Names of the meters of the timeout budget. */
 export const TIMEOUT_BUDGET_METRICS = {
@@ -138,5 +138,4 @@ export function registerTimeoutBudget(obs: Obs): void {
     attribute(TIMEOUT_BUDGET_SPAN_ATTRIBUTES.remaining, remainingMs(budget.deadlineEpochMs, now));
     attribute(TIMEOUT_BUDGET_SPAN_ATTRIBUTES.source, budget.source);
   });
-  installOutboundBudget();
 }
