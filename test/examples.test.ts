@@ -83,6 +83,7 @@ test('examples – the hook hides every OpenTelemetry package but the API', () =
     ).status;
   assert.equal(probe('@opentelemetry/api'), 0);
   assert.equal(probe('@opentelemetry/sdk-trace-base'), 3);
+  assert.equal(probe('@opentelemetry/sdk-trace'), 3);
   assert.equal(probe('@opentelemetry/sdk-node'), 3);
 });
 
