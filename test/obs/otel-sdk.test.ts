@@ -14,11 +14,12 @@ import {
   currentObsContext,
   DEADLINE_BAGGAGE_KEY,
   DEADLINE_HEADER,
+  FAN_OUT_SPAN_ATTRIBUTES,
   instrumentKafka,
   TIMEOUT_BUDGET_SPAN_ATTRIBUTES,
 } from '../../src/obs/index.ts';
 import { MOCK_CONSUMER_SETTINGS, requireKcat, startKafkaMock } from '../helpers/kafka-mock.ts';
-import { injectHeaders, installOtelSdk, startTracedObsApp } from '../helpers/otel-sdk.ts';
+import { injectHeaders, installOtelSdk, startTracedObsApp, type TracedObsApp } from '../helpers/otel-sdk.ts';
 
 const ATTR = TIMEOUT_BUDGET_SPAN_ATTRIBUTES;
 
@@ -302,4 +303,27 @@ test('otel sdk – Kafka (mock cluster): a record produced in a traced request c
     { [DEADLINE_BAGGAGE_KEY]: String(deadline) },
     'the listener’s active baggage',
   );
+});
+
+test('otel sdk – fan-out: the server span records the outbound calls and distinct hosts of its request', async (t) => {
+  const sdk = installOtelSdk(t);
+  const targets = await Promise.all(
+    [0, 1].map(() =>
+      startTracedObsApp(t, sdk, {}, (app) => {
+        app.get('/t', async () => 'ok');
+      }),
+    ),
+  );
+  const [one, two] = targets as [TracedObsApp, TracedObsApp];
+  const app = await startTracedObsApp(t, sdk, {}, (app) => {
+    app.get('/fan', async () => {
+      for (const url of [one.url, one.url, two.url]) await (await fetch(`${url}/t`)).text();
+      return 'done';
+    });
+  });
+  const response = await fetch(`${app.url}/fan`);
+  assert.equal(await response.text(), 'done');
+  const span = only(await app.serverSpans());
+  assert.equal(span.attributes[FAN_OUT_SPAN_ATTRIBUTES.fanOut], 3);
+  assert.equal(span.attributes[FAN_OUT_SPAN_ATTRIBUTES.dependencies], 2);
 });
