@@ -173,7 +173,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
       3,
       1,
       1000,
-      'Inbound retry depth above which amplification is flagged.',
+      'Inbound retry depth at or above which amplification is flagged.',
     ),
     'header-name': header('Obs-Retry-Depth', 'Header carrying the retry depth.'),
   }),

@@ -53,6 +53,11 @@ export const OBS_ERRORS = {
     message: '%s call refused: the timeout budget is exhausted (%s ms left, minimum-budget %s ms)',
     when: 'ENFORCING mode with `obs.timeout-budget.abort-on-exhaustion`: an outbound HTTP call made inside a request with `minimum-budget` or less left; nothing was sent (`TimeoutBudgetExhaustedError`). DRY_RUN counts the call and lets it run',
   },
+  OBS_ERR_INVALID_RETRY_OPTION: {
+    status: 500,
+    message: 'invalid obs.retry option %s = %s: expected %s',
+    when: '`obs.retry(fn, options)` was given a `fn` that is not a function or an option out of its bounds (`attempts` 1 to 10, `delayMs` and `maxDelayMs` 0 to 60000, `backoff` `exponential` or `fixed`, `retryOn` and `sleep` functions, `signal` an `AbortSignal`); thrown at the call, before any attempt',
+  },
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,
     message: '%s %s is already registered',

@@ -139,6 +139,9 @@ export {
   PRIORITIES,
   type TimeoutBudget,
 } from './request-context.ts';
+export { RETRY_METRICS } from './retry.ts';
+export { MAX_RETRY_DEPTH, RETRY_DEPTH_BAGGAGE_KEY } from './retry-depth.ts';
+export { MAX_RETRY_ATTEMPTS, type RetryAttempt, type RetryOptions } from './retry-helper.ts';
 export {
   createErrorUpgradeSpanProcessor,
   createObsSampler,

@@ -43,6 +43,7 @@ import {
   type ReadinessReport,
   runReadinessChecks,
 } from './readiness.ts';
+import { type RetryAttempt, type RetryOptions, retryWithObs } from './retry-helper.ts';
 import { featureSnapshots, type ObsSnapshot, readSections } from './snapshot.ts';
 
 /** The logger obs writes to: pino, fastify's logger, or anything with these two methods. */
@@ -159,6 +160,20 @@ export interface Obs {
    * `submit` itself.
    */
   wrap<F extends (...args: never[]) => unknown>(submit: F): F;
+  // --- end ---
+  // --- retry amplification (obs.retry) ---
+  /**
+   * Calls `fn(attempt, signal)` until it fulfils, at most `options.attempts` times (default 3, at
+   * most 10), with exponential backoff (default 50 ms doubling, at most 1000 ms). Attempt 0 runs in
+   * the current context; attempt n runs with the retry depth raised by n (request context and
+   * baggage `obs.retry.depth`), so its outbound calls carry `Obs-Retry-Depth` + n. Stops early on an
+   * error `retryOn` refuses (default: all but `OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED`), on
+   * `options.signal`'s abort, or when the request's timeout budget leaves `minimum-budget` or less
+   * after the next delay; it then rejects with the last attempt's error. With
+   * `obs.retry.enabled=false` it retries the same and stamps nothing.
+   * @throws {ObsError} `OBS_ERR_INVALID_RETRY_OPTION` at once for a bad option.
+   */
+  retry<T>(fn: RetryAttempt<T>, options?: RetryOptions): Promise<T>;
   // --- end ---
   /** Stops the event-loop monitor. */
   close(): void;
@@ -369,6 +384,9 @@ export function createObs(options: CreateObsOptions = {}): Obs {
       } as unknown as typeof submit;
     },
     // --- end ---
+    retry(fn, retryOptions) {
+      return retryWithObs(obs, fn, retryOptions);
+    },
     close() {
       diagnostics.close();
     },

@@ -21,6 +21,7 @@ import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';
 import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
+import { registerRetry } from './retry.ts';
 import { addSamplingSnapshot } from './sampling.ts';
 import { registerTimeoutBudget } from './timeout-budget-hook.ts';
 import { registerTraceGuard } from './trace-guard.ts';
@@ -72,6 +73,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   // --- features that contribute to it (their contributors run in this order) ---
   registerRequestContext(app, obs);
   registerTimeoutBudget(obs);
+  registerRetry(obs);
   registerFanOut(app, obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---

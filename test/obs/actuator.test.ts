@@ -14,7 +14,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Stable exception fingerprints', 'exception-handler', 'built'],
   ['Conditional features', 'conditional-features', 'built'],
   ['Dependency health map', 'dependencies', 'planned'],
-  ['Retry amplification', 'retry', 'planned'],
+  ['Retry amplification', 'retry', 'built'],
   ['Multi-tenant context', 'tenant', 'planned'],
   ['Request priority', 'priority', 'planned'],
   ['Container-aware memory metrics', 'container-memory', 'built'],
@@ -308,7 +308,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.deepEqual(entries['obs.trace-guard.enabled-when.header-not-equals'], {}, 'a map is one entry');
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
   assert.deepEqual(
-    Object.keys(entries).filter((k) => /^obs\.(dependencies|retry|slo|jobs|db)\./.test(k)),
+    Object.keys(entries).filter((k) => /^obs\.(dependencies|slo|jobs|db)\./.test(k)),
     [],
     'no key of a planned feature is hashed',
   );

@@ -10,7 +10,6 @@ import { problemsOf, tempFile } from './helpers.ts';
 /** The features with no code yet. Building one moves it out of this list (and flips its status). */
 const PLANNED = [
   'dependencies',
-  'retry',
   'tenant',
   'priority',
   'slo',
@@ -39,14 +38,9 @@ test('features – exactly the features without code are planned; each has a sub
 test('features – a key of a planned feature stops startup, from the environment, a file or code', () => {
   const env = {
     ...yaml(
-      [
-        'obs:',
-        '  retry:',
-        '    header-name: X-Retry',
-        '  jobs.health-indicator-enabled: false',
-        '  slo:',
-        '    objectives: [{ name: orders }]',
-      ].join('\n'),
+      ['obs:', '  jobs.health-indicator-enabled: false', '  slo:', '    objectives: [{ name: orders }]'].join(
+        '\n',
+      ),
     ),
     OBS_DEPENDENCIES_MAP: 'api.example.com=payments',
     OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC: 'true',
@@ -60,7 +54,6 @@ test('features – a key of a planned feature stops startup, from the environmen
   assert.deepEqual(
     problemsOf({ env, options }).map((p) => p.message),
     [
-      `obs.retry.header-name = "X-Retry" (file ${file}): ${reason('retry')}`,
       `obs.jobs.health-indicator-enabled = false (file ${file}): ${reason('jobs')}`,
       `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
       `obs.db.enabled-when.header-not-equals = {"x-synthetic":"true"} (env OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC): ${reason('db')}`,

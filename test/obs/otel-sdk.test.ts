@@ -16,6 +16,7 @@ import {
   DEADLINE_HEADER,
   FAN_OUT_SPAN_ATTRIBUTES,
   instrumentKafka,
+  RETRY_DEPTH_BAGGAGE_KEY,
   TIMEOUT_BUDGET_SPAN_ATTRIBUTES,
 } from '../../src/obs/index.ts';
 import { MOCK_CONSUMER_SETTINGS, requireKcat, startKafkaMock } from '../helpers/kafka-mock.ts';
@@ -101,7 +102,11 @@ test('otel sdk – the handler’s baggage holds the deadline; an injected outbo
   const a = only(await upstream.serverSpans());
   const deadline = a.attributes[ATTR.deadline];
   assert.equal(typeof deadline, 'number');
-  assert.deepEqual(baggage, { [DEADLINE_BAGGAGE_KEY]: String(deadline) }, 'the handler’s active baggage');
+  assert.deepEqual(
+    baggage,
+    { [DEADLINE_BAGGAGE_KEY]: String(deadline), [RETRY_DEPTH_BAGGAGE_KEY]: '0' },
+    'the handler’s active baggage',
+  );
   assert.equal(
     baggageHeader(next.headers.baggage)[DEADLINE_BAGGAGE_KEY],
     String(deadline),
@@ -155,6 +160,7 @@ test('otel sdk – inbound baggage from upstream survives: obs adds its entry an
     'upstream.tenant': 'acme',
     'session.id': 's 1',
     [DEADLINE_BAGGAGE_KEY]: String(span.attributes[ATTR.deadline]),
+    [RETRY_DEPTH_BAGGAGE_KEY]: '0',
   };
   assert.deepEqual(body.baggage, expected, 'the handler’s baggage');
   assert.deepEqual(body.forwarded, expected, 'what the next service received');
@@ -188,7 +194,10 @@ test('otel sdk – work bound with obs.bind and run later, outside the request, 
   assert.deepEqual(seen, {
     traceId: span.spanContext().traceId,
     spanId: span.spanContext().spanId,
-    baggage: { [DEADLINE_BAGGAGE_KEY]: String(span.attributes[ATTR.deadline]) },
+    baggage: {
+      [DEADLINE_BAGGAGE_KEY]: String(span.attributes[ATTR.deadline]),
+      [RETRY_DEPTH_BAGGAGE_KEY]: '0',
+    },
   });
 });
 
@@ -326,4 +335,37 @@ test('otel sdk – fan-out: the server span records the outbound calls and disti
   const span = only(await app.serverSpans());
   assert.equal(span.attributes[FAN_OUT_SPAN_ATTRIBUTES.fanOut], 3);
   assert.equal(span.attributes[FAN_OUT_SPAN_ATTRIBUTES.dependencies], 2);
+});
+
+test('otel sdk – retry depth: the server span records the inbound depth; a retry’s injected call carries the raised depth in baggage and header', async (t) => {
+  const sdk = installOtelSdk(t);
+  const seen: Array<{ header: string | undefined; baggage: string | undefined }> = [];
+  const downstream = await startTracedObsApp(t, sdk, {}, (app) => {
+    app.get('/flaky', async (request, reply) => {
+      seen.push({
+        header: request.headers['obs-retry-depth'] as string | undefined,
+        baggage: baggageHeader(request.headers.baggage)[RETRY_DEPTH_BAGGAGE_KEY],
+      });
+      return reply.code(seen.length === 1 ? 503 : 200).send('x');
+    });
+  });
+  const app = await startTracedObsApp(t, sdk, {}, (app) => {
+    app.get('/call', async () =>
+      app.obs.retry(
+        async () => {
+          const response = await fetch(`${downstream.url}/flaky`, { headers: injectHeaders() });
+          if (response.status !== 200) throw new Error(`status ${response.status}`);
+          return response.text();
+        },
+        { attempts: 3, delayMs: 0 },
+      ),
+    );
+  });
+  const response = await fetch(`${app.url}/call`, { headers: { 'Obs-Retry-Depth': '2' } });
+  assert.equal(await response.text(), 'x');
+  assert.equal(only(await app.serverSpans()).attributes[RETRY_DEPTH_BAGGAGE_KEY], 2);
+  assert.deepEqual(seen, [
+    { header: '2', baggage: '2' },
+    { header: '3', baggage: '3' },
+  ]);
 });
