@@ -20,7 +20,9 @@ import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';
 import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
+import { registerPriority } from './priority.ts';
 import { addSamplingSnapshot } from './sampling.ts';
+import { registerTenant } from './tenant.ts';
 import { registerTimeoutBudget } from './timeout-budget-hook.ts';
 import { registerTraceGuard } from './trace-guard.ts';
 
@@ -71,6 +73,8 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   // --- features that contribute to it (their contributors run in this order) ---
   registerRequestContext(app, obs);
   registerTimeoutBudget(obs);
+  registerPriority(obs);
+  registerTenant(obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);
