@@ -45,8 +45,8 @@ export const FEATURES: readonly Feature[] = [
   { name: 'Conditional features', key: 'conditional-features', default: 'on', status: 'built' },
   { name: 'Dependency health map', key: 'dependencies', default: 'on', status: 'planned' },
   { name: 'Retry amplification', key: 'retry', default: 'on', status: 'built' },
-  { name: 'Multi-tenant context', key: 'tenant', default: 'opt-in', status: 'planned' },
-  { name: 'Request priority', key: 'priority', default: 'opt-in', status: 'planned' },
+  { name: 'Multi-tenant context', key: 'tenant', default: 'opt-in', status: 'built' },
+  { name: 'Request priority', key: 'priority', default: 'opt-in', status: 'built' },
   {
     name: 'Container-aware memory metrics',
     key: 'container-memory',

@@ -21,8 +21,10 @@ import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';
 import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
+import { registerPriority } from './priority.ts';
 import { registerRetry } from './retry.ts';
 import { addSamplingSnapshot } from './sampling.ts';
+import { registerTenant } from './tenant.ts';
 import { registerTimeoutBudget } from './timeout-budget-hook.ts';
 import { registerTraceGuard } from './trace-guard.ts';
 
@@ -75,6 +77,8 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerTimeoutBudget(obs);
   registerRetry(obs);
   registerFanOut(app, obs);
+  registerPriority(obs);
+  registerTenant(obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);
