@@ -11,7 +11,6 @@ import { contextKit } from './context-hook.ts';
 import { addContextLabel } from './context-meter-labels.ts';
 import type { Obs } from './obs.ts';
 import { currentRequestContext, type ObsPriority, PRIORITIES } from './request-context.ts';
-import { installOutboundBudget } from './timeout-budget-clients.ts';
 
 /** Names of the meters of request priority. */
 export const PRIORITY_METRICS = { invalid: 'obs_priority_invalid_total' } as const;
@@ -117,8 +116,6 @@ export function registerPriority(obs: Obs): void {
     baggage(PRIORITY_BAGGAGE_KEY, parsed.priority);
     attribute(PRIORITY_SPAN_ATTRIBUTE, parsed.priority);
   });
-  // Outbound calls carry the header even when the timeout budget, which installs this too, is off.
-  installOutboundBudget();
   label = addContextLabel(obs.registry, {
     label: PRIORITY_LABEL,
     meters: config['tag-meters'],

@@ -19,7 +19,6 @@ import { contextKit } from './context-hook.ts';
 import { addContextLabel } from './context-meter-labels.ts';
 import type { Obs } from './obs.ts';
 import { currentRequestContext } from './request-context.ts';
-import { installOutboundBudget } from './timeout-budget-clients.ts';
 
 /** Names of the meters of the tenant context. */
 export const TENANT_METRICS = { invalid: 'obs_tenant_invalid_total' } as const;
@@ -237,8 +236,6 @@ export function registerTenant(obs: Obs): void {
     baggage(TENANT_BAGGAGE_KEY, resolved.tenant);
     attribute(TENANT_SPAN_ATTRIBUTE, resolved.tenant);
   });
-  // Outbound calls carry the header even when the timeout budget, which installs this too, is off.
-  installOutboundBudget();
   label = addContextLabel(obs.registry, {
     label: TENANT_LABEL,
     meters: config['tag-meters'],

@@ -369,3 +369,36 @@ test('otel sdk – retry depth: the server span records the inbound depth; a ret
     { header: '3', baggage: '3' },
   ]);
 });
+
+test('otel sdk – priority and tenant: on the server span, in the handler’s baggage and on the injected call', async (t) => {
+  const sdk = installOtelSdk(t);
+  const downstream = await startTracedObsApp(t, sdk, {}, (app) => {
+    app.get('/b', async (request) => ({
+      priority: request.headers['obs-priority'] ?? null,
+      tenant: request.headers['obs-tenant-id'] ?? null,
+      baggage: baggageHeader(request.headers.baggage),
+    }));
+  });
+  const config = { priority: { enabled: true }, tenant: { enabled: true } };
+  const app = await startTracedObsApp(t, sdk, { config }, (app) => {
+    app.get('/a', async () => ({
+      baggage: activeBaggage(),
+      next: await (await fetch(`${downstream.url}/b`, { headers: injectHeaders() })).json(),
+    }));
+  });
+  const response = await fetch(`${app.url}/a`, {
+    headers: { 'Obs-Priority': 'HIGH', 'Obs-Tenant-Id': 'acme' },
+  });
+  const body = (await response.json()) as {
+    baggage: Record<string, string>;
+    next: { priority: string; tenant: string; baggage: Record<string, string> };
+  };
+  const span = only(await app.serverSpans());
+  assert.equal(span.attributes['obs.priority'], 'high');
+  assert.equal(span.attributes['obs.tenant'], 'acme');
+  for (const baggage of [body.baggage, body.next.baggage]) {
+    assert.equal(baggage['obs.priority'], 'high', JSON.stringify(baggage));
+    assert.equal(baggage['obs.tenant.id'], 'acme', JSON.stringify(baggage));
+  }
+  assert.deepEqual([body.next.priority, body.next.tenant], ['high', 'acme']);
+});
