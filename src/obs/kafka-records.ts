@@ -6,7 +6,12 @@
  * client with them.
  */
 import { randomUUID } from 'node:crypto';
-import { isAcceptableRequestId, type OutboundBudgetPolicy, type RequestContext } from './request-context.ts';
+import {
+  type ContextPropagation,
+  isAcceptableRequestId,
+  type OutboundBudgetPolicy,
+  type RequestContext,
+} from './request-context.ts';
 import { DEADLINE_HEADER, establishBudget, type TimeoutBudgetConfig } from './timeout-budget.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -106,7 +111,17 @@ export interface RecordContextSettings {
   readonly requestIdHeader: string;
   /** Makes a request id when the record carries none; default `randomUUID`. */
   readonly newRequestId?: () => string;
+  /**
+   * Reads what the other features carry (retry depth, priority, tenant) from the record's headers;
+   * `header(name)` is a header's text, ignoring case, undefined when absent or repeated.
+   */
+  readonly carried?: (header: (name: string) => string | undefined) => CarriedContext;
+  /** How the rebuilt context travels on the listener's own outbound calls. */
+  readonly propagation?: ContextPropagation;
 }
+
+/** The values of a request context other features carry through a record. */
+export type CarriedContext = Partial<Pick<RequestContext, 'retryDepth' | 'priority' | 'tenant'>>;
 
 /**
  * The request context of a consumed record, rebuilt from its headers at `nowMs`: the budget from
@@ -122,8 +137,17 @@ export function recordContext(
 ): RequestContext {
   const id = headerText(findHeader(headers, settings.requestIdHeader));
   const requestId = isAcceptableRequestId(id) ? id : (settings.newRequestId ?? randomUUID)();
+  const single = (name: string): string | undefined => {
+    const text = headerText(findHeader(headers, name));
+    return typeof text === 'string' ? text : undefined;
+  };
+  const base: RequestContext = {
+    requestId,
+    ...(settings.carried?.(single) ?? {}),
+    ...(settings.propagation === undefined ? {} : { propagation: settings.propagation }),
+  };
   const policy = settings.policy;
-  if (policy === undefined) return { requestId };
+  if (policy === undefined) return base;
   const absolute = headerText(findHeader(headers, DEADLINE_HEADER));
   const inbound = settings.budgetConfig['inbound-header'];
   const remaining = headerText(findHeader(headers, inbound));
@@ -132,8 +156,8 @@ export function recordContext(
   if (remaining !== undefined) present[inbound.toLowerCase()] = remaining;
   const { budget } = establishBudget(present, settings.budgetConfig, nowMs);
   // Neither header, or only malformed ones: establishBudget fell back to the default; a record has none.
-  if (budget.source === 'default') return { requestId };
-  return { requestId, budget: { ...budget, policy } };
+  if (budget.source === 'default') return base;
+  return { ...base, budget: { ...budget, policy } };
 }
 
 /** How old a record with `timestamp` (epoch ms, as kafkajs gives it) is at `nowMs`; undefined when unreadable. */

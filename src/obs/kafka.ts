@@ -19,9 +19,11 @@
  * (`kafka-records.ts`). The instrumentation never fails a produce or a consume: a failure of its
  * own is logged and the call goes on without it.
  */
-import { type Context, context } from '@opentelemetry/api';
+import { type Context, context, propagation } from '@opentelemetry/api';
 import { Counter, Gauge } from 'prom-client';
+import { contextKit } from './context-hook.ts';
 import {
+  type CarriedContext,
   isStaleRecord,
   type KafkaConsumerLike,
   type KafkaLike,
@@ -37,9 +39,12 @@ import {
   stampMessage,
 } from './kafka-records.ts';
 import type { Obs } from './obs.ts';
+import { PRIORITY_BAGGAGE_KEY, parsePriority } from './priority.ts';
 import { currentRequestContext, type RequestContext, runInRequestContext } from './request-context.ts';
+import { parseRetryDepth, RETRY_DEPTH_BAGGAGE_KEY } from './retry-depth.ts';
+import { TENANT_BAGGAGE_KEY, tenantFromHeader } from './tenant.ts';
 import { decideOutbound } from './timeout-budget-clients.ts';
-import { outboundPolicyOf, withDeadlineBaggage } from './timeout-budget-hook.ts';
+import { DEADLINE_BAGGAGE_KEY, outboundPolicyOf } from './timeout-budget-hook.ts';
 
 /** Names of the Kafka meters. */
 export const KAFKA_METRICS = {
@@ -173,19 +178,59 @@ function instrumentProducer<P extends KafkaProducerLike>(producer: P, kit: Kafka
 /** The settings records are read with, read when each record arrives (the plugin may register later). */
 function contextSettings(obs: Obs): RecordContextSettings {
   const budgetConfig = obs.config['timeout-budget'];
+  const { retry, priority, tenant } = obs.config;
   return {
     budgetConfig,
     policy: budgetConfig.enabled ? outboundPolicyOf(obs) : undefined,
     requestIdHeader: obs.config.context['request-id-header'],
+    propagation: contextKit(obs).propagation,
+    // The header forms only: a record has no Authorization header or host of its own.
+    carried(header) {
+      const carried: { -readonly [K in keyof CarriedContext]: CarriedContext[K] } = {};
+      if (retry.enabled) {
+        const depth = parseRetryDepth(header(retry['header-name']));
+        carried.retryDepth = typeof depth === 'number' ? depth : 0;
+      }
+      if (priority.enabled) {
+        carried.priority = parsePriority(
+          header(priority['header-name']),
+          priority['default-priority'],
+        ).priority;
+      }
+      if (tenant.enabled) {
+        const read = tenantFromHeader(header(tenant.header.name));
+        if (read.kind === 'valid') carried.tenant = read.tenant;
+      }
+      return carried;
+    },
   };
 }
 
-/** Runs `fn` inside `store` and, when it has a budget, an OpenTelemetry context whose baggage holds it. */
+/** The baggage entries of a rebuilt context: the deadline and what the other features carry. */
+function recordBaggage(store: RequestContext): Array<readonly [string, string]> {
+  const entries: Array<readonly [string, string]> = [];
+  if (store.budget !== undefined) entries.push([DEADLINE_BAGGAGE_KEY, String(store.budget.deadlineEpochMs)]);
+  if (store.retryDepth !== undefined) entries.push([RETRY_DEPTH_BAGGAGE_KEY, String(store.retryDepth)]);
+  if (store.priority !== undefined) entries.push([PRIORITY_BAGGAGE_KEY, store.priority]);
+  if (store.tenant !== undefined) entries.push([TENANT_BAGGAGE_KEY, store.tenant]);
+  return entries;
+}
+
+/**
+ * Runs `fn` inside `store` and an OpenTelemetry context whose baggage holds the deadline and the
+ * carried values (when there are any).
+ */
 function runInside<T>(store: RequestContext | undefined, fn: () => T, kit: KafkaInstrumentation): T {
   if (store === undefined) return fn();
   let otel: Context | undefined;
   try {
-    if (store.budget !== undefined) otel = withDeadlineBaggage(store.budget.deadlineEpochMs);
+    const entries = recordBaggage(store);
+    if (entries.length > 0) {
+      const active = context.active();
+      let baggage = propagation.getBaggage(active) ?? propagation.createBaggage();
+      for (const [key, value] of entries) baggage = baggage.setEntry(key, { value });
+      otel = propagation.setBaggage(active, baggage);
+    }
   } catch (error) {
     kit.failed('consume', error);
   }

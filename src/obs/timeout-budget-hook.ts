@@ -33,16 +33,6 @@ export const DEADLINE_BAGGAGE_KEY = 'obs.timeout-budget.deadline.epoch.ms';
 
 const SOURCES: readonly TimeoutBudgetSource[] = ['deadline-header', 'remaining-header', 'default'];
 
-/** The active OpenTelemetry context with the deadline added to its baggage. */
-export function withDeadlineBaggage(deadlineEpochMs: number): Context {
-  const active = context.active();
-  const baggage = propagation.getBaggage(active) ?? propagation.createBaggage();
-  return propagation.setBaggage(
-    active,
-    baggage.setEntry(DEADLINE_BAGGAGE_KEY, { value: String(deadlineEpochMs) }),
-  );
-}
-
 const policies = new WeakMap<Obs, OutboundBudgetPolicy>();
 
 /**

@@ -5,7 +5,7 @@ import { context, propagation } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { type Consumer, type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from 'kafkajs';
 import { Registry } from 'prom-client';
-import { createObs, type ObsConfigInput } from '../../src/obs/index.ts';
+import { createObs, currentObsContext, type ObsConfigInput } from '../../src/obs/index.ts';
 import { instrumentKafka, KAFKA_METRICS } from '../../src/obs/kafka.ts';
 import type {
   KafkaMessageLike,
@@ -241,6 +241,61 @@ test('kafka – the listener’s OpenTelemetry baggage carries the record’s de
   });
   await runs[0]!.eachMessage!({ topic: 't', partition: 0, message: {} });
   assert.deepEqual(entries, [String(deadline), undefined]);
+});
+
+test('kafka – a record carries the retry depth, priority and tenant of the request that produced it to its listener', async (t) => {
+  const manager = new AsyncLocalStorageContextManager().enable();
+  context.setGlobalContextManager(manager);
+  t.after(() => {
+    context.disable();
+    manager.disable();
+  });
+  const { kafka, sent, runs } = fakeKafka();
+  const running = await startObsApp(
+    { config: { priority: { enabled: true }, tenant: { enabled: true } } },
+    (app) => {
+      instrumentKafka(kafka, app.obs);
+      // Produce from a real request of the app: its context holds what the headers said.
+      app.post('/produce', async () => {
+        await kafka.producer().send({ topic: 't', messages: [{}] });
+        return 'sent';
+      });
+    },
+  );
+  t.after(() => running.close());
+  const app = running.app;
+  const response = await app.inject({
+    method: 'POST',
+    url: '/produce',
+    headers: { 'obs-retry-depth': '2', 'obs-priority': 'low', 'obs-tenant-id': 'acme' },
+  });
+  assert.equal(response.body, 'sent');
+  const headers = sent[0]?.messages[0]?.headers ?? {};
+  assert.deepEqual(
+    [headers['Obs-Retry-Depth'], headers['Obs-Priority'], headers['Obs-Tenant-Id']],
+    ['2', 'low', 'acme'],
+  );
+  const seen: unknown[] = [];
+  await kafka.consumer({ groupId: 'g' }).run({
+    eachMessage: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      const ctx = currentObsContext();
+      const baggage = propagation.getBaggage(context.active());
+      seen.push({
+        depth: ctx?.retryDepth,
+        priority: ctx?.priority,
+        tenant: ctx?.tenant,
+        baggage: ['obs.retry.depth', 'obs.priority', 'obs.tenant.id'].map((k) => baggage?.getEntry(k)?.value),
+      });
+    },
+  });
+  await runs[0]!.eachMessage!({ topic: 't', partition: 0, message: { headers } });
+  // A record without them: depth 0, the default priority, no tenant; a bad tenant is dropped.
+  await runs[0]!.eachMessage!({ topic: 't', partition: 0, message: { headers: { 'Obs-Tenant-Id': 'a b' } } });
+  assert.deepEqual(seen, [
+    { depth: 2, priority: 'low', tenant: 'acme', baggage: ['2', 'low', 'acme'] },
+    { depth: 0, priority: 'normal', tenant: undefined, baggage: ['0', 'normal', undefined] },
+  ]);
 });
 
 test('kafka – eachBatch: a batch of stale records only is not handed over; its last offset is resolved', async (t) => {

@@ -309,7 +309,7 @@ test('otel sdk – Kafka (mock cluster): a record produced in a traced request c
   assert.equal(got.deadline, deadline, 'the listener’s budget');
   assert.deepEqual(
     got.baggage,
-    { [DEADLINE_BAGGAGE_KEY]: String(deadline) },
+    { [DEADLINE_BAGGAGE_KEY]: String(deadline), [RETRY_DEPTH_BAGGAGE_KEY]: '0' },
     'the listener’s active baggage',
   );
 });
