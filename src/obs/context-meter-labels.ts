@@ -18,6 +18,7 @@
  */
 import type { Registry, RegistryContentType } from 'prom-client';
 import { CARDINALITY_OVERFLOW_METRIC, CardinalityFirewall, OVERFLOW_VALUE } from './cardinality.ts';
+import { promMetricKind } from './meters.ts';
 
 /** The value of a context label outside a request, or when the request's context holds none. */
 export const NO_CONTEXT_LABEL_VALUE = 'none';
@@ -158,6 +159,11 @@ export function addContextLabel(
       options.onSkipped?.(m.name, `it declares a label named ${label} already`);
       return;
     }
+    const kind = promMetricKind(m);
+    if (kind === undefined) {
+      options.onSkipped?.(m.name, 'it is not a prom-client 15 metric (another major version?)');
+      return;
+    }
     Object.defineProperty(m, mark, { value: true });
     const name = m.name;
     // The metric's own label names, before any context label: what `labels(...)` is given in order.
@@ -221,20 +227,20 @@ export function addContextLabel(
           return child;
         };
 
-    if ('incWithoutExemplar' in m) {
+    if (kind === 'counter') {
       wrapProperty(m, 'inc', recording);
       wrapProperty(m, 'labels', labels(['inc']));
-    } else if ('observeWithoutExemplar' in m) {
+    } else if (kind === 'histogram') {
       wrapProperty(m, 'observe', recording);
       wrapProperty(m, 'zero', first);
       wrapProperty(m, 'startTimer', first);
       wrapProperty(m, 'labels', labels(['observe', 'startTimer']));
-    } else if ('setToCurrentTime' in m) {
+    } else if (kind === 'gauge') {
       // `setToCurrentTime` ends in `set`.
       for (const key of ['inc', 'dec', 'set']) wrapProperty(m, key, plain);
       wrapProperty(m, 'startTimer', first);
       wrapProperty(m, 'labels', labels(['inc', 'dec', 'set', 'setToCurrentTime', 'startTimer']));
-    } else if (typeof m.observe === 'function') {
+    } else {
       // Summary.
       wrapProperty(m, 'observe', plain);
       wrapProperty(m, 'startTimer', first);

@@ -97,13 +97,37 @@ function wrapMethod(metric: PromMetric, key: string, guard: (raw: Fn) => Fn): vo
   });
 }
 
+/** The kinds of prom-client metric obs wraps. */
+export type PromMetricKind = 'counter' | 'histogram' | 'gauge' | 'summary';
+
+/**
+ * The kind of a prom-client 15 metric, told by its methods; undefined for anything else (a metric
+ * of another major version of prom-client, whose methods obs does not know how to wrap).
+ */
+export function promMetricKind(metric: object): PromMetricKind | undefined {
+  if ('incWithoutExemplar' in metric) return 'counter';
+  if ('observeWithoutExemplar' in metric) return 'histogram';
+  if ('setToCurrentTime' in metric) return 'gauge';
+  // Told by its prototype's methods: a metric is guarded while its base constructor registers it,
+  // before the subclass set its own fields. A summary observes and has no `zero`.
+  if (typeof (metric as { readonly observe?: unknown }).observe === 'function' && !('zero' in metric)) {
+    return 'summary';
+  }
+  return undefined;
+}
+
 /**
  * Guards one prom-client metric: every label value of every recording passes `firewall`. A no-op
- * for a metric already guarded and for the overflow counter itself (which would recurse).
+ * for a metric already guarded and for the overflow counter itself (which would recurse). Returns
+ * false when the metric is not one obs knows how to guard ({@link promMetricKind}): it is left as
+ * it was.
  */
-export function guardMetric(metric: object, firewall: CardinalityFirewall): void {
+export function guardMetric(metric: object, firewall: CardinalityFirewall): boolean {
   const m = metric as PromMetric;
-  if (typeof m.name !== 'string' || m.name === CARDINALITY_OVERFLOW_METRIC || m[GUARDED as never]) return;
+  if (typeof m.name !== 'string' || m.name === CARDINALITY_OVERFLOW_METRIC || m[GUARDED as never])
+    return true;
+  const kind = promMetricKind(m);
+  if (kind === undefined) return false;
   Object.defineProperty(m, GUARDED, { value: true });
   const name = m.name;
   const admit = <T>(labels: T): T => admitLabelObject(firewall, name, labels);
@@ -160,22 +184,23 @@ export function guardMetric(metric: object, firewall: CardinalityFirewall): void
       };
     };
 
-  if ('incWithoutExemplar' in m) {
+  if (kind === 'counter') {
     // Counter: `labels(...)` binds `this.inc`, which is guarded.
     wrapMethod(m, 'inc', recording);
-  } else if ('observeWithoutExemplar' in m) {
+  } else if (kind === 'histogram') {
     // Histogram: `startTimer` ends in `this.observe`, which is guarded.
     wrapMethod(m, 'observe', recording);
     wrapMethod(m, 'zero', plain);
     wrapMethod(m, 'labels', labels);
-  } else if ('setToCurrentTime' in m) {
+  } else if (kind === 'gauge') {
     // Gauge: `setToCurrentTime`, `startTimer` and `labels(...)` all end in `set`, `inc` or `dec`.
     for (const key of ['set', 'inc', 'dec']) wrapMethod(m, key, plain);
-  } else if (typeof m.observe === 'function') {
+  } else {
     // Summary.
     wrapMethod(m, 'observe', plain);
     wrapMethod(m, 'labels', labels);
   }
+  return true;
 }
 
 /** What {@link guardRegistry} takes. */
@@ -191,6 +216,11 @@ export interface GuardRegistryOptions {
    * `obs_enforcement_mode{mode}`, `obs_config_info{hash}`), which a small cap must not rewrite.
    */
   readonly exempt?: readonly string[];
+  /**
+   * Called once for each metric obs cannot guard (not a prom-client 15 metric: another major
+   * version's, or one that throws when wrapped); it records unguarded.
+   */
+  readonly onUnguarded?: (meter: string) => void;
 }
 
 /**
@@ -208,10 +238,18 @@ export function guardRegistry(
   const exempt = new Set(options.exempt ?? []);
   const guard = (metric: object) => {
     if (exempt.has((metric as { readonly name?: unknown }).name as string)) return;
+    let guarded = false;
     try {
-      guardMetric(metric, firewall);
+      guarded = guardMetric(metric, firewall);
     } catch {
       // a metric obs cannot wrap is recorded unguarded rather than failing its constructor
+    }
+    if (!guarded) {
+      try {
+        options.onUnguarded?.(String((metric as { readonly name?: unknown }).name));
+      } catch {
+        // never fails the metric's constructor
+      }
     }
   };
   const register = registry.registerMetric;

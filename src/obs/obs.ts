@@ -171,7 +171,8 @@ export interface Obs {
    * `options.signal`'s abort, or when the request's timeout budget leaves `minimum-budget` or less
    * after the next delay; it then rejects with the last attempt's error. With
    * `obs.retry.enabled=false` it retries the same and stamps nothing.
-   * @throws {ObsError} `OBS_ERR_INVALID_RETRY_OPTION` at once for a bad option.
+   * A bad option (out of bounds, of the wrong type or unknown) rejects with `ObsError`
+   * `OBS_ERR_INVALID_RETRY_OPTION` before any attempt.
    */
   retry<T>(fn: RetryAttempt<T>, options?: RetryOptions): Promise<T>;
   // --- end ---

@@ -61,6 +61,11 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   if (obs.config.cardinality.enabled) {
     guardRegistry(obs.registry, obs.firewall, {
       exempt: [OBS_METRICS.enforcementMode, OBS_METRICS.configInfo],
+      onUnguarded: (meter) =>
+        obs.logger.warn(
+          { obs: 'cardinality', meter },
+          `obs cannot guard the labels of metric ${meter}: it is not a prom-client 15 metric (another major version of prom-client?); it records unguarded`,
+        ),
     });
   }
   // --- end ---

@@ -6,6 +6,7 @@
  */
 import { context, propagation } from '@opentelemetry/api';
 import { isObsError, ObsError } from './errors.ts';
+import { nearestName } from './nearest-name.ts';
 import { currentRequestContext, runWithContextChanges } from './request-context.ts';
 import { MAX_RETRY_DEPTH, parseRetryDepth, RETRY_DEPTH_BAGGAGE_KEY } from './retry-depth.ts';
 import { isExhausted, remainingMs } from './timeout-budget.ts';
@@ -121,6 +122,16 @@ function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+const RETRY_OPTION_NAMES: readonly string[] = [
+  'attempts',
+  'delayMs',
+  'backoff',
+  'maxDelayMs',
+  'retryOn',
+  'signal',
+  'sleep',
+];
+
 interface CheckedOptions {
   readonly attempts: number;
   readonly delayMs: number;
@@ -136,6 +147,18 @@ function checkOptions(options: RetryOptions | undefined): CheckedOptions {
     throw invalidOption('options', options, 'an object');
   }
   const o = options ?? {};
+  for (const key of Object.keys(o)) {
+    if (!RETRY_OPTION_NAMES.includes(key)) {
+      const near = nearestName(key, RETRY_OPTION_NAMES);
+      throw invalidOption(
+        key,
+        (o as Record<string, unknown>)[key],
+        near === undefined
+          ? `no such option (options: ${RETRY_OPTION_NAMES.join(', ')})`
+          : `no such option; did you mean ${near}?`,
+      );
+    }
+  }
   const backoff = o.backoff ?? 'exponential';
   if (backoff !== 'exponential' && backoff !== 'fixed') {
     throw invalidOption('backoff', backoff, '"exponential" or "fixed"');
@@ -200,12 +223,20 @@ function atDepth<T>(depth: number, fn: () => T): T {
  * `signal`'s abort, and when the request's timeout budget, less the next delay, is at or below
  * `minimum-budget`; it then rejects with the last attempt's error, as it is. With
  * `obs.retry.enabled=false` it retries the same and stamps nothing.
- * @throws {ObsError} `OBS_ERR_INVALID_RETRY_OPTION` at once, before any attempt, for a bad option.
+ * A bad option (out of bounds, of the wrong type, or unknown) rejects with an {@link ObsError}
+ * `OBS_ERR_INVALID_RETRY_OPTION` before any attempt; it never throws.
  */
 export function retryWithObs<T>(obs: RetryOwner, fn: RetryAttempt<T>, options?: RetryOptions): Promise<T> {
-  const attempt = functionOr<RetryAttempt<T> | undefined>('fn', fn, undefined);
-  if (attempt === undefined) throw invalidOption('fn', fn, 'a function');
-  const o = checkOptions(options);
+  let attempt: RetryAttempt<T>;
+  let o: CheckedOptions;
+  try {
+    const given = functionOr<RetryAttempt<T> | undefined>('fn', fn, undefined);
+    if (given === undefined) throw invalidOption('fn', fn, 'a function');
+    attempt = given;
+    o = checkOptions(options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   const stamp = obs.config.retry.enabled;
   const f = helperFiguresOf(obs);
   f.calls += 1;

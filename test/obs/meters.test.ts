@@ -548,3 +548,46 @@ test('meters – OpenTelemetry through the plugin: the mode switch over HTTP app
   assert.equal(overflowCount(await obs.registry.metrics(), 'orders', 'customer'), 2);
   assert.equal(OBS_METRICS.cardinalityOverflow, CARDINALITY_OVERFLOW_METRIC);
 });
+
+test('meters – a metric of prom-client 14 is left unguarded and said so once; tag-meters skips it the same way', async (t) => {
+  const { Counter: Counter14 } = await import('prom-client-14');
+  const registry = new Registry();
+  const old = new Counter14({
+    name: 'old_orders_total',
+    help: 'made with prom-client 14',
+    labelNames: ['user'],
+    registers: [registry as never],
+  });
+  const current = new Counter({
+    name: 'new_orders_total',
+    help: 'x',
+    labelNames: ['user'],
+    registers: [registry],
+  });
+  const obs = await startObsApp({
+    registry,
+    config: {
+      cardinality: { 'max-tag-values-per-meter': 1 },
+      tenant: { enabled: true, 'tag-meters': ['old_orders_total'] },
+    },
+  });
+  t.after(() => obs.close());
+  for (const user of ['a', 'b', 'c']) {
+    old.inc({ user });
+    current.inc({ user });
+  }
+  const text = await registry.metrics();
+  assert.equal(seriesOf(text, 'old_orders_total', 'user').size, 3, 'not guarded: every value kept');
+  assert.deepEqual([...seriesOf(text, 'new_orders_total', 'user').keys()].sort(), ['OVERFLOW', 'a']);
+  const warnings = obs.logger.lines.filter((l) => l.level === 'warn').map((l) => l.message ?? '');
+  assert.equal(
+    warnings.filter((m) => /cannot guard the labels of metric old_orders_total/.test(m)).length,
+    1,
+  );
+  assert.ok(
+    warnings.some(
+      (m) => m.includes('old_orders_total') && /not a prom-client 15 metric/.test(m) && /tenant/.test(m),
+    ),
+    warnings.join('\n'),
+  );
+});

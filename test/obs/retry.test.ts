@@ -370,7 +370,7 @@ test('retry – attempts: default 3, at most 10; every retry waits the backoff (
   assert.deepEqual(await run({ attempts: 1 }), { attempts: 1, waits: [] });
 });
 
-test('retry – a bad option throws OBS_ERR_INVALID_RETRY_OPTION at once, before any attempt', () => {
+test('retry – a bad option rejects with OBS_ERR_INVALID_RETRY_OPTION, before any attempt; it never throws', async () => {
   const obs = bareObs();
   let called = 0;
   const fn = async () => {
@@ -388,17 +388,23 @@ test('retry – a bad option throws OBS_ERR_INVALID_RETRY_OPTION at once, before
     [{ sleep: 5 }, /sleep = 5: expected a function/],
     [{ signal: {} }, /signal = \{\}: expected an AbortSignal/],
     ['fast', /options = "fast": expected an object/],
+    [{ attemps: 3 }, /attemps = 3: expected no such option; did you mean attempts\?/],
+    [{ zzzzzzzzzz: 1 }, /zzzzzzzzzz = 1: expected no such option \(options: attempts, delayMs/],
   ];
   for (const [options, message] of bad) {
-    assert.throws(
-      () => obs.retry(fn, options as Parameters<typeof obs.retry>[1]),
+    let promise: Promise<unknown> | undefined;
+    assert.doesNotThrow(() => {
+      promise = obs.retry(fn, options as Parameters<typeof obs.retry>[1]);
+    });
+    await assert.rejects(
+      promise!,
       (error: { code?: string; message?: string }) =>
         error.code === 'OBS_ERR_INVALID_RETRY_OPTION' && message.test(error.message ?? ''),
       JSON.stringify(options),
     );
   }
-  assert.throws(
-    () => obs.retry('nope' as never),
+  await assert.rejects(
+    obs.retry('nope' as never),
     (error: { code?: string }) => error.code === 'OBS_ERR_INVALID_RETRY_OPTION',
   );
   assert.equal(called, 0);
