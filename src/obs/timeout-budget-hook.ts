@@ -6,8 +6,6 @@
  * `obs_timeout_budget_invalid_total{header}`; outbound calls that find the budget exhausted count in
  * `obs_timeout_budget_exhausted_total{transport}`.
  */
-import { type Context, context, propagation } from '@opentelemetry/api';
-
 import { Counter } from 'prom-client';
 import { contextKit } from './context-hook.ts';
 import type { Obs } from './obs.ts';
