@@ -263,7 +263,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
       50,
       1,
       1_000_000,
-      'Statements of one request above which N+1 is suspected.',
+      'Runs of one statement shape in one request above which N+1 is suspected.',
     ),
     'slow-query-threshold': duration('500ms', 'A query slower than this is logged as slow.'),
     'enabled-when': enabledWhen(),

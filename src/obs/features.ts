@@ -72,7 +72,7 @@ export const FEATURES: readonly Feature[] = [
     name: 'Database N+1 and slow-query detection',
     key: 'db',
     default: 'on if pg is handed to obs',
-    status: 'planned',
+    status: 'built',
   },
   { name: 'Cache observability', key: 'cache', default: 'opt-in', status: 'planned' },
   { name: 'Feature-flag evaluation correlation', key: 'feature-flags', default: 'opt-in', status: 'planned' },

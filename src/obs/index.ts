@@ -34,6 +34,15 @@ export {
   registerContainerMemoryMetrics,
 } from './container-memory.ts';
 export {
+  DB_METRICS,
+  DB_SPAN_ATTRIBUTES,
+  instrumentPg,
+  type PgModuleLike,
+  type PgPoolLike,
+  type PgQueryable,
+  sqlShape,
+} from './db.ts';
+export {
   createDiagnostics,
   type Diagnostics,
   type DiagnosticsOptions,

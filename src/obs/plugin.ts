@@ -15,6 +15,7 @@ import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
 import { registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
+import { registerDb } from './db.ts';
 import { registerExceptionHandler } from './exception-handler.ts';
 import { registerFanOut } from './fan-out.ts';
 import { addLoggingSnapshot } from './logging.ts';
@@ -84,6 +85,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerFanOut(app, obs);
   registerPriority(obs);
   registerTenant(obs);
+  registerDb(app, obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);

@@ -8,7 +8,7 @@ import { loadObsConfig, type ObsConfigInput, PRESET_PROFILES } from '../../src/o
 import { problemsOf, tempFile } from './helpers.ts';
 
 /** The features with no code yet. Building one moves it out of this list (and flips its status). */
-const PLANNED = ['dependencies', 'slo', 'resilience', 'jobs', 'db', 'cache', 'feature-flags', 'profiling'];
+const PLANNED = ['dependencies', 'slo', 'resilience', 'jobs', 'cache', 'feature-flags', 'profiling'];
 
 const yaml = (text: string) => ({ OBS_CONFIG_FILE: tempFile('obs.yml', text) });
 const reason = (feature: string) => `the ${feature} feature is not built yet (planned); remove the setting`;
@@ -32,7 +32,6 @@ test('features – a key of a planned feature stops startup, from the environmen
       ),
     ),
     OBS_DEPENDENCIES_MAP: 'api.example.com=payments',
-    OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC: 'true',
   };
   const options = {
     cache: { enabled: true },
@@ -44,7 +43,6 @@ test('features – a key of a planned feature stops startup, from the environmen
     [
       `obs.jobs.health-indicator-enabled = false (file ${file}): ${reason('jobs')}`,
       `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
-      `obs.db.enabled-when.header-not-equals = {"x-synthetic":"true"} (env OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC): ${reason('db')}`,
       `obs.dependencies.map = "api.example.com=payments" (env OBS_DEPENDENCIES_MAP): ${reason('dependencies')}`,
       `obs.cache.enabled = true (options): ${reason('cache')}`,
       `obs.profiling.pyroscope-url = null (options): ${reason('profiling')}`,
@@ -72,12 +70,12 @@ test('features – every key of every planned feature is refused through its var
 });
 
 test('features – an unknown key under a planned feature is refused as planned, not offered a planned key', () => {
-  const [inFile] = problemsOf({ env: yaml('obs:\n  db:\n    slow-query-treshold: 1s\n') });
-  assert.equal(inFile?.key, 'obs.db.slow-query-treshold');
-  assert.match(inFile?.message ?? '', /the db feature is not built yet \(planned\)/);
-  const [variable] = problemsOf({ env: { OBS_DB_SLOW_QUERY_TRESHOLD: '1s' } });
+  const [inFile] = problemsOf({ env: yaml('obs:\n  jobs:\n    failure-grace-perod: 1h\n') });
+  assert.equal(inFile?.key, 'obs.jobs.failure-grace-perod');
+  assert.match(inFile?.message ?? '', /the jobs feature is not built yet \(planned\)/);
+  const [variable] = problemsOf({ env: { OBS_JOBS_FAILURE_GRACE_PEROD: '1h' } });
   assert.match(variable?.message ?? '', /unknown variable/);
-  assert.doesNotMatch(variable?.expected ?? '', /OBS_DB_/, 'a planned variable is never suggested');
+  assert.doesNotMatch(variable?.expected ?? '', /OBS_JOBS_/, 'a planned variable is never suggested');
   const [top] = problemsOf({ options: { zzz: 1 } as ObsConfigInput });
   assert.match(
     top?.message ?? '',
