@@ -65,7 +65,7 @@ export const FEATURES: readonly Feature[] = [
     name: 'Resilience auto-instrumentation',
     key: 'resilience',
     default: 'on if cockatiel or opossum is handed to obs',
-    status: 'planned',
+    status: 'built',
   },
   { name: 'Background-job observability', key: 'jobs', default: 'on', status: 'planned' },
   {

@@ -148,6 +148,21 @@ export {
   PRIORITIES,
   type TimeoutBudget,
 } from './request-context.ts';
+export {
+  CIRCUIT_TRANSITION_EVENT,
+  type CircuitOutcome,
+  type CircuitStateName,
+  type CockatielEventLike,
+  type CockatielPolicyLike,
+  type InstrumentBreakerOptions,
+  type InstrumentPolicyOptions,
+  instrumentBreaker,
+  instrumentPolicy,
+  MAX_INSTRUMENTED_RESILIENCE,
+  MAX_RESILIENCE_NAME_LENGTH,
+  type OpossumBreakerLike,
+  RESILIENCE_METRICS,
+} from './resilience.ts';
 export { RETRY_METRICS } from './retry.ts';
 export { MAX_RETRY_DEPTH, RETRY_DEPTH_BAGGAGE_KEY } from './retry-depth.ts';
 export { MAX_RETRY_ATTEMPTS, type RetryAttempt, type RetryOptions } from './retry-helper.ts';

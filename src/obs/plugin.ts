@@ -23,6 +23,7 @@ import { addLoggingSnapshot } from './logging.ts';
 import { guardRegistry } from './meters.ts';
 import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 import { registerPriority } from './priority.ts';
+import { registerResilience } from './resilience.ts';
 import { registerRetry } from './retry.ts';
 import { addSamplingSnapshot } from './sampling.ts';
 import { registerTenant } from './tenant.ts';
@@ -92,6 +93,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerExceptionHandler(app, obs, { problemErrorHandler: options.problemErrorHandler === true });
   addLoggingSnapshot(obs);
   addSamplingSnapshot(obs);
+  registerResilience(obs);
   // --- end ---
   // --- graceful drain and telemetry flush (obs.shutdown) ---
   const shutdown = obs.config.shutdown.enabled;

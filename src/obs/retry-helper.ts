@@ -195,7 +195,7 @@ function budgetStops(delayMs: number): boolean {
 }
 
 /** The depth of the current context: the request's, else the baggage's (outside a request), else 0. */
-function currentDepth(): number {
+export function currentDepth(): number {
   const store = currentRequestContext();
   if (store?.retryDepth !== undefined) return store.retryDepth;
   const entry = propagation.getBaggage(context.active())?.getEntry(RETRY_DEPTH_BAGGAGE_KEY)?.value;
@@ -204,7 +204,7 @@ function currentDepth(): number {
 }
 
 /** Runs `fn` at `depth`: in the request context and the OpenTelemetry baggage. */
-function atDepth<T>(depth: number, fn: () => T): T {
+export function atDepth<T>(depth: number, fn: () => T): T {
   const active = context.active();
   const baggage = (propagation.getBaggage(active) ?? propagation.createBaggage()).setEntry(
     RETRY_DEPTH_BAGGAGE_KEY,

@@ -21,7 +21,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Kafka time-based lag', 'kafka', 'built'],
   ['Request fan-out', 'fan-out', 'built'],
   ['SLO-as-code', 'slo', 'planned'],
-  ['Resilience auto-instrumentation', 'resilience', 'planned'],
+  ['Resilience auto-instrumentation', 'resilience', 'built'],
   ['Background-job observability', 'jobs', 'planned'],
   ['Database N+1 and slow-query detection', 'db', 'built'],
   ['Cache observability', 'cache', 'planned'],
