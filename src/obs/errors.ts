@@ -58,6 +58,11 @@ export const OBS_ERRORS = {
     message: 'invalid obs.retry option %s = %s: expected %s',
     when: '`obs.retry(fn, options)` was given a `fn` that is not a function or an option out of its bounds (`attempts` 1 to 10, `delayMs` and `maxDelayMs` 0 to 60000, `backoff` `exponential` or `fixed`, `retryOn` and `sleep` functions, `signal` an `AbortSignal`); thrown at the call, before any attempt',
   },
+  OBS_ERR_INVALID_JOB: {
+    status: 500,
+    message: 'invalid obs job %s: %s',
+    when: '`obs.job`, `obs.every` or `instrumentCron(...).schedule` was given a job name that is not 1 to 64 of `A-Z a-z 0-9 _ . : -`, a job that is not a function, an interval that is not an integer from 1 to 2147483647 ms, or a 201st distinct job; thrown at registration (a programming error)',
+  },
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,
     message: '%s %s is already registered',

@@ -67,7 +67,7 @@ export const FEATURES: readonly Feature[] = [
     default: 'on if cockatiel or opossum is handed to obs',
     status: 'built',
   },
-  { name: 'Background-job observability', key: 'jobs', default: 'on', status: 'planned' },
+  { name: 'Background-job observability', key: 'jobs', default: 'on', status: 'built' },
   {
     name: 'Database N+1 and slow-query detection',
     key: 'db',

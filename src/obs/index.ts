@@ -102,6 +102,20 @@ export {
   FAN_OUT_SPAN_ATTRIBUTES,
 } from './fan-out.ts';
 export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerprint.ts';
+export {
+  type CronLike,
+  type EveryOptions,
+  type InstrumentedCron,
+  instrumentCron,
+  JOB_DURATION_BUCKETS,
+  JOB_NAME_PATTERN,
+  JOBS_METRICS,
+  type JobHandle,
+  type JobOptions,
+  type JobOutcome,
+  type JobScheduler,
+  MAX_JOBS,
+} from './jobs.ts';
 export { instrumentKafka, KAFKA_METRICS } from './kafka.ts';
 export type {
   KafkaBatchLike,

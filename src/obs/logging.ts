@@ -27,6 +27,7 @@ import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import type { LoggerOptions } from 'pino';
 import { loadObsConfig } from './config.ts';
 import type { ObsConfig } from './config-schema.ts';
+import { jobOfContext } from './jobs.ts';
 import { MASK_LIMITS, maskLogLine } from './masking.ts';
 import type { Obs } from './obs.ts';
 import { currentRequestContext, currentTimeoutBudget } from './request-context.ts';
@@ -64,13 +65,25 @@ export function budgetFields(): { timeout_remaining_ms?: number } {
 
 /**
  * The carried context of the current request, for a log line: `retry_depth`, `priority` and
- * `tenant` as their features set them, or `{}`.
+ * `tenant` as their features set them, or `{}`. In a background job's run (`obs.job`), also its
+ * `request_id` (no fastify request binds it there) and `job`.
  */
-export function contextFields(): { retry_depth?: number; priority?: string; tenant?: string } {
+export function contextFields(): {
+  request_id?: string;
+  job?: string;
+  retry_depth?: number;
+  priority?: string;
+  tenant?: string;
+} {
   try {
     const store = currentRequestContext();
     if (store === undefined) return {};
-    const fields: { retry_depth?: number; priority?: string; tenant?: string } = {};
+    const fields: ReturnType<typeof contextFields> = {};
+    const job = jobOfContext(store);
+    if (job !== undefined) {
+      fields[REQUEST_ID_LOG_LABEL] = store.requestId;
+      fields.job = job;
+    }
     if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
     if (store.priority !== undefined) fields.priority = store.priority;
     if (store.tenant !== undefined) fields.tenant = store.tenant;

@@ -36,6 +36,7 @@ import { featureMatchers, MATCH_ALL, type MatchableRequest } from './enabled-whe
 import { Enforcement } from './enforcement.ts';
 import { ObsError } from './errors.ts';
 import { createWideEvents, type EventAttributes } from './events.ts';
+import { type EveryOptions, installJobs, type JobHandle, type JobOptions, type Jobs } from './jobs.ts';
 import { guardMeterProvider } from './meters.ts';
 import {
   READINESS_TIMEOUT_MS,
@@ -176,6 +177,28 @@ export interface Obs {
    */
   retry<T>(fn: RetryAttempt<T>, options?: RetryOptions): Promise<T>;
   // --- end ---
+  // --- background jobs (obs.jobs) ---
+  /**
+   * `fn` as the background job `name`: same arguments, same return (sync or async), same errors.
+   * Each call is a run counted in `obs_jobs_executions_total{job,outcome}` (success, failure),
+   * timed in `obs_jobs_duration_seconds{job}` and shown in `obs_jobs_in_flight{job}`, and runs in a
+   * context of its own (request id `job:<name>:<uuid>` on its log lines and outbound calls, no
+   * timeout budget, priority `background`). A failure is logged with the job's name. The health
+   * check `jobs` fails when a job has not succeeded within `obs.jobs.failure-grace-period`. With
+   * `obs.jobs.enabled=false`, `fn` itself.
+   * @throws {ObsError} `OBS_ERR_INVALID_JOB` when `name` is not 1 to 64 of `[A-Za-z0-9_.:-]`, `fn`
+   *   is not a function, or 200 other jobs are tracked.
+   */
+  job<F extends (...args: never[]) => unknown>(name: string, fn: F, options?: JobOptions): F;
+  /**
+   * Runs the job `name` every `intervalMs` milliseconds (`setInterval`); a tick that comes while
+   * the previous run is still going is skipped (`outcome=skipped`). A run's error is logged and
+   * counted, never thrown. `stop()` ends the timer.
+   * @throws {ObsError} `OBS_ERR_INVALID_JOB` as {@link job}, or on an interval that is not an integer
+   *   from 1 to 2147483647.
+   */
+  every(name: string, intervalMs: number, fn: () => unknown, options?: EveryOptions): JobHandle;
+  // --- end ---
   /** Stops the event-loop monitor. */
   close(): void;
 }
@@ -294,6 +317,7 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     map.set(name, value);
   };
 
+  let jobs: Jobs;
   const obs: Obs = {
     config,
     resolved,
@@ -388,6 +412,12 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     retry(fn, retryOptions) {
       return retryWithObs(obs, fn, retryOptions);
     },
+    job(name, fn, jobOptions) {
+      return jobs.job(name, fn, jobOptions);
+    },
+    every(name, intervalMs, fn, everyOptions) {
+      return jobs.every(name, intervalMs, fn, everyOptions);
+    },
     close() {
       diagnostics.close();
     },
@@ -417,5 +447,6 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     section('diagnostics', () => ({})),
   );
   // --- end ---
+  jobs = installJobs(obs);
   return obs;
 }

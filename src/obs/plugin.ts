@@ -13,11 +13,12 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
-import { registerRequestContext } from './context-hook.ts';
+import { contextKit, registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerDb } from './db.ts';
 import { registerExceptionHandler } from './exception-handler.ts';
 import { registerFanOut } from './fan-out.ts';
+import { useJobsPropagation } from './jobs.ts';
 import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';
@@ -87,6 +88,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerPriority(obs);
   registerTenant(obs);
   registerDb(app, obs);
+  useJobsPropagation(obs, contextKit(obs).propagation);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);

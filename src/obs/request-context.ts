@@ -50,6 +50,11 @@ export interface ContextPropagation {
   /** `obs.tenant.header.name` when the tenant context is on. */
   tenantHeader?: string;
   /**
+   * The header stamped with the context's request id on each outbound call: set in the context of
+   * a background job (`obs.context.request-id-header`), not in a request's.
+   */
+  requestIdHeader?: string;
+  /**
    * Called once for each outbound call made inside a request of this context (fan-out); `host` is
    * the target's `host[:port]` when the transport knows it. Never throws.
    */

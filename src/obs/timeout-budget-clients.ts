@@ -117,6 +117,7 @@ export function decideOutbound(transport: Transport, call: OutboundCall = {}): O
     if (carried.tenantHeader !== undefined && store.tenant !== undefined) {
       headers.push([carried.tenantHeader, store.tenant]);
     }
+    if (carried.requestIdHeader !== undefined) headers.push([carried.requestIdHeader, store.requestId]);
   }
   return { budget, refusal, headers, failed };
 }

@@ -22,7 +22,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Request fan-out', 'fan-out', 'built'],
   ['SLO-as-code', 'slo', 'planned'],
   ['Resilience auto-instrumentation', 'resilience', 'built'],
-  ['Background-job observability', 'jobs', 'planned'],
+  ['Background-job observability', 'jobs', 'built'],
   ['Database N+1 and slow-query detection', 'db', 'built'],
   ['Cache observability', 'cache', 'planned'],
   ['Feature-flag evaluation correlation', 'feature-flags', 'planned'],
@@ -308,7 +308,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.deepEqual(entries['obs.trace-guard.enabled-when.header-not-equals'], {}, 'a map is one entry');
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
   assert.deepEqual(
-    Object.keys(entries).filter((k) => /^obs\.(dependencies|slo|jobs)\./.test(k)),
+    Object.keys(entries).filter((k) => /^obs\.(dependencies|slo)\./.test(k)),
     [],
     'no key of a planned feature is hashed',
   );

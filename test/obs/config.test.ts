@@ -57,7 +57,7 @@ test('config – defaults: the seed and decisions.md values; planned features re
   assert.equal(config.kafka['skip-stale-max-age'], 300_000);
   assert.equal(config.kafka['skip-stale-records'], false);
   assert.equal(config.db['n-plus-one-threshold'], 50);
-  for (const planned of ['dependencies', 'jobs'] as const) {
+  for (const planned of ['dependencies'] as const) {
     assert.equal(config[planned].enabled, false, `${planned} is planned: not on`);
   }
   assert.deepEqual(warnings, []);

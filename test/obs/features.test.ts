@@ -8,7 +8,7 @@ import { loadObsConfig, type ObsConfigInput, PRESET_PROFILES } from '../../src/o
 import { problemsOf, tempFile } from './helpers.ts';
 
 /** The features with no code yet. Building one moves it out of this list (and flips its status). */
-const PLANNED = ['dependencies', 'slo', 'jobs', 'cache', 'feature-flags', 'profiling'];
+const PLANNED = ['dependencies', 'slo', 'cache', 'feature-flags', 'profiling'];
 
 const yaml = (text: string) => ({ OBS_CONFIG_FILE: tempFile('obs.yml', text) });
 const reason = (feature: string) => `the ${feature} feature is not built yet (planned); remove the setting`;
@@ -26,11 +26,7 @@ test('features – exactly the features without code are planned; each has a sub
 
 test('features – a key of a planned feature stops startup, from the environment, a file or code', () => {
   const env = {
-    ...yaml(
-      ['obs:', '  jobs.health-indicator-enabled: false', '  slo:', '    objectives: [{ name: orders }]'].join(
-        '\n',
-      ),
-    ),
+    ...yaml(['obs:', '  slo:', '    objectives: [{ name: orders }]'].join('\n')),
     OBS_DEPENDENCIES_MAP: 'api.example.com=payments',
   };
   const options = {
@@ -41,7 +37,6 @@ test('features – a key of a planned feature stops startup, from the environmen
   assert.deepEqual(
     problemsOf({ env, options }).map((p) => p.message),
     [
-      `obs.jobs.health-indicator-enabled = false (file ${file}): ${reason('jobs')}`,
       `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
       `obs.dependencies.map = "api.example.com=payments" (env OBS_DEPENDENCIES_MAP): ${reason('dependencies')}`,
       `obs.cache.enabled = true (options): ${reason('cache')}`,
@@ -70,18 +65,18 @@ test('features – every key of every planned feature is refused through its var
 });
 
 test('features – an unknown key under a planned feature is refused as planned, not offered a planned key', () => {
-  const [inFile] = problemsOf({ env: yaml('obs:\n  jobs:\n    failure-grace-perod: 1h\n') });
-  assert.equal(inFile?.key, 'obs.jobs.failure-grace-perod');
-  assert.match(inFile?.message ?? '', /the jobs feature is not built yet \(planned\)/);
-  const [variable] = problemsOf({ env: { OBS_JOBS_FAILURE_GRACE_PEROD: '1h' } });
+  const [inFile] = problemsOf({ env: yaml('obs:\n  dependencies:\n    default-nam: x\n') });
+  assert.equal(inFile?.key, 'obs.dependencies.default-nam');
+  assert.match(inFile?.message ?? '', /the dependencies feature is not built yet \(planned\)/);
+  const [variable] = problemsOf({ env: { OBS_DEPENDENCIES_DEFAULT_NAM: 'x' } });
   assert.match(variable?.message ?? '', /unknown variable/);
-  assert.doesNotMatch(variable?.expected ?? '', /OBS_JOBS_/, 'a planned variable is never suggested');
+  assert.doesNotMatch(variable?.expected ?? '', /OBS_DEPENDENCIES_/, 'a planned variable is never suggested');
   const [top] = problemsOf({ options: { zzz: 1 } as ObsConfigInput });
   assert.match(
     top?.message ?? '',
     /valid keys under obs: cardinality, timeout-budget, context, trace-guard, logging/,
   );
-  assert.doesNotMatch(top?.message ?? '', /dependencies|jobs/);
+  assert.doesNotMatch(top?.message ?? '', /dependencies|, slo\b/);
 });
 
 test('features – context propagation is built: both its keys may be set', () => {

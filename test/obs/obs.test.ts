@@ -30,15 +30,15 @@ test('obs – the core works without fastify: config, lever, firewall and snapsh
 test('obs – snapshot sections are computed on each read; a throwing one shows its error', (t) => {
   const obs = core(t);
   let reads = 0;
-  obs.addSnapshotSection('jobs', () => ({ reads: ++reads }));
+  obs.addSnapshotSection('example', () => ({ reads: ++reads }));
   obs.addSnapshotSection('broken', () => {
     throw new Error('no data');
   });
-  const { jobs, broken } = obs.snapshot().sections;
-  assert.deepEqual({ jobs, broken }, { jobs: { reads: 1 }, broken: { error: 'no data' } });
-  assert.deepEqual(obs.snapshot().sections.jobs, { reads: 2 });
+  const { example, broken } = obs.snapshot().sections;
+  assert.deepEqual({ example, broken }, { example: { reads: 1 }, broken: { error: 'no data' } });
+  assert.deepEqual(obs.snapshot().sections.example, { reads: 2 });
   assert.throws(
-    () => obs.addSnapshotSection('jobs', () => null),
+    () => obs.addSnapshotSection('example', () => null),
     (e: unknown) => e instanceof ObsError && e.code === 'OBS_ERR_DUPLICATE_NAME',
   );
 });
