@@ -27,6 +27,7 @@ import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import type { LoggerOptions } from 'pino';
 import { loadObsConfig } from './config.ts';
 import type { ObsConfig } from './config-schema.ts';
+import { requestFlagFields } from './feature-flags.ts';
 import { MASK_LIMITS, maskLogLine } from './masking.ts';
 import type { Obs } from './obs.ts';
 import { currentRequestContext, currentTimeoutBudget } from './request-context.ts';
@@ -62,18 +63,30 @@ export function budgetFields(): { timeout_remaining_ms?: number } {
   }
 }
 
+/** The fields {@link contextFields} may add to a log line. */
+// A type, not an interface: callers read it as a Record.
+export type ContextLogFields = {
+  retry_depth?: number;
+  priority?: string;
+  tenant?: string;
+  /** The flags evaluated so far in the request (`obs.feature-flags`): `{ key: variant }`. */
+  feature_flags?: Record<string, string>;
+};
+
 /**
- * The carried context of the current request, for a log line: `retry_depth`, `priority` and
- * `tenant` as their features set them, or `{}`.
+ * The carried context of the current request, for a log line: `retry_depth`, `priority`, `tenant`
+ * and `feature_flags` as their features set them, or `{}`.
  */
-export function contextFields(): { retry_depth?: number; priority?: string; tenant?: string } {
+export function contextFields(): ContextLogFields {
   try {
     const store = currentRequestContext();
     if (store === undefined) return {};
-    const fields: { retry_depth?: number; priority?: string; tenant?: string } = {};
+    const fields: ContextLogFields = {};
     if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
     if (store.priority !== undefined) fields.priority = store.priority;
     if (store.tenant !== undefined) fields.tenant = store.tenant;
+    const flags = requestFlagFields();
+    if (flags !== undefined) fields.feature_flags = flags;
     return fields;
   } catch {
     return {};

@@ -13,15 +13,18 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
+import { registerCache } from './cache.ts';
 import { registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerExceptionHandler } from './exception-handler.ts';
 import { registerFanOut } from './fan-out.ts';
+import { registerFeatureFlags } from './feature-flags.ts';
 import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';
 import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 import { registerPriority } from './priority.ts';
+import { registerProfiling } from './profiling.ts';
 import { registerRetry } from './retry.ts';
 import { addSamplingSnapshot } from './sampling.ts';
 import { registerTenant } from './tenant.ts';
@@ -84,12 +87,15 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerFanOut(app, obs);
   registerPriority(obs);
   registerTenant(obs);
+  registerFeatureFlags(obs);
+  registerProfiling(app, obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);
   registerExceptionHandler(app, obs, { problemErrorHandler: options.problemErrorHandler === true });
   addLoggingSnapshot(obs);
   addSamplingSnapshot(obs);
+  registerCache(obs);
   // --- end ---
   // --- graceful drain and telemetry flush (obs.shutdown) ---
   const shutdown = obs.config.shutdown.enabled;
