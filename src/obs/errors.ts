@@ -66,7 +66,12 @@ export const OBS_ERRORS = {
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,
     message: '%s %s is already registered',
-    when: '`addSnapshotSection` or `addReadinessCheck` was called twice with one name',
+    when: '`addSnapshotSection` or `addReadinessCheck` was called twice with one name, or `instrumentCache` with the name of another cache',
+  },
+  OBS_ERR_INVALID_CACHE_NAME: {
+    status: 500,
+    message: 'invalid cache name %s: expected 1 to 64 letters, digits, _ . : or -',
+    when: '`instrumentCache(cache, obs, { name })` was given a name that cannot be a label value of the cache meters; thrown at the call, the cache is left as it is',
   },
   OBS_ERR_INTERNAL: {
     status: 500,

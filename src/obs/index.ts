@@ -6,6 +6,13 @@
  * @packageDocumentation
  */
 export {
+  CACHE_METRICS,
+  type InstrumentCacheOptions,
+  instrumentCache,
+  type LruCacheLike,
+  MAX_CACHES,
+} from './cache.ts';
+export {
   CARDINALITY_OVERFLOW_METRIC,
   CardinalityFirewall,
   type CardinalityFirewallOptions,
@@ -101,6 +108,15 @@ export {
   FAN_OUT_METRICS,
   FAN_OUT_SPAN_ATTRIBUTES,
 } from './fan-out.ts';
+export {
+  createFeatureFlagHook,
+  FEATURE_FLAG_ATTRIBUTES,
+  FEATURE_FLAG_EVENT,
+  type FeatureFlagHook,
+  type FlagEvaluationDetailsLike,
+  type FlagHookContextLike,
+  MAX_FLAGS_PER_REQUEST,
+} from './feature-flags.ts';
 export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerprint.ts';
 export {
   type CronLike,
@@ -152,6 +168,14 @@ export { nearestName } from './nearest-name.ts';
 export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 export { OBSUI_CSP, renderObsUi } from './obsui.ts';
 export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
+export {
+  instrumentPyroscope,
+  PROFILING_SPAN_ATTRIBUTES,
+  PYROSCOPE_PROFILE_TYPE,
+  PYROSCOPE_SPAN_LABEL,
+  type PyroscopeLike,
+  profileUrl,
+} from './profiling.ts';
 export type { ReadinessCheck, ReadinessReport, ReadinessResult } from './readiness.ts';
 export {
   bindContext,

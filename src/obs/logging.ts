@@ -27,6 +27,7 @@ import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import type { LoggerOptions } from 'pino';
 import { loadObsConfig } from './config.ts';
 import type { ObsConfig } from './config-schema.ts';
+import { requestFlagFields } from './feature-flags.ts';
 import { jobOfContext } from './jobs.ts';
 import { MASK_LIMITS, maskLogLine } from './masking.ts';
 import type { Obs } from './obs.ts';
@@ -63,22 +64,28 @@ export function budgetFields(): { timeout_remaining_ms?: number } {
   }
 }
 
-/**
- * The carried context of the current request, for a log line: `retry_depth`, `priority` and
- * `tenant` as their features set them, or `{}`. In a background job's run (`obs.job`), also its
- * `request_id` (no fastify request binds it there) and `job`.
- */
-export function contextFields(): {
+/** The fields {@link contextFields} may add to a log line. */
+// A type, not an interface: callers read it as a Record.
+export type ContextLogFields = {
   request_id?: string;
   job?: string;
   retry_depth?: number;
   priority?: string;
   tenant?: string;
-} {
+  /** The flags evaluated so far in the request (`obs.feature-flags`): `{ key: variant }`. */
+  feature_flags?: Record<string, string>;
+};
+
+/**
+ * The carried context of the current request, for a log line: `retry_depth`, `priority`, `tenant`
+ * and `feature_flags` as their features set them, or `{}`. In a background job's run (`obs.job`),
+ * also its `request_id` (no fastify request binds it there) and `job`.
+ */
+export function contextFields(): ContextLogFields {
   try {
     const store = currentRequestContext();
     if (store === undefined) return {};
-    const fields: ReturnType<typeof contextFields> = {};
+    const fields: ContextLogFields = {};
     const job = jobOfContext(store);
     if (job !== undefined) {
       fields[REQUEST_ID_LOG_LABEL] = store.requestId;
@@ -87,6 +94,8 @@ export function contextFields(): {
     if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
     if (store.priority !== undefined) fields.priority = store.priority;
     if (store.tenant !== undefined) fields.tenant = store.tenant;
+    const flags = requestFlagFields();
+    if (flags !== undefined) fields.feature_flags = flags;
     return fields;
   } catch {
     return {};

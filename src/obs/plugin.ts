@@ -13,17 +13,20 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
+import { registerCache } from './cache.ts';
 import { contextKit, registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerDb } from './db.ts';
 import { registerExceptionHandler } from './exception-handler.ts';
 import { registerFanOut } from './fan-out.ts';
+import { registerFeatureFlags } from './feature-flags.ts';
 import { useJobsPropagation } from './jobs.ts';
 import { addLoggingSnapshot } from './logging.ts';
 // --- end ---
 import { guardRegistry } from './meters.ts';
 import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 import { registerPriority } from './priority.ts';
+import { registerProfiling } from './profiling.ts';
 import { registerResilience } from './resilience.ts';
 import { registerRetry } from './retry.ts';
 import { addSamplingSnapshot } from './sampling.ts';
@@ -89,6 +92,8 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerTenant(obs);
   registerDb(app, obs);
   useJobsPropagation(obs, contextKit(obs).propagation);
+  registerFeatureFlags(obs);
+  registerProfiling(app, obs);
   // --- end ---
   // --- request-level features: trace guard, exception fingerprints, logging and sampling sections ---
   registerTraceGuard(app, obs);
@@ -96,6 +101,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   addLoggingSnapshot(obs);
   addSamplingSnapshot(obs);
   registerResilience(obs);
+  registerCache(obs);
   // --- end ---
   // --- graceful drain and telemetry flush (obs.shutdown) ---
   const shutdown = obs.config.shutdown.enabled;
