@@ -61,7 +61,7 @@ export const OBS_ERRORS = {
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,
     message: '%s %s is already registered',
-    when: '`addSnapshotSection` or `addReadinessCheck` was called twice with one name',
+    when: '`addSnapshotSection`, `addReadinessCheck` or `addHealthComponent` was called twice with one name',
   },
   OBS_ERR_INTERNAL: {
     status: 500,

@@ -33,6 +33,7 @@ export {
   readContainerMemory,
   registerContainerMemoryMetrics,
 } from './container-memory.ts';
+export { DEPENDENCY_METRICS, DEPENDENCY_OUTCOMES, type DependencyOutcome } from './dependencies.ts';
 export {
   createDiagnostics,
   type Diagnostics,
@@ -93,6 +94,13 @@ export {
   FAN_OUT_SPAN_ATTRIBUTES,
 } from './fan-out.ts';
 export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerprint.ts';
+export {
+  HEALTH_STATUSES,
+  type HealthComponent,
+  type HealthReport,
+  type HealthResult,
+  type HealthStatus,
+} from './health.ts';
 export { instrumentKafka, KAFKA_METRICS } from './kafka.ts';
 export type {
   KafkaBatchLike,

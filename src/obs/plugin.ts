@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
 import { registerRequestContext } from './context-hook.ts';
+import { registerDependencies } from './dependencies.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerExceptionHandler } from './exception-handler.ts';
 import { registerFanOut } from './fan-out.ts';
@@ -82,6 +83,8 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerTimeoutBudget(obs);
   registerRetry(obs);
   registerFanOut(app, obs);
+  const stopDependencies = registerDependencies(obs);
+  app.addHook('onClose', async () => stopDependencies());
   registerPriority(obs);
   registerTenant(obs);
   // --- end ---

@@ -8,7 +8,7 @@ import { loadObsConfig, type ObsConfigInput, PRESET_PROFILES } from '../../src/o
 import { problemsOf, tempFile } from './helpers.ts';
 
 /** The features with no code yet. Building one moves it out of this list (and flips its status). */
-const PLANNED = ['dependencies', 'slo', 'resilience', 'jobs', 'db', 'cache', 'feature-flags', 'profiling'];
+const PLANNED = ['slo', 'resilience', 'jobs', 'db', 'cache', 'feature-flags', 'profiling'];
 
 const yaml = (text: string) => ({ OBS_CONFIG_FILE: tempFile('obs.yml', text) });
 const reason = (feature: string) => `the ${feature} feature is not built yet (planned); remove the setting`;
@@ -31,7 +31,6 @@ test('features – a key of a planned feature stops startup, from the environmen
         '\n',
       ),
     ),
-    OBS_DEPENDENCIES_MAP: 'api.example.com=payments',
     OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC: 'true',
   };
   const options = {
@@ -45,7 +44,6 @@ test('features – a key of a planned feature stops startup, from the environmen
       `obs.jobs.health-indicator-enabled = false (file ${file}): ${reason('jobs')}`,
       `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
       `obs.db.enabled-when.header-not-equals = {"x-synthetic":"true"} (env OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC): ${reason('db')}`,
-      `obs.dependencies.map = "api.example.com=payments" (env OBS_DEPENDENCIES_MAP): ${reason('dependencies')}`,
       `obs.cache.enabled = true (options): ${reason('cache')}`,
       `obs.profiling.pyroscope-url = null (options): ${reason('profiling')}`,
     ],
@@ -83,7 +81,7 @@ test('features – an unknown key under a planned feature is refused as planned,
     top?.message ?? '',
     /valid keys under obs: cardinality, timeout-budget, context, trace-guard, logging/,
   );
-  assert.doesNotMatch(top?.message ?? '', /dependencies|jobs/);
+  assert.doesNotMatch(top?.message ?? '', /jobs/);
 });
 
 test('features – context propagation is built: both its keys may be set', () => {

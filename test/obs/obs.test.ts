@@ -111,7 +111,7 @@ test('obs – isEnabledFor: the feature switch, its enabled-when block, conditio
     true,
     'blocks are per feature',
   );
-  for (const planned of ['dependencies', 'db'] as const) {
+  for (const planned of ['db'] as const) {
     assert.equal(other.isEnabledFor(planned, real), false, `${planned} is planned: it never runs`);
   }
   const unconditional = core(t, {
