@@ -51,7 +51,7 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
 
   app.get('/ready', async (_request, reply) => {
     if (state.drain.signal.aborted) return reply.code(503).send({ status: 'draining' });
-    // obs's readiness checks (container memory headroom, its drain state) count too.
+    // obs's readiness follows its health (drain, container memory, dependencies): ready while UP or DEGRADED.
     const obs = await app.obs.readiness();
     if (!obs.ready) return reply.code(503).send({ status: 'not ready', checks: obs.checks });
     return { status: 'ready' };

@@ -7,7 +7,8 @@
  * - `GET  /actuator/obs/config-hash`: the hash and the flattened entries it was computed over;
  * - `GET|POST /actuator/obs/enforcement`: read and set the mode (seed 4.2);
  * - `GET|POST /actuator/obs/mode`: the deprecated alias, with `Deprecation` and `Link` headers;
- * - `GET  /actuator/health`: obs readiness checks, 200 UP or 503 DOWN;
+ * - `GET  /actuator/health`: the health components and their aggregate (`UP`, `DEGRADED`,
+ *   `OUT_OF_SERVICE`, `DOWN`): 200 for UP and DEGRADED, 503 for DOWN and OUT_OF_SERVICE;
  * - `GET  /actuator/obsui`: the snapshot as an HTML page.
  *
  * They live in an encapsulated scope: their body parser and error format do not touch the host
@@ -17,6 +18,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { flattenEffective } from './config-effective.ts';
 import { isEnforcementMode } from './enforcement.ts';
 import { isObsError, OBS_ERRORS, ObsError } from './errors.ts';
+import { healthHttpStatus } from './health.ts';
 import type { Obs } from './obs.ts';
 import { OBSUI_CSP, renderObsUi } from './obsui.ts';
 
@@ -97,16 +99,8 @@ export async function registerActuator(app: FastifyInstance, obs: Obs): Promise<
       entries: flattenEffective(obs.resolved.effective),
     }));
     scope.get(`${base}/health`, async (_request, reply) => {
-      const report = await obs.readiness();
-      const components = Object.fromEntries(
-        Object.entries(report.checks).map(([name, c]) => [
-          name,
-          c.detail === undefined
-            ? { status: c.ok ? 'UP' : 'DOWN' }
-            : { status: c.ok ? 'UP' : 'DOWN', detail: c.detail },
-        ]),
-      );
-      return reply.code(report.ready ? 200 : 503).send({ status: report.ready ? 'UP' : 'DOWN', components });
+      const report = await obs.health();
+      return reply.code(healthHttpStatus(report.status)).send(report);
     });
 
     if (obs.config.enforcement.enabled) {

@@ -164,6 +164,12 @@ export const OBS_SCHEMA = group('Observability library settings.', {
         'Error ratio (transport errors and timeouts included) that degrades.',
       ),
       window: duration('1m', 'Sliding window the error rate is computed over.', 1000),
+      'minimum-calls': integer(
+        10,
+        1,
+        1_000_000,
+        'Calls a dependency must have in the window before its error rate is judged.',
+      ),
     }),
     'enabled-when': enabledWhen(),
   }),

@@ -288,13 +288,16 @@ export class DrainState {
 export interface DrainHost {
   readonly registry: Registry;
   readonly drainState: DrainState;
-  addReadinessCheck(name: string, check: () => { ok: boolean; detail?: JsonValue }): void;
+  addHealthComponent(
+    name: string,
+    component: () => { status: 'UP' | 'OUT_OF_SERVICE'; details?: JsonValue },
+  ): void;
 }
 
 /**
  * The drain feature on an obs core (when `obs.shutdown.enabled`): the meters
- * `obs_drain_duration_seconds` (set when drained) and `obs_drain_dropped_total`, and the readiness
- * check `drain`, not ready from the moment draining begins.
+ * `obs_drain_duration_seconds` (set when drained) and `obs_drain_dropped_total`, and the health
+ * component `drain`: `OUT_OF_SERVICE` (so not ready) from the moment draining begins, `UP` before.
  */
 export function installDrain(host: DrainHost): void {
   const state = host.drainState;
@@ -314,7 +317,10 @@ export function installDrain(host: DrainHost): void {
     duration.set(result.durationMs / 1000);
     if (result.dropped > 0) dropped.inc(result.dropped);
   });
-  host.addReadinessCheck('drain', () => ({ ok: state.phase === 'idle', detail: state.phase }));
+  host.addHealthComponent('drain', () => ({
+    status: state.phase === 'idle' ? 'UP' : 'OUT_OF_SERVICE',
+    details: state.phase,
+  }));
 }
 
 /** The live part of the `shutdown` section of the snapshot: the state, the last drain and flush. */

@@ -66,7 +66,7 @@ export const OBS_ERRORS = {
   OBS_ERR_DUPLICATE_NAME: {
     status: 500,
     message: '%s %s is already registered',
-    when: '`addSnapshotSection` or `addReadinessCheck` was called twice with one name, or `instrumentCache` with the name of another cache',
+    when: '`addSnapshotSection`, `addReadinessCheck` or `addHealthComponent` was called twice with one name, or `instrumentCache` with the name of another cache',
   },
   OBS_ERR_INVALID_CACHE_NAME: {
     status: 500,

@@ -43,7 +43,7 @@ export const FEATURES: readonly Feature[] = [
   { name: 'Structured logs', key: 'logging', default: 'on', status: 'built' },
   { name: 'Stable exception fingerprints', key: 'exception-handler', default: 'on', status: 'built' },
   { name: 'Conditional features', key: 'conditional-features', default: 'on', status: 'built' },
-  { name: 'Dependency health map', key: 'dependencies', default: 'on', status: 'planned' },
+  { name: 'Dependency health map', key: 'dependencies', default: 'on', status: 'built' },
   { name: 'Retry amplification', key: 'retry', default: 'on', status: 'built' },
   { name: 'Multi-tenant context', key: 'tenant', default: 'opt-in', status: 'built' },
   { name: 'Request priority', key: 'priority', default: 'opt-in', status: 'built' },

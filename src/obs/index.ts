@@ -49,6 +49,7 @@ export {
   type PgQueryable,
   sqlShape,
 } from './db.ts';
+export { DEPENDENCY_METRICS, DEPENDENCY_OUTCOMES, type DependencyOutcome } from './dependencies.ts';
 export {
   createDiagnostics,
   type Diagnostics,
@@ -118,6 +119,13 @@ export {
   MAX_FLAGS_PER_REQUEST,
 } from './feature-flags.ts';
 export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerprint.ts';
+export {
+  HEALTH_STATUSES,
+  type HealthComponent,
+  type HealthReport,
+  type HealthResult,
+  type HealthStatus,
+} from './health.ts';
 export {
   type CronLike,
   type EveryOptions,

@@ -36,14 +36,16 @@ import { featureMatchers, MATCH_ALL, type MatchableRequest } from './enabled-whe
 import { Enforcement } from './enforcement.ts';
 import { ObsError } from './errors.ts';
 import { createWideEvents, type EventAttributes } from './events.ts';
+import {
+  type HealthComponent,
+  type HealthReport,
+  type HealthSource,
+  isReadyStatus,
+  runHealth,
+} from './health.ts';
 import { type EveryOptions, installJobs, type JobHandle, type JobOptions, type Jobs } from './jobs.ts';
 import { guardMeterProvider } from './meters.ts';
-import {
-  READINESS_TIMEOUT_MS,
-  type ReadinessCheck,
-  type ReadinessReport,
-  runReadinessChecks,
-} from './readiness.ts';
+import { READINESS_TIMEOUT_MS, type ReadinessCheck, type ReadinessReport } from './readiness.ts';
 import { type RetryAttempt, type RetryOptions, retryWithObs } from './retry-helper.ts';
 import { featureSnapshots, type ObsSnapshot, readSections } from './snapshot.ts';
 
@@ -69,7 +71,10 @@ export interface CreateObsOptions {
   readonly serviceName?: string;
   /** An already resolved configuration (skips loading; `config` and `env` are then ignored). */
   readonly resolved?: ResolvedObsConfig;
-  /** How long one readiness check may take, in milliseconds. Default {@link READINESS_TIMEOUT_MS}. */
+  /**
+   * How long one health component or readiness check may take, in milliseconds. Default
+   * {@link READINESS_TIMEOUT_MS}.
+   */
   readonly readinessTimeoutMs?: number;
 }
 
@@ -110,11 +115,26 @@ export interface Obs {
    */
   addSnapshotSection(name: string, section: () => JsonValue): void;
   /**
-   * Adds a readiness check, run on each {@link readiness} call.
-   * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken.
+   * Adds a readiness check, run on each {@link health} and {@link readiness} call: a health
+   * component that is `UP` when the check passes and `DOWN` when it fails.
+   * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken (by a check or a component).
    */
   addReadinessCheck(name: string, check: ReadinessCheck): void;
-  /** Runs every readiness check concurrently; ready when all pass. Never rejects. */
+  /**
+   * Adds a health component, run on each {@link health} and {@link readiness} call; it answers
+   * `UP`, `DEGRADED`, `OUT_OF_SERVICE` or `DOWN` (one that throws or hangs past the bound is `DOWN`).
+   * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken (by a check or a component).
+   */
+  addHealthComponent(name: string, component: HealthComponent): void;
+  /**
+   * Runs every health component (readiness checks included) concurrently; the status is the worst
+   * of theirs (`DOWN` > `OUT_OF_SERVICE` > `DEGRADED` > `UP`). Never rejects.
+   */
+  health(): Promise<HealthReport>;
+  /**
+   * Readiness follows health: ready while {@link health}'s status is `UP` or `DEGRADED`; each
+   * component is a check, ok while it is `UP` or `DEGRADED`. Never rejects.
+   */
   readiness(): Promise<ReadinessReport>;
   /**
    * Emits a wide event: a span event on the active span (a no-op without an SDK), one increment of
@@ -310,7 +330,7 @@ export function createObs(options: CreateObsOptions = {}): Obs {
   const matchers = featureMatchers(config);
 
   const sections = new Map<string, () => JsonValue>();
-  const checks = new Map<string, ReadinessCheck>();
+  const healthSources = new Map<string, HealthSource>();
 
   const addNamed = <T>(kind: string, map: Map<string, T>, name: string, value: T): void => {
     if (map.has(name)) throw new ObsError('OBS_ERR_DUPLICATE_NAME', [kind, JSON.stringify(name)]);
@@ -368,10 +388,23 @@ export function createObs(options: CreateObsOptions = {}): Obs {
       addNamed('snapshot section', sections, name, section);
     },
     addReadinessCheck(name, check) {
-      addNamed('readiness check', checks, name, check);
+      addNamed('readiness check', healthSources, name, { kind: 'readiness', check });
     },
-    readiness() {
-      return runReadinessChecks(checks, readinessTimeoutMs);
+    addHealthComponent(name, component) {
+      addNamed('health component', healthSources, name, { kind: 'component', component });
+    },
+    health() {
+      return runHealth(healthSources, readinessTimeoutMs);
+    },
+    async readiness() {
+      const report = await runHealth(healthSources, readinessTimeoutMs);
+      const checks = Object.fromEntries(
+        Object.entries(report.components).map(([name, c]) => {
+          const ok = isReadyStatus(c.status);
+          return [name, c.details === undefined ? { ok } : { ok, detail: c.details }] as const;
+        }),
+      );
+      return { ready: isReadyStatus(report.status), checks };
     },
     event(name, attributes) {
       wideEvents.emit(name, attributes);

@@ -17,6 +17,7 @@ import { registerCache } from './cache.ts';
 import { contextKit, registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerDb } from './db.ts';
+import { registerDependencies } from './dependencies.ts';
 import { registerExceptionHandler } from './exception-handler.ts';
 import { registerFanOut } from './fan-out.ts';
 import { registerFeatureFlags } from './feature-flags.ts';
@@ -88,6 +89,8 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerTimeoutBudget(obs);
   registerRetry(obs);
   registerFanOut(app, obs);
+  const stopDependencies = registerDependencies(obs);
+  app.addHook('onClose', async () => stopDependencies());
   registerPriority(obs);
   registerTenant(obs);
   registerDb(app, obs);

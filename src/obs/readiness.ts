@@ -1,6 +1,7 @@
 /**
- * Readiness: named checks that obs features (drain, container memory) and the application add,
- * run together on each `/actuator/health` request, each bounded in time.
+ * Readiness checks: named pass/fail checks that obs features (container memory) and the application
+ * add. Each is a health component (`health.ts`): ok is `UP`, not ok is `DOWN`. Readiness follows
+ * health: ready while the aggregate health is `UP` or `DEGRADED`.
  */
 import type { JsonValue } from './config-hash.ts';
 
@@ -9,7 +10,10 @@ export type ReadinessResult = boolean | { readonly ok: boolean; readonly detail?
 /** A readiness check. It may be async; it is given `readinessTimeoutMs` (default 2s) to answer. */
 export type ReadinessCheck = () => ReadinessResult | Promise<ReadinessResult>;
 
-/** The outcome of `Obs.readiness()`. */
+/**
+ * The outcome of `Obs.readiness()`: ready while the aggregate health is `UP` or `DEGRADED`; one
+ * check per health component (ok while it is `UP` or `DEGRADED`, its details as the detail).
+ */
 export interface ReadinessReport {
   readonly ready: boolean;
   readonly checks: Readonly<Record<string, { readonly ok: boolean; readonly detail?: JsonValue }>>;
@@ -27,12 +31,13 @@ export async function runReadinessChecks(
   timeoutMs: number,
 ): Promise<ReadinessReport> {
   const entries = await Promise.all(
-    [...checks].map(async ([name, check]) => [name, await runCheck(check, timeoutMs)] as const),
+    [...checks].map(async ([name, check]) => [name, await runReadinessCheck(check, timeoutMs)] as const),
   );
   return { ready: entries.every(([, r]) => r.ok), checks: Object.fromEntries(entries) };
 }
 
-async function runCheck(
+/** Runs one check, bounded by `timeoutMs`: false, a throw or no answer in time fail. Never rejects. */
+export async function runReadinessCheck(
   check: ReadinessCheck,
   timeoutMs: number,
 ): Promise<{ ok: boolean; detail?: JsonValue }> {

@@ -122,6 +122,105 @@ export function decideOutbound(transport: Transport, call: OutboundCall = {}): O
   return { budget, refusal, headers, failed };
 }
 
+// ---------------------------------------------------------------------------------------------
+// call observers (the dependency health map): every outbound call, inside a request or not
+
+/** What a call observer is told when an outbound call starts. */
+export interface OutboundCallStart {
+  readonly transport: Transport;
+  /** The target's `host[:port]`, when the transport knows it. */
+  readonly host?: string;
+  /** The request method as the caller gave it (upper-cased). */
+  readonly method: string;
+}
+/** How an observed outbound call ended: a status (response headers), or an error. */
+export interface OutboundCallEnd {
+  readonly status?: number;
+  readonly error?: unknown;
+  /** The call was aborted or timed out (an `AbortError` or `TimeoutError`). */
+  readonly timedOut?: boolean;
+}
+/** Told of each outbound call as it starts; the callback it returns (if any) is told how it ended. */
+export type OutboundCallObserver = (call: OutboundCallStart) => ((end: OutboundCallEnd) => void) | undefined;
+
+const observers = new Set<OutboundCallObserver>();
+
+/**
+ * Adds a process-wide observer of every outbound call of the instrumented transports (fetch,
+ * `node:http`/`node:https` and so axios, undici with {@link createBudgetInterceptor}), inside a
+ * request or not; each call is observed once, on the transport that counts it (fetch over undici at
+ * fetch, axios at `node:http`). Returns the function that removes it. An observer that throws is
+ * ignored for that call.
+ */
+export function onOutboundCall(observer: OutboundCallObserver): () => void {
+  installOutboundBudget();
+  observers.add(observer);
+  return () => {
+    observers.delete(observer);
+  };
+}
+
+/** Whether an error is an abort or a timeout (fetch's `AbortSignal.timeout`, a caller's abort). */
+export function isAbortOrTimeout(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { name, code } = error as { name?: unknown; code?: unknown };
+  return (
+    name === 'TimeoutError' ||
+    name === 'AbortError' ||
+    code === 'ABORT_ERR' ||
+    code === 'ECONNABORTED' ||
+    code === 'ETIMEDOUT' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'UND_ERR_ABORTED'
+  );
+}
+
+/**
+ * Starts observing one call: the callback to call once when it ends (later calls do nothing), or
+ * undefined when nothing observes. Never throws.
+ */
+function observeCall(
+  transport: Transport,
+  host: string | undefined,
+  method: unknown,
+): ((end: OutboundCallEnd) => void) | undefined {
+  if (observers.size === 0) return undefined;
+  const call: OutboundCallStart = {
+    transport,
+    ...(host === undefined ? {} : { host }),
+    method: typeof method === 'string' && method !== '' ? method.toUpperCase() : 'GET',
+  };
+  const ends: Array<(end: OutboundCallEnd) => void> = [];
+  for (const observer of observers) {
+    try {
+      const end = observer(call);
+      if (typeof end === 'function') ends.push(end);
+    } catch {
+      // an observer's failure is its own
+    }
+  }
+  if (ends.length === 0) return undefined;
+  let ended = false;
+  return (end) => {
+    if (ended) return;
+    ended = true;
+    for (const e of ends) {
+      try {
+        e(end);
+      } catch {
+        // an observer's failure is its own
+      }
+    }
+  };
+}
+
+/** The end of a call that failed with `error`. */
+function failedEnd(error: unknown): OutboundCallEnd {
+  return { error, timedOut: isAbortOrTimeout(error) };
+}
+
 /**
  * Set while a `fetch` call runs, so that the undici dispatcher under it (an interceptor on the
  * global dispatcher or on the one handed to `fetch`) neither stamps nor counts it again. axios is
@@ -162,10 +261,17 @@ function budgetFetch(original: typeof fetch): typeof fetch {
   return function fetchWithBudget(input, init) {
     let decision: OutboundDecision | undefined;
     let next: RequestInit | undefined;
+    let end: ((end: OutboundCallEnd) => void) | undefined;
     try {
-      decision = decideOutbound('fetch', { host: hostOf(isRequestInput(input) ? input.url : input) });
+      const host = hostOf(isRequestInput(input) ? input.url : input);
+      end = observeCall('fetch', host, init?.method ?? (isRequestInput(input) ? input.method : 'GET'));
+      decision = decideOutbound('fetch', { host });
       if (decision !== undefined) {
-        if (decision.refusal !== undefined) return Promise.reject(decision.refusal);
+        if (decision.refusal !== undefined) {
+          // Refused before a byte was sent: the dependency was not called.
+          end = undefined;
+          return Promise.reject(decision.refusal);
+        }
         const isRequest = isRequestInput(input);
         // init.headers replaces the Request's headers entirely, so start from whichever applies.
         const headers = new Headers(init?.headers ?? (isRequest ? input.headers : undefined));
@@ -181,9 +287,26 @@ function budgetFetch(original: typeof fetch): typeof fetch {
       decision?.failed('fetch', error);
       next = undefined;
     }
-    if (next === undefined) return original(input, init);
     const call = next;
-    return handledAbove.run('fetch', () => original(input, call));
+    const sent =
+      call !== undefined
+        ? handledAbove.run('fetch', () => original(input, call))
+        : end !== undefined && decision === undefined
+          ? // observed here, so the undici dispatcher under it must not observe it again
+            handledAbove.run('fetch', () => original(input, init))
+          : original(input, init);
+    if (end === undefined) return sent;
+    const ended = end;
+    return sent.then(
+      (response) => {
+        ended({ status: response.status });
+        return response;
+      },
+      (error: unknown) => {
+        ended(failedEnd(error));
+        throw error;
+      },
+    );
   };
 }
 
@@ -198,11 +321,62 @@ function installFetch(): void {
 
 let httpSubscribed = false;
 
+/** The pending ends of observed `node:http` calls, by request. */
+const httpEnds = new WeakMap<ClientRequest, (end: OutboundCallEnd) => void>();
+
+/** Observes a `node:http` call: its response (`http.client.response.finish`), error or close. */
+function observeHttp(request: ClientRequest, host: string | undefined): void {
+  const end = observeCall('http', host, request.method);
+  if (end === undefined) return;
+  httpEnds.set(request, end);
+  // A request that closes with neither a response nor an error was aborted. The check waits a turn
+  // so that an error published as the request closes is seen first.
+  request.once('close', () =>
+    setImmediate(() => {
+      if (!httpEnds.has(request)) return;
+      httpEnds.delete(request);
+      end({
+        error: request.errored ?? new DOMException('the request was aborted', 'AbortError'),
+        timedOut: true,
+      });
+    }),
+  );
+}
+
+function onHttpResponse(message: unknown): void {
+  try {
+    const { request, response } = message as { request: ClientRequest; response: { statusCode?: number } };
+    const end = httpEnds.get(request);
+    if (end === undefined) return;
+    httpEnds.delete(request);
+    end(response.statusCode === undefined ? {} : { status: response.statusCode });
+  } catch {
+    // diagnostics-channel subscribers never throw
+  }
+}
+
+function onHttpError(message: unknown): void {
+  try {
+    const { request, error } = message as { request: ClientRequest; error: unknown };
+    const end = httpEnds.get(request);
+    if (end === undefined) return;
+    httpEnds.delete(request);
+    end(failedEnd(error));
+  } catch {
+    // diagnostics-channel subscribers never throw
+  }
+}
+
 function onHttpRequestCreated(message: unknown): void {
   let decision: OutboundDecision | undefined;
   try {
     if (handledAbove.getStore() !== undefined) return;
     const request = (message as { request: ClientRequest }).request;
+    try {
+      observeHttp(request, hostHeaderOf(request));
+    } catch {
+      // observing never stops the call
+    }
     const deadline = currentRequestContext()?.budget?.deadlineEpochMs;
     const host = hostHeaderOf(request);
     // A client above node:http (axios) stamped this request's deadline already, and judged its
@@ -214,7 +388,9 @@ function onHttpRequestCreated(message: unknown): void {
     decision = decideOutbound('http', { host });
     if (decision === undefined) return;
     if (decision.refusal !== undefined) {
-      // Headers go out with the first write: destroying the request now sends nothing.
+      // Headers go out with the first write: destroying the request now sends nothing, and the
+      // dependency was not called.
+      httpEnds.delete(request);
       request.destroy(decision.refusal);
       return;
     }
@@ -240,6 +416,8 @@ function installHttp(): void {
   if (httpSubscribed) return;
   httpSubscribed = true;
   subscribe('http.client.request.created', onHttpRequestCreated);
+  subscribe('http.client.response.finish', onHttpResponse);
+  subscribe('http.client.request.error', onHttpError);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -343,6 +521,43 @@ function stampUndici(headers: unknown, stamps: OutboundDecision['headers']): unk
 }
 
 /**
+ * The handler of an observed undici call: the same handler (its prototype), with the response start
+ * (`onResponseStart`, or the legacy `onHeaders`) and the error (`onResponseError`, or `onError`)
+ * reported to `end` first. Only the methods the handler has are wrapped, so undici sees the same
+ * handler API.
+ */
+function observeUndiciHandler<H>(handler: H, end: (end: OutboundCallEnd) => void): H {
+  if (typeof handler !== 'object' || handler === null) return handler;
+  const original = handler as Record<string | symbol, unknown>;
+  const wrapped = new Map<string | symbol, (...args: unknown[]) => unknown>();
+  const wrap = (name: string, report: (args: unknown[]) => OutboundCallEnd) => {
+    const method = original[name];
+    if (typeof method !== 'function') return;
+    wrapped.set(name, (...args: unknown[]) => {
+      try {
+        end(report(args));
+      } catch {
+        // observing never stops the call
+      }
+      return (method as (...a: unknown[]) => unknown).apply(original, args);
+    });
+  };
+  wrap('onResponseStart', (args) => ({ status: args[1] as number }));
+  wrap('onHeaders', (args) => ({ status: args[0] as number }));
+  wrap('onResponseError', (args) => failedEnd(args[1]));
+  wrap('onError', (args) => failedEnd(args[0]));
+  // Every other method runs on the handler itself, so its own state (and private fields) hold.
+  return new Proxy(original, {
+    get(target, property) {
+      const own = wrapped.get(property);
+      if (own !== undefined) return own;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as H;
+}
+
+/**
  * An undici interceptor (`(dispatch) => (options, handler)`) that applies the timeout budget to every
  * call of the dispatcher it is composed onto, as transport `undici`:
  * `new Agent().compose(createBudgetInterceptor())`, or the global dispatcher
@@ -357,9 +572,14 @@ export function createBudgetInterceptor() {
     (options, handler) => {
       let decision: OutboundDecision | undefined;
       let next: O = options;
+      let observed: H = handler;
+      let end: ((end: OutboundCallEnd) => void) | undefined;
       try {
         if (handledAbove.getStore() === undefined) {
-          decision = decideOutbound('undici', { host: hostOf(options.origin) });
+          const host = hostOf(options.origin);
+          end = observeCall('undici', host, (options as { method?: unknown }).method);
+          if (end !== undefined) observed = observeUndiciHandler(handler, end);
+          decision = decideOutbound('undici', { host });
         }
         if (decision !== undefined && decision.refusal === undefined) {
           next = { ...options, headers: stampUndici(options.headers, decision.headers) };
@@ -380,7 +600,12 @@ export function createBudgetInterceptor() {
         decision = undefined;
       }
       if (decision?.refusal !== undefined) throw decision.refusal;
-      return dispatch(next, handler);
+      try {
+        return dispatch(next, observed);
+      } catch (error) {
+        end?.(failedEnd(error));
+        throw error;
+      }
     };
 }
 

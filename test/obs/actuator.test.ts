@@ -13,7 +13,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Structured logs', 'logging', 'built'],
   ['Stable exception fingerprints', 'exception-handler', 'built'],
   ['Conditional features', 'conditional-features', 'built'],
-  ['Dependency health map', 'dependencies', 'planned'],
+  ['Dependency health map', 'dependencies', 'built'],
   ['Retry amplification', 'retry', 'built'],
   ['Multi-tenant context', 'tenant', 'built'],
   ['Request priority', 'priority', 'built'],
@@ -259,8 +259,8 @@ test('actuator – GET /actuator/obs says planned for a feature without code, ne
     assert.equal(feature?.enabled, false, `${key} is never on`);
     assert.ok(!('default' in (feature ?? {})), `${key} has no default a script could read as on`);
   }
-  assert.equal(features.dependencies?.config, null, 'no key of it is effective');
-  assert.equal(features.dependencies?.default_once_built, 'on', 'the default the seed gives it once built');
+  assert.equal(features.profiling?.config, null, 'no key of it is effective');
+  assert.equal(features.profiling?.default_once_built, 'opt-in', 'the default the seed gives it once built');
 });
 
 test('actuator – effective-config, runtime and config-hash', async (t) => {
@@ -280,7 +280,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   const tree = effective.obs as Record<string, Record<string, unknown>>;
   assert.equal(tree['wide-events']?.['max-attributes'], 4);
   assert.equal(tree.shutdown?.['drain-timeout'], '30s');
-  assert.equal(tree.dependencies, undefined, 'a planned feature has no effective configuration');
+  assert.equal(tree.profiling, undefined, 'a planned feature has no effective configuration');
   assert.deepEqual(effective.origins, {
     'obs.cardinality.max-tag-values-per-meter': 'options',
     'obs.wide-events.max-attributes': 'env OBS_WIDE_EVENTS_MAX_ATTRIBUTES',
@@ -308,7 +308,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.deepEqual(entries['obs.trace-guard.enabled-when.header-not-equals'], {}, 'a map is one entry');
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
   assert.deepEqual(
-    Object.keys(entries).filter((k) => /^obs\.(dependencies|slo)\./.test(k)),
+    Object.keys(entries).filter((k) => /^obs\.slo\./.test(k)),
     [],
     'no key of a planned feature is hashed',
   );
@@ -346,7 +346,7 @@ test('actuator – in-flight requests are counted while served, in the runtime a
   assert.equal(obs.app.obs.inFlight, 0);
 });
 
-test('actuator – /actuator/health reports the readiness checks: 200 UP, 503 DOWN', async (t) => {
+test('actuator – /actuator/health reports the readiness checks as components: 200 UP, 503 DOWN', async (t) => {
   let healthy = true;
   const obs = await startObsApp({}, (app) => {
     app.obs.addReadinessCheck('database', () => ({ ok: healthy, detail: healthy ? 'connected' : 'refused' }));
@@ -357,8 +357,9 @@ test('actuator – /actuator/health reports the readiness checks: 200 UP, 503 DO
   assert.deepEqual(await json(up), {
     status: 'UP',
     components: {
-      drain: { status: 'UP', detail: 'idle' },
-      database: { status: 'UP', detail: 'connected' },
+      drain: { status: 'UP', details: 'idle' },
+      dependencies: { status: 'UP', details: { threshold: 0.5, window_ms: 60_000, minimum_calls: 10 } },
+      database: { status: 'UP', details: 'connected' },
     },
   });
   healthy = false;

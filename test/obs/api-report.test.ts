@@ -63,6 +63,8 @@ test('api report – the README documents every export, and documents no name th
     'isEnabledFor',
     'readiness',
     'addReadinessCheck',
+    'addHealthComponent',
+    'outcome',
     'options',
     'config',
     'idle',

@@ -57,7 +57,9 @@ test('config – defaults: the seed and decisions.md values; planned features re
   assert.equal(config.kafka['skip-stale-max-age'], 300_000);
   assert.equal(config.kafka['skip-stale-records'], false);
   assert.equal(config.db['n-plus-one-threshold'], 50);
-  for (const planned of ['dependencies'] as const) {
+  assert.equal(config.dependencies.enabled, true, 'the dependency health map is built and on');
+  assert.equal(config.dependencies.health['minimum-calls'], 10);
+  for (const planned of ['slo'] as const) {
     assert.equal(config[planned].enabled, false, `${planned} is planned: not on`);
   }
   assert.deepEqual(warnings, []);

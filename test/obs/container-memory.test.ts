@@ -192,7 +192,7 @@ test('container memory – the opt-in readiness check fails below the critical h
     const response = await fetch(`${url}/actuator/health`);
     return {
       status: response.status,
-      body: (await response.json()) as { components: Record<string, { status: string; detail?: unknown }> },
+      body: (await response.json()) as { components: Record<string, { status: string; details?: unknown }> },
     };
   };
   const off = await appOn(fixture('v2-oom-kills'));
@@ -207,11 +207,11 @@ test('container memory – the opt-in readiness check fails below the critical h
   assert.equal(down.status, 503);
   const component = down.body.components['container-memory'] as {
     status: string;
-    detail: Record<string, unknown>;
+    details: Record<string, unknown>;
   };
   assert.equal(component.status, 'DOWN');
-  assert.equal(component.detail.headroom_ratio, 0.0313);
-  assert.equal(component.detail.critical_headroom_ratio, 0.1);
+  assert.equal(component.details.headroom_ratio, 0.0313);
+  assert.equal(component.details.critical_headroom_ratio, 0.1);
 
   const tolerant = await appOn(fixture('v2-oom-kills'), {
     'readiness-enabled': true,

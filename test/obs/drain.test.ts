@@ -39,7 +39,7 @@ const health = async (url: string) => {
   const response = await fetch(`${url}/actuator/health`);
   return {
     status: response.status,
-    body: (await response.json()) as { components: Record<string, unknown> },
+    body: (await response.json()) as { status: string; components: Record<string, unknown> },
   };
 };
 
@@ -140,14 +140,16 @@ test('drain – readiness fails from the moment draining begins, and stays faile
   });
   const before = await health(obs.url);
   assert.equal(before.status, 200);
-  assert.deepEqual(before.body.components.drain, { status: 'UP', detail: 'idle' });
+  assert.deepEqual(before.body.components.drain, { status: 'UP', details: 'idle' });
 
   const slow = fetch(`${obs.url}/slow`);
   await hold.arrived;
   const drained = obs.app.obs.drain({ timeoutMs: 10_000 });
   const during = await health(obs.url);
   assert.equal(during.status, 503);
-  assert.deepEqual(during.body.components.drain, { status: 'DOWN', detail: 'draining' });
+  // A draining instance is out of service, not down (the health model of issue #11).
+  assert.equal(during.body.status, 'OUT_OF_SERVICE');
+  assert.deepEqual(during.body.components.drain, { status: 'OUT_OF_SERVICE', details: 'draining' });
   const runtime = (await (await fetch(`${obs.url}/actuator/obs/runtime`)).json()) as {
     drain: { state: string };
     in_flight_requests: number;
@@ -160,7 +162,7 @@ test('drain – readiness fails from the moment draining begins, and stays faile
   assert.equal((await drained).completed, true);
   const after = await health(obs.url);
   assert.equal(after.status, 503);
-  assert.deepEqual(after.body.components.drain, { status: 'DOWN', detail: 'drained' });
+  assert.deepEqual(after.body.components.drain, { status: 'OUT_OF_SERVICE', details: 'drained' });
 });
 
 test('drain – flush hooks run when the app closes, each bounded by the flush timeout', async () => {

@@ -276,7 +276,7 @@ test('jobs – health: DOWN after the grace period without a success, UP again a
   let h = await health();
   assert.equal(h.status, 200, 'within the grace period of its registration');
   assert.equal(h.body.components.jobs.status, 'UP');
-  assert.equal(h.body.components.jobs.detail.nightly?.last_success, null);
+  assert.equal(h.body.components.jobs.details.nightly?.last_success, null);
 
   assert.throws(() => job());
   now += 30_000;
@@ -285,7 +285,7 @@ test('jobs – health: DOWN after the grace period without a success, UP again a
   h = await health();
   assert.equal(h.status, 503);
   assert.equal(h.body.components.jobs.status, 'DOWN');
-  assert.deepEqual(h.body.components.jobs.detail.nightly, {
+  assert.deepEqual(h.body.components.jobs.details.nightly, {
     status: 'DOWN',
     last_success: null,
     last_failure: '2026-01-01T00:00:00.000Z',
@@ -296,8 +296,8 @@ test('jobs – health: DOWN after the grace period without a success, UP again a
   job();
   h = await health();
   assert.equal(h.status, 200);
-  assert.equal(h.body.components.jobs.detail.nightly?.status, 'UP');
-  assert.equal(h.body.components.jobs.detail.nightly?.last_success, '2026-01-01T00:01:01.000Z');
+  assert.equal(h.body.components.jobs.details.nightly?.status, 'UP');
+  assert.equal(h.body.components.jobs.details.nightly?.last_success, '2026-01-01T00:01:01.000Z');
   now += 61_000;
   assert.equal((await health()).status, 503, 'and DOWN again when it stops succeeding');
 });

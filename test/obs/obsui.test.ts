@@ -49,7 +49,7 @@ test('obsui – a planned feature shows as planned, never on or off, with no con
   assert.equal(response.statusCode, 200);
   const html = response.body;
   const planned = FEATURES.filter((f) => f.status === 'planned');
-  assert.equal(planned.length, 2);
+  assert.equal(planned.length, 1);
   for (const feature of planned) {
     const row = html.match(
       new RegExp(`<tr><td><b>[^<]*</b><br><code>obs\\.${feature.key}</code>.*?</tr>`),
@@ -61,7 +61,7 @@ test('obsui – a planned feature shows as planned, never on or off, with no con
     assert.match(row, /<span class="muted">none<\/span><\/td><\/tr>$/, feature.key);
   }
   assert.match(html, /request-id-header:<\/span> <span class="mono">X-Request-ID</, 'a built key of context');
-  assert.doesNotMatch(html, /error-rate-threshold/);
+  assert.doesNotMatch(html, /objectives/);
   const built = FEATURES.filter((f) => f.status === 'built' && f.key !== 'config-validation');
   for (const feature of built) {
     assert.match(
