@@ -63,6 +63,16 @@ export const OBS_ERRORS = {
     message: '%s %s is already registered',
     when: '`addSnapshotSection` or `addReadinessCheck` was called twice with one name',
   },
+  OBS_ERR_SLO_NOT_CONFIGURED: {
+    status: 404,
+    message: 'no SLO rules: %s',
+    when: '`GET /actuator/obs/slo` while `obs.slo.enabled` is false or `obs.slo.objectives` is empty',
+  },
+  OBS_ERR_SLO_OBJECTIVE: {
+    status: 500,
+    message: 'SLO objective %s does not fit its metric: %s',
+    when: "When the app is ready, an `obs.slo.objectives` entry names a metric of the registry of the wrong kind (availability: a counter; latency: a histogram) or a latency threshold that is not one of the histogram's buckets. Startup stops",
+  },
   OBS_ERR_INTERNAL: {
     status: 500,
     message: 'internal error',

@@ -24,6 +24,7 @@ import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger
 import { registerPriority } from './priority.ts';
 import { registerRetry } from './retry.ts';
 import { addSamplingSnapshot } from './sampling.ts';
+import { registerSlo } from './slo.ts';
 import { registerTenant } from './tenant.ts';
 import { registerTimeoutBudget } from './timeout-budget-hook.ts';
 import { registerTraceGuard } from './trace-guard.ts';
@@ -90,6 +91,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerExceptionHandler(app, obs, { problemErrorHandler: options.problemErrorHandler === true });
   addLoggingSnapshot(obs);
   addSamplingSnapshot(obs);
+  registerSlo(app, obs);
   // --- end ---
   // --- graceful drain and telemetry flush (obs.shutdown) ---
   const shutdown = obs.config.shutdown.enabled;

@@ -20,7 +20,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Container-aware memory metrics', 'container-memory', 'built'],
   ['Kafka time-based lag', 'kafka', 'built'],
   ['Request fan-out', 'fan-out', 'built'],
-  ['SLO-as-code', 'slo', 'planned'],
+  ['SLO-as-code', 'slo', 'built'],
   ['Resilience auto-instrumentation', 'resilience', 'planned'],
   ['Background-job observability', 'jobs', 'planned'],
   ['Database N+1 and slow-query detection', 'db', 'planned'],
@@ -308,7 +308,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.deepEqual(entries['obs.trace-guard.enabled-when.header-not-equals'], {}, 'a map is one entry');
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
   assert.deepEqual(
-    Object.keys(entries).filter((k) => /^obs\.(dependencies|slo|jobs|db)\./.test(k)),
+    Object.keys(entries).filter((k) => /^obs\.(dependencies|jobs|db)\./.test(k)),
     [],
     'no key of a planned feature is hashed',
   );

@@ -83,7 +83,7 @@ test('config-hash – covers the keys of built features only', () => {
   assert.ok(hashed.includes('obs.shutdown.drain-timeout'));
   assert.ok(hashed.includes('obs.context.request-id-header'));
   for (const key of hashed) {
-    assert.doesNotMatch(key, /^obs\.(dependencies|slo|jobs|db)\b/);
+    assert.doesNotMatch(key, /^obs\.(dependencies|jobs|db)\b/);
   }
   assert.equal(config.db['n-plus-one-threshold'], 50, 'still in the resolved tree');
   assert.equal(hash, configHash(effective));

@@ -8,7 +8,7 @@ import { loadObsConfig, type ObsConfigInput, PRESET_PROFILES } from '../../src/o
 import { problemsOf, tempFile } from './helpers.ts';
 
 /** The features with no code yet. Building one moves it out of this list (and flips its status). */
-const PLANNED = ['dependencies', 'slo', 'resilience', 'jobs', 'db', 'cache', 'feature-flags', 'profiling'];
+const PLANNED = ['dependencies', 'resilience', 'jobs', 'db', 'cache', 'feature-flags', 'profiling'];
 
 const yaml = (text: string) => ({ OBS_CONFIG_FILE: tempFile('obs.yml', text) });
 const reason = (feature: string) => `the ${feature} feature is not built yet (planned); remove the setting`;
@@ -26,11 +26,7 @@ test('features – exactly the features without code are planned; each has a sub
 
 test('features – a key of a planned feature stops startup, from the environment, a file or code', () => {
   const env = {
-    ...yaml(
-      ['obs:', '  jobs.health-indicator-enabled: false', '  slo:', '    objectives: [{ name: orders }]'].join(
-        '\n',
-      ),
-    ),
+    ...yaml(['obs:', '  jobs.health-indicator-enabled: false'].join('\n')),
     OBS_DEPENDENCIES_MAP: 'api.example.com=payments',
     OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC: 'true',
   };
@@ -43,7 +39,6 @@ test('features – a key of a planned feature stops startup, from the environmen
     problemsOf({ env, options }).map((p) => p.message),
     [
       `obs.jobs.health-indicator-enabled = false (file ${file}): ${reason('jobs')}`,
-      `obs.slo.objectives = [{"name":"orders"}] (file ${file}): ${reason('slo')}`,
       `obs.db.enabled-when.header-not-equals = {"x-synthetic":"true"} (env OBS_DB_ENABLED_WHEN_HEADER_NOT_EQUALS_X_SYNTHETIC): ${reason('db')}`,
       `obs.dependencies.map = "api.example.com=payments" (env OBS_DEPENDENCIES_MAP): ${reason('dependencies')}`,
       `obs.cache.enabled = true (options): ${reason('cache')}`,

@@ -49,7 +49,7 @@ test('obsui – a planned feature shows as planned, never on or off, with no con
   assert.equal(response.statusCode, 200);
   const html = response.body;
   const planned = FEATURES.filter((f) => f.status === 'planned');
-  assert.equal(planned.length, 8);
+  assert.equal(planned.length, 7);
   for (const feature of planned) {
     const row = html.match(
       new RegExp(`<tr><td><b>[^<]*</b><br><code>obs\\.${feature.key}</code>.*?</tr>`),
