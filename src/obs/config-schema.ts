@@ -239,7 +239,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
     enabled: bool(false, 'Serve `/actuator/obs/slo` from the declared objectives.'),
     objectives: {
       kind: 'object-list',
-      doc: 'Declared objectives.',
+      doc: 'Declared objectives (see SLO-as-code): the metric each counts, its label filters, target and, for latency, threshold.',
       default: [],
       required: ['name', 'metric'],
       item: {

@@ -14,6 +14,7 @@ import { test } from 'node:test';
 import { dump, load } from 'js-yaml';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { loadObsConfig, type ObsConfigInput } from '../../src/obs/index.ts';
+import { renderObsUi } from '../../src/obs/obsui.ts';
 import {
   countsOf,
   matchesLabels,
@@ -201,7 +202,6 @@ test('slo – counts from the registry: bad events by the error filter, latency 
   requests.inc({ status: 500, fault: 'chaos' }, 1000);
   for (const s of [0.05, 0.2, 0.7, 2]) duration.observe({ fault: 'none' }, s);
   duration.observe({ fault: 'delay' }, 5);
-  const read = async (name: string) => (await registry.getSingleMetric(name)?.get()) as never as never;
   const counter = (await registry.getSingleMetric('http_requests_total')?.get()) as unknown as {
     values: never[];
   };
@@ -211,7 +211,6 @@ test('slo – counts from the registry: bad events by the error filter, latency 
     values: never[];
   };
   assert.deepEqual(countsOf(LATENCY, 'histogram', histogram.values), { total: 4, bad: 2 });
-  void read;
 });
 
 test('slo – the live burn: a bounded ring of samples, per window, with injected time', () => {
@@ -244,6 +243,23 @@ test('slo – the live burn: a bounded ring of samples, per window, with injecte
   // A counter reset starts the ring again.
   estimator.record(0, t0 + 261 * 15_000, { total: 5, bad: 0 });
   assert.equal(estimator.window(0, 300_000).burn_rate, null);
+});
+
+test("slo – obsui shows each objective's live burn per window, escaped", async (t) => {
+  const app = await injectableObsApp(t, {});
+  const snapshot = app.obs.snapshot();
+  const estimator = new SloBurnEstimator([{ ...AVAILABILITY, name: 'a<b' }], 15_000);
+  estimator.record(0, 0, { total: 0, bad: 0 });
+  estimator.record(0, 60_000, { total: 1000, bad: 20 });
+  const html = renderObsUi(
+    { ...snapshot, sections: { ...snapshot.sections, slo: { live: { objectives: estimator.figures() } } } },
+    '/actuator',
+  );
+  assert.match(
+    html,
+    /<td class="mono">a&lt;b<\/td><td>availability<\/td><td>0\.999<\/td><td>20\.00x <span class="muted">\(20 of 1000\)<\/span>/,
+  );
+  assert.doesNotMatch(renderObsUi(snapshot, '/actuator'), /id="slo"/, 'no table without objectives');
 });
 
 test('slo – GET /actuator/obs/slo serves the PrometheusRule as YAML; 404 when off or empty', async (t) => {
@@ -289,7 +305,8 @@ test('slo – GET /actuator/obs/slo serves the PrometheusRule as YAML; 404 when 
     ],
   );
   const ui = await app.inject({ url: '/actuator/obsui' });
-  assert.match(ui.body, /orders-availability/);
+  assert.match(ui.body, /<table id="slo">/);
+  assert.match(ui.body, /<td class="mono">orders-availability<\/td><td>availability<\/td><td>0\.999<\/td>/);
 
   const off = await injectableObsApp(t, {});
   const none = await off.inject({ url: '/actuator/obs/slo' });
