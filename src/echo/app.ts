@@ -12,7 +12,7 @@ import { errorHandler, notFoundHandler } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { History } from './history.ts';
 import { registerLogging } from './logging.ts';
-import { EchoMetrics } from './metrics.ts';
+import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { type RandomSource, seededRandom } from './random.ts';
@@ -46,7 +46,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   // Asynchronous stdout: a burst of log lines is written in one go instead of one syscall each,
   // and pino flushes what is left when the process exits.
   // obs's logger options add trace and span ids and mask secrets in every line.
-  const obsConfig = options.obs ?? loadObsConfig({ env: {} });
+  const obsConfig = options.obs ?? loadObsConfig({ env: {}, defaults: ECHO_OBS_DEFAULTS });
   const logger =
     options.logger ??
     pino(

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HistoryEntry } from './history.ts';
-import type { EchoMetrics } from './metrics.ts';
+import type { EchoFault, EchoMetrics } from './metrics.ts';
 
 /** Status recorded for a request whose client went away before the answer (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = 499;
@@ -17,6 +17,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The history entry of this request, completed when the response ends. */
     historyEntry: HistoryEntry | undefined;
+    /** What fault injection did to this request's answer (`none`: nothing), the meters' `fault` label. */
+    echoFault: EchoFault;
   }
 }
 
@@ -43,12 +45,19 @@ export function recordCompletion(
   }
   const url = request.url;
   const q = url.indexOf('?');
-  metrics.recordRequest(request.method, q === -1 ? url : url.slice(0, q), status, elapsedMs / 1000);
+  metrics.recordRequest(
+    request.method,
+    q === -1 ? url : url.slice(0, q),
+    status,
+    elapsedMs / 1000,
+    request.echoFault ?? 'none',
+  );
 }
 
 /** Records every request that fastify answers, when its response has gone (onResponse). */
 export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): void {
   app.decorateRequest('historyEntry', undefined);
+  app.decorateRequest('echoFault', 'none');
   app.addHook('onResponse', (request, reply, done) => {
     recordCompletion(request, reply, metrics);
     done();

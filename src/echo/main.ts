@@ -5,6 +5,7 @@ import { buildApp } from './app.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
 import { type EchoConfigError, isEchoError } from './errors.ts';
+import { ECHO_OBS_DEFAULTS } from './metrics.ts';
 import { VERSION } from './version.ts';
 
 /** How often connections that turned idle during the drain are closed. */
@@ -31,7 +32,7 @@ async function main(): Promise<void> {
   let config: EchoConfig;
   try {
     config = loadConfig(process.env);
-    const obs = loadObsConfig({ env: process.env });
+    const obs = loadObsConfig({ env: process.env, defaults: ECHO_OBS_DEFAULTS });
     app = await buildApp(config, { obs });
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {

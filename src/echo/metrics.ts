@@ -1,5 +1,8 @@
-import type { CardinalityFirewall } from '@echo-chaos/obs';
+import type { CardinalityFirewall, ObsConfigInput } from '@echo-chaos/obs';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+/** The buckets of `echo_request_duration_seconds`; a latency objective's threshold is one of them. */
+export const ECHO_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 const UNLABELLED_TOTAL_GAUGES = [
   'nodejs_active_handles_total',
@@ -7,11 +10,20 @@ const UNLABELLED_TOTAL_GAUGES = [
   'nodejs_active_resources_total',
 ];
 
+/**
+ * What a request's answer owes to fault injection, the `fault` label of the request meters: `none`
+ * for the service's own answers (the only ones its SLOs count), else the first control that shaped
+ * it: `chaos` (`X-Echo-Chaos` or the configured percentage), `error` (`X-Echo-Error`), `scenario` (a
+ * scenario step), `status` (`X-Echo-Status`), `delay` (`X-Echo-Delay` or the configured default).
+ */
+export const ECHO_FAULTS = ['none', 'chaos', 'error', 'scenario', 'status', 'delay'] as const;
+export type EchoFault = (typeof ECHO_FAULTS)[number];
+
 /** The echo service's own meters, on a registry of their own (one per app, so tests stay apart). */
 export class EchoMetrics {
   readonly registry: Registry;
-  readonly #requests: Counter<'method' | 'path' | 'status'>;
-  readonly #duration: Histogram;
+  readonly #requests: Counter<'method' | 'path' | 'status' | 'fault'>;
+  readonly #duration: Histogram<'fault'>;
   readonly #chaos: Counter<'type'>;
   readonly #firewall: CardinalityFirewall;
 
@@ -24,14 +36,15 @@ export class EchoMetrics {
     for (const name of UNLABELLED_TOTAL_GAUGES) registry.removeSingleMetric(name);
     this.#requests = new Counter({
       name: 'echo_requests_total',
-      help: 'HTTP requests served, by method, path and status',
-      labelNames: ['method', 'path', 'status'],
+      help: "HTTP requests served, by method, path, status and injected fault (none: the service's own answer)",
+      labelNames: ['method', 'path', 'status', 'fault'],
       registers: [registry],
     });
     this.#duration = new Histogram({
       name: 'echo_request_duration_seconds',
-      help: 'HTTP request latency in seconds, injected delays included',
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      help: "HTTP request latency in seconds, by injected fault (none: the service's own answer)",
+      labelNames: ['fault'],
+      buckets: ECHO_DURATION_BUCKETS,
       registers: [registry],
     });
     this.#chaos = new Counter({
@@ -42,12 +55,54 @@ export class EchoMetrics {
     });
   }
 
-  recordRequest(method: string, path: string, status: number, seconds: number): void {
-    this.#requests.inc({ method, path: this.#firewall.admit('echo_requests_total', 'path', path), status });
-    this.#duration.observe(seconds);
+  recordRequest(
+    method: string,
+    path: string,
+    status: number,
+    seconds: number,
+    fault: EchoFault = 'none',
+  ): void {
+    this.#requests.inc({
+      method,
+      path: this.#firewall.admit('echo_requests_total', 'path', path),
+      status,
+      fault,
+    });
+    this.#duration.observe({ fault }, seconds);
   }
 
   recordFault(type: string): void {
     this.#chaos.inc({ type });
   }
 }
+
+/**
+ * The echo service's own service-level objectives, its defaults of `obs.slo` (below every source
+ * a person sets: the `OBS_CONFIG_FILE`, `OBS_SLO_*` variables): its answers are available and fast.
+ * Both count the service's own answers only (`fault="none"`): a chaos, an `X-Echo-Error`, an
+ * `X-Echo-Status`, a scenario or an asked-for delay is the tool doing its job, never a burn of its
+ * budget. The chart's `PrometheusRule` uses the same expressions.
+ */
+export const ECHO_OBS_DEFAULTS = {
+  slo: {
+    enabled: true,
+    objectives: [
+      {
+        name: 'echo-availability',
+        sli: 'availability',
+        metric: 'echo_requests_total',
+        filter: 'fault="none"',
+        'error-filter': 'status=~"5.."',
+        target: 0.999,
+      },
+      {
+        name: 'echo-latency',
+        sli: 'latency',
+        metric: 'echo_request_duration_seconds',
+        filter: 'fault="none"',
+        threshold: '500ms',
+        target: 0.99,
+      },
+    ],
+  },
+} as const satisfies ObsConfigInput;

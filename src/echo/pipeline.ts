@@ -76,6 +76,11 @@ export function createEchoHandler(deps: PipelineDeps) {
     const step = deps.scenarios.next(path);
 
     let delayMs = controls.delayMs ?? delayOf(config.defaultDelay, random);
+    // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
+    // error below take over when they strike.
+    if (delayMs > 0) request.echoFault = 'delay';
+    if (controls.status !== undefined) request.echoFault = 'status';
+    if (step !== undefined) request.echoFault = 'scenario';
     if (step?.delay !== undefined) delayMs += drawDelayMs(step.delay, random);
     if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
     if (delayMs > 0 && (await wait(delayMs, reply, deps.drainSignal)) === 'client-gone') {
@@ -85,11 +90,13 @@ export function createEchoHandler(deps: PipelineDeps) {
     const chaosPercent = controls.chaosPercent ?? config.chaosPercent;
     if (chaosPercent > 0 && random() * 100 < chaosPercent) {
       metrics.recordFault('chaos');
+      request.echoFault = 'chaos';
       return sendFault(reply, controls, pick(CHAOS_STATUSES, random), 'chaos');
     }
 
     const error = controls.error;
     if (error !== undefined) {
+      request.echoFault = 'error';
       switch (error.kind) {
         case 'status':
           metrics.recordFault(error.name);

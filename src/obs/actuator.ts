@@ -7,6 +7,7 @@
  * - `GET  /actuator/obs/config-hash`: the hash and the flattened entries it was computed over;
  * - `GET|POST /actuator/obs/enforcement`: read and set the mode (seed 4.2);
  * - `GET|POST /actuator/obs/mode`: the deprecated alias, with `Deprecation` and `Link` headers;
+ * - `GET  /actuator/obs/slo`: the SLO objectives as a `PrometheusRule` (YAML); 404 when there are none;
  * - `GET  /actuator/health`: the health components and their aggregate (`UP`, `DEGRADED`,
  *   `OUT_OF_SERVICE`, `DOWN`): 200 for UP and DEGRADED, 503 for DOWN and OUT_OF_SERVICE;
  * - `GET  /actuator/obsui`: the snapshot as an HTML page.
@@ -21,6 +22,7 @@ import { isObsError, OBS_ERRORS, ObsError } from './errors.ts';
 import { healthHttpStatus } from './health.ts';
 import type { Obs } from './obs.ts';
 import { OBSUI_CSP, renderObsUi } from './obsui.ts';
+import { sloRouteBody } from './slo.ts';
 
 /** Largest body the enforcement routes read, in bytes. */
 export const MAX_ACTUATOR_BODY_BYTES = 4096;
@@ -93,6 +95,9 @@ export async function registerActuator(app: FastifyInstance, obs: Obs): Promise<
       config_file: obs.resolved.configFile ?? null,
     }));
     scope.get(`${base}/obs/runtime`, async () => obs.runtime());
+    scope.get(`${base}/obs/slo`, async (_request, reply) =>
+      reply.header('content-type', 'application/yaml; charset=utf-8').send(sloRouteBody(obs)),
+    );
     scope.get(`${base}/obs/config-hash`, async () => ({
       hash: obs.resolved.hash,
       algorithm: 'sha256',

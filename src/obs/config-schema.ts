@@ -52,6 +52,14 @@ function enabledWhen() {
   });
 }
 
+/** A Prometheus metric name, bounded. */
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]{0,199}$/;
+const MATCHER = String.raw`[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"`;
+/** A comma-separated list of PromQL label matchers (`a="x",b=~"y.*"`), at most 500 characters. */
+export const LABEL_MATCHERS = new RegExp(`^(?=[^]{1,500}$)\\s*${MATCHER}(?:\\s*,\\s*${MATCHER})*\\s*$`);
+const LABEL_MATCHERS_FORM =
+  'PromQL label matchers separated by commas, each name="value", name!="value", name=~"regex" or name!~"regex", at most 500 characters';
+
 /** The two enforcement modes. There is no OFF: a feature is taken out with its own `enabled=false`. */
 export const ENFORCEMENT_MODES = ['ENFORCING', 'DRY_RUN'] as const;
 /** Enforcement mode: ENFORCING applies every guardrail; DRY_RUN observes and counts, never enforces. */
@@ -237,18 +245,36 @@ export const OBS_SCHEMA = group('Observability library settings.', {
     enabled: bool(false, 'Serve `/actuator/obs/slo` from the declared objectives.'),
     objectives: {
       kind: 'object-list',
-      doc: 'Declared objectives.',
+      doc: 'Declared objectives (see SLO-as-code): the metric each counts, its label filters, target and, for latency, threshold.',
       default: [],
-      required: ['name'],
+      required: ['name', 'metric'],
       item: {
         name: requiredText(
-          'Objective name.',
-          /^[a-zA-Z_][a-zA-Z0-9_:-]*$/,
-          'a name of letters, digits, _, : and -',
+          'Objective name: it names the recording rules (`slo:<name>:error_ratio_rate5m`) and the alerts.',
+          /^[a-zA-Z][a-zA-Z0-9_-]{0,62}$/,
+          'a name of at most 63 letters, digits, _ and -, starting with a letter',
         ),
         sli: oneOf(['availability', 'latency'], 'availability', 'What is measured.'),
         target: ratio(0.999, 'Share of good events, between 0 and 1.'),
-        threshold: optionalDuration('Latency threshold (latency objectives).'),
+        threshold: optionalDuration(
+          "Latency threshold (latency objectives): one of the histogram's bucket bounds (`le`), in seconds.",
+        ),
+        metric: requiredText(
+          'The series the SLI counts: a counter (availability, e.g. `http_requests_total`) or the base name of a seconds histogram (latency, e.g. `http_request_duration_seconds`, read as `_bucket` and `_count`).',
+          METRIC_NAME,
+          'a Prometheus metric name of at most 200 characters (letters, digits, _ and :)',
+        ),
+        filter: optionalText(
+          'PromQL label matchers selecting the SLI\'s events, e.g. `job="api",fault="none"`; default all.',
+          LABEL_MATCHERS,
+          LABEL_MATCHERS_FORM,
+        ),
+        'error-filter': text(
+          'status=~"5.."',
+          'PromQL label matchers that make an event bad (availability objectives; latency ones count the events slower than the threshold).',
+          LABEL_MATCHERS,
+          LABEL_MATCHERS_FORM,
+        ),
       },
     },
   }),

@@ -1,7 +1,8 @@
 /**
  * Resolves the `obs.*` configuration from its sources, later wins:
  *
- * 1. the defaults of {@link OBS_SCHEMA};
+ * 1. the defaults of {@link OBS_SCHEMA}, then the application's own (`defaults`: the echo service
+ *    declares its SLO objectives there);
  * 2. a shipped preset (`presets/application-obs-<profile>.yml`), only when
  *    `obs.profile-presets.auto-apply=true`, for the profile named by `OBS_PROFILE`;
  * 3. the YAML file named by `OBS_CONFIG_FILE` (a top-level `obs:` mapping);
@@ -49,6 +50,11 @@ export interface LoadObsConfigInput {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Options in code; they win over every other source. */
   readonly options?: ObsConfigInput;
+  /**
+   * The application's own defaults: above obs's defaults, below every other source (a preset, the
+   * file, the environment, code options). The echo service declares its SLO objectives here.
+   */
+  readonly defaults?: ObsConfigInput;
   /** Resolves a relative `OBS_CONFIG_FILE`; default `process.cwd()`. */
   readonly cwd?: string;
 }
@@ -86,9 +92,9 @@ interface Layer {
 // Cross-key rules
 
 /**
- * The rules between keys. Both features they cover, timeout-budget and slo, are planned: no source
- * may set their keys yet, so the defaults keep these rules until the features are built (tested
- * directly meanwhile).
+ * The rules between keys: the budgets within the maximum; each SLO objective with a target below 1,
+ * a threshold when it is a latency one (and no `le` matcher), a name of its own; at most
+ * {@link MAX_SLO_OBJECTIVES} objectives.
  */
 export function crossCheck(config: Tree, origins: Map<string, string>, problems: ConfigProblem[]): void {
   const budget = config['timeout-budget'] as Record<string, number>;
@@ -108,23 +114,54 @@ export function crossCheck(config: Tree, origins: Map<string, string>, problems:
     }
   }
   const objectives = (config.slo as Tree).objectives as Tree[];
+  const source = origins.get('obs.slo.objectives') ?? 'defaults';
+  if (objectives.length > MAX_SLO_OBJECTIVES) {
+    problems.push(
+      problem(
+        'obs.slo.objectives',
+        `${objectives.length} objectives`,
+        source,
+        `at most ${MAX_SLO_OBJECTIVES}`,
+      ),
+    );
+  }
+  const names = new Set<string>();
   objectives.forEach((o, i) => {
+    const at = `obs.slo.objectives[${i}]`;
     if (o.sli === 'latency' && o.threshold === undefined) {
       problems.push(
-        problem(
-          `obs.slo.objectives[${i}].threshold`,
-          undefined,
-          origins.get('obs.slo.objectives') ?? 'defaults',
-          'a duration (required by a latency objective)',
-        ),
+        problem(`${at}.threshold`, undefined, source, 'a duration (required by a latency objective)'),
       );
+    }
+    if (o.sli === 'latency' && typeof o.threshold === 'number' && o.threshold <= 0) {
+      problems.push(problem(`${at}.threshold`, formatDuration(o.threshold), source, 'a duration above 0'));
+    }
+    const target = o.target as number;
+    if (!(target > 0 && target < 1)) {
+      problems.push(
+        problem(`${at}.target`, target, source, 'a number above 0 and below 1 (1 leaves no error budget)'),
+      );
+    }
+    // `-` and `_` name the same rules (`slo:a_b:...`) and alerts (`AB...`): the names must differ after it.
+    const key = String(o.name).toLowerCase().replaceAll('-', '_').replaceAll('_', '');
+    if (names.has(key)) {
+      problems.push(
+        problem(`${at}.name`, o.name, source, 'a name no other objective has (ignoring case, - and _)'),
+      );
+    }
+    names.add(key);
+    if (typeof o.filter === 'string' && o.sli === 'latency' && /(?:^|[\s,])le\s*[=!]/.test(o.filter)) {
+      problems.push(problem(`${at}.filter`, o.filter, source, 'matchers without le (the threshold sets it)'));
     }
   });
 }
 
+/** Most objectives `obs.slo.objectives` may declare. */
+export const MAX_SLO_OBJECTIVES = 50;
+
 /**
- * Resolves the `obs.*` configuration from the defaults, a preset, the file named by
- * `OBS_CONFIG_FILE`, the environment and code options (later wins).
+ * Resolves the `obs.*` configuration from the defaults, the application's defaults, a preset, the
+ * file named by `OBS_CONFIG_FILE`, the environment and code options (later wins).
  * @throws {ObsConfigError} `OBS_ERR_CONFIG` listing every problem of every source, one line each.
  */
 export function loadObsConfig(input: LoadObsConfigInput = {}): ResolvedObsConfig {
@@ -179,6 +216,10 @@ export function loadObsConfig(input: LoadObsConfigInput = {}): ResolvedObsConfig
       : 'options',
   );
 
+  // The application's defaults.
+  const appLayer =
+    input.defaults === undefined ? undefined : layer(input.defaults, () => 'application defaults');
+
   // The preset, when auto-apply is on (as decided by the sources above it).
   const later = [codeLayer, envLayer, fileLayer].filter((l): l is Layer => l !== undefined);
   const autoApply = later
@@ -232,7 +273,7 @@ export function loadObsConfig(input: LoadObsConfigInput = {}): ResolvedObsConfig
   // Merge, later wins.
   const merged = defaultsOf(OBS_SCHEMA.fields);
   const origins = new Map<string, string>();
-  for (const l of [presetLayer, fileLayer, otelLayer, envLayer, codeLayer]) {
+  for (const l of [appLayer, presetLayer, fileLayer, otelLayer, envLayer, codeLayer]) {
     if (l === undefined) continue;
     mergeInto(merged, l.tree, OBS_SCHEMA.fields);
     for (const [path, source] of l.origins) origins.set(path, source);

@@ -73,6 +73,16 @@ export const OBS_ERRORS = {
     message: 'invalid cache name %s: expected 1 to 64 letters, digits, _ . : or -',
     when: '`instrumentCache(cache, obs, { name })` was given a name that cannot be a label value of the cache meters; thrown at the call, the cache is left as it is',
   },
+  OBS_ERR_SLO_NOT_CONFIGURED: {
+    status: 404,
+    message: 'no SLO rules: %s',
+    when: '`GET /actuator/obs/slo` while `obs.slo.enabled` is false or `obs.slo.objectives` is empty',
+  },
+  OBS_ERR_SLO_OBJECTIVE: {
+    status: 500,
+    message: 'SLO objective %s does not fit its metric: %s',
+    when: "When the app is ready, an `obs.slo.objectives` entry names a metric of the registry of the wrong kind (availability: a counter; latency: a histogram) or a latency threshold that is not one of the histogram's buckets. Startup stops",
+  },
   OBS_ERR_INTERNAL: {
     status: 500,
     message: 'internal error',

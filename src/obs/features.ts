@@ -60,7 +60,7 @@ export const FEATURES: readonly Feature[] = [
     status: 'built',
   },
   { name: 'Request fan-out', key: 'fan-out', default: 'on', status: 'built' },
-  { name: 'SLO-as-code', key: 'slo', default: 'opt-in', status: 'planned' },
+  { name: 'SLO-as-code', key: 'slo', default: 'opt-in', status: 'built' },
   {
     name: 'Resilience auto-instrumentation',
     key: 'resilience',

@@ -225,6 +225,14 @@ export {
   UPGRADED_ATTRIBUTE,
   type UpgradableSpan,
 } from './sampling.ts';
+export {
+  type PrometheusRuleResource,
+  type SloObjective,
+  type SloRule,
+  type SloRuleGroup,
+  sloPrometheusRule,
+  sloPrometheusRuleYaml,
+} from './slo.ts';
 export type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
 export { DEADLINE_HEADER, type TimeoutBudgetSource } from './timeout-budget.ts';
 export {

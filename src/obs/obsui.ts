@@ -110,6 +110,33 @@ function featureRow(key: string, feature: FeatureSnapshot): string {
   return `<tr><td><b>${e(feature.name)}</b><br><code>obs.${e(key)}</code></td><td>${state}</td><td class="muted">${e(byDefault)}</td><td>${cfg}</td></tr>`;
 }
 
+/** The live burn of each SLO objective (the `slo` section), as a table; empty without objectives. */
+function sloTable(section: JsonValue | undefined): string {
+  type Obj = { readonly [k: string]: JsonValue };
+  const isObj = (v: JsonValue | undefined): v is Obj =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  const live = isObj(section) ? section.live : undefined;
+  const list = isObj(live) ? live.objectives : undefined;
+  const objectives: Obj[] = Array.isArray(list) ? list.filter(isObj) : [];
+  if (objectives.length === 0) return '';
+  const burn = (o: Obj, window: string) => {
+    const windows = o.windows as { readonly [k: string]: { readonly [k: string]: JsonValue } } | undefined;
+    const w = windows?.[window];
+    const rate = w?.burn_rate;
+    return typeof rate === 'number'
+      ? `${e(rate.toFixed(2))}x <span class="muted">(${e(String(w?.bad_events))} of ${e(String(w?.events))})</span>`
+      : '<span class="muted">no events</span>';
+  };
+  const rows = objectives
+    .map(
+      (o) =>
+        `<tr><td class="mono">${e(String(o.name))}</td><td>${e(String(o.sli))}</td><td>${e(String(o.target))}</td><td>${burn(o, '5m')}</td><td>${burn(o, '1h')}</td><td>${e(String(o.metric_state))}</td></tr>`,
+    )
+    .join('');
+  return `<h2>SLO burn rate (this process, estimated)</h2>
+<table id="slo"><thead><tr><th>Objective</th><th>SLI</th><th>Target</th><th>5m</th><th>1h</th><th>Metric</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 function row(label: string, value: string): string {
   return `<tr><th scope="row">${e(label)}</th><td class="mono">${value}</td></tr>`;
 }
@@ -180,6 +207,7 @@ ${row('process', `pid ${e(String(rt.pid))}, node ${e(rt.node_version)}`)}
 </tbody></table>
 <h2>Cardinality: top offenders (cap ${e(String(rt.cardinality.max_values_per_tag))}, overflow value ${e(rt.cardinality.overflow_value)})</h2>
 <table id="offenders"><thead><tr><th>Meter</th><th>Label</th><th>Distinct values</th><th>Overflowed</th></tr></thead><tbody>${offenders}</tbody></table>
+${sloTable(snapshot.sections.slo)}
 ${sections}
 <footer>
 <p>Generated ${e(snapshot.generated_at)}. JSON: <code>${e(basePath)}/obs</code>. The mode is in memory and per process; to switch this process to ${e(other)}:</p>

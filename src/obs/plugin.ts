@@ -31,6 +31,7 @@ import { registerProfiling } from './profiling.ts';
 import { registerResilience } from './resilience.ts';
 import { registerRetry } from './retry.ts';
 import { addSamplingSnapshot } from './sampling.ts';
+import { registerSlo } from './slo.ts';
 import { registerTenant } from './tenant.ts';
 import { registerTimeoutBudget } from './timeout-budget-hook.ts';
 import { registerTraceGuard } from './trace-guard.ts';
@@ -105,6 +106,7 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   addSamplingSnapshot(obs);
   registerResilience(obs);
   registerCache(obs);
+  registerSlo(app, obs);
   // --- end ---
   // --- graceful drain and telemetry flush (obs.shutdown) ---
   const shutdown = obs.config.shutdown.enabled;

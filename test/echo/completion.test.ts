@@ -23,20 +23,24 @@ async function scrape(echo: RunningEcho): Promise<string> {
   return (await send(`${echo.url}/metrics`)).text;
 }
 
-/** `echo_requests_total` by `METHOD path status`, from one scrape. */
+/** `echo_requests_total` by `METHOD path status` (every `fault` summed), from one scrape. */
 function requestCounts(text: string): Map<string, number> {
   const counts = new Map<string, number>();
   for (const m of text.matchAll(
-    /^echo_requests_total\{method="([^"]*)",path="([^"]*)",status="([^"]*)"\} (\S+)$/gm,
+    /^echo_requests_total\{method="([^"]*)",path="([^"]*)",status="([^"]*)",fault="[a-z]+"\} (\S+)$/gm,
   )) {
-    counts.set(`${m[1]} ${m[2]} ${m[3]}`, Number(m[4]));
+    const key = `${m[1]} ${m[2]} ${m[3]}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(m[4]));
   }
   return counts;
 }
 
+/** The sum of a metric's samples over its labels (`NaN` when it has none). */
 function sample(text: string, name: string): number {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  return m === null ? Number.NaN : Number(m[1]);
+  const values = [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].map((m) =>
+    Number(m[1]),
+  );
+  return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0);
 }
 
 async function history(echo: RunningEcho): Promise<Entry[]> {

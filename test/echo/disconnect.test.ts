@@ -87,8 +87,14 @@ test('client disconnect – a 60s delay leaves no timer behind once the client h
       `${entry.duration_ms}`,
     );
     const text = await metrics(echo);
-    assert.equal(metricValue(text, 'echo_requests_total{method="GET",path="/gone",status="499"}'), 1);
-    assert.equal(metricValue(text, 'echo_requests_total{method="GET",path="/gone",status="200"}'), 0);
+    assert.equal(
+      metricValue(text, 'echo_requests_total{method="GET",path="/gone",status="499",fault="delay"}'),
+      1,
+    );
+    assert.equal(
+      metricValue(text, 'echo_requests_total{method="GET",path="/gone",status="200",fault="delay"}'),
+      0,
+    );
     // Going away is the client's business: nothing is logged as an error.
     const errors = echo.logs.filter((l) => typeof l['level'] === 'number' && l['level'] >= 50);
     assert.deepEqual(errors, []);
@@ -183,7 +189,10 @@ test('client disconnect – 200 clients leaving: no timers, no requests in fligh
     const text = await metrics(echo);
     let abandoned = 0;
     for (let i = 0; i < 250; i++) {
-      abandoned += metricValue(text, `echo_requests_total{method="GET",path="/leak/${i}",status="499"}`);
+      abandoned += metricValue(
+        text,
+        `echo_requests_total{method="GET",path="/leak/${i}",status="499",fault="delay"}`,
+      );
     }
     assert.equal(abandoned, 250);
 

@@ -317,7 +317,10 @@ test('X-Echo-Error – echo_chaos_errors_total counts each fault under its type'
       assert.equal(await metric(server.url, `echo_chaos_errors_total{type="${value}"}`), times, value);
     }
     assert.equal(await metric(server.url, 'echo_chaos_errors_total{type="chaos"}'), 0);
-    assert.equal(await metric(server.url, 'echo_requests_total{method="GET",path="/count",status="418"}'), 3);
+    assert.equal(
+      await metric(server.url, 'echo_requests_total{method="GET",path="/count",status="418",fault="error"}'),
+      3,
+    );
   } finally {
     await server.close();
   }

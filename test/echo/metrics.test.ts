@@ -74,9 +74,13 @@ test('metrics – /metrics has the echo series, process_* and nodejs_* with thei
 
   const samples = parseSamples(text);
   const request = samples.find((s) => s.name === 'echo_requests_total');
-  assert.deepEqual(Object.keys(request?.labels ?? {}).sort(), ['method', 'path', 'status']);
+  assert.deepEqual(Object.keys(request?.labels ?? {}).sort(), ['fault', 'method', 'path', 'status']);
   const bucket = samples.find((s) => s.name === 'echo_request_duration_seconds_bucket');
-  assert.deepEqual(Object.keys(bucket?.labels ?? {}), ['le'], 'the histogram has no labels but le');
+  assert.deepEqual(
+    Object.keys(bucket?.labels ?? {}).sort(),
+    ['fault', 'le'],
+    'the histogram has no labels but fault and le',
+  );
   const chaos = samples.find((s) => s.name === 'echo_chaos_errors_total');
   assert.deepEqual(chaos?.labels, { type: 'chaos' });
 });

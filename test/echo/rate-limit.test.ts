@@ -168,6 +168,6 @@ test('rate limit – limited requests are counted in echo_requests_total with st
   await get(server, '/m');
   await get(server, '/m');
   const scrape = await (await fetch(`${server.url}/metrics`)).text();
-  assert.match(scrape, /^echo_requests_total\{method="GET",path="\/m",status="200"\} 1$/m);
-  assert.match(scrape, /^echo_requests_total\{method="GET",path="\/m",status="429"\} 2$/m);
+  assert.match(scrape, /^echo_requests_total\{method="GET",path="\/m",status="200",fault="none"\} 1$/m);
+  assert.match(scrape, /^echo_requests_total\{method="GET",path="\/m",status="429",fault="none"\} 2$/m);
 });

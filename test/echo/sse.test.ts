@@ -327,7 +327,8 @@ test(
   async (t) => {
     const echo = await startEcho(TICK, { captureLogs: true });
     t.after(() => echo.close());
-    const series = (n: number) => `echo_requests_total{method="GET",path="/sse",status="200"} ${n}`;
+    const series = (n: number) =>
+      `echo_requests_total{method="GET",path="/sse",status="200",fault="none"} ${n}`;
     const seen = async (n: number): Promise<boolean> => {
       let text = '';
       for (let i = 0; i < 100 && !text.includes(series(n)); i++) {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { type BuildOptions, buildApp } from '../../src/echo/app.ts';
 import { loadConfig } from '../../src/echo/config.ts';
+import { ECHO_OBS_DEFAULTS } from '../../src/echo/metrics.ts';
 import { loadObsConfig, obsLoggerOptions } from '../../src/obs/index.ts';
 
 export interface RunningEcho {
@@ -28,7 +29,7 @@ export async function startEcho(
     HOST: '127.0.0.1',
     ...env,
   });
-  const obs = options.obs ?? loadObsConfig({ env });
+  const obs = options.obs ?? loadObsConfig({ env, defaults: ECHO_OBS_DEFAULTS });
   const logs: Array<Record<string, unknown>> = [];
   const logger =
     options.logger ??

@@ -205,5 +205,36 @@ describe('chart echo-chaos', { skip }, () => {
     const result = spawnSync('promtool', ['check', 'rules', file], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(result.status, 0, `promtool check rules:\n${result.stdout}${result.stderr}`);
     assert.match(result.stdout, /SUCCESS: 8 rules found/);
+    // Injected faults never page; the service's own 5xx do (promtool test rules, synthetic series).
+    const series = (ownBad: number, faults: number) =>
+      [
+        ['200', 'none', 1000],
+        ['503', 'none', ownBad],
+        ['500', 'chaos', faults],
+        ['502', 'error', faults],
+        ['418', 'status', faults],
+        ['504', 'scenario', faults],
+      ].map(([status, fault, perMinute]) => ({
+        series: `echo_requests_total{namespace="default",job="echo-chaos",status="${status}",fault="${fault}"}`,
+        values: `0+${perMinute}x90`,
+      }));
+    const fired = (name: string) => ({ eval_time: '1h', alertname: name, exp_alerts: [] as unknown[] });
+    const names = alerts.map((a: Any) => a.alert as string);
+    const quiet = { interval: '1m', input_series: series(0, 500), alert_rule_test: names.map(fired) };
+    const paging = {
+      interval: '1m',
+      input_series: series(100, 0),
+      promql_expr_test: [
+        {
+          expr: `count(ALERTS{alertstate="firing",severity="page"})`,
+          eval_time: '1h',
+          exp_samples: [{ labels: '{}', value: 2 }],
+        },
+      ],
+    };
+    const tests = join(dir, 'tests.yaml');
+    writeFileSync(tests, dump({ rule_files: [file], evaluation_interval: '1m', tests: [quiet, paging] }));
+    const unit = spawnSync('promtool', ['test', 'rules', tests], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(unit.status, 0, `promtool test rules:\n${unit.stdout}${unit.stderr}`);
   });
 });

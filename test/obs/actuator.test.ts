@@ -20,7 +20,7 @@ const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned'
   ['Container-aware memory metrics', 'container-memory', 'built'],
   ['Kafka time-based lag', 'kafka', 'built'],
   ['Request fan-out', 'fan-out', 'built'],
-  ['SLO-as-code', 'slo', 'planned'],
+  ['SLO-as-code', 'slo', 'built'],
   ['Resilience auto-instrumentation', 'resilience', 'built'],
   ['Background-job observability', 'jobs', 'built'],
   ['Database N+1 and slow-query detection', 'db', 'built'],
@@ -242,27 +242,6 @@ test('actuator – GET /actuator/obs lists every feature of the seed: built ones
   assert.equal((await json(await fetch(`${obs.url}/actuator/obs`))).mode, 'DRY_RUN');
 });
 
-test('actuator – GET /actuator/obs says planned for a feature without code, never enabled', async (t) => {
-  const app = await injectableObsApp(t, { env: { OBS_CONTEXT_REQUEST_ID_HEADER: 'X-Correlation-ID' } });
-  const response = await app.inject({ method: 'GET', url: '/actuator/obs' });
-  assert.equal(response.statusCode, 200);
-  const { features } = response.json() as { features: Record<string, FeatureRow> };
-  for (const [name, key, status] of SEED_FEATURES.filter(([, , s]) => s === 'planned')) {
-    const feature = features[key];
-    assert.deepEqual(
-      Object.keys(feature ?? {}),
-      ['name', 'status', 'enabled', 'default_once_built', 'config'],
-      key,
-    );
-    assert.equal(feature?.name, name);
-    assert.equal(feature?.status, status);
-    assert.equal(feature?.enabled, false, `${key} is never on`);
-    assert.ok(!('default' in (feature ?? {})), `${key} has no default a script could read as on`);
-  }
-  assert.equal(features.profiling?.config, null, 'no key of it is effective');
-  assert.equal(features.profiling?.default_once_built, 'opt-in', 'the default the seed gives it once built');
-});
-
 test('actuator – effective-config, runtime and config-hash', async (t) => {
   const obs = await startObsApp(
     {
@@ -280,7 +259,7 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   const tree = effective.obs as Record<string, Record<string, unknown>>;
   assert.equal(tree['wide-events']?.['max-attributes'], 4);
   assert.equal(tree.shutdown?.['drain-timeout'], '30s');
-  assert.equal(tree.profiling, undefined, 'a planned feature has no effective configuration');
+  assert.equal(tree.profiling?.enabled, false, 'every feature has its effective configuration');
   assert.deepEqual(effective.origins, {
     'obs.cardinality.max-tag-values-per-meter': 'options',
     'obs.wide-events.max-attributes': 'env OBS_WIDE_EVENTS_MAX_ATTRIBUTES',
@@ -309,8 +288,8 @@ test('actuator – effective-config, runtime and config-hash', async (t) => {
   assert.equal(entries['obs.enforcement.mode'], 'ENFORCING');
   assert.deepEqual(
     Object.keys(entries).filter((k) => /^obs\.slo\./.test(k)),
-    [],
-    'no key of a planned feature is hashed',
+    ['obs.slo.enabled', 'obs.slo.objectives'],
+    'every feature is hashed',
   );
 });
 

@@ -374,7 +374,7 @@ test('config – wrong types and ranges fail, every problem listed, one line eac
 });
 
 test('config – cross-key rules: budgets within the maximum, a latency objective needs a threshold', () => {
-  // Both rules cover planned features, whose keys no source may set yet: checked on a tree directly.
+  // Checked on a tree directly (test/obs/slo.test.ts covers the SLO rules through loadObsConfig).
   const tree = defaultsOf(OBS_SCHEMA.fields) as Record<string, Record<string, unknown>>;
   tree['timeout-budget'] = { ...tree['timeout-budget'], 'default-budget': 60_000, 'maximum-budget': 10_000 };
   tree.slo = { ...tree.slo, objectives: [{ name: 'fast', sli: 'latency', target: 0.99 }] };
@@ -474,7 +474,7 @@ test('config – in code, undefined means not set; null is a value (and only opt
 });
 
 test('config – optional keys and lists of objects, read against a schema of their own', () => {
-  // No built feature has an optional key or a list of objects yet (SLO objectives are planned).
+  // Read against a small schema of their own, apart from the SLO objectives that use them.
   const fields = {
     threshold: optionalDuration('A threshold.'),
     items: {

@@ -267,7 +267,7 @@ test('jobs – health: DOWN after the grace period without a success, UP again a
     { nowMs: () => now },
   );
   interface Health {
-    components: { jobs: { status: string; detail: Record<string, Record<string, unknown>> } };
+    components: { jobs: { status: string; details: Record<string, Record<string, unknown>> } };
   }
   const health = async () => {
     const response = await fetch(`${running.url}/actuator/health`);
