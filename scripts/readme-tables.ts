@@ -10,6 +10,7 @@ import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
 import { OPERATOR_ERRORS } from '../src/operator/errors.ts';
 import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
+import { OTEL_VARIABLES } from '../src/telemetry/otel-config.ts';
 
 const esc = (s: string) => s.replaceAll('|', '\\|');
 const code = (s: string) => (s === '' ? '(empty)' : `\`${s}\``);
@@ -21,6 +22,9 @@ export function variablesTable(): string {
   rows.push(
     `| \`${HEADER_VARIABLE.name}\` | ${HEADER_VARIABLE.meaning} | ${HEADER_VARIABLE.default} | ${esc(HEADER_VARIABLE.form)} |`,
   );
+  // The standard OpenTelemetry variables the service honours (src/telemetry/otel-config.ts).
+  for (const v of OTEL_VARIABLES)
+    rows.push(`| \`${v.name}\` | ${esc(v.meaning)} | ${v.default} | ${esc(v.form)} |`);
   return ['| Variable | Meaning | Default | Accepted form |', '|---|---|---|---|', ...rows].join('\n');
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadObsConfig, obsLoggerOptions, obsPlugin, type ResolvedObsConfig } from '@echo-chaos/obs';
+import { trace } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -33,6 +34,11 @@ export interface BuildOptions {
   readonly scenarios?: readonly Scenario[];
   /** The resolved `obs.*` configuration (main.ts reads it from the environment); default obs's defaults. */
   readonly obs?: ResolvedObsConfig;
+  /**
+   * More series for `/metrics`, in the Prometheus text format, appended to the registry's: main.ts
+   * hands the OpenTelemetry meters' exposition here when the SDK runs.
+   */
+  readonly metricsText?: () => Promise<string>;
 }
 
 // The live state's types, as the package has always exported them (`app.echo` is an EchoState).
@@ -89,6 +95,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     history: new History(config.historySize, config.historyMaxBodyBytes),
     scenarios: new ScenarioStore(),
     metrics: new EchoMetrics(app.obs.firewall, registry),
+    ...(options.metricsText === undefined ? {} : { metricsText: options.metricsText }),
     startedAt: new Date(),
     requestCount: 0,
     inFlight: 0,
@@ -131,6 +138,18 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       reply.header('x-echo-server', HOSTNAME);
       reply.header('x-echo-version', VERSION);
       reply.header('x-echo-uptime', formatUptime((Date.now() - startMs) / 1000));
+    }
+    done();
+  });
+
+  // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
+  // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const span = trace.getActiveSpan();
+    const route = request.routeOptions.url;
+    if (span !== undefined && route !== undefined) {
+      span.setAttribute('http.route', route);
+      span.updateName(`${request.method} ${route}`);
     }
     done();
   });

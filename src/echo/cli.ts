@@ -2,6 +2,7 @@
  * The `echo-chaos` command line: the service is configured by its environment, so the command
  * takes no arguments besides `--help` and `--version`.
  */
+import { OTEL_PASSED_THROUGH, OTEL_VARIABLES } from '../telemetry/otel-config.ts';
 import { HEADER_VARIABLE, VARIABLES } from './config.ts';
 
 /** What the command line asks for: serve, print the help, print the version, or a usage error. */
@@ -35,7 +36,7 @@ export function helpText(version: string): string {
     '',
     'Variables:',
   ];
-  for (const v of [...VARIABLES, HEADER_VARIABLE]) {
+  for (const v of [...VARIABLES, HEADER_VARIABLE, ...OTEL_VARIABLES]) {
     lines.push(
       `  ${v.name}`,
       `      ${plain(v.meaning)}`,
@@ -44,6 +45,7 @@ export function helpText(version: string): string {
   }
   lines.push(
     '',
+    `The OpenTelemetry exporter also reads ${OTEL_PASSED_THROUGH}.`,
     'OBS_* variables configure the observability library (@echo-chaos/obs); see its README.',
     'Per-request X-Echo-* headers (delays, errors, chaos, sizes) are listed in the README.',
   );

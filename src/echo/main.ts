@@ -1,7 +1,15 @@
 #!/usr/bin/env node
 import type { Server } from 'node:http';
-import { isObsError, loadObsConfig, type ObsConfigError } from '@echo-chaos/obs';
-import { buildApp } from './app.ts';
+import {
+  createErrorUpgradeSpanProcessor,
+  createObsSampler,
+  isObsError,
+  loadObsConfig,
+  type ObsConfigError,
+} from '@echo-chaos/obs';
+import type { FastifyInstance } from 'fastify';
+import type { Telemetry } from '../telemetry/otel.ts';
+import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
 import { type EchoConfigError, isEchoError } from './errors.ts';
@@ -13,7 +21,11 @@ const IDLE_SWEEP_MS = 50;
 /** After the drain timeout, how long answered-at-once requests get before every connection is cut. */
 const FINAL_GRACE_MS = 1_000;
 
-/** The echo-chaos entry point: configuration from the environment, then listen. */
+/**
+ * The echo-chaos entry point: configuration from the environment, then the OpenTelemetry SDK when
+ * the `OTEL_*` variables ask for it, then the application, then listen. The application (fastify,
+ * node:http) is imported only after the SDK started, so the HTTP instrumentation patches it.
+ */
 async function main(): Promise<void> {
   const command = parseCommandLine(process.argv.slice(2));
   if (command.kind === 'help') {
@@ -28,12 +40,42 @@ async function main(): Promise<void> {
     process.stderr.write(`echo-chaos: ${command.message}\n`);
     process.exit(2);
   }
-  let app: Awaited<ReturnType<typeof buildApp>>;
+  let app: FastifyInstance;
   let config: EchoConfig;
   try {
     config = loadConfig(process.env);
     const obs = loadObsConfig({ env: process.env, defaults: ECHO_OBS_DEFAULTS });
-    app = await buildApp(config, { obs });
+    const otel = otelSettings(process.env);
+    if (!otel.ok) {
+      for (const line of otel.problems) process.stderr.write(`echo-chaos: ${line}\n`);
+      process.exit(1);
+    }
+    let telemetry: Telemetry | undefined;
+    if (otelWanted(otel.settings)) {
+      const { startTelemetry } = await import('../telemetry/otel.ts');
+      telemetry = startTelemetry(otel.settings, {
+        serviceName: 'echo-chaos',
+        version: VERSION,
+        sampler: createObsSampler(obs.config),
+        wrapProcessor: (processor) => createErrorUpgradeSpanProcessor(processor),
+      });
+    }
+    const { buildApp } = await import('./app.ts');
+    app = await buildApp(config, {
+      obs,
+      ...(telemetry === undefined ? {} : { metricsText: () => telemetry.metricsText() }),
+    });
+    if (telemetry !== undefined) {
+      const started = telemetry;
+      started.registerMeterProvider((provider) => app.obs.guardMeterProvider(provider));
+      app.obs.addFlushHook('opentelemetry', () => started.flush());
+    }
+    app.log.info(
+      { otel: { traces: telemetry?.traces ?? false, metrics: telemetry?.metrics ?? false } },
+      telemetry === undefined
+        ? 'OpenTelemetry SDK off (no OTEL_* variable asks for it)'
+        : 'OpenTelemetry SDK started',
+    );
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     // Matched on the code, not the class (STYLE.md): one line per problem, naming the setting.

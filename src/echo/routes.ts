@@ -86,9 +86,16 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
     };
   });
 
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', async (request, reply) => {
     reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    const own = await metrics.registry.metrics();
+    if (state.metricsText === undefined) return own;
+    // The OpenTelemetry meters: a failure to collect them never fails the scrape of the others.
+    const more = await state.metricsText().catch((error: unknown) => {
+      request.log.warn({ err: error }, 'OpenTelemetry metrics collection failed');
+      return '';
+    });
+    return more === '' ? own : `${own.endsWith('\n') || own === '' ? own : `${own}\n`}${more}`;
   });
 
   app.get('/history', async () => history.list());

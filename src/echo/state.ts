@@ -12,6 +12,8 @@ export interface EchoState {
   readonly history: History;
   readonly scenarios: ScenarioStore;
   readonly metrics: EchoMetrics;
+  /** More `/metrics` series in the Prometheus text format (the OpenTelemetry meters), when any. */
+  readonly metricsText?: () => Promise<string>;
   readonly startedAt: Date;
   requestCount: number;
   inFlight: number;

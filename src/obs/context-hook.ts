@@ -130,6 +130,7 @@ export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
           attributes.push([key, value]);
         },
       };
+      scope.attribute('obs.request_id', store.requestId);
       for (const [feature, contribute] of contributors) {
         try {
           contribute(scope);

@@ -6,7 +6,9 @@
  */
 
 import {
+  createErrorUpgradeSpanProcessor,
   createObs,
+  createObsSampler,
   guardRegistry,
   isObsError,
   loadObsConfig,
@@ -15,14 +17,13 @@ import {
   obsLoggerOptions,
   type ResolvedObsConfig,
 } from '@echo-chaos/obs';
-import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import pkg from '../../package.json' with { type: 'json' };
+import type { Telemetry } from '../telemetry/otel.ts';
+import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import { loadOperatorConfig, type OperatorConfig } from './config.ts';
-import { createOperator } from './operator.ts';
-import { createOperatorServer } from './server.ts';
 
 const command = parseCommandLine(process.argv.slice(2));
 if (command.kind === 'help' || command.kind === 'version') {
@@ -49,6 +50,29 @@ try {
   }
   process.exit(1);
 }
+const otel = otelSettings(process.env);
+if (!otel.ok) {
+  for (const line of otel.problems) process.stderr.write(`echo-chaos-operator: ${line}\n`);
+  process.exit(1);
+}
+// The OpenTelemetry SDK, when the OTEL_* variables ask for traces, before the Kubernetes client
+// and node:http are imported, so that the http and undici instrumentations see them. The
+// operator's /metrics is its prom-client registry alone: OpenTelemetry meters are not served.
+let telemetry: Telemetry | undefined;
+const otelAsked = { ...otel.settings, metrics: false };
+if (otelWanted(otelAsked)) {
+  const { startTelemetry } = await import('../telemetry/otel.ts');
+  telemetry = startTelemetry(otelAsked, {
+    serviceName: 'echo-chaos-operator',
+    version: pkg.version,
+    sampler: createObsSampler(obs.config),
+    wrapProcessor: (processor) => createErrorUpgradeSpanProcessor(processor),
+    ignorePaths: ['/metrics', '/healthz', '/readyz'],
+  });
+}
+const { KubeConfig } = await import('@kubernetes/client-node');
+const { createOperator } = await import('./operator.ts');
+const { createOperatorServer } = await import('./server.ts');
 const logger = pino(
   obsLoggerOptions({ config: obs.config, base: { level: config.logLevel, name: 'echo-chaos-operator' } }),
 );
@@ -69,6 +93,16 @@ if (obsCore.config.cardinality.enabled) {
   });
 }
 collectDefaultMetrics({ register: registry });
+if (telemetry !== undefined) {
+  const started = telemetry;
+  obsCore.addFlushHook('opentelemetry', () => started.flush());
+}
+logger.info(
+  { otel: { traces: telemetry?.traces ?? false } },
+  telemetry === undefined
+    ? 'OpenTelemetry SDK off (no OTEL_* variable asks for it)'
+    : 'OpenTelemetry SDK started',
+);
 
 const kc = new KubeConfig();
 if (process.env['KUBERNETES_SERVICE_HOST'] !== undefined && process.env['KUBECONFIG'] === undefined) {
