@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MODE_CHANGE_NOTE } from '../../src/obs/actuator.ts';
 import { OBS_SCHEMA } from '../../src/obs/config-schema.ts';
-import { injectableObsApp, post, startObsApp } from './helpers.ts';
+import { post, startObsApp } from './helpers.ts';
 
 /** The seed's feature table (section 1.2), row by row: name, `obs.*` subtree, whether obs has its code. */
 const SEED_FEATURES: ReadonlyArray<readonly [string, string, 'built' | 'planned']> = [
