@@ -3,7 +3,8 @@
  * application add, run together on each `/actuator/health` request, each bounded in time. A
  * component answers one of four statuses; the aggregate is the worst of them
  * (`DOWN` > `OUT_OF_SERVICE` > `DEGRADED` > `UP`), and readiness follows it: ready while the
- * aggregate is `UP` or `DEGRADED`. A readiness check (`readiness.ts`) is a component too: `ok` is
+ * aggregate of the components that count for readiness (all but those added with
+ * `{ readiness: false }`) is `UP` or `DEGRADED`. A readiness check (`readiness.ts`) is a component too: `ok` is
  * `UP`, not ok is `DOWN`.
  */
 import type { JsonValue } from './config-hash.ts';
@@ -52,10 +53,25 @@ function isHealthStatus(value: unknown): value is HealthStatus {
   return typeof value === 'string' && (HEALTH_STATUSES as readonly string[]).includes(value);
 }
 
+/** How a health component takes part: {@link HealthComponentOptions}. */
+export interface HealthComponentOptions {
+  /**
+   * Whether the component counts for readiness. Default true. False for a component whose trouble
+   * should show on `/actuator/health` without taking the instance out of traffic (a background job
+   * that stopped succeeding).
+   */
+  readonly readiness?: boolean;
+}
+
 /** A source of health: a component, or a readiness check (ok `UP`, not ok `DOWN`). */
 export type HealthSource =
-  | { readonly kind: 'component'; readonly component: HealthComponent }
+  | { readonly kind: 'component'; readonly component: HealthComponent; readonly readiness: boolean }
   | { readonly kind: 'readiness'; readonly check: ReadinessCheck };
+
+/** Whether a source counts for readiness. */
+export function countsForReadiness(source: HealthSource): boolean {
+  return source.kind === 'readiness' || source.readiness;
+}
 
 /** Runs every source concurrently, each bounded by `timeoutMs`. Never rejects. */
 export async function runHealth(

@@ -122,6 +122,7 @@ export { type FingerprintFrame, fingerprint, fingerprintFrames } from './fingerp
 export {
   HEALTH_STATUSES,
   type HealthComponent,
+  type HealthComponentOptions,
   type HealthReport,
   type HealthResult,
   type HealthStatus,

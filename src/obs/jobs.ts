@@ -21,7 +21,6 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { JsonValue } from './config-hash.ts';
 import type { ObsConfig } from './config-schema.ts';
 import { ObsError } from './errors.ts';
-import type { ReadinessCheck } from './readiness.ts';
 import {
   type ContextPropagation,
   type ObsPriority,
@@ -98,7 +97,11 @@ export interface JobsOwner {
   readonly registry: Registry;
   readonly logger: { warn(object: object, message?: string): void };
   addSnapshotSection(name: string, section: () => JsonValue): void;
-  addReadinessCheck(name: string, check: ReadinessCheck): void;
+  addHealthComponent(
+    name: string,
+    component: () => { status: 'UP' | 'DOWN'; details?: JsonValue },
+    options?: { readiness?: boolean },
+  ): void;
 }
 
 /** One job's live figures. */
@@ -290,8 +293,16 @@ class JobsImpl implements Jobs {
     this.#records.set(name, record);
     const config = this.#owner.config.jobs;
     if (this.#records.size === 1 && config['health-indicator-enabled']) {
-      // Added with the first job: an app without jobs has no jobs component.
-      this.#owner.addReadinessCheck(FEATURE, () => this.#health());
+      // Added with the first job: an app without jobs has no jobs component. A job that stopped
+      // succeeding shows on /actuator/health; it does not take the instance out of traffic.
+      this.#owner.addHealthComponent(
+        FEATURE,
+        () => {
+          const { ok, detail } = this.#health();
+          return { status: ok ? 'UP' : 'DOWN', details: detail };
+        },
+        { readiness: false },
+      );
     }
     try {
       // The series exist from the start: an alert on a missing success rate needs its zero.

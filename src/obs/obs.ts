@@ -37,7 +37,9 @@ import { Enforcement } from './enforcement.ts';
 import { ObsError } from './errors.ts';
 import { createWideEvents, type EventAttributes } from './events.ts';
 import {
+  countsForReadiness,
   type HealthComponent,
+  type HealthComponentOptions,
   type HealthReport,
   type HealthSource,
   isReadyStatus,
@@ -123,17 +125,19 @@ export interface Obs {
   /**
    * Adds a health component, run on each {@link health} and {@link readiness} call; it answers
    * `UP`, `DEGRADED`, `OUT_OF_SERVICE` or `DOWN` (one that throws or hangs past the bound is `DOWN`).
+   * With `{ readiness: false }` it shows in {@link health} but does not count for {@link readiness}.
    * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken (by a check or a component).
    */
-  addHealthComponent(name: string, component: HealthComponent): void;
+  addHealthComponent(name: string, component: HealthComponent, options?: HealthComponentOptions): void;
   /**
    * Runs every health component (readiness checks included) concurrently; the status is the worst
    * of theirs (`DOWN` > `OUT_OF_SERVICE` > `DEGRADED` > `UP`). Never rejects.
    */
   health(): Promise<HealthReport>;
   /**
-   * Readiness follows health: ready while {@link health}'s status is `UP` or `DEGRADED`; each
-   * component is a check, ok while it is `UP` or `DEGRADED`. Never rejects.
+   * Readiness follows health: ready while the components that count for readiness (all but those
+   * added with `{ readiness: false }`) are `UP` or `DEGRADED`; each of them is a check, ok while it
+   * is `UP` or `DEGRADED`. Never rejects.
    */
   readiness(): Promise<ReadinessReport>;
   /**
@@ -390,14 +394,19 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     addReadinessCheck(name, check) {
       addNamed('readiness check', healthSources, name, { kind: 'readiness', check });
     },
-    addHealthComponent(name, component) {
-      addNamed('health component', healthSources, name, { kind: 'component', component });
+    addHealthComponent(name, component, componentOptions) {
+      addNamed('health component', healthSources, name, {
+        kind: 'component',
+        component,
+        readiness: componentOptions?.readiness !== false,
+      });
     },
     health() {
       return runHealth(healthSources, readinessTimeoutMs);
     },
     async readiness() {
-      const report = await runHealth(healthSources, readinessTimeoutMs);
+      const counted = new Map([...healthSources].filter(([, source]) => countsForReadiness(source)));
+      const report = await runHealth(counted, readinessTimeoutMs);
       const checks = Object.fromEntries(
         Object.entries(report.components).map(([name, c]) => {
           const ok = isReadyStatus(c.status);

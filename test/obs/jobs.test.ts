@@ -291,6 +291,13 @@ test('jobs – health: DOWN after the grace period without a success, UP again a
     last_failure: '2026-01-01T00:00:00.000Z',
     last_error: 'Error: db unreachable',
   });
+  const readiness = await obs.readiness();
+  assert.equal(
+    readiness.ready,
+    true,
+    'a job that stopped succeeding does not take the instance out of traffic',
+  );
+  assert.ok(!('jobs' in readiness.checks), JSON.stringify(readiness.checks));
 
   fail = false;
   job();
