@@ -65,8 +65,12 @@ export function renderConfigTable(): string {
     '| Key | Variable | Default | Accepted form | Meaning |',
     '|---|---|---|---|---|',
     ...rows,
-    '',
-    `Not listed: the keys of the planned features (${planned.join(', ')}), which have no code yet; setting one stops startup. See [Features](#features).`,
+    ...(planned.length === 0
+      ? []
+      : [
+          '',
+          `Not listed: the keys of the planned features (${planned.join(', ')}), which have no code yet; setting one stops startup. See [Features](#features).`,
+        ]),
   ].join('\n');
 }
 

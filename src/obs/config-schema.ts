@@ -255,7 +255,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
           'a name of at most 63 letters, digits, _ and -, starting with a letter',
         ),
         sli: oneOf(['availability', 'latency'], 'availability', 'What is measured.'),
-        target: ratio(0.999, 'Share of good events, between 0 and 1.'),
+        target: ratio(0.999, 'Share of good events, above 0 and below 1.'),
         threshold: optionalDuration(
           "Latency threshold (latency objectives): one of the histogram's bucket bounds (`le`), in seconds.",
         ),

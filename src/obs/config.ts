@@ -139,7 +139,12 @@ export function crossCheck(config: Tree, origins: Map<string, string>, problems:
     const target = o.target as number;
     if (!(target > 0 && target < 1)) {
       problems.push(
-        problem(`${at}.target`, target, source, 'a number above 0 and below 1 (1 leaves no error budget)'),
+        problem(
+          `${at}.target`,
+          target,
+          source,
+          'a number above 0 and below 1 (1 leaves no error budget, 0 sets no objective)',
+        ),
       );
     }
     // `-` and `_` name the same rules (`slo:a_b:...`) and alerts (`AB...`): the names must differ after it.

@@ -139,6 +139,7 @@ export {
   type JobOptions,
   type JobOutcome,
   type JobScheduler,
+  MAX_JOB_GRACE_PERIOD_MS,
   MAX_JOBS,
 } from './jobs.ts';
 export { instrumentKafka, KAFKA_METRICS } from './kafka.ts';

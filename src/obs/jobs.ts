@@ -63,7 +63,16 @@ export interface JobOptions {
   readonly nowMs?: () => number;
   /** The priority of the job's context (when `obs.priority` is on). Default `background`. */
   readonly priority?: ObsPriority;
+  /**
+   * How long this job may go without a success before its health is `DOWN`, milliseconds (1000 to
+   * 30 days). Default `obs.jobs.failure-grace-period`. Make it longer than the job's schedule: a
+   * nightly job needs more than a day. The first registration of a name sets it.
+   */
+  readonly failureGracePeriodMs?: number;
 }
+
+/** The longest per-job grace period: 30 days. */
+export const MAX_JOB_GRACE_PERIOD_MS = 30 * 24 * 3_600_000;
 
 /** What `obs.every` schedules with; default the global `setInterval` and `clearInterval`. */
 export interface JobScheduler {
@@ -109,6 +118,8 @@ interface JobRecord {
   readonly name: string;
   readonly nowMs: () => number;
   readonly priority: ObsPriority;
+  /** Undefined: `obs.jobs.failure-grace-period`. */
+  readonly gracePeriodMs?: number;
   readonly registeredAtMs: number;
   runs: number;
   successes: number;
@@ -241,7 +252,8 @@ class JobsImpl implements Jobs {
   /** `UP`, or `DOWN` when the last success (else the registration) is older than the grace period. */
   #status(record: JobRecord): 'UP' | 'DOWN' {
     const since = record.lastSuccessMs ?? record.registeredAtMs;
-    return record.nowMs() - since > this.#owner.config.jobs['failure-grace-period'] ? 'DOWN' : 'UP';
+    const grace = record.gracePeriodMs ?? this.#owner.config.jobs['failure-grace-period'];
+    return record.nowMs() - since > grace ? 'DOWN' : 'UP';
   }
 
   #health(): { ok: boolean; detail: JsonValue } {
@@ -271,6 +283,19 @@ class JobsImpl implements Jobs {
     if (options?.nowMs !== undefined && typeof options.nowMs !== 'function') {
       throw invalid(`${name} option nowMs`, 'expected a function');
     }
+    const grace = options?.failureGracePeriodMs;
+    if (
+      grace !== undefined &&
+      (typeof grace !== 'number' ||
+        !Number.isInteger(grace) ||
+        grace < 1000 ||
+        grace > MAX_JOB_GRACE_PERIOD_MS)
+    ) {
+      throw invalid(
+        `${name} option failureGracePeriodMs ${JSON.stringify(grace)}`,
+        `expected whole milliseconds from 1000 to ${MAX_JOB_GRACE_PERIOD_MS} (30 days)`,
+      );
+    }
     if (!this.#owner.config.jobs.enabled) return undefined;
     const known = this.#records.get(name);
     if (known !== undefined) return known;
@@ -282,6 +307,7 @@ class JobsImpl implements Jobs {
       name,
       nowMs,
       priority: options?.priority ?? 'background',
+      ...(grace === undefined ? {} : { gracePeriodMs: grace }),
       registeredAtMs: nowMs(),
       runs: 0,
       successes: 0,
@@ -561,10 +587,12 @@ export function instrumentCron<Task, Options extends object>(
   const jobs = jobsOf(obs);
   return {
     schedule(name, expression, fn, options) {
-      const { nowMs, priority, ...cronOptions } = (options ?? {}) as Options & JobOptions;
+      const { nowMs, priority, failureGracePeriodMs, ...cronOptions } = (options ?? {}) as Options &
+        JobOptions;
       const jobOptions: JobOptions = {
         ...(nowMs === undefined ? {} : { nowMs }),
         ...(priority === undefined ? {} : { priority }),
+        ...(failureGracePeriodMs === undefined ? {} : { failureGracePeriodMs }),
       };
       const { tick } = jobs.exclusive(name, fn, jobOptions);
       return cron.schedule(

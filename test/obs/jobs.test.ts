@@ -314,9 +314,33 @@ test('jobs – health-indicator-enabled=false: no jobs check', async (t) => {
   let now = 0;
   obs.job('x', () => {}, { nowMs: () => now });
   now = 10_000;
-  const report = await obs.readiness();
-  assert.equal(report.checks.jobs, undefined);
-  assert.equal(report.ready, true);
+  const report = await obs.health();
+  assert.equal(report.components.jobs, undefined);
+  assert.equal(report.status, 'UP');
+});
+
+test('jobs – a job’s own failureGracePeriodMs overrides obs.jobs.failure-grace-period; a bad one throws', async (t) => {
+  const { obs } = core(t, { jobs: { 'failure-grace-period': '1m' } });
+  let now = 0;
+  obs.job('nightly', () => {}, { nowMs: () => now, failureGracePeriodMs: 26 * 3_600_000 });
+  obs.job('minutely', () => {}, { nowMs: () => now });
+  now = 2 * 3_600_000;
+  let report = await obs.health();
+  const details = () => report.components.jobs?.details as Record<string, { status: string }>;
+  assert.equal(details().nightly?.status, 'UP', 'within its own 26h');
+  assert.equal(details().minutely?.status, 'DOWN', 'past the configured minute');
+  now = 26 * 3_600_000 + 1;
+  report = await obs.health();
+  assert.equal(details().nightly?.status, 'DOWN');
+  for (const bad of [999, 30 * 24 * 3_600_000 + 1, 1.5, '1h']) {
+    assert.throws(
+      () =>
+        obs.job(`bad-${String(bad).replace(/\W/g, '')}`, () => {}, { failureGracePeriodMs: bad as number }),
+      (error: { code?: string; message?: string }) =>
+        error.code === 'OBS_ERR_INVALID_JOB' && /failureGracePeriodMs/.test(error.message ?? ''),
+      String(bad),
+    );
+  }
 });
 
 test('jobs – names are validated and bounded at registration', (t) => {

@@ -149,7 +149,7 @@ test('slo – objectives are validated at startup, one clear line each', () => {
     }),
     [
       'obs.slo.objectives[0].threshold (options): expected a duration (required by a latency objective)',
-      'obs.slo.objectives[1].target = 1 (options): expected a number above 0 and below 1 (1 leaves no error budget)',
+      'obs.slo.objectives[1].target = 1 (options): expected a number above 0 and below 1 (1 leaves no error budget, 0 sets no objective)',
       'obs.slo.objectives[2].filter = "le=\\"1\\"" (options): expected matchers without le (the threshold sets it)',
       'obs.slo.objectives[4].name = "I_J" (options): expected a name no other objective has (ignoring case, - and _)',
     ],
