@@ -103,6 +103,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     eventLoopDelay,
     drain: new AbortController(),
     drainDeadline: new AbortController(),
+    lifecycle: { ready: true, healthy: true },
     upgradeHandlers: new Map(),
   };
   app.decorate('echo', state);

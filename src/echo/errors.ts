@@ -39,6 +39,11 @@ export const ECHO_ERRORS = {
     message: 'invalid replay request: %s',
     when: '`POST /replay` body is not an object with a string `id`, or a field has the wrong type',
   },
+  ECHO_ERR_INVALID_CONTROL: {
+    status: 400,
+    message: 'invalid control request: %s',
+    when: '`PUT /control/readiness` body is not `{"ready": true|false}`, or `PUT /control/liveness` body is not `{"healthy": true|false}`',
+  },
   ECHO_ERR_INVALID_TARGET: {
     status: 400,
     message: 'invalid replay target %s: expected an absolute http:// or https:// URL',

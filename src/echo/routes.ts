@@ -27,11 +27,14 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
   // parser would hand a plain string on to the routes, which must answer 415 instead.
   app.removeContentTypeParser('text/plain');
 
-  app.get('/health', async () => {
+  app.get('/health', async (_request, reply) => {
     const uptimeSeconds = uptime(state);
     const mem = process.memoryUsage();
+    // A liveness fault set by PUT /control/liveness: the same body, status unhealthy, 503.
+    if (!state.lifecycle.healthy) reply.code(503);
     return {
-      status: 'healthy',
+      status: state.lifecycle.healthy ? 'healthy' : 'unhealthy',
+      lifecycle: { ...state.lifecycle },
       timestamp: new Date().toISOString(),
       uptime: formatUptime(uptimeSeconds),
       uptime_seconds: Math.round(uptimeSeconds * 1000) / 1000,
@@ -51,6 +54,9 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
 
   app.get('/ready', async (_request, reply) => {
     if (state.drain.signal.aborted) return reply.code(503).send({ status: 'draining' });
+    if (!state.lifecycle.ready) {
+      return reply.code(503).send({ status: 'not ready', reason: 'set by PUT /control/readiness' });
+    }
     // obs's readiness follows its health (drain, container memory, dependencies): ready while UP or DEGRADED.
     const obs = await app.obs.readiness();
     if (!obs.ready) return reply.code(503).send({ status: 'not ready', checks: obs.checks });
@@ -82,6 +88,7 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
         start_time: state.startedAt.toISOString(),
         request_count: String(state.requestCount),
         node_version: process.version,
+        lifecycle: { ...state.lifecycle },
       },
     };
   });
@@ -128,6 +135,8 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
     return reply.send(result.body);
   });
 
+  registerLifecycleControls(app, state);
+
   app.get('/scenario', async () => scenarios.list());
 
   // YAML is accepted by /scenario alone, so its parser lives in a scope of its own.
@@ -137,6 +146,42 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
     );
     registerScenarioPost(scope, state);
   });
+}
+
+/**
+ * Kubernetes lifecycle faults: `PUT /control/readiness {"ready": false}` makes `/ready` answer 503
+ * (the drain still wins), `PUT /control/liveness {"healthy": false}` makes `/health` answer 503,
+ * until set back. Each answers the previous and the current value; `GET` reads it.
+ */
+function registerLifecycleControls(app: FastifyInstance, state: EchoState): void {
+  const control = (route: string, field: 'ready' | 'healthy') => {
+    app.get(route, async () => ({ [field]: state.lifecycle[field] }));
+    app.put(route, async (request) => {
+      const body = request.body as unknown;
+      const expected = `expected a JSON object {"${field}": true} or {"${field}": false}`;
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw new EchoError('ECHO_ERR_INVALID_CONTROL', [expected]);
+      }
+      const keys = Object.keys(body);
+      const value = (body as Record<string, unknown>)[field];
+      if (keys.length !== 1 || typeof value !== 'boolean') {
+        throw new EchoError('ECHO_ERR_INVALID_CONTROL', [
+          `${expected}, got ${JSON.stringify(body).slice(0, 100)}`,
+        ]);
+      }
+      const previous = state.lifecycle[field];
+      state.lifecycle[field] = value;
+      if (previous !== value) {
+        request.log.warn(
+          { control: field, previous, current: value },
+          `lifecycle fault: ${field} set to ${value}`,
+        );
+      }
+      return { previous: { [field]: previous }, current: { [field]: value } };
+    });
+  };
+  control('/control/readiness', 'ready');
+  control('/control/liveness', 'healthy');
 }
 
 /**

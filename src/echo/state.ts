@@ -27,6 +27,11 @@ export interface EchoState {
    * delay are answered at once. Until then a delay in flight runs its course.
    */
   readonly drainDeadline: AbortController;
+  /**
+   * The lifecycle faults set by `PUT /control/readiness` and `PUT /control/liveness`: while `ready`
+   * is false `/ready` answers 503, while `healthy` is false `/health` does. In memory, per process.
+   */
+  readonly lifecycle: { ready: boolean; healthy: boolean };
   /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
   readonly upgradeHandlers: Map<string, UpgradeHandler>;
 }
