@@ -28,11 +28,11 @@ import { type Span, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter, Histogram } from 'prom-client';
 import { contextKit } from './context-hook.ts';
-import { FanOutWarnLimiter } from './fan-out.ts';
 import { maskText } from './masking.ts';
 import type { Obs } from './obs.ts';
 import { currentRequestContext } from './request-context.ts';
 import { UNMATCHED_ROUTE } from './trace-guard.ts';
+import { WarningLimiter } from './warning-limiter.ts';
 
 const FEATURE = 'db';
 
@@ -59,6 +59,8 @@ export const MAX_SQL_SCANNED = 4096;
 export const MAX_SHAPES_PER_REQUEST = 100;
 /** At most one N+1 warning per endpoint, and one slow-query warning per shape, in this many ms. */
 export const DB_WARN_INTERVAL_MS = 60_000;
+/** Endpoints, and statement shapes, whose last warning is remembered. */
+const DB_WARNED_KEYS = 1000;
 /** The endpoint label of statements run outside a request. */
 export const NO_ENDPOINT = 'none';
 
@@ -165,8 +167,8 @@ interface DbInstrumentation {
     warnings_suppressed: number;
     failures: number;
   };
-  readonly endpointLimiter: FanOutWarnLimiter;
-  readonly shapeLimiter: FanOutWarnLimiter;
+  readonly endpointLimiter: WarningLimiter;
+  readonly shapeLimiter: WarningLimiter;
   nowMs: () => number;
   sectioned: boolean;
   failed(where: string, error: unknown): void;
@@ -193,8 +195,8 @@ function stateOf(obs: Obs): DbInstrumentation {
       warnings_suppressed: 0,
       failures: 0,
     },
-    endpointLimiter: new FanOutWarnLimiter(DB_WARN_INTERVAL_MS),
-    shapeLimiter: new FanOutWarnLimiter(DB_WARN_INTERVAL_MS),
+    endpointLimiter: new WarningLimiter(DB_WARN_INTERVAL_MS, DB_WARNED_KEYS),
+    shapeLimiter: new WarningLimiter(DB_WARN_INTERVAL_MS, DB_WARNED_KEYS),
     nowMs: Date.now,
     sectioned: false,
     failed(where, error) {
@@ -258,7 +260,7 @@ function metersOf(state: DbInstrumentation): DbMeters {
 
 function warn(
   state: DbInstrumentation,
-  limiter: FanOutWarnLimiter,
+  limiter: WarningLimiter,
   key: string,
   fields: object,
   message: string,

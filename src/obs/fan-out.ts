@@ -23,6 +23,7 @@ import { Histogram } from 'prom-client';
 import { contextKit } from './context-hook.ts';
 import type { Obs } from './obs.ts';
 import { UNMATCHED_ROUTE } from './trace-guard.ts';
+import { WarningLimiter } from './warning-limiter.ts';
 
 const FEATURE = 'fan-out';
 
@@ -77,49 +78,6 @@ export class FanOutTally {
   }
 }
 
-/** What {@link FanOutWarnLimiter.admit} decides for one warning. */
-export interface WarnAdmission {
-  /** Warnings of this key suppressed since the last one logged. */
-  readonly suppressed: number;
-}
-
-/**
- * At most one warning per key in `intervalMs`, remembering at most `maxKeys` keys (the one least
- * recently warned about is forgotten first). Time is given, never read.
- */
-export class FanOutWarnLimiter {
-  readonly #last = new Map<string, { atMs: number; suppressed: number }>();
-  readonly #intervalMs: number;
-  readonly #maxKeys: number;
-
-  constructor(intervalMs: number = FAN_OUT_WARN_INTERVAL_MS, maxKeys: number = MAX_FAN_OUT_ENDPOINTS) {
-    this.#intervalMs = intervalMs;
-    this.#maxKeys = maxKeys;
-  }
-
-  /** The warning may be logged (with the count suppressed before it), or undefined: suppress it. */
-  admit(key: string, nowMs: number): WarnAdmission | undefined {
-    const last = this.#last.get(key);
-    if (last !== undefined && nowMs - last.atMs < this.#intervalMs) {
-      last.suppressed += 1;
-      return undefined;
-    }
-    const suppressed = last?.suppressed ?? 0;
-    this.#last.delete(key);
-    if (this.#last.size >= this.#maxKeys) {
-      const oldest = this.#last.keys().next();
-      if (oldest.done !== true) this.#last.delete(oldest.value);
-    }
-    this.#last.set(key, { atMs: nowMs, suppressed: 0 });
-    return { suppressed };
-  }
-
-  /** Keys remembered now. */
-  get size(): number {
-    return this.#last.size;
-  }
-}
-
 /** Options of {@link registerFanOut}. */
 export interface FanOutOptions {
   /** The clock of the warning limiter, epoch milliseconds. Default `Date.now`. */
@@ -147,7 +105,7 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
   const config = obs.config[FEATURE];
   const nowMs = options.nowMs ?? Date.now;
   const threshold = config['warn-threshold'];
-  const limiter = new FanOutWarnLimiter();
+  const limiter = new WarningLimiter(FAN_OUT_WARN_INTERVAL_MS, MAX_FAN_OUT_ENDPOINTS);
   const endpoints = new Map<string, EndpointFigures>();
   let observed = 0;
   let skipped = 0;

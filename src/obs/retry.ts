@@ -17,6 +17,7 @@ import type { Obs } from './obs.ts';
 import { inboundRetryDepth, MAX_RETRY_DEPTH, RETRY_DEPTH_BAGGAGE_KEY } from './retry-depth.ts';
 import { helperFiguresOf, type RetryState } from './retry-helper.ts';
 import { UNMATCHED_ROUTE } from './trace-guard.ts';
+import { WarningLimiter } from './warning-limiter.ts';
 
 /** Names of the meters of retry amplification. */
 export const RETRY_METRICS = {
@@ -29,61 +30,6 @@ export const RETRY_METRICS = {
 export const RETRY_WARNING_INTERVAL_MS = 60_000;
 /** Endpoints whose last warning is remembered; past it the one warned longest ago is forgotten. */
 export const RETRY_WARNING_MAX_ENDPOINTS = 256;
-
-/** What {@link WarningLimiter.admit} decides. */
-export type WarningAdmission = { readonly log: true; readonly suppressed: number } | { readonly log: false };
-
-/**
- * At most one warning per key per `intervalMs`; the next one admitted says how many were
- * suppressed since. Remembers at most `maxKeys` keys: a new key past that forgets the one logged
- * longest ago (its pending count is lost from the message, not from {@link suppressed}).
- */
-export class WarningLimiter {
-  readonly #intervalMs: number;
-  readonly #maxKeys: number;
-  readonly #now: () => number;
-  readonly #last = new Map<string, { atMs: number; suppressed: number }>();
-  #suppressed = 0;
-  #logged = 0;
-
-  constructor(options: { intervalMs: number; maxKeys: number; now?: () => number }) {
-    this.#intervalMs = options.intervalMs;
-    this.#maxKeys = Math.max(1, options.maxKeys);
-    this.#now = options.now ?? Date.now;
-  }
-
-  admit(key: string): WarningAdmission {
-    const now = this.#now();
-    const last = this.#last.get(key);
-    if (last !== undefined && now - last.atMs >= 0 && now - last.atMs < this.#intervalMs) {
-      last.suppressed += 1;
-      this.#suppressed += 1;
-      return { log: false };
-    }
-    if (last === undefined && this.#last.size >= this.#maxKeys) {
-      const oldest = this.#last.keys().next().value;
-      if (oldest !== undefined) this.#last.delete(oldest);
-    }
-    // Deleted and set again, so the map's order is the order of the last warnings.
-    this.#last.delete(key);
-    this.#last.set(key, { atMs: now, suppressed: 0 });
-    this.#logged += 1;
-    return { log: true, suppressed: last?.suppressed ?? 0 };
-  }
-
-  /** Warnings admitted. */
-  get logged(): number {
-    return this.#logged;
-  }
-  /** Warnings suppressed. */
-  get suppressed(): number {
-    return this.#suppressed;
-  }
-  /** Keys remembered now (at most `maxKeys`). */
-  get size(): number {
-    return this.#last.size;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // the feature on a fastify app
@@ -114,11 +60,11 @@ export function registerRetry(obs: Obs, options: RetryRegistrationOptions = {}):
   const byDepth: Record<DepthBucket, number> = { '0': 0, '1': 0, '2': 0, '3+': 0 };
   const invalidCounts = { header: 0, baggage: 0 };
   let flagged = 0;
-  const limiter = new WarningLimiter({
-    intervalMs: options.warningIntervalMs ?? RETRY_WARNING_INTERVAL_MS,
-    maxKeys: options.maxWarnedEndpoints ?? RETRY_WARNING_MAX_ENDPOINTS,
-    now: options.now,
-  });
+  const now = options.now ?? Date.now;
+  const limiter = new WarningLimiter(
+    options.warningIntervalMs ?? RETRY_WARNING_INTERVAL_MS,
+    options.maxWarnedEndpoints ?? RETRY_WARNING_MAX_ENDPOINTS,
+  );
   obs.addSnapshotSection('retry', () => ({
     enabled: config.enabled,
     config: obs.resolved.effective.retry ?? null,
@@ -176,8 +122,8 @@ export function registerRetry(obs: Obs, options: RetryRegistrationOptions = {}):
     if (depth < threshold) return;
     flagged += 1;
     amplification.inc({ endpoint });
-    const admitted = limiter.admit(endpoint);
-    if (!admitted.log) return;
+    const admitted = limiter.admit(endpoint, now());
+    if (admitted === undefined) return;
     const more = admitted.suppressed === 0 ? '' : ` (${admitted.suppressed} more since the last warning)`;
     obs.logger.warn(
       { obs: 'retry', endpoint, retry_depth: depth, threshold, suppressed: admitted.suppressed },

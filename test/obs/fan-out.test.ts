@@ -11,7 +11,6 @@ import {
   FAN_OUT_METRICS,
   FAN_OUT_SPAN_ATTRIBUTES,
   FanOutTally,
-  FanOutWarnLimiter,
   MAX_TRACKED_HOSTS,
   registerFanOut,
 } from '../../src/obs/fan-out.ts';
@@ -290,19 +289,6 @@ test('fan-out – the warning is rate-limited per endpoint, on an injected clock
   assert.match(String(warned().at(-1)?.message), /2 such warnings suppressed/);
   const section = obs.snapshot().sections['fan-out'] as { warnings: number; warnings_suppressed: number };
   assert.deepEqual([section.warnings, section.warnings_suppressed], [3, 2]);
-});
-
-test('fan-out – the warning limiter forgets the endpoint warned about least recently beyond its bound', () => {
-  const limiter = new FanOutWarnLimiter(1000, 2);
-  assert.deepEqual(limiter.admit('a', 0), { suppressed: 0 });
-  assert.equal(limiter.admit('a', 999), undefined);
-  assert.deepEqual(limiter.admit('b', 0), { suppressed: 0 });
-  assert.deepEqual(limiter.admit('c', 0), { suppressed: 0 });
-  assert.equal(limiter.size, 2);
-  // 'a' was forgotten with its suppressed count: it warns again at once
-  assert.deepEqual(limiter.admit('a', 10), { suppressed: 0 });
-  assert.equal(limiter.admit('c', 10), undefined);
-  assert.deepEqual(limiter.admit('c', 1000), { suppressed: 1 });
 });
 
 test('fan-out – a tally counts calls without a host, and distinct hosts up to its bound plus one other', () => {

@@ -18,7 +18,7 @@ import {
   RETRY_METRICS,
   TimeoutBudgetExhaustedError,
 } from '../../src/obs/index.ts';
-import { registerRetry, WarningLimiter } from '../../src/obs/retry.ts';
+import { registerRetry } from '../../src/obs/retry.ts';
 import { inboundRetryDepth, MAX_RETRY_DEPTH, parseRetryDepth } from '../../src/obs/retry-depth.ts';
 import { capturingLogger, type RunningObsApp, startObsApp } from './helpers.ts';
 
@@ -177,30 +177,6 @@ test('retry – amplification-threshold: one below is not flagged, at it is, lab
   const section = retrySection((await app.inject({ url: '/actuator/obs' })).json());
   assert.equal(section.flagged, 3);
   assert.deepEqual(section.warnings, { logged: 2, suppressed: 1 });
-});
-
-test('retry – WarningLimiter: one warning per key per interval, the next one says how many were suppressed', () => {
-  let now = 1_000;
-  const limiter = new WarningLimiter({ intervalMs: 60_000, maxKeys: 2, now: () => now });
-  assert.deepEqual(limiter.admit('/a'), { log: true, suppressed: 0 });
-  assert.deepEqual(limiter.admit('/a'), { log: false });
-  now += 59_999;
-  assert.deepEqual(limiter.admit('/a'), { log: false });
-  assert.deepEqual(limiter.admit('/b'), { log: true, suppressed: 0 }, 'another key has its own window');
-  now += 1;
-  assert.deepEqual(limiter.admit('/a'), { log: true, suppressed: 2 });
-  assert.deepEqual(limiter.admit('/a'), { log: false });
-  assert.deepEqual([limiter.logged, limiter.suppressed], [3, 3]);
-});
-
-test('retry – WarningLimiter: the keys remembered are capped; the one warned longest ago is forgotten', () => {
-  const now = 0;
-  const limiter = new WarningLimiter({ intervalMs: 60_000, maxKeys: 3, now: () => now });
-  for (let i = 0; i < 100; i += 1) limiter.admit(`/route-${i}`);
-  assert.equal(limiter.size, 3);
-  assert.deepEqual(limiter.admit('/route-99'), { log: false }, 'a recent key is still remembered');
-  assert.deepEqual(limiter.admit('/route-0'), { log: true, suppressed: 0 }, 'a forgotten key warns again');
-  assert.equal(limiter.size, 3);
 });
 
 test('retry – warnings of the app are rate-limited per endpoint with the injected clock', async (t) => {
