@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
+import { FaultGate, registerAppliedFaults } from './applied.ts';
 import { registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
@@ -104,9 +105,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     drain: new AbortController(),
     drainDeadline: new AbortController(),
     lifecycle: { ready: true, healthy: true },
+    faults: new FaultGate(config.faultsEnabled, config.maxActiveFaults),
     upgradeHandlers: new Map(),
   };
   app.decorate('echo', state);
+  state.metrics.watchActiveFaults(() => state.faults.active);
 
   let scenarioFile: { close(): void } | undefined;
   if (options.scenarios !== undefined) state.scenarios.replace([...options.scenarios]);
@@ -174,6 +177,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
 
   // Completion: metrics and history of every answered request.
   registerCompletion(app, state.metrics);
+  registerAppliedFaults(app);
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
@@ -188,6 +192,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     history: state.history,
     scenarios: state.scenarios,
     metrics: state.metrics,
+    faults: state.faults,
     drainSignal: state.drainDeadline.signal,
   });
   await app.register(async (scope) => {

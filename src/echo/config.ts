@@ -32,6 +32,10 @@ export interface EchoConfig {
   readonly serverInfo: boolean;
   readonly replayTimeoutMs: number;
   readonly randomSeed: number | undefined;
+  /** `false` switches every echo fault off (delays, statuses, errors, chaos, scenarios, slow bodies). */
+  readonly faultsEnabled: boolean;
+  /** Faults in progress at most; past it new faults are skipped (`echo_faults_overflow_total`). */
+  readonly maxActiveFaults: number;
   readonly logLevel: string;
   readonly logRequests: boolean;
   readonly logHeaders: boolean;
@@ -253,6 +257,22 @@ export const VARIABLES: readonly VariableSpec[] = [
     'empty, or integer 0-4294967295',
     'Seed for chaos, jitter and random bodies, for reproducible runs; empty is unseeded',
     (raw) => (raw === '' ? ok(undefined) : integer(0, 0xffffffff)(raw)),
+  ),
+  v(
+    'ECHO_FAULTS_ENABLED',
+    'faultsEnabled',
+    'true',
+    '`true` or `false`',
+    'Master switch of every echo fault: `false` serves every request plainly (also `PUT /control/faults`)',
+    boolean(),
+  ),
+  v(
+    'ECHO_MAX_ACTIVE_FAULTS',
+    'maxActiveFaults',
+    '10000',
+    'integer 1-1000000',
+    'Faults in progress at most (delayed, held or throttled requests); past it requests are served plainly',
+    integer(1, 1_000_000),
   ),
   v(
     'LOG_LEVEL',

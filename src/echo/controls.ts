@@ -20,6 +20,10 @@ export interface Controls {
   setHeaders?: Array<readonly [string, string]>;
   echoHeaders?: string[];
   historyEnabled?: boolean;
+  /** The delay header that decided `delayMs` (`X-Echo-Delay`, `X-Echo-Jitter`, ...). */
+  delayControl?: string;
+  /** `X-Echo-Explain: true`: list the applied faults in `X-Echo-Applied`. */
+  explain?: boolean;
 }
 
 /** Ceilings the parser enforces (from the service's configuration). */
@@ -247,6 +251,13 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     (value, ctx, name) => void bool(ctx, name, value),
   ],
   [
+    'x-echo-explain',
+    (value, ctx, name) => {
+      const b = bool(ctx, name, value);
+      if (b !== undefined) ctx.controls.explain = b;
+    },
+  ],
+  [
     'x-echo-history-enabled',
     (value, ctx, name) => {
       const b = bool(ctx, name, value);
@@ -306,7 +317,10 @@ export function parseControls(
     }
   }
   if (ctx === undefined) return EMPTY;
-  if (ctx.delay !== undefined && ctx.problems.length === 0) ctx.controls.delayMs = ctx.delay.draw(random);
+  if (ctx.delay !== undefined && ctx.problems.length === 0) {
+    ctx.controls.delayMs = ctx.delay.draw(random);
+    ctx.controls.delayControl = dashCase(ctx.delay.name);
+  }
   return { controls: ctx.controls, problems: ctx.problems.length === 0 ? NO_PROBLEMS : ctx.problems };
 }
 

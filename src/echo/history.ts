@@ -1,5 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { AppliedFault } from './applied.ts';
+
+const NO_FAULTS: readonly AppliedFault[] = Object.freeze([]);
 
 /** One recorded request, as `GET /history` shows it. */
 export interface HistoryEntry {
@@ -22,6 +25,8 @@ export interface HistoryEntry {
   /** The answered status; `null` while the request is still in flight, 499 if the client left. */
   status: number | null;
   duration_ms: number | null;
+  /** The faults applied to the answer, in order (empty: none). */
+  faults: readonly AppliedFault[];
 }
 
 /**
@@ -40,6 +45,7 @@ class Recorded implements HistoryEntry {
   readonly protocol: string;
   status: number | null = null;
   duration_ms: number | null = null;
+  faults: readonly AppliedFault[] = NO_FAULTS;
   readonly #timeMs: number;
   readonly #bytes: Buffer;
   readonly #cut: boolean;
@@ -117,6 +123,7 @@ class Recorded implements HistoryEntry {
       protocol: this.protocol,
       status: this.status,
       duration_ms: this.duration_ms,
+      faults: this.faults,
     };
   }
 }

@@ -1,5 +1,6 @@
 import type { CardinalityFirewall, ObsConfigInput } from '@echo-chaos/obs';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { FAULT_KINDS, type FaultKind, type FaultMeters } from './applied.ts';
 
 /** The buckets of `echo_request_duration_seconds`; a latency objective's threshold is one of them. */
 export const ECHO_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -20,12 +21,15 @@ export const ECHO_FAULTS = ['none', 'chaos', 'error', 'scenario', 'status', 'del
 export type EchoFault = (typeof ECHO_FAULTS)[number];
 
 /** The echo service's own meters, on a registry of their own (one per app, so tests stay apart). */
-export class EchoMetrics {
+export class EchoMetrics implements FaultMeters {
   readonly registry: Registry;
   readonly #requests: Counter<'method' | 'path' | 'status' | 'fault'>;
   readonly #duration: Histogram<'fault'>;
   readonly #chaos: Counter<'type'>;
   readonly #firewall: CardinalityFirewall;
+  readonly #faults: Counter<'kind'>;
+  readonly #overflow: Counter;
+  #activeFaults: () => number = () => 0;
 
   constructor(firewall: CardinalityFirewall, registry: Registry = new Registry()) {
     this.registry = registry;
@@ -53,6 +57,41 @@ export class EchoMetrics {
       labelNames: ['type'],
       registers: [registry],
     });
+    this.#faults = new Counter({
+      name: 'echo_faults_injected_total',
+      help: 'Faults injected into echo responses, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    });
+    // Every kind from the start, so a rate() over a kind not yet seen is 0, not absent.
+    for (const kind of FAULT_KINDS) this.#faults.inc({ kind }, 0);
+    this.#overflow = new Counter({
+      name: 'echo_faults_overflow_total',
+      help: 'Requests served plainly because ECHO_MAX_ACTIVE_FAULTS faults were already in progress',
+      registers: [registry],
+    });
+    const metrics = this;
+    new Gauge({
+      name: 'echo_active_faults',
+      help: 'Faults in progress: requests with a fault whose response has not ended (delayed, held, throttled)',
+      registers: [registry],
+      collect() {
+        this.set(metrics.#activeFaults());
+      },
+    });
+  }
+
+  /** Where `echo_active_faults` reads its value (the fault gate). */
+  watchActiveFaults(read: () => number): void {
+    this.#activeFaults = read;
+  }
+
+  faultInjected(kind: FaultKind): void {
+    this.#faults.inc({ kind });
+  }
+
+  faultOverflow(): void {
+    this.#overflow.inc();
   }
 
   recordRequest(

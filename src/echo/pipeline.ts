@@ -2,8 +2,9 @@ import { STATUS_CODES } from 'node:http';
 import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type DelaySpec, drawDelayMs } from '../scenario/duration.ts';
+import { drawDelayMs } from '../scenario/duration.ts';
 import type { ScenarioStep } from '../scenario/index.ts';
+import { applyFault, type FaultGate, type FaultKind, type FaultSource, faultsAllowed } from './applied.ts';
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
@@ -21,6 +22,8 @@ export interface PipelineDeps {
   readonly history: History;
   readonly scenarios: { next(path: string): ScenarioStep | undefined };
   readonly metrics: EchoMetrics;
+  /** The safety valve and master switch of faults. */
+  readonly faults: FaultGate;
   /** Aborted when the drain runs out of time (or the app closes): delays end early and the request is answered. */
   readonly drainSignal: AbortSignal;
 }
@@ -72,54 +75,88 @@ export function createEchoHandler(deps: PipelineDeps) {
       });
     }
 
-    const path = pathOf(raw.url ?? '/');
-    const step = deps.scenarios.next(path);
+    if (controls.explain === true) request.echoExplain = true;
+    const gate = deps.faults;
+    const fault = (kind: FaultKind, control: string, source: FaultSource, value: string | number) =>
+      applyFault(request, reply, gate, metrics, { kind, control, source, value });
 
-    let delayMs = controls.delayMs ?? delayOf(config.defaultDelay, random);
+    const path = pathOf(raw.url ?? '/');
+    let step = faultsAllowed(request, gate) ? deps.scenarios.next(path) : undefined;
+    if (step !== undefined && !fault('scenario', `scenario ${path}`, 'scenario', step.index))
+      step = undefined;
+
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
     // error below take over when they strike.
-    if (delayMs > 0) request.echoFault = 'delay';
-    if (controls.status !== undefined) request.echoFault = 'status';
     if (step !== undefined) request.echoFault = 'scenario';
-    if (step?.delay !== undefined) delayMs += drawDelayMs(step.delay, random);
+    let delayMs = 0;
+    if (controls.delayMs !== undefined) {
+      if (
+        controls.delayMs > 0 &&
+        fault('delay', controls.delayControl ?? 'X-Echo-Delay', 'header', controls.delayMs)
+      ) {
+        delayMs = controls.delayMs;
+      }
+    } else if (config.defaultDelay !== undefined && faultsAllowed(request, gate)) {
+      const drawn = drawDelayMs(config.defaultDelay, random);
+      if (drawn > 0 && fault('delay', 'ECHO_DELAY', 'environment', drawn)) delayMs = drawn;
+    }
+    if (step?.delay !== undefined) {
+      const drawn = drawDelayMs(step.delay, random);
+      if (drawn > 0 && fault('delay', `scenario ${path}`, 'scenario', drawn)) delayMs += drawn;
+    }
+    if (delayMs > 0 && request.echoFault === 'none') request.echoFault = 'delay';
     if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
     if (delayMs > 0 && (await wait(delayMs, reply, deps.drainSignal)) === 'client-gone') {
       return abandon(request, reply, deps);
     }
 
-    const chaosPercent = controls.chaosPercent ?? config.chaosPercent;
-    if (chaosPercent > 0 && random() * 100 < chaosPercent) {
-      metrics.recordFault('chaos');
-      request.echoFault = 'chaos';
-      return sendFault(reply, controls, pick(CHAOS_STATUSES, random), 'chaos');
+    const headerChaos = controls.chaosPercent;
+    const chaosPercent = headerChaos ?? config.chaosPercent;
+    if (chaosPercent > 0 && faultsAllowed(request, gate) && random() * 100 < chaosPercent) {
+      const status = pick(CHAOS_STATUSES, random);
+      const source = headerChaos === undefined ? 'environment' : 'header';
+      if (fault('chaos', headerChaos === undefined ? 'ECHO_CHAOS' : 'X-Echo-Chaos', source, status)) {
+        metrics.recordFault('chaos');
+        request.echoFault = 'chaos';
+        return sendFault(reply, controls, status, 'chaos');
+      }
     }
 
     const error = controls.error;
     if (error !== undefined) {
-      request.echoFault = 'error';
-      switch (error.kind) {
-        case 'status':
-          metrics.recordFault(error.name);
-          return sendFault(reply, controls, error.status, 'error');
-        case 'timeout':
-          metrics.recordFault('timeout');
-          if ((await wait(config.errorTimeoutMs, reply, deps.drainSignal)) === 'client-gone') {
-            return abandon(request, reply, deps);
-          }
-          return sendFault(reply, controls, 504, 'timeout');
-        case 'reset':
-        case 'close':
-          metrics.recordFault(error.kind);
-          return endWithoutResponse(request, reply, deps, error.kind);
+      const applied =
+        error.kind === 'status'
+          ? fault('error', 'X-Echo-Error', 'header', error.status)
+          : fault(error.kind === 'timeout' ? 'error' : error.kind, 'X-Echo-Error', 'header', error.kind);
+      if (applied) {
+        request.echoFault = 'error';
+        switch (error.kind) {
+          case 'status':
+            metrics.recordFault(error.name);
+            return sendFault(reply, controls, error.status, 'error');
+          case 'timeout':
+            metrics.recordFault('timeout');
+            if ((await wait(config.errorTimeoutMs, reply, deps.drainSignal)) === 'client-gone') {
+              return abandon(request, reply, deps);
+            }
+            return sendFault(reply, controls, 504, 'timeout');
+          case 'reset':
+          case 'close':
+            metrics.recordFault(error.kind);
+            return endWithoutResponse(request, reply, deps, error.kind);
+        }
       }
     }
 
+    let status = step?.status ?? 200;
+    if (controls.status !== undefined && fault('status', 'X-Echo-Status', 'header', controls.status)) {
+      status = controls.status;
+      if (request.echoFault === 'none' || request.echoFault === 'delay') request.echoFault = 'status';
+    }
     // A 1xx is sent first, then 200 (and never set as the status: HTTP/2's response refuses it).
-    const status = controls.status ?? step?.status ?? 200;
     if (status < 200) sendInterim(reply, status);
     reply.code(status < 200 ? 200 : status);
     if (step !== undefined) {
-      reply.header('x-echo-fault', 'scenario');
       for (const name in step.headers) reply.header(name, step.headers[name]);
     }
     if (NO_CONTENT_STATUSES.has(reply.statusCode)) {
@@ -155,10 +192,6 @@ export function createEchoHandler(deps: PipelineDeps) {
 const EMPTY = Buffer.alloc(0);
 /** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
 const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
-
-function delayOf(spec: DelaySpec | undefined, random: RandomSource): number {
-  return spec === undefined ? 0 : drawDelayMs(spec, random);
-}
 
 function pathOf(url: string): string {
   const q = url.indexOf('?');
@@ -234,7 +267,7 @@ function send(reply: FastifyReply, controls: Controls, body: string | Buffer | R
 
 /** An injected failure: plain text, as if someone else's server had failed. */
 function sendFault(reply: FastifyReply, controls: Controls, status: number, kind: string): FastifyReply {
-  reply.code(status).header('x-echo-fault', kind);
+  reply.code(status);
   if (status === 429 || status === 503) reply.header('retry-after', '1');
   reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
   return send(

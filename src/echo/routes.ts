@@ -89,6 +89,11 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
         request_count: String(state.requestCount),
         node_version: process.version,
         lifecycle: { ...state.lifecycle },
+        faults: {
+          enabled: state.faults.enabled,
+          active: state.faults.active,
+          max_active: state.faults.maxActive,
+        },
       },
     };
   });
@@ -135,7 +140,7 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
     return reply.send(result.body);
   });
 
-  registerLifecycleControls(app, state);
+  registerControls(app, state);
 
   app.get('/scenario', async () => scenarios.list());
 
@@ -149,13 +154,15 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
 }
 
 /**
- * Kubernetes lifecycle faults: `PUT /control/readiness {"ready": false}` makes `/ready` answer 503
- * (the drain still wins), `PUT /control/liveness {"healthy": false}` makes `/health` answer 503,
- * until set back. Each answers the previous and the current value; `GET` reads it.
+ * Run-time switches. Kubernetes lifecycle faults: `PUT /control/readiness {"ready": false}` makes
+ * `/ready` answer 503 (the drain still wins), `PUT /control/liveness {"healthy": false}` makes
+ * `/health` answer 503, until set back. The master switch of faults: `PUT /control/faults
+ * {"enabled": false}` serves every echo request plainly. Each answers the previous and the current
+ * value; `GET` reads it.
  */
-function registerLifecycleControls(app: FastifyInstance, state: EchoState): void {
-  const control = (route: string, field: 'ready' | 'healthy') => {
-    app.get(route, async () => ({ [field]: state.lifecycle[field] }));
+function registerControls(app: FastifyInstance, state: EchoState): void {
+  const control = <F extends string>(route: string, field: F, target: Record<F, boolean>, what: string) => {
+    app.get(route, async () => ({ [field]: target[field] }));
     app.put(route, async (request) => {
       const body = request.body as unknown;
       const expected = `expected a JSON object {"${field}": true} or {"${field}": false}`;
@@ -169,19 +176,17 @@ function registerLifecycleControls(app: FastifyInstance, state: EchoState): void
           `${expected}, got ${JSON.stringify(body).slice(0, 100)}`,
         ]);
       }
-      const previous = state.lifecycle[field];
-      state.lifecycle[field] = value;
+      const previous = target[field];
+      target[field] = value;
       if (previous !== value) {
-        request.log.warn(
-          { control: field, previous, current: value },
-          `lifecycle fault: ${field} set to ${value}`,
-        );
+        request.log.warn({ control: field, previous, current: value }, `${what}: ${field} set to ${value}`);
       }
       return { previous: { [field]: previous }, current: { [field]: value } };
     });
   };
-  control('/control/readiness', 'ready');
-  control('/control/liveness', 'healthy');
+  control('/control/readiness', 'ready', state.lifecycle, 'lifecycle fault');
+  control('/control/liveness', 'healthy', state.lifecycle, 'lifecycle fault');
+  control('/control/faults', 'enabled', state.faults, 'fault switch');
 }
 
 /**

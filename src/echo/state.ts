@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { ScenarioStore } from '../scenario/index.ts';
+import type { FaultGate } from './applied.ts';
 import type { EchoConfig } from './config.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
@@ -32,6 +33,8 @@ export interface EchoState {
    * is false `/ready` answers 503, while `healthy` is false `/health` does. In memory, per process.
    */
   readonly lifecycle: { ready: boolean; healthy: boolean };
+  /** The safety valve and master switch of echo faults (`ECHO_MAX_ACTIVE_FAULTS`, `PUT /control/faults`). */
+  readonly faults: FaultGate;
   /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
   readonly upgradeHandlers: Map<string, UpgradeHandler>;
 }

@@ -84,7 +84,7 @@ test('X-Echo-Status – every status 200-599 is answered as asked, with the echo
     // 204, 205 and 304 carry no content by definition; every other status carries the echo.
     if (status === 204 || status === 205 || status === 304) assert.equal(r.body, '', `${status}`);
     else assert.match(r.body, /^GET \/status HTTP\/1\.1\n/, `${status}`);
-    assert.equal(r.headers['x-echo-fault'], undefined, `${status} is not an injected fault`);
+    assert.equal(r.headers['x-echo-fault'], 'status', `${status} is an injected status`);
   }
 });
 
@@ -223,7 +223,7 @@ test('X-Echo-Error – timeout holds the request for ECHO_ERROR_TIMEOUT, then an
     assert.equal(r.status, 504);
     assert.ok(r.elapsedMs >= 180, `answered after ${r.elapsedMs.toFixed(1)} ms, expected at least 200`);
     assert.ok(r.elapsedMs < 200 + 400, `answered after ${r.elapsedMs.toFixed(1)} ms`);
-    assert.equal(r.headers['x-echo-fault'], 'timeout');
+    assert.equal(r.headers['x-echo-fault'], 'error');
     assert.equal(r.body, injectedBody(504, 'timeout'));
     assert.equal(await metric(server.url, 'echo_chaos_errors_total{type="timeout"}'), 1);
   } finally {

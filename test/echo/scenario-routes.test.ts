@@ -100,7 +100,7 @@ test('scenario routes – requests cycle through the responses in order, with st
   const second = await send(echo, '/orders');
   assert.equal(second.status, 503);
   assert.equal(second.text, 'try again');
-  assert.equal(second.headers['x-echo-fault'], 'scenario');
+  assert.equal(second.headers['x-echo-fault'], 'scenario,delay');
   assert.equal(second.headers['x-step'], undefined, 'headers belong to their own response');
   assert.ok(second.ms >= 290, `delay of 300ms asked, took ${second.ms} ms`);
 
@@ -190,7 +190,7 @@ test('scenario routes – per-request headers beat the scenario', async (t) => {
 
   const error = await send(echo, '/scripted', { headers: { 'X-Echo-Error': '418' } });
   assert.equal(error.status, 418);
-  assert.equal(error.headers['x-echo-fault'], 'error');
+  assert.equal(error.headers['x-echo-fault'], 'scenario,error', 'the step was taken, the error answered');
   assert.notEqual(error.text, 'scripted');
 
   const delayed = await send(echo, '/scripted', { headers: { 'X-Echo-Delay': '200ms' } });

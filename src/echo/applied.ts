@@ -1,0 +1,155 @@
+/**
+ * What fault injection did to each request, in one place: every injected fault goes through
+ * {@link applyFault}, which admits it past the safety valve ({@link FaultGate}), counts it in
+ * `echo_faults_injected_total{kind}`, lists it in the response's `X-Echo-Fault` (and, when asked
+ * with `X-Echo-Explain: true`, in the JSON header `X-Echo-Applied`) and in the request's history
+ * entry. So the counters, the header and the history cannot disagree about what was applied.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+/** Every kind of fault the echo can inject, the `kind` label of `echo_faults_injected_total`. */
+export const FAULT_KINDS = [
+  'delay',
+  'status',
+  'error',
+  'chaos',
+  'scenario',
+  'throttle',
+  'reset',
+  'close',
+  'empty',
+  'truncate',
+  'malformed',
+  'garbage',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Where a fault's control came from. */
+export type FaultSource = 'header' | 'environment' | 'scenario';
+
+/** One applied fault: its kind, the control that asked for it, where that came from, the drawn value. */
+export interface AppliedFault {
+  readonly kind: FaultKind;
+  /** The control: a header name (`X-Echo-Delay`), a variable (`ECHO_DELAY`) or `scenario <path>`. */
+  readonly control: string;
+  readonly source: FaultSource;
+  /** The value in effect after every draw: milliseconds, a status, a rate, an error kind. */
+  readonly value: string | number;
+}
+
+/** The meters a gate reports to. */
+export interface FaultMeters {
+  faultInjected(kind: FaultKind): void;
+  faultOverflow(): void;
+}
+
+/**
+ * The safety valve, one per process. A request that is about to get its first fault takes a slot,
+ * held until its response ends (delays, held timeouts and throttled bodies included), so
+ * `active` is the number of faults in progress (`echo_active_faults`). Past `maxActive`, new
+ * faults are skipped, the request is served plainly and `echo_faults_overflow_total` counts it.
+ * `enabled: false` (`ECHO_FAULTS_ENABLED=false`, `PUT /control/faults`) skips every fault.
+ */
+export class FaultGate {
+  enabled: boolean;
+  readonly maxActive: number;
+  #active = 0;
+
+  constructor(enabled: boolean, maxActive: number) {
+    this.enabled = enabled;
+    this.maxActive = maxActive;
+  }
+
+  /** Faults (requests with at least one fault) in progress now. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Takes a slot; `false` when the cap is reached (the caller counts the overflow). */
+  acquire(): boolean {
+    if (this.#active >= this.maxActive) return false;
+    this.#active++;
+    return true;
+  }
+
+  release(): void {
+    if (this.#active > 0) this.#active--;
+  }
+}
+
+/** A request's fault state: `admitted` holds a slot, `plain` was refused one (or faults are off). */
+interface RequestFaults {
+  readonly list: AppliedFault[];
+  state: 'admitted' | 'plain';
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The faults applied to this request so far (`undefined`: none was asked for). */
+    echoFaults: RequestFaults | undefined;
+    /** Whether the request asked for `X-Echo-Applied` (`X-Echo-Explain: true`). */
+    echoExplain: boolean;
+  }
+}
+
+export function registerAppliedFaults(app: FastifyInstance): void {
+  app.decorateRequest('echoFaults', undefined);
+  app.decorateRequest('echoExplain', false);
+}
+
+/**
+ * Applies one fault to a request, or refuses it. The first fault of a request takes a slot of the
+ * gate (released when the response closes); when faults are off, or the gate is full, this fault
+ * and every later one of the request is refused and the request is served plainly.
+ * Call it before doing the fault, and only do the fault when it returns `true`.
+ * Headers are updated only while they can still be sent.
+ */
+export function applyFault(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  gate: FaultGate,
+  meters: FaultMeters,
+  fault: AppliedFault,
+): boolean {
+  let faults = request.echoFaults;
+  if (faults === undefined) {
+    if (!gate.enabled) {
+      request.echoFaults = { list: [], state: 'plain' };
+      return false;
+    }
+    if (!gate.acquire()) {
+      meters.faultOverflow();
+      request.echoFaults = { list: [], state: 'plain' };
+      return false;
+    }
+    faults = { list: [], state: 'admitted' };
+    request.echoFaults = faults;
+    reply.raw.once('close', () => gate.release());
+  }
+  if (faults.state === 'plain') return false;
+  faults.list.push(fault);
+  meters.faultInjected(fault.kind);
+  const entry = request.historyEntry;
+  if (entry !== undefined) entry.faults = faults.list;
+  if (!reply.raw.headersSent) {
+    reply.header('x-echo-fault', faultHeader(faults.list));
+    if (request.echoExplain) reply.header('x-echo-applied', JSON.stringify(faults.list));
+  }
+  return true;
+}
+
+/**
+ * Whether a request may still get faults: faults are on and the gate has room, or the request
+ * already holds a slot. Lets a caller skip a draw (or a scenario step) that could not apply.
+ */
+export function faultsAllowed(request: FastifyRequest, gate: FaultGate): boolean {
+  const faults = request.echoFaults;
+  return faults === undefined ? gate.enabled && gate.active < gate.maxActive : faults.state === 'admitted';
+}
+
+/** The kinds applied, in order, each once: `delay,status`. */
+export function faultHeader(list: readonly AppliedFault[]): string {
+  const kinds: FaultKind[] = [];
+  for (const fault of list) if (!kinds.includes(fault.kind)) kinds.push(fault.kind);
+  return kinds.join(',');
+}
