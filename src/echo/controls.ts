@@ -5,7 +5,7 @@ import { drawWeighted, parseWeightedList, type WeightedList } from '../scenario/
 import type { ErrorDetail } from './errors.ts';
 import { ERROR_FAULT_FORM, type ErrorFault, parseErrorFault } from './faults.ts';
 import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
-import type { RandomSource } from './random.ts';
+import { parseSeed, type RandomSource } from './random.ts';
 
 export type Compression = 'gzip' | 'br' | 'deflate';
 
@@ -25,8 +25,6 @@ export interface Controls {
   delayControl?: string;
   /** `X-Echo-Explain: true`: list the applied faults in `X-Echo-Applied`. */
   explain?: boolean;
-  /** `X-Echo-Seed`: the request's draws are a pure function of it (read first, by {@link requestSeed}). */
-  seed?: number;
 }
 
 /** Ceilings the parser enforces (from the service's configuration). */
@@ -99,26 +97,10 @@ type Draw = (random: RandomSource) => number;
 
 /** Checks an `X-Echo-Error` entry without drawing: `random` is drawn for real at the draw. */
 const CHECK_ONLY: RandomSource = () => 0;
-const SEED = /^\d{1,10}$/;
 
 function parseStatus(text: string): number | undefined {
   const status = /^\d{3}$/.test(text) ? Number(text) : 0;
   return status < 100 || status > 599 || status === 101 ? undefined : status;
-}
-
-function parseSeed(text: string): number | undefined {
-  const t = text.trim();
-  const seed = SEED.test(t) ? Number(t) : -1;
-  return seed >= 0 && seed <= 0xffffffff ? seed : undefined;
-}
-
-/**
- * The request's `X-Echo-Seed`, read before the other controls so that all of them draw from the
- * source it seeds. `undefined` when absent or malformed (parsing reports the malformed one).
- */
-export function requestSeed(headers: IncomingHttpHeaders): number | undefined {
-  const raw = headers['x-echo-seed'];
-  return raw === undefined || Array.isArray(raw) ? undefined : parseSeed(raw);
 }
 
 /**
@@ -301,9 +283,8 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
   [
     'x-echo-seed',
     (value, ctx, name) => {
-      const seed = parseSeed(value);
-      if (seed === undefined) return problem(ctx, name, value, 'expected an integer seed 0-4294967295');
-      ctx.controls.seed = seed;
+      // Only checked here: the pipeline reads it first (`requestSeed`), to seed every draw.
+      if (parseSeed(value) === undefined) problem(ctx, name, value, 'expected an integer seed 0-4294967295');
     },
   ],
   [

@@ -8,12 +8,12 @@ import { applyFault, type FaultGate, type FaultKind, type FaultSource, faultsAll
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
-import { type Controls, dashCase, parseControls, requestSeed } from './controls.ts';
+import { type Controls, dashCase, parseControls } from './controls.ts';
 import { EchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
-import { drawSeed, pick, type RandomSource, seededBytes, seededRandom } from './random.ts';
+import { drawSeed, pick, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
 
 /** What the echo pipeline needs from the app. */
 export interface PipelineDeps {

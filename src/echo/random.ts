@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
 /** A source of randomness in `[0, 1)`, injected so that chaos and jitter are testable. */
 export type RandomSource = () => number;
 
@@ -5,6 +7,7 @@ export type RandomSource = () => number;
 export type ByteSource = (target: Buffer) => Buffer;
 
 const TWO_TO_32 = 4294967296;
+const SEED = /^\d{1,10}$/;
 
 /** mulberry32's step: the next 32-bit output of the state `state`. */
 function mulberry32(state: number): number {
@@ -69,6 +72,22 @@ export function seededBytes(seed: number): ByteSource {
     }
     return target;
   };
+}
+
+/** A seed as written in `X-Echo-Seed`: an integer 0-4294967295, else `undefined`. */
+export function parseSeed(text: string): number | undefined {
+  const t = text.trim();
+  const seed = SEED.test(t) ? Number(t) : -1;
+  return seed >= 0 && seed <= 0xffffffff ? seed : undefined;
+}
+
+/**
+ * The request's `X-Echo-Seed`, read before the other controls so that all of them draw from the
+ * source it seeds. `undefined` when absent or malformed (parsing reports the malformed one).
+ */
+export function requestSeed(headers: IncomingHttpHeaders): number | undefined {
+  const raw = headers['x-echo-seed'];
+  return raw === undefined || Array.isArray(raw) ? undefined : parseSeed(raw);
 }
 
 /** One of `items`, drawn from `random`. */

@@ -310,6 +310,27 @@ test('loadConfig – ECHO_DELAY above an explicit ECHO_MAX_DELAY is rejected, a 
   ]);
 });
 
+test('loadConfig – ECHO_DELAY takes a weighted list and lognormal; the ceiling applies to the longest entry and the median', () => {
+  const list = loadConfig({ ECHO_DELAY: '100ms:90,2s:10' }).defaultDelay;
+  assert.equal(list?.maxMs, 2000);
+  assert.equal(list?.choices?.entries.length, 2);
+  assert.deepEqual(loadConfig({ ECHO_DELAY: 'lognormal:200ms,0.5' }).defaultDelay?.lognormal, {
+    medianMs: 200,
+    sigma: 0.5,
+  });
+  assert.deepEqual(problemsOf({ ECHO_DELAY: '100ms:90,2s:10', ECHO_MAX_DELAY: '1s' }), [
+    'ECHO_DELAY="100ms:90,2s:10" is invalid: expected a delay of at most ECHO_MAX_DELAY (1000 ms)',
+  ]);
+  assert.deepEqual(problemsOf({ ECHO_DELAY: 'lognormal:2s,1', ECHO_MAX_DELAY: '1s' }), [
+    'ECHO_DELAY="lognormal:2s,1" is invalid: expected a delay of at most ECHO_MAX_DELAY (1000 ms)',
+  ]);
+  for (const raw of ['100ms:60,2s:50', 'lognormal:1s,0', '100ms:90,2s']) {
+    assert.deepEqual(problemsOf({ ECHO_DELAY: raw }), [
+      `ECHO_DELAY=${JSON.stringify(raw)} is invalid: expected ${formOf('ECHO_DELAY')}`,
+    ]);
+  }
+});
+
 test('loadConfig – ECHO_DELAY equal to ECHO_MAX_DELAY, or under a raised one, is accepted', () => {
   assert.deepEqual(loadConfig({ ECHO_DELAY: '1s', ECHO_MAX_DELAY: '1000ms' }).defaultDelay, {
     minMs: 1000,

@@ -324,3 +324,30 @@ test('scenario delay – takes a weighted list and lognormal; a bad list is a 40
     ['/w', '/l'],
   );
 });
+
+test('ECHO_SEED – every answer carries its seed, and that seed alone replays it elsewhere, bytes included', async (t) => {
+  const seeded = await startEcho({ ECHO_SEED: '11' });
+  const plain = await startEcho();
+  t.after(() => Promise.all([seeded.close(), plain.close()]));
+  const headers = {
+    'X-Echo-Explain': 'true',
+    'X-Echo-Status': '503:20,201:30',
+    'X-Echo-Latency': '1ms:50,1-3ms:20',
+    'X-Echo-Response-Size': '10:40,3000:40',
+  };
+  const seen: Seen[] = [];
+  for (let i = 0; i < 40; i++) {
+    const r = await send(`${seeded.url}/dist`, { method: 'POST', body: 'x', headers });
+    seen.push({ status: r.status, headers: r.headers, body: r.body });
+  }
+  const seeds = seen.map((s) => String(s.headers['x-echo-seed']));
+  assert.equal(new Set(seeds).size, 40, 'a seed of its own for each request');
+  for (const s of seen) {
+    const r = await send(`${plain.url}/dist`, {
+      method: 'POST',
+      body: 'x',
+      headers: { ...headers, 'X-Echo-Seed': String(s.headers['x-echo-seed']) },
+    });
+    assert.equal(fingerprint({ status: r.status, headers: r.headers, body: r.body }), fingerprint(s));
+  }
+});
