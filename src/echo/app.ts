@@ -27,7 +27,10 @@ import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
 /** Things a test or an embedding program may supply instead of the defaults. */
 export interface BuildOptions {
-  /** Randomness for chaos, jitter and random errors; default `ECHO_RANDOM_SEED` or `Math.random`. */
+  /**
+   * Randomness of requests without a seed (chaos, distributions, jitter, random errors); default
+   * `Math.random`. When given, `ECHO_SEED` is not used.
+   */
   readonly random?: RandomSource;
   /** The logger; default a pino logger on stdout at `LOG_LEVEL`. */
   readonly logger?: Logger;
@@ -79,8 +82,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   });
   wireServer(app);
 
-  const random =
-    options.random ?? (config.randomSeed === undefined ? Math.random : seededRandom(config.randomSeed));
+  const random = options.random ?? Math.random;
+  // ECHO_SEED: one seeded sequence hands each echoed request a seed of its own (X-Echo-Seed).
+  const seeds =
+    options.random === undefined && config.seed !== undefined ? seededRandom(config.seed) : undefined;
   // obs first: its firewall guards the echo meters, and one registry holds echo_* and obs_* series.
   const registry = new Registry();
   await app.register(obsPlugin, {
@@ -189,6 +194,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   const echo = createEchoHandler({
     config,
     random,
+    ...(seeds === undefined ? {} : { seeds }),
     history: state.history,
     scenarios: state.scenarios,
     metrics: state.metrics,

@@ -3,16 +3,25 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { createBrotliCompress, createDeflate, createGzip } from 'node:zlib';
 import type { Compression } from './controls.ts';
+import type { ByteSource } from './random.ts';
 
 const CHUNK_BYTES = 64 * 1024;
 
-/** `size` random bytes, produced chunk by chunk as the client reads: never buffered whole. */
+const cryptoBytes: ByteSource = (target) => randomFillSync(target);
+
+/**
+ * `size` random bytes, produced chunk by chunk as the client reads: never buffered whole. The bytes
+ * come from `bytes`: the operating system's generator by default (fastest), a seeded one
+ * (`seededBytes`) for a seeded request, so that its body replays.
+ */
 export class RandomBody extends Readable {
   #remaining: number;
+  readonly #bytes: ByteSource;
 
-  constructor(size: number) {
+  constructor(size: number, bytes: ByteSource = cryptoBytes) {
     super({ highWaterMark: CHUNK_BYTES });
     this.#remaining = size;
+    this.#bytes = bytes;
   }
 
   override _read(): void {
@@ -22,7 +31,7 @@ export class RandomBody extends Readable {
     }
     const n = Math.min(CHUNK_BYTES, this.#remaining);
     this.#remaining -= n;
-    this.push(randomFillSync(Buffer.allocUnsafe(n)));
+    this.push(this.#bytes(Buffer.allocUnsafe(n)));
   }
 }
 

@@ -31,7 +31,8 @@ export interface EchoConfig {
   readonly scenarioFileExplicit: boolean;
   readonly serverInfo: boolean;
   readonly replayTimeoutMs: number;
-  readonly randomSeed: number | undefined;
+  /** `ECHO_SEED`: seeds the process; each echoed request draws its own seed from its sequence. */
+  readonly seed: number | undefined;
   /** `false` switches every echo fault off (delays, statuses, errors, chaos, scenarios, slow bodies). */
   readonly faultsEnabled: boolean;
   /** Faults in progress at most; past it new faults are skipped (`echo_faults_overflow_total`). */
@@ -251,11 +252,11 @@ export const VARIABLES: readonly VariableSpec[] = [
     duration(1, DAY_MS),
   ),
   v(
-    'ECHO_RANDOM_SEED',
-    'randomSeed',
+    'ECHO_SEED',
+    'seed',
     '',
     'empty, or integer 0-4294967295',
-    'Seed for chaos, jitter and random bodies, for reproducible runs; empty is unseeded',
+    'Seeds the process: each echoed request draws its own seed (returned in `X-Echo-Seed`) from one sequence, so a run replays; empty is unseeded',
     (raw) => (raw === '' ? ok(undefined) : integer(0, 0xffffffff)(raw)),
   ),
   v(

@@ -1,10 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { DURATION_FORM, nearestName, parseDurationMs } from '@echo-chaos/obs';
-import { DELAY_SPEC_FORM, type DelaySpec, drawDelayMs, parseDelaySpec } from '../scenario/duration.ts';
+import { type DelaySpec, drawDelayMs, readDelaySpec } from '../scenario/duration.ts';
+import { drawWeighted, parseWeightedList, type WeightedList } from '../scenario/weighted.ts';
 import type { ErrorDetail } from './errors.ts';
 import { ERROR_FAULT_FORM, type ErrorFault, parseErrorFault } from './faults.ts';
 import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
-import type { RandomSource } from './random.ts';
+import { parseSeed, type RandomSource } from './random.ts';
 
 export type Compression = 'gzip' | 'br' | 'deflate';
 
@@ -57,6 +58,10 @@ interface ParseContext {
   readonly problems: ErrorDetail[];
   /** The winning delay header so far, drawn once all headers are checked. */
   delay?: { readonly name: string; readonly draw: Draw };
+  /** Weighted lists, drawn once all headers are checked, in a fixed order (see `drawControls`). */
+  statuses?: WeightedList<number>;
+  errors?: WeightedList<string>;
+  sizes?: WeightedList<number>;
 }
 
 type HeaderParser = (value: string, ctx: ParseContext, name: string) => void;
@@ -90,6 +95,32 @@ function setDelay(ctx: ParseContext, name: string, value: string, draw: Draw, wo
 
 type Draw = (random: RandomSource) => number;
 
+/** Checks an `X-Echo-Error` entry without drawing: `random` is drawn for real at the draw. */
+const CHECK_ONLY: RandomSource = () => 0;
+
+function parseStatus(text: string): number | undefined {
+  const status = /^\d{3}$/.test(text) ? Number(text) : 0;
+  return status < 100 || status > 599 || status === 101 ? undefined : status;
+}
+
+/**
+ * `X-Echo-Delay` (a list) and `X-Echo-Latency` (every form): worst case checked against
+ * `ECHO_MAX_DELAY`; a log-normal delay's median is, and its draws are capped at it.
+ */
+const delaySpec: HeaderParser = (value, ctx, name) => {
+  const read = readDelaySpec(value);
+  if (!read.ok) return problem(ctx, name, value, read.message);
+  const spec: DelaySpec = read.spec;
+  if (spec.minMs > spec.maxMs) {
+    return problem(ctx, name, value, `a range goes from low to high, got ${spec.minMs}ms-${spec.maxMs}ms`);
+  }
+  if (name === 'x-echo-delay' && spec.lognormal !== undefined) {
+    return problem(ctx, name, value, 'lognormal is for X-Echo-Latency');
+  }
+  const capMs = ctx.limits.maxDelayMs;
+  setDelay(ctx, name, value, (random) => drawDelayMs(spec, random, capMs), spec.maxMs);
+};
+
 function pair(value: string): [number, number] | undefined {
   const parts = value.split(',');
   if (parts.length !== 2) return undefined;
@@ -111,8 +142,16 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
   [
     'x-echo-delay',
     (value, ctx, name) => {
+      if (value.includes(':') && !value.trim().startsWith('lognormal:')) return delaySpec(value, ctx, name);
       const ms = parseDurationMs(value);
-      if (ms === undefined) return problem(ctx, name, value, `expected ${DURATION_FORM}`);
+      if (ms === undefined) {
+        return problem(
+          ctx,
+          name,
+          value,
+          `expected ${DURATION_FORM}, or a weighted list such as 100ms:90,2s:10`,
+        );
+      }
       setDelay(ctx, name, value, () => ms, ms);
     },
   ],
@@ -156,31 +195,26 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
       setDelay(ctx, name, value, draw, Math.round(nominal * 1.25));
     },
   ],
-  [
-    'x-echo-latency',
-    (value, ctx, name) => {
-      const spec: DelaySpec | undefined = parseDelaySpec(value);
-      if (spec === undefined) return problem(ctx, name, value, `expected ${DELAY_SPEC_FORM}`);
-      setDelay(ctx, name, value, (random) => drawDelayMs(spec, random), spec.maxMs);
-    },
-  ],
+  ['x-echo-latency', (value, ctx, name) => delaySpec(value, ctx, name)],
   [
     'x-echo-status',
     (value, ctx, name) => {
-      const t = value.trim();
-      const status = /^\d{3}$/.test(t) ? Number(t) : 0;
-      if (status < 100 || status > 599 || status === 101) {
-        return problem(ctx, name, value, 'expected an HTTP status 100-599 (101 cannot be injected)');
-      }
-      ctx.controls.status = status;
+      const parsed = parseWeightedList(value, parseStatus, 'an HTTP status 100-599 (101 cannot be injected)');
+      if (!parsed.ok) return problem(ctx, name, value, parsed.message);
+      ctx.statuses = parsed.list;
     },
   ],
   [
     'x-echo-error',
     (value, ctx, name) => {
-      const fault = parseErrorFault(value, ctx.random);
-      if (fault === undefined) return problem(ctx, name, value, `expected ${ERROR_FAULT_FORM}`);
-      ctx.controls.error = fault;
+      // Each entry is checked now; the drawn one is read again, with the request's randomness, at the draw.
+      const parsed = parseWeightedList(
+        value,
+        (entry) => (parseErrorFault(entry, CHECK_ONLY) === undefined ? undefined : entry),
+        ERROR_FAULT_FORM,
+      );
+      if (!parsed.ok) return problem(ctx, name, value, parsed.message);
+      ctx.errors = parsed.list;
     },
   ],
   [
@@ -195,18 +229,14 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
   [
     'x-echo-response-size',
     (value, ctx, name) => {
-      const t = value.trim();
-      const size = NON_NEGATIVE_INT.test(t) ? Number(t) : -1;
-      if (size < 0) return problem(ctx, name, value, 'expected a non-negative integer number of bytes');
-      if (size > ctx.limits.maxResponseBytes) {
-        return problem(
-          ctx,
-          name,
-          value,
-          `size is above ECHO_MAX_RESPONSE_SIZE (${ctx.limits.maxResponseBytes} bytes)`,
-        );
-      }
-      ctx.controls.responseSize = size;
+      const max = ctx.limits.maxResponseBytes;
+      const parsed = parseWeightedList(
+        value,
+        (t) => (NON_NEGATIVE_INT.test(t) && Number(t) <= max ? Number(t) : undefined),
+        `a non-negative integer number of bytes, at most ECHO_MAX_RESPONSE_SIZE (${max} bytes)`,
+      );
+      if (!parsed.ok) return problem(ctx, name, value, parsed.message);
+      ctx.sizes = parsed.list;
     },
   ],
   [
@@ -249,6 +279,13 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     'x-echo-server-info',
     // Only checked here: it acts on every route, the service's own too, from app.ts's onRequest.
     (value, ctx, name) => void bool(ctx, name, value),
+  ],
+  [
+    'x-echo-seed',
+    (value, ctx, name) => {
+      // Only checked here: the pipeline reads it first (`requestSeed`), to seed every draw.
+      if (parseSeed(value) === undefined) problem(ctx, name, value, 'expected an integer seed 0-4294967295');
+    },
   ],
   [
     'x-echo-explain',
@@ -317,11 +354,35 @@ export function parseControls(
     }
   }
   if (ctx === undefined) return EMPTY;
-  if (ctx.delay !== undefined && ctx.problems.length === 0) {
-    ctx.controls.delayMs = ctx.delay.draw(random);
-    ctx.controls.delayControl = dashCase(ctx.delay.name);
+  if (ctx.problems.length > 0) return { controls: ctx.controls, problems: ctx.problems };
+  drawControls(ctx, random);
+  return { controls: ctx.controls, problems: NO_PROBLEMS };
+}
+
+/**
+ * Draws every distribution of the headers once, in a fixed order whatever the order of the headers
+ * (delay, status, error, response size), so a seed replays. A draw in a list's rest leaves the
+ * control unset: nothing is applied.
+ */
+function drawControls(ctx: ParseContext, random: RandomSource): void {
+  const { controls } = ctx;
+  if (ctx.delay !== undefined) {
+    controls.delayMs = ctx.delay.draw(random);
+    controls.delayControl = dashCase(ctx.delay.name);
   }
-  return { controls: ctx.controls, problems: ctx.problems.length === 0 ? NO_PROBLEMS : ctx.problems };
+  if (ctx.statuses !== undefined) {
+    const status = drawWeighted(ctx.statuses, random);
+    if (status !== undefined) controls.status = status;
+  }
+  if (ctx.errors !== undefined) {
+    const entry = drawWeighted(ctx.errors, random);
+    // Checked when parsed, so it parses.
+    if (entry !== undefined) controls.error = parseErrorFault(entry, random) as ErrorFault;
+  }
+  if (ctx.sizes !== undefined) {
+    const size = drawWeighted(ctx.sizes, random);
+    if (size !== undefined) controls.responseSize = size;
+  }
 }
 
 const EMPTY: ParseResult = Object.freeze({ controls: Object.freeze({}) as Controls, problems: NO_PROBLEMS });

@@ -13,12 +13,15 @@ import { EchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
-import { pick, type RandomSource } from './random.ts';
+import { drawSeed, pick, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
 
 /** What the echo pipeline needs from the app. */
 export interface PipelineDeps {
   readonly config: EchoConfig;
+  /** Randomness of a request without a seed. */
   readonly random: RandomSource;
+  /** `ECHO_SEED`'s sequence: each echoed request draws its own seed from it, in arrival order. */
+  readonly seeds?: RandomSource;
   readonly history: History;
   readonly scenarios: { next(path: string): ScenarioStep | undefined };
   readonly metrics: EchoMetrics;
@@ -49,17 +52,24 @@ type Outcome = 'done' | 'client-gone';
  * (decisions.md 1.1). A request pays only for what its headers ask for.
  */
 export function createEchoHandler(deps: PipelineDeps) {
-  const { config, random, history, metrics } = deps;
+  const { config, history, metrics } = deps;
   const limits = { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes };
 
   return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = request.raw;
+    // A seeded request draws everything from its own source, so its answer is a function of the
+    // seed alone: `X-Echo-Seed`, else the next seed of `ECHO_SEED`'s sequence (drawn by every
+    // echoed request, so the n-th request of a run always gets the n-th seed).
+    const processSeed = deps.seeds === undefined ? undefined : drawSeed(deps.seeds);
+    const seed = requestSeed(raw.headers) ?? processSeed;
+    const random = seed === undefined ? deps.random : seededRandom(seed);
     const { controls, problems } = parseControls(raw.headers, limits, random);
     if (problems.length > 0) {
       throw new EchoError('ECHO_ERR_INVALID_HEADER', [problems.map((p) => p.field).join(', ')], {
         details: problems,
       });
     }
+    if (seed !== undefined) reply.header('x-echo-seed', String(seed));
 
     const body = request.body as Buffer | undefined;
 
@@ -96,12 +106,13 @@ export function createEchoHandler(deps: PipelineDeps) {
       ) {
         delayMs = controls.delayMs;
       }
-    } else if (config.defaultDelay !== undefined && faultsAllowed(request, gate)) {
-      const drawn = drawDelayMs(config.defaultDelay, random);
+    } else if (config.defaultDelay !== undefined) {
+      // Drawn even when faults are refused, so a seeded request's later draws do not move.
+      const drawn = drawDelayMs(config.defaultDelay, random, config.maxDelayMs);
       if (drawn > 0 && fault('delay', 'ECHO_DELAY', 'environment', drawn)) delayMs = drawn;
     }
     if (step?.delay !== undefined) {
-      const drawn = drawDelayMs(step.delay, random);
+      const drawn = drawDelayMs(step.delay, random, config.maxDelayMs);
       if (drawn > 0 && fault('delay', `scenario ${path}`, 'scenario', drawn)) delayMs += drawn;
     }
     if (delayMs > 0 && request.echoFault === 'none') request.echoFault = 'delay';
@@ -112,7 +123,7 @@ export function createEchoHandler(deps: PipelineDeps) {
 
     const headerChaos = controls.chaosPercent;
     const chaosPercent = headerChaos ?? config.chaosPercent;
-    if (chaosPercent > 0 && faultsAllowed(request, gate) && random() * 100 < chaosPercent) {
+    if (chaosPercent > 0 && random() * 100 < chaosPercent) {
       const status = pick(CHAOS_STATUSES, random);
       const source = headerChaos === undefined ? 'environment' : 'header';
       if (fault('chaos', headerChaos === undefined ? 'ECHO_CHAOS' : 'X-Echo-Chaos', source, status)) {
@@ -169,7 +180,9 @@ export function createEchoHandler(deps: PipelineDeps) {
     if (controls.responseSize !== undefined) {
       reply.type(controls.contentType ?? contentTypeOf(request, 'application/octet-stream'));
       if (controls.compress === undefined) reply.header('content-length', controls.responseSize);
-      return send(reply, controls, new RandomBody(controls.responseSize));
+      // A seeded body's bytes come from the request's source too (its last draw), so they replay.
+      const bytes = seed === undefined ? undefined : seededBytes(drawSeed(random));
+      return send(reply, controls, new RandomBody(controls.responseSize, bytes));
     }
     if (step !== undefined && step.body !== undefined) {
       reply.type(

@@ -8,10 +8,15 @@
 export {
   DELAY_SPEC_FORM,
   DELAY_SPEC_PATTERN,
+  type DelayRange,
+  type DelayRead,
   type DelaySpec,
   drawDelayMs,
+  type LognormalDelay,
+  MAX_LOGNORMAL_SIGMA,
   parseDelayBounds,
   parseDelaySpec,
+  readDelaySpec,
 } from './duration.ts';
 export {
   isScenarioError,
@@ -63,3 +68,13 @@ export {
   type ValidateScenariosResult,
   validateScenarios,
 } from './validate.ts';
+export {
+  drawWeighted,
+  MAX_WEIGHTED_ENTRIES,
+  MAX_WEIGHTED_LIST_LENGTH,
+  parseWeightedList,
+  WEIGHTED_LIST_FORM,
+  type WeightedEntry,
+  type WeightedList,
+  type WeightedParse,
+} from './weighted.ts';

@@ -21,8 +21,8 @@ export const MAX_HEADERS = 100;
 export const MAX_HEADER_NAME_LENGTH = 256;
 /** Longest header value, in characters. */
 export const MAX_HEADER_VALUE_LENGTH = 8192;
-/** Longest `delay` text, in characters. */
-export const MAX_DELAY_LENGTH = 64;
+/** Longest `delay` text, in characters: room for a weighted list of 32 entries. */
+export const MAX_DELAY_LENGTH = 512;
 /** Lowest response status. */
 export const MIN_STATUS = 100;
 /** Highest response status. */
@@ -72,8 +72,10 @@ export const ScenarioResponseSchema = Type.Object(
     delay: Type.Optional(
       Type.String({
         description:
-          'Delay before the response: a duration (500ms, 1.5s, 2m; a bare number is milliseconds) ' +
-          'or a range min-max drawn uniformly (100-500ms, 1s-2s).',
+          'Delay before the response: a duration (500ms, 1.5s, 2m; a bare number is milliseconds), ' +
+          'a range min-max drawn uniformly (100-500ms, 1s-2s), a weighted list of them in percent ' +
+          '(100ms:90,2s:10; at most 32 entries summing to at most 100, the rest no delay), or ' +
+          'lognormal:<median>,<sigma> (0 < sigma <= 5; draws capped at the maximum delay).',
         maxLength: MAX_DELAY_LENGTH,
         pattern: DELAY_SPEC_PATTERN,
       }),

@@ -51,7 +51,7 @@ const DEFAULTS: EchoConfig = {
   scenarioFileExplicit: false,
   serverInfo: false,
   replayTimeoutMs: 30_000,
-  randomSeed: undefined,
+  seed: undefined,
   faultsEnabled: true,
   maxActiveFaults: 10_000,
   logLevel: 'info',
@@ -129,9 +129,9 @@ const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknow
   ['ECHO_SERVER_INFO', 'true', 'serverInfo', true],
   ['ECHO_REPLAY_TIMEOUT', '1ms', 'replayTimeoutMs', 1],
   ['ECHO_REPLAY_TIMEOUT', '5s', 'replayTimeoutMs', 5000],
-  ['ECHO_RANDOM_SEED', '', 'randomSeed', undefined],
-  ['ECHO_RANDOM_SEED', '0', 'randomSeed', 0],
-  ['ECHO_RANDOM_SEED', '4294967295', 'randomSeed', 4_294_967_295],
+  ['ECHO_SEED', '', 'seed', undefined],
+  ['ECHO_SEED', '0', 'seed', 0],
+  ['ECHO_SEED', '4294967295', 'seed', 4_294_967_295],
   ['ECHO_FAULTS_ENABLED', 'false', 'faultsEnabled', false],
   ['ECHO_MAX_ACTIVE_FAULTS', '1', 'maxActiveFaults', 1],
   ['ECHO_MAX_ACTIVE_FAULTS', '1000000', 'maxActiveFaults', 1_000_000],
@@ -232,8 +232,8 @@ const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
   ['ECHO_SERVER_INFO', 'y', 'not true/false'],
   ['ECHO_REPLAY_TIMEOUT', '0', 'below 1ms'],
   ['ECHO_REPLAY_TIMEOUT', 'later', 'not a duration'],
-  ['ECHO_RANDOM_SEED', '4294967296', 'out of range'],
-  ['ECHO_RANDOM_SEED', 'abc', 'not a number'],
+  ['ECHO_SEED', '4294967296', 'out of range'],
+  ['ECHO_SEED', 'abc', 'not a number'],
   ['ECHO_FAULTS_ENABLED', 'off', 'not true/false'],
   ['ECHO_MAX_ACTIVE_FAULTS', '0', 'below 1'],
   ['ECHO_MAX_ACTIVE_FAULTS', '1000001', 'out of range'],
@@ -308,6 +308,27 @@ test('loadConfig – ECHO_DELAY above an explicit ECHO_MAX_DELAY is rejected, a 
   assert.deepEqual(problemsOf({ ECHO_DELAY: '100-1500ms', ECHO_MAX_DELAY: '1s' }), [
     'ECHO_DELAY="100-1500ms" is invalid: expected a delay of at most ECHO_MAX_DELAY (1000 ms)',
   ]);
+});
+
+test('loadConfig – ECHO_DELAY takes a weighted list and lognormal; the ceiling applies to the longest entry and the median', () => {
+  const list = loadConfig({ ECHO_DELAY: '100ms:90,2s:10' }).defaultDelay;
+  assert.equal(list?.maxMs, 2000);
+  assert.equal(list?.choices?.entries.length, 2);
+  assert.deepEqual(loadConfig({ ECHO_DELAY: 'lognormal:200ms,0.5' }).defaultDelay?.lognormal, {
+    medianMs: 200,
+    sigma: 0.5,
+  });
+  assert.deepEqual(problemsOf({ ECHO_DELAY: '100ms:90,2s:10', ECHO_MAX_DELAY: '1s' }), [
+    'ECHO_DELAY="100ms:90,2s:10" is invalid: expected a delay of at most ECHO_MAX_DELAY (1000 ms)',
+  ]);
+  assert.deepEqual(problemsOf({ ECHO_DELAY: 'lognormal:2s,1', ECHO_MAX_DELAY: '1s' }), [
+    'ECHO_DELAY="lognormal:2s,1" is invalid: expected a delay of at most ECHO_MAX_DELAY (1000 ms)',
+  ]);
+  for (const raw of ['100ms:60,2s:50', 'lognormal:1s,0', '100ms:90,2s']) {
+    assert.deepEqual(problemsOf({ ECHO_DELAY: raw }), [
+      `ECHO_DELAY=${JSON.stringify(raw)} is invalid: expected ${formOf('ECHO_DELAY')}`,
+    ]);
+  }
 });
 
 test('loadConfig – ECHO_DELAY equal to ECHO_MAX_DELAY, or under a raised one, is accepted', () => {

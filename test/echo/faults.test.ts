@@ -377,17 +377,35 @@ test('X-Echo-Chaos – 30% over 1000 requests fails about 300 times, reproducibl
   }
 });
 
-test('ECHO_RANDOM_SEED – seeds chaos like an injected seeded source', async () => {
-  const fromEnv = await startEcho({ ECHO_RANDOM_SEED: '7', ECHO_CHAOS: '50' });
-  const injected = await startEcho({ ECHO_CHAOS: '50' }, { random: seededRandom(7) });
+test('ECHO_SEED – two processes with the same seed replay the same run; each request replays alone with its X-Echo-Seed', async () => {
+  const first = await startEcho({ ECHO_SEED: '7', ECHO_CHAOS: '50' });
+  const second = await startEcho({ ECHO_SEED: '7', ECHO_CHAOS: '50' });
+  const unseeded = await startEcho({ ECHO_CHAOS: '50' });
   try {
-    const a = await statuses(fromEnv.url, 200);
-    const b = await statuses(injected.url, 200);
-    assert.deepEqual(a, b);
-    const failures = a.filter((s) => s !== 200).length;
+    const run = async (base: string) => {
+      const out: Array<{ status: number; seed: string }> = [];
+      for (let i = 0; i < 200; i++) {
+        const res = await request(`${base}/chaos`);
+        await res.body.dump();
+        out.push({ status: res.statusCode, seed: String(res.headers['x-echo-seed']) });
+      }
+      return out;
+    };
+    const a = await run(first.url);
+    const b = await run(second.url);
+    assert.deepEqual(b, a, 'the same ECHO_SEED gives the same seeds and answers');
+    assert.equal(new Set(a.map((r) => r.seed)).size, 200, 'each request has a seed of its own');
+    const failures = a.filter((r) => r.status !== 200).length;
     assert.ok(failures > 60 && failures < 140, `${failures} failures of 200 at 50%`);
+    // Any one request replays on another process, unseeded, from its X-Echo-Seed alone.
+    for (const { status, seed } of a.slice(0, 40)) {
+      const res = await request(`${unseeded.url}/chaos`, { headers: { 'X-Echo-Seed': seed } });
+      await res.body.dump();
+      assert.equal(res.statusCode, status, `seed ${seed}`);
+      assert.equal(res.headers['x-echo-seed'], seed);
+    }
   } finally {
-    await Promise.all([fromEnv.close(), injected.close()]);
+    await Promise.all([first.close(), second.close(), unseeded.close()]);
   }
 });
 

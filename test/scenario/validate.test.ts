@@ -27,7 +27,9 @@ function responseProblem(response: unknown, options?: { maxDelayMs?: number }): 
 }
 
 const DELAY_FORM =
-  'a duration such as 100ms, 2s, 5m or 1h (a bare number is milliseconds), or a range min-max, e.g. 100-500ms';
+  'a duration such as 100ms, 2s, 5m or 1h (a bare number is milliseconds), a range min-max (100-500ms), ' +
+  'a weighted list of them (100ms:90,2s:10: percent weights summing to at most 100, the rest no delay; ' +
+  'at most 32 entries), or lognormal:<median>,<sigma> (sigma above 0, at most 5)';
 const PATH_FORM =
   'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#", at most 2048 characters long';
 const HEADER_VALUE_FORM =
