@@ -106,9 +106,13 @@ function breakStream(
     case 'empty':
       stream.close(h2.NGHTTP2_NO_ERROR);
       return 0;
-    case 'garbage':
-      stream.session?.destroy(undefined, h2.NGHTTP2_PROTOCOL_ERROR);
+    case 'garbage': {
+      // (destroy(code) would also raise the error on this side, where nobody listens for it.)
+      const session = stream.session;
+      session?.goaway(h2.NGHTTP2_PROTOCOL_ERROR);
+      session?.destroy();
       return 0;
+    }
     case 'truncate':
     case 'malformed': {
       const length = bodyLength(content.body);
