@@ -240,6 +240,7 @@ test('X-Echo-Body-Delay – the headers come first, the body after the delay; X-
 test('slow bodies – over HTTP/2 the throttle and the body delay work the same', async (t) => {
   const session = await openH2(echo.url);
   t.after(() => session.close());
+  const before = await faultCounts(echo.url);
   const start = performance.now();
   const r = await h2Request(session, {
     ':path': '/h2-throttled',
@@ -250,6 +251,7 @@ test('slow bodies – over HTTP/2 the throttle and the body delay work the same'
   assert.equal(r.body.length, 6_000);
   assert.ok(ms >= 950, `6000 bytes at 6KB/s in ${ms} ms`);
   assert.equal(r.headers['x-echo-fault'], 'throttle');
+  assert.deepEqual(countDelta(before, await faultCounts(echo.url)), { throttle: 1 });
 
   const stream = session.request({ ':path': '/h2-late', 'x-echo-body-delay': '500ms' });
   const t0 = performance.now();
@@ -262,6 +264,7 @@ test('slow bodies – over HTTP/2 the throttle and the body delay work the same'
     stream.on('error', reject);
   });
   stream.resume();
+  assert.deepEqual(countDelta(before, await faultCounts(echo.url)), { throttle: 1, delay: 1 });
   assert.ok(headAt > 0 && dataAt - headAt >= 490, `headers at ${headAt} ms, body at ${dataAt} ms`);
 });
 
@@ -271,6 +274,7 @@ test('slow bodies – a client that leaves mid-body frees the slot at once; the 
     headers: { 'X-Echo-Response-Size': '1000000', 'X-Echo-Throttle': '10KB/s' },
     signal: leaving.signal,
   });
+  assert.equal(res.headers['x-echo-fault'], 'throttle');
   const reader = res.body[Symbol.asyncIterator]();
   await reader.next();
   assert.equal(await scrapeValue(echo.url, 'echo_active_faults'), 1, 'the throttled body holds a slot');
@@ -292,8 +296,10 @@ test('slow bodies – closing the server (drain deadline) ends the throttle: the
   const res = await request(`${server.url}/drained`, {
     headers: { 'X-Echo-Response-Size': '300000', 'X-Echo-Throttle': '1KB/s' },
   });
+  assert.equal(res.headers['x-echo-fault'], 'throttle');
   const reader = res.body[Symbol.asyncIterator]();
   await reader.next();
+  assert.deepEqual(await faultCounts(server.url).then((c) => countDelta({}, c)), { throttle: 1 });
   const closing = server.close();
   let bytes = 0;
   for await (const chunk of { [Symbol.asyncIterator]: () => reader }) bytes += (chunk as Buffer).length;
@@ -313,6 +319,8 @@ test('slow bodies – ECHO_MAX_DELAY bounds the waiting: past it the rest goes a
     const body = Buffer.from(await res.body.arrayBuffer());
     const seconds = (performance.now() - start) / 1000;
     assert.equal(body.length, 50_000);
+    assert.equal(res.headers['x-echo-fault'], 'throttle');
+    assert.deepEqual(countDelta({}, await faultCounts(server.url)), { throttle: 1 });
     assert.ok(seconds >= 0.9 && seconds < 15, `${seconds} s, not the 50 s the rate alone would take`);
   } finally {
     await server.close();
