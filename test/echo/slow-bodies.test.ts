@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
+import { ShapingStream } from '../../src/echo/shaping.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { countDelta, faultCounts, scrapeValue } from '../helpers/metrics.ts';
 import { h2Request, openH2 } from '../helpers/protocol-clients.ts';
@@ -94,7 +95,18 @@ function assertNeverFaster(r: Timed, bytesPerSecond: number, slackBytes: number)
   }
 }
 
-test('X-Echo-Throttle – 1 MB at 200KB/s takes 5 s ± 10%, arrives whole, and is recorded as throttle', async () => {
+test('X-Echo-Throttle – 1 MB at 200KB/s takes 5 s ± 10%, holds one chunk, arrives whole, and is recorded as throttle', async (t) => {
+  // A probe on the server's shaping stream (same process): what it holds each time it sends a piece.
+  const probe = { pieces: 0, maxHeld: 0 };
+  const push = ShapingStream.prototype.push;
+  ShapingStream.prototype.push = function (this: ShapingStream, chunk: unknown, encoding?: BufferEncoding) {
+    if (chunk !== null) probe.pieces++;
+    probe.maxHeld = Math.max(probe.maxHeld, this.writableLength + this.readableLength);
+    return push.call(this, chunk, encoding);
+  };
+  t.after(() => {
+    ShapingStream.prototype.push = push;
+  });
   const before = await faultCounts(echo.url);
   const r = await timed('/big', {
     'X-Echo-Response-Size': '1000000',
@@ -109,6 +121,9 @@ test('X-Echo-Throttle – 1 MB at 200KB/s takes 5 s ± 10%, arrives whole, and i
   assert.equal(r.headers['content-length'], '1000000', 'a throttled body keeps its length');
   assert.ok(seconds >= 4.5 && seconds <= 5.5, `took ${seconds} s, not 5 s ± 10%`);
   assertNeverFaster(r, 200_000, 16_384);
+  assert.ok(probe.pieces >= 1_000_000 / 16_384, `${probe.pieces} pieces of at most 16 KiB`);
+  // The generated body comes in 64 KiB chunks: the shaper never held more than the one it cuts.
+  assert.ok(probe.maxHeld <= 64 * 1024, `the shaping stream held ${probe.maxHeld} bytes`);
 
   assert.equal(r.headers['x-echo-fault'], 'throttle');
   const applied: Applied = [
