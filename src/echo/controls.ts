@@ -6,6 +6,7 @@ import type { ErrorDetail } from './errors.ts';
 import { ERROR_FAULT_FORM, type ErrorFault, parseErrorFault } from './faults.ts';
 import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
 import { parseSeed, type RandomSource } from './random.ts';
+import { MAX_CHUNK_BYTES, parseRate, RATE_FORM } from './shaping.ts';
 
 export type Compression = 'gzip' | 'br' | 'deflate';
 
@@ -25,6 +26,14 @@ export interface Controls {
   delayControl?: string;
   /** `X-Echo-Explain: true`: list the applied faults in `X-Echo-Applied`. */
   explain?: boolean;
+  /** `X-Echo-Throttle`: the body's bandwidth cap, as asked (`200KB/s`) and in bytes per second. */
+  throttle?: { readonly text: string; readonly bytesPerSecond: number };
+  /** `X-Echo-Chunk-Delay`: the wait between two chunks of the body. */
+  chunkDelayMs?: number;
+  /** `X-Echo-Chunk-Size`: the size of those chunks. */
+  chunkBytes?: number;
+  /** `X-Echo-Body-Delay`: the wait after the headers, before the body. */
+  bodyDelayMs?: number;
 }
 
 /** Ceilings the parser enforces (from the service's configuration). */
@@ -137,6 +146,16 @@ function bool(ctx: ParseContext, name: string, value: string): boolean | undefin
   return undefined;
 }
 
+/** A single duration of at most `ECHO_MAX_DELAY` (the slow-body waits). */
+function boundedDuration(ctx: ParseContext, name: string, value: string): number | undefined {
+  const ms = parseDurationMs(value);
+  if (ms === undefined) problem(ctx, name, value, `expected ${DURATION_FORM}`);
+  else if (ms > ctx.limits.maxDelayMs) {
+    problem(ctx, name, value, `delay of ${ms} ms is above ECHO_MAX_DELAY (${ctx.limits.maxDelayMs} ms)`);
+  } else return ms;
+  return undefined;
+}
+
 /** One parser per control header: a table, so a request pays one lookup per `X-Echo-*` header. */
 const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>([
   [
@@ -237,6 +256,39 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
       );
       if (!parsed.ok) return problem(ctx, name, value, parsed.message);
       ctx.sizes = parsed.list;
+    },
+  ],
+  [
+    'x-echo-throttle',
+    (value, ctx, name) => {
+      const bytesPerSecond = parseRate(value);
+      if (bytesPerSecond === undefined) return problem(ctx, name, value, `expected ${RATE_FORM}`);
+      ctx.controls.throttle = { text: value.trim(), bytesPerSecond };
+    },
+  ],
+  [
+    'x-echo-chunk-delay',
+    (value, ctx, name) => {
+      const ms = boundedDuration(ctx, name, value);
+      if (ms !== undefined) ctx.controls.chunkDelayMs = ms;
+    },
+  ],
+  [
+    'x-echo-chunk-size',
+    (value, ctx, name) => {
+      const t = value.trim();
+      const size = NON_NEGATIVE_INT.test(t) ? Number(t) : 0;
+      if (size < 1 || size > MAX_CHUNK_BYTES) {
+        return problem(ctx, name, value, `expected an integer number of bytes 1-${MAX_CHUNK_BYTES}`);
+      }
+      ctx.controls.chunkBytes = size;
+    },
+  ],
+  [
+    'x-echo-body-delay',
+    (value, ctx, name) => {
+      const ms = boundedDuration(ctx, name, value);
+      if (ms !== undefined) ctx.controls.bodyDelayMs = ms;
     },
   ],
   [

@@ -1,7 +1,8 @@
 /**
  * The failures a request can have injected: what a chaos draw answers with, and what
  * `X-Echo-Error` accepts (a status 400-599, a name for one, `random`, or a failure that is not a
- * status: `timeout`, `reset`, `close`).
+ * status: `timeout`, `reset`, `close`, and the broken bodies `empty`, `truncate`, `malformed`,
+ * `garbage`).
  */
 import { pick, type RandomSource } from './random.ts';
 
@@ -10,7 +11,15 @@ export type ErrorFault =
   | { readonly kind: 'status'; readonly name: string; readonly status: number }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'reset' }
-  | { readonly kind: 'close' };
+  | { readonly kind: 'close' }
+  | { readonly kind: BrokenBodyKind };
+
+/**
+ * A response broken on purpose: `empty` (the connection closes with nothing sent), `truncate`
+ * (a `Content-Length` promises the whole body, half comes), `malformed` (an invalid chunk in a
+ * chunked body), `garbage` (random bytes, nothing HTTP-shaped, then the connection closes).
+ */
+export type BrokenBodyKind = 'empty' | 'truncate' | 'malformed' | 'garbage';
 
 /** Statuses a chaos draw and `X-Echo-Error: random` pick from. */
 export const CHAOS_STATUSES = [500, 502, 503, 504, 408, 429] as const;
@@ -27,7 +36,7 @@ export const NAMED_ERRORS: Readonly<Record<string, number>> = {
 
 /** The form of an `X-Echo-Error` value, for the 400 a bad one gets. */
 export const ERROR_FAULT_FORM =
-  'a status 400-599, one of internal, bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close';
+  'a status 400-599, one of internal, bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close, empty, truncate, malformed, garbage';
 
 /** Reads an `X-Echo-Error` value (case-insensitive); `random` draws its status now. */
 export function parseErrorFault(value: string, random: RandomSource): ErrorFault | undefined {
@@ -44,6 +53,10 @@ export function parseErrorFault(value: string, random: RandomSource): ErrorFault
     case 'timeout':
     case 'reset':
     case 'close':
+    case 'empty':
+    case 'truncate':
+    case 'malformed':
+    case 'garbage':
       return { kind: v };
     default:
       return undefined;

@@ -15,7 +15,9 @@ const UNLABELLED_TOTAL_GAUGES = [
  * What a request's answer owes to fault injection, the `fault` label of the request meters: `none`
  * for the service's own answers (the only ones its SLOs count), else the first control that shaped
  * it: `chaos` (`X-Echo-Chaos` or the configured percentage), `error` (`X-Echo-Error`), `scenario` (a
- * scenario step), `status` (`X-Echo-Status`), `delay` (`X-Echo-Delay` or the configured default).
+ * scenario step), `status` (`X-Echo-Status`), `delay` (`X-Echo-Delay` or the configured default, or a
+ * slowed body: `X-Echo-Throttle`, `X-Echo-Chunk-Delay`, `X-Echo-Body-Delay`). A broken body
+ * (`X-Echo-Error: truncate`...) is `error`.
  */
 export const ECHO_FAULTS = ['none', 'chaos', 'error', 'scenario', 'status', 'delay'] as const;
 export type EchoFault = (typeof ECHO_FAULTS)[number];

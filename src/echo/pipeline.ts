@@ -4,8 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
 import type { ScenarioStep } from '../scenario/index.ts';
-import { applyFault, type FaultGate, type FaultKind, type FaultSource, faultsAllowed } from './applied.ts';
+import { applyFault, type FaultGate, faultsAllowed } from './applied.ts';
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
+import { brokenContent, sendBrokenBody } from './broken-bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { type Controls, dashCase, parseControls } from './controls.ts';
@@ -14,6 +15,8 @@ import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
 import { drawSeed, pick, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
+import type { ShapingStream } from './shaping.ts';
+import { type ApplyFault, shapeBody, shapingFor } from './slow-bodies.ts';
 
 /** What the echo pipeline needs from the app. */
 export interface PipelineDeps {
@@ -87,8 +90,10 @@ export function createEchoHandler(deps: PipelineDeps) {
 
     if (controls.explain === true) request.echoExplain = true;
     const gate = deps.faults;
-    const fault = (kind: FaultKind, control: string, source: FaultSource, value: string | number) =>
+    const fault: ApplyFault = (kind, control, source, value) =>
       applyFault(request, reply, gate, metrics, { kind, control, source, value });
+    // Slow bodies, decided as a body is about to go (a broken or bodiless answer gets none).
+    const slow = () => shapingFor(request, controls, config.maxDelayMs, deps.drainSignal, fault);
 
     const path = pathOf(raw.url ?? '/');
     let step = faultsAllowed(request, gate) ? deps.scenarios.next(path) : undefined;
@@ -129,7 +134,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       if (fault('chaos', headerChaos === undefined ? 'ECHO_CHAOS' : 'X-Echo-Chaos', source, status)) {
         metrics.recordFault('chaos');
         request.echoFault = 'chaos';
-        return sendFault(reply, controls, status, 'chaos');
+        return sendFault(reply, controls, status, 'chaos', slow());
       }
     }
 
@@ -144,17 +149,27 @@ export function createEchoHandler(deps: PipelineDeps) {
         switch (error.kind) {
           case 'status':
             metrics.recordFault(error.name);
-            return sendFault(reply, controls, error.status, 'error');
+            return sendFault(reply, controls, error.status, 'error', slow());
           case 'timeout':
             metrics.recordFault('timeout');
             if ((await wait(config.errorTimeoutMs, reply, deps.drainSignal)) === 'client-gone') {
               return abandon(request, reply, deps);
             }
-            return sendFault(reply, controls, 504, 'timeout');
+            return sendFault(reply, controls, 504, 'timeout', slow());
           case 'reset':
           case 'close':
             metrics.recordFault(error.kind);
             return endWithoutResponse(request, reply, deps, error.kind);
+          case 'empty':
+          case 'truncate':
+          case 'malformed':
+          case 'garbage': {
+            metrics.recordFault(error.kind);
+            const summary = () => requestSummary(raw, request.ip, protocolOf(request));
+            const content = brokenContent(request, controls, body, summary);
+            const sent = sendBrokenBody(request, reply, error.kind, content, random);
+            return recordCompletion(request, reply, metrics, sent);
+          }
         }
       }
     }
@@ -182,7 +197,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       if (controls.compress === undefined) reply.header('content-length', controls.responseSize);
       // A seeded body's bytes come from the request's source too (its last draw), so they replay.
       const bytes = seed === undefined ? undefined : seededBytes(drawSeed(random));
-      return send(reply, controls, new RandomBody(controls.responseSize, bytes));
+      return send(reply, controls, new RandomBody(controls.responseSize, bytes), slow());
     }
     if (step !== undefined && step.body !== undefined) {
       reply.type(
@@ -191,14 +206,14 @@ export function createEchoHandler(deps: PipelineDeps) {
           step.headers['Content-Type'] ??
           'text/plain; charset=utf-8',
       );
-      return send(reply, controls, step.body);
+      return send(reply, controls, step.body, slow());
     }
     if (body === undefined && (raw.method === 'GET' || raw.method === 'HEAD')) {
       reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
-      return send(reply, controls, requestSummary(raw, request.ip, protocolOf(request)));
+      return send(reply, controls, requestSummary(raw, request.ip, protocolOf(request)), slow());
     }
     reply.type(controls.contentType ?? contentTypeOf(request, 'text/plain'));
-    return send(reply, controls, body ?? EMPTY);
+    return send(reply, controls, body ?? EMPTY, slow());
   };
 }
 
@@ -258,12 +273,22 @@ function applyModifiers(reply: FastifyReply, controls: Controls): void {
   }
 }
 
-function send(reply: FastifyReply, controls: Controls, body: string | Buffer | RandomBody): FastifyReply {
+function send(
+  reply: FastifyReply,
+  controls: Controls,
+  body: string | Buffer | RandomBody,
+  shaper?: ShapingStream,
+): FastifyReply {
   applyModifiers(reply, controls);
   // As bytes: fastify would append `; charset=utf-8` to a JSON-like type given with a string, and
   // X-Echo-Content-Type (or a scenario's Content-Type) must reach the client exactly as asked.
   const payload = typeof body === 'string' ? Buffer.from(body) : body;
-  if (controls.compress === undefined) return reply.send(payload);
+  if (controls.compress === undefined) {
+    if (shaper === undefined) return reply.send(payload);
+    // Shaped, the body is a stream; it keeps the length it would have had.
+    if (Buffer.isBuffer(payload)) reply.header('content-length', payload.length);
+    return reply.send(shapeBody(reply, payload, shaper));
+  }
   const zip = compressor(controls.compress);
   reply.header('content-encoding', controls.compress);
   // Append: CORS has already put `Origin` there, and a cache must keep varying on it.
@@ -275,11 +300,18 @@ function send(reply: FastifyReply, controls: Controls, body: string | Buffer | R
   reply.removeHeader('content-length');
   if (Buffer.isBuffer(payload)) zip.end(payload);
   else payload.pipe(zip);
-  return reply.send(zip);
+  // Shaped after compression: a throttle limits the bytes on the wire.
+  return reply.send(shaper === undefined ? zip : shapeBody(reply, zip, shaper));
 }
 
 /** An injected failure: plain text, as if someone else's server had failed. */
-function sendFault(reply: FastifyReply, controls: Controls, status: number, kind: string): FastifyReply {
+function sendFault(
+  reply: FastifyReply,
+  controls: Controls,
+  status: number,
+  kind: string,
+  shaper: ShapingStream | undefined,
+): FastifyReply {
   reply.code(status);
   if (status === 429 || status === 503) reply.header('retry-after', '1');
   reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
@@ -287,6 +319,7 @@ function sendFault(reply: FastifyReply, controls: Controls, status: number, kind
     reply,
     controls,
     `${status} ${STATUS_CODES[status] ?? 'Error'} (injected by echo-chaos: ${kind})\n`,
+    shaper,
   );
 }
 

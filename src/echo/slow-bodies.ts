@@ -1,0 +1,88 @@
+/**
+ * Slow bodies in the echo pipeline: which shaping a response body gets (`X-Echo-Throttle`,
+ * `X-Echo-Chunk-Delay`, `X-Echo-Chunk-Size`, `X-Echo-Body-Delay`), admitted through the fault
+ * ledger, and how the shaped body is handed to fastify.
+ */
+import { pipeline, type Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FaultKind, FaultSource } from './applied.ts';
+import type { Controls } from './controls.ts';
+import { REAL_CLOCK, type ShapingPlan, ShapingStream } from './shaping.ts';
+
+/**
+ * The shaping stream of a response body, or `undefined` when it goes as it is. A HEAD response
+ * has no body to shape. Marks the request's meters `delay` when it slows the body.
+ */
+export function shapingFor(
+  request: FastifyRequest,
+  controls: Controls,
+  maxDelayMs: number,
+  drainSignal: AbortSignal,
+  fault: ApplyFault,
+): ShapingStream | undefined {
+  if (request.raw.method === 'HEAD') return undefined;
+  const plan = shapingPlan(controls, maxDelayMs, fault);
+  if (plan === undefined) return undefined;
+  const slowed = plan.bytesPerSecond ?? plan.chunkDelayMs ?? plan.bodyDelayMs;
+  if (slowed !== undefined && request.echoFault === 'none') request.echoFault = 'delay';
+  return new ShapingStream(plan, REAL_CLOCK, drainSignal);
+}
+
+/**
+ * Sends `source` through its shaping stream. The stream ends its source when the client leaves; a
+ * body delay sends the headers first, as soon as fastify starts the body.
+ */
+export function shapeBody(
+  reply: FastifyReply,
+  source: Buffer | Readable,
+  shaper: ShapingStream,
+): ShapingStream {
+  if (Buffer.isBuffer(source)) shaper.end(source);
+  else pipeline(source, shaper, () => {});
+  if (shaper.plan.bodyDelayMs !== undefined) reply.raw.once('pipe', () => reply.raw.flushHeaders());
+  return shaper;
+}
+
+export type ApplyFault = (
+  kind: FaultKind,
+  control: string,
+  source: FaultSource,
+  value: string | number,
+) => boolean;
+
+/**
+ * The shaping of a body, each part admitted through the fault ledger (`throttle` for the
+ * bandwidth cap and the chunk delay, `delay` for the body delay). `X-Echo-Chunk-Size` alone only
+ * cuts the body into chunks, no fault. `undefined`: the body goes as it is.
+ */
+function shapingPlan(controls: Controls, maxShapingMs: number, fault: ApplyFault): ShapingPlan | undefined {
+  const { throttle, chunkDelayMs, chunkBytes, bodyDelayMs } = controls;
+  const bytesPerSecond =
+    throttle !== undefined && fault('throttle', 'X-Echo-Throttle', 'header', throttle.text)
+      ? throttle.bytesPerSecond
+      : undefined;
+  const chunkDelay =
+    chunkDelayMs !== undefined &&
+    chunkDelayMs > 0 &&
+    fault('throttle', 'X-Echo-Chunk-Delay', 'header', chunkDelayMs)
+      ? chunkDelayMs
+      : undefined;
+  const bodyDelay =
+    bodyDelayMs !== undefined && bodyDelayMs > 0 && fault('delay', 'X-Echo-Body-Delay', 'header', bodyDelayMs)
+      ? bodyDelayMs
+      : undefined;
+  if (
+    bytesPerSecond === undefined &&
+    chunkDelay === undefined &&
+    bodyDelay === undefined &&
+    chunkBytes === undefined
+  )
+    return undefined;
+  return {
+    maxShapingMs,
+    ...(bytesPerSecond !== undefined ? { bytesPerSecond } : {}),
+    ...(chunkDelay !== undefined ? { chunkDelayMs: chunkDelay } : {}),
+    ...(bodyDelay !== undefined ? { bodyDelayMs: bodyDelay } : {}),
+    ...(chunkBytes !== undefined ? { chunkBytes } : {}),
+  };
+}
