@@ -3,7 +3,7 @@ import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Co
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
-import type { ScenarioStep } from '../scenario/index.ts';
+import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
 import { applyFault, type FaultGate, type FaultKind, type FaultSource, faultsAllowed } from './applied.ts';
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
@@ -20,7 +20,10 @@ export interface PipelineDeps {
   readonly config: EchoConfig;
   readonly random: RandomSource;
   readonly history: History;
-  readonly scenarios: { next(path: string): ScenarioStep | undefined };
+  readonly scenarios: {
+    match(request: ScenarioRequest): ScenarioHandle | undefined;
+    take(handle: ScenarioHandle): ScenarioStep;
+  };
   readonly metrics: EchoMetrics;
   /** The safety valve and master switch of faults. */
   readonly faults: FaultGate;
@@ -80,10 +83,16 @@ export function createEchoHandler(deps: PipelineDeps) {
     const fault = (kind: FaultKind, control: string, source: FaultSource, value: string | number) =>
       applyFault(request, reply, gate, metrics, { kind, control, source, value });
 
-    const path = pathOf(raw.url ?? '/');
-    let step = faultsAllowed(request, gate) ? deps.scenarios.next(path) : undefined;
-    if (step !== undefined && !fault('scenario', `scenario ${path}`, 'scenario', step.index))
-      step = undefined;
+    // The scenario's position moves only once its fault is admitted (safety valve, master switch).
+    const url = raw.url ?? '/';
+    const handle = faultsAllowed(request, gate)
+      ? deps.scenarios.match(scenarioRequest(raw, url, body))
+      : undefined;
+    const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
+    let step: ScenarioStep | undefined;
+    if (handle !== undefined && fault('scenario', scenario!, 'scenario', handle.position)) {
+      step = deps.scenarios.take(handle);
+    }
 
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
     // error below take over when they strike.
@@ -102,7 +111,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     }
     if (step?.delay !== undefined) {
       const drawn = drawDelayMs(step.delay, random);
-      if (drawn > 0 && fault('delay', `scenario ${path}`, 'scenario', drawn)) delayMs += drawn;
+      if (drawn > 0 && fault('delay', scenario!, 'scenario', drawn)) delayMs += drawn;
     }
     if (delayMs > 0 && request.echoFault === 'none') request.echoFault = 'delay';
     if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
@@ -193,9 +202,15 @@ const EMPTY = Buffer.alloc(0);
 /** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
 const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
 
-function pathOf(url: string): string {
+function scenarioRequest(raw: FastifyRequest['raw'], url: string, body: Buffer | undefined): ScenarioRequest {
   const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
+  return {
+    method: raw.method ?? 'GET',
+    path: q === -1 ? url : url.slice(0, q),
+    query: q === -1 ? '' : url.slice(q + 1),
+    headers: raw.headers,
+    body,
+  };
 }
 
 export function protocolOf(request: FastifyRequest): string {

@@ -92,14 +92,21 @@ test('validateScenarios – lists every problem with its path, in input order', 
     { maxDelayMs: 1000 },
   );
   assert.deepEqual(problems, [
-    { path: '/0/extra', message: 'unknown property "extra" in scenario; expected only path, responses' },
+    {
+      path: '/0/extra',
+      message:
+        'unknown property "extra" in scenario; expected only name, path, pathPattern, method, headers, query, body, cycle, responses',
+    },
     { path: '/0/path', message: `path must be ${PATH_FORM}, got "no-slash"` },
     { path: '/0/responses', message: 'responses must be an array of 1-1000 responses, got 0 responses' },
-    { path: '/1', message: 'scenario must be an object with path and responses, got "not a scenario"' },
-    { path: '/2/path', message: `path is required: ${PATH_FORM}` },
+    {
+      path: '/1',
+      message: 'scenario must be an object with path or pathPattern, and responses, got "not a scenario"',
+    },
+    { path: '/2/path', message: 'path or pathPattern is required: a scenario gives exactly one of them' },
     {
       path: '/2/responses/0/foo',
-      message: 'unknown property "foo" in response; expected only status, delay, body, headers',
+      message: 'unknown property "foo" in response; expected only status, delay, body, repeat, headers',
     },
     { path: '/2/responses/0/status', message: 'status must be an integer 100-599, got 700' },
     {
@@ -120,7 +127,11 @@ test('validateScenarios – lists every problem with its path, in input order', 
       message: `header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~), got "Bad Name"`,
     },
     { path: '/2/responses/2/status', message: 'status is required: an integer 100-599' },
-    { path: '/4/path', message: 'path "/dup" is already used by scenario 3; paths must be unique' },
+    {
+      path: '/4/path',
+      message:
+        'path "/dup" without other conditions is already used by scenario 3; such paths must be unique',
+    },
     { path: '/4/responses/0/body', message: 'body must be a string of at most 1048576 characters, got 5' },
     {
       path: '/4/responses/0/headers',
@@ -156,15 +167,17 @@ test('validateScenarios – responses: required, an array of 1 to 1000 objects',
   assert.deepEqual(problemsOf([{ path: '/a', responses: [null, [], 3] }]), [
     {
       path: '/0/responses/0',
-      message: 'response must be an object with status and optionally delay, body and headers, got null',
+      message:
+        'response must be an object with status and optionally delay, body, repeat and headers, got null',
     },
     {
       path: '/0/responses/1',
-      message: 'response must be an object with status and optionally delay, body and headers, got array',
+      message:
+        'response must be an object with status and optionally delay, body, repeat and headers, got array',
     },
     {
       path: '/0/responses/2',
-      message: 'response must be an object with status and optionally delay, body and headers, got 3',
+      message: 'response must be an object with status and optionally delay, body, repeat and headers, got 3',
     },
   ]);
 });
