@@ -457,3 +457,107 @@ test('validateScenarios – never throws, whatever the input', () => {
     problems: [{ path: '', message: 'input could not be read: boom' }],
   });
 });
+
+test('validateScenarios – matching fields: accepted, copied, a single method becomes a list', () => {
+  const input = [
+    {
+      name: 'orders-v2',
+      pathPattern: '/api/*/orders/**',
+      method: 'post',
+      headers: { 'X-Tenant': 'acme', Accept: 're:application/(json|xml)' },
+      query: { page: 're:[0-9]+' },
+      body: { jsonPointer: '/order/id', value: 're:[A-Z]{2}-[0-9]+' },
+      cycle: false,
+      responses: [{ status: 503, repeat: 3 }, { status: 200 }],
+    },
+    { path: '/x', body: { contains: 'a' }, responses: [{ status: 200 }] },
+    { path: '/x', body: { equals: '' }, responses: [{ status: 200 }] },
+  ];
+  const result = validateScenarios(input);
+  assert.equal(result.ok, true, JSON.stringify(!result.ok && result.problems));
+  assert.deepEqual(result.ok && result.scenarios[0], { ...input[0], method: ['post'] });
+  assert.equal(typeof input[0]?.method, 'string', 'the input is left alone');
+});
+
+test('validateScenarios – matching fields: each bad form is named where it is', () => {
+  const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+    [{ responses: [{ status: 200 }] }, '/0/path', /path or pathPattern is required/],
+    [{ path: '/a', pathPattern: '/a', responses: [{ status: 200 }] }, '/0/pathPattern', /exactly one/],
+    [{ pathPattern: 'a/*', responses: [{ status: 200 }] }, '/0/pathPattern', /a glob starting with/],
+    [{ pathPattern: `/${'x'.repeat(512)}`, responses: [{ status: 200 }] }, '/0/pathPattern', /at most 512/],
+    [{ pathPattern: 're:a)|(b', responses: [{ status: 200 }] }, '/0/pathPattern', /not a valid regular/],
+    [{ pathPattern: 're:', responses: [{ status: 200 }] }, '/0/pathPattern', /a glob starting with/],
+    [{ name: 'has space', path: '/a', responses: [{ status: 200 }] }, '/0/name', /letters, digits/],
+    [{ path: '/a', method: [], responses: [{ status: 200 }] }, '/0/method', /1-16/],
+    [{ path: '/a', method: ['GE T'], responses: [{ status: 200 }] }, '/0/method/0', /HTTP method/],
+    [{ path: '/a', method: 7, responses: [{ status: 200 }] }, '/0/method', /HTTP method/],
+    [
+      { path: '/a', headers: { 'Bad Name': 'x' }, responses: [{ status: 200 }] },
+      '/0/headers/Bad Name',
+      /token/,
+    ],
+    [
+      { path: '/a', headers: { 'x-a': '1', 'X-A': '2' }, responses: [{ status: 200 }] },
+      '/0/headers/X-A',
+      /repeats/,
+    ],
+    [
+      { path: '/a', headers: { 'X-A': 5 }, responses: [{ status: 200 }] },
+      '/0/headers/X-A',
+      /header "X-A" condition/,
+    ],
+    [{ path: '/a', query: { '': 'x' }, responses: [{ status: 200 }] }, '/0/query/', /1-256 characters/],
+    [
+      { path: '/a', query: { q: `re:${'a'.repeat(600)}` }, responses: [{ status: 200 }] },
+      '/0/query/q',
+      /at most 512/,
+    ],
+    [{ path: '/a', body: {}, responses: [{ status: 200 }] }, '/0/body', /got none/],
+    [
+      { path: '/a', body: { equals: 'a', value: 'b' }, responses: [{ status: 200 }] },
+      '/0/body/value',
+      /only beside/,
+    ],
+    [
+      { path: '/a', body: { jsonPointer: 'a', value: 'b' }, responses: [{ status: 200 }] },
+      '/0/body/jsonPointer',
+      /JSON Pointer/,
+    ],
+    [
+      { path: '/a', body: { regex: 'a' }, responses: [{ status: 200 }] },
+      '/0/body/regex',
+      /unknown property "regex" in body condition/,
+    ],
+    [{ path: '/a', cycle: 'no', responses: [{ status: 200 }] }, '/0/cycle', /true or false/],
+    [
+      { path: '/a', responses: [{ status: 200, repeat: 0 }] },
+      '/0/responses/0/repeat',
+      /an integer 1-1000000/,
+    ],
+  ];
+  for (const [scenario, at, message] of cases) {
+    const problem = problemsOf([scenario]).find((p) => p.path === at);
+    assert.ok(
+      problem,
+      `${JSON.stringify(scenario)}: no problem at ${at}: ${JSON.stringify(problemsOf([scenario]))}`,
+    );
+    assert.match(problem.message, message, JSON.stringify(scenario));
+  }
+});
+
+test('validateScenarios – names are unique; the same exact path is allowed when conditions differ', () => {
+  assert.deepEqual(
+    problemsOf([
+      { name: 'n', path: '/a', method: 'GET', responses: [{ status: 200 }] },
+      { name: 'n', pathPattern: '/b', responses: [{ status: 200 }] },
+    ]),
+    [{ path: '/1/name', message: 'name "n" is already used by scenario 0; names must be unique' }],
+  );
+  const ok = validateScenarios([
+    { path: '/a', method: 'GET', responses: [{ status: 200 }] },
+    { path: '/a', method: 'GET', responses: [{ status: 201 }] },
+    { path: '/a', responses: [{ status: 202 }] },
+    { pathPattern: '/a', responses: [{ status: 203 }] },
+  ]);
+  assert.equal(ok.ok, true);
+});
