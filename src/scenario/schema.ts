@@ -25,8 +25,8 @@ export const MAX_HEADER_VALUE_LENGTH = 8192;
 export const MAX_DELAY_LENGTH = 64;
 /** Longest `pathPattern`, and longest `re:` text anywhere in a scenario, in characters. */
 export const MAX_PATTERN_LENGTH = 512;
-/** Longest scenario `name`, in characters. */
-export const MAX_NAME_LENGTH = 128;
+/** Longest scenario `name`, in characters: a Kubernetes object name fits (the operator uses it). */
+export const MAX_NAME_LENGTH = 253;
 /** Most methods in one scenario's `method` list. */
 export const MAX_METHODS = 16;
 /** Longest method name, in characters. */
@@ -228,7 +228,8 @@ export const ScenarioSchema = Type.Object(
     pathPattern: Type.Optional(
       Type.String({
         description:
-          'Request path pattern: a glob starting with / (* matches within one segment, ** across segments) ' +
+          'Request path pattern: a glob starting with / (visible ASCII; * matches within one segment, ** across ' +
+          'segments) ' +
           `or re:<regex> matched against the whole path; at most ${MAX_PATTERN_LENGTH} characters. ` +
           'Exactly one of path and pathPattern.',
         maxLength: MAX_PATTERN_LENGTH,
