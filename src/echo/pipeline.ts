@@ -21,6 +21,7 @@ export interface PipelineDeps {
   readonly random: RandomSource;
   readonly history: History;
   readonly scenarios: {
+    readonly size: number;
     match(request: ScenarioRequest): ScenarioHandle | undefined;
     take(handle: ScenarioHandle): ScenarioStep;
   };
@@ -85,9 +86,10 @@ export function createEchoHandler(deps: PipelineDeps) {
 
     // The scenario's position moves only once its fault is admitted (safety valve, master switch).
     const url = raw.url ?? '/';
-    const handle = faultsAllowed(request, gate)
-      ? deps.scenarios.match(scenarioRequest(raw, url, body))
-      : undefined;
+    const handle =
+      deps.scenarios.size > 0 && faultsAllowed(request, gate)
+        ? deps.scenarios.match(scenarioRequest(raw, url, body))
+        : undefined;
     const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
     let step: ScenarioStep | undefined;
     if (handle !== undefined && fault('scenario', scenario!, 'scenario', handle.position)) {
