@@ -141,7 +141,8 @@ export function echoScenarioSchema(): JsonSchemaObject {
   return {
     type: 'object',
     description:
-      'EchoScenario scripts the responses of one request path on the echo-chaos pods of a target; ' +
+      'EchoScenario scripts the responses of the requests that match a path or pattern (and optional ' +
+      'method, header, query and body conditions) on the echo-chaos pods of a target; ' +
       'the echo-chaos operator pushes it to every ready pod.',
     required: ['spec'],
     properties: {
@@ -150,12 +151,15 @@ export function echoScenarioSchema(): JsonSchemaObject {
       metadata: { type: 'object' },
       spec: {
         type: 'object',
-        description: 'The scenario and the pods that serve it.',
-        required: ['target', 'path', 'responses'],
+        description:
+          'The scenario and the pods that serve it: every field of a scenario but name (the scenario is ' +
+          'named after this EchoScenario). method is a list here (a structural schema has no unions).',
+        required: ['target', 'responses'],
+        // Exactly one of path and pathPattern (value validation only, as structural schemas allow).
+        oneOf: [{ required: ['path'] }, { required: ['pathPattern'] }],
         properties: {
           target: targetSchema,
-          path: scenario.properties['path'],
-          responses: scenario.properties['responses'],
+          ...Object.fromEntries(Object.entries(scenario.properties).filter(([name]) => name !== 'name')),
         },
       },
       status: statusSchema,
@@ -188,6 +192,7 @@ export function echoScenarioCrd(): JsonSchemaObject {
           subresources: { status: {} },
           additionalPrinterColumns: [
             { name: 'Path', type: 'string', jsonPath: '.spec.path' },
+            { name: 'Pattern', type: 'string', priority: 1, jsonPath: '.spec.pathPattern' },
             {
               name: 'Target',
               type: 'string',

@@ -34,6 +34,16 @@ export const ECHO_ERRORS = {
     message: 'invalid scenarios: %s',
     when: '`POST /scenario` got scenarios that fail validation; `details` lists every problem; the old set stays',
   },
+  ECHO_ERR_INVALID_SCENARIO_STATE: {
+    status: 400,
+    message: 'invalid scenario state request: %s',
+    when: '`POST /scenario/reset` or `PUT /scenario/state` body is malformed, `PUT /scenario/state` names more than one scenario by `path`, or its `position` is out of range; nothing changes',
+  },
+  ECHO_ERR_SCENARIO_NOT_FOUND: {
+    status: 404,
+    message: 'no scenario has %s',
+    when: '`POST /scenario/reset` or `PUT /scenario/state` names a `name` or `path` no current scenario has; nothing changes',
+  },
   ECHO_ERR_INVALID_REPLAY: {
     status: 400,
     message: 'invalid replay request: %s',

@@ -3,7 +3,7 @@ import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Co
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
-import type { ScenarioStep } from '../scenario/index.ts';
+import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
 import { applyFault, type FaultGate, faultsAllowed } from './applied.ts';
 import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { brokenContent, sendBrokenBody } from './broken-bodies.ts';
@@ -26,7 +26,11 @@ export interface PipelineDeps {
   /** `ECHO_SEED`'s sequence: each echoed request draws its own seed from it, in arrival order. */
   readonly seeds?: RandomSource;
   readonly history: History;
-  readonly scenarios: { next(path: string): ScenarioStep | undefined };
+  readonly scenarios: {
+    readonly size: number;
+    match(request: ScenarioRequest): ScenarioHandle | undefined;
+    take(handle: ScenarioHandle): ScenarioStep;
+  };
   readonly metrics: EchoMetrics;
   /** The safety valve and master switch of faults. */
   readonly faults: FaultGate;
@@ -95,10 +99,17 @@ export function createEchoHandler(deps: PipelineDeps) {
     // Slow bodies, decided as a body is about to go (a broken or bodiless answer gets none).
     const slow = () => shapingFor(request, controls, config.maxDelayMs, deps.drainSignal, fault);
 
-    const path = pathOf(raw.url ?? '/');
-    let step = faultsAllowed(request, gate) ? deps.scenarios.next(path) : undefined;
-    if (step !== undefined && !fault('scenario', `scenario ${path}`, 'scenario', step.index))
-      step = undefined;
+    // The scenario's position moves only once its fault is admitted (safety valve, master switch).
+    const url = raw.url ?? '/';
+    const handle =
+      deps.scenarios.size > 0 && faultsAllowed(request, gate)
+        ? deps.scenarios.match(scenarioRequest(raw, url, body))
+        : undefined;
+    const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
+    let step: ScenarioStep | undefined;
+    if (handle !== undefined && fault('scenario', scenario!, 'scenario', handle.position)) {
+      step = deps.scenarios.take(handle);
+    }
 
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
     // error below take over when they strike.
@@ -118,7 +129,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     }
     if (step?.delay !== undefined) {
       const drawn = drawDelayMs(step.delay, random, config.maxDelayMs);
-      if (drawn > 0 && fault('delay', `scenario ${path}`, 'scenario', drawn)) delayMs += drawn;
+      if (drawn > 0 && fault('delay', scenario!, 'scenario', drawn)) delayMs += drawn;
     }
     if (delayMs > 0 && request.echoFault === 'none') request.echoFault = 'delay';
     if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
@@ -221,9 +232,15 @@ const EMPTY = Buffer.alloc(0);
 /** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
 const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
 
-function pathOf(url: string): string {
+function scenarioRequest(raw: FastifyRequest['raw'], url: string, body: Buffer | undefined): ScenarioRequest {
   const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
+  return {
+    method: raw.method ?? 'GET',
+    path: q === -1 ? url : url.slice(0, q),
+    query: q === -1 ? '' : url.slice(q + 1),
+    headers: raw.headers,
+    body,
+  };
 }
 
 export function protocolOf(request: FastifyRequest): string {

@@ -4,6 +4,7 @@ import {
   isScenarioError,
   parseScenarioDocument,
   type ScenarioInvalidError,
+  type ScenarioSelector,
   validateScenarios,
 } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
@@ -143,6 +144,7 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
   registerControls(app, state);
 
   app.get('/scenario', async () => scenarios.list());
+  registerScenarioState(app, state);
 
   // YAML is accepted by /scenario alone, so its parser lives in a scope of its own.
   await app.register(async (scope) => {
@@ -216,6 +218,76 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
     scenarios.replace(parsed.scenarios);
     return { status: 'scenarios updated', count: parsed.scenarios.length };
   });
+}
+
+/**
+ * Scenario state: `GET /scenario/state` lists where each scenario stands; `POST /scenario/reset`
+ * starts every scenario again (or one, by `{"name"}`, or those of one `{"path"}`: a path or
+ * pathPattern as written); `PUT /scenario/state {"name"|"path", "position"}` moves one scenario.
+ * A selector that names nothing is a 404 `ECHO_ERR_SCENARIO_NOT_FOUND`; a malformed body, a path
+ * naming several scenarios (for PUT) or a position out of range a 400 `ECHO_ERR_INVALID_SCENARIO_STATE`;
+ * either way nothing changes.
+ */
+function registerScenarioState(app: FastifyInstance, state: EchoState): void {
+  const { scenarios } = state;
+  app.get('/scenario/state', async () => ({ scenarios: scenarios.states() }));
+
+  app.post('/scenario/reset', async (request) => {
+    const body = request.body as unknown;
+    if (body === undefined || body === null || (isPlainObject(body) && Object.keys(body).length === 0)) {
+      return { status: 'scenarios reset', scenarios: scenarios.reset() };
+    }
+    const selector = parseSelector(body, [], 'expected no body, {} or {"name": "..."} or {"path": "..."}');
+    const reset = scenarios.reset(selector);
+    if (reset.length === 0) throw new EchoError('ECHO_ERR_SCENARIO_NOT_FOUND', [describeSelector(selector)]);
+    return { status: 'scenarios reset', scenarios: reset };
+  });
+
+  app.put('/scenario/state', async (request) => {
+    const body = request.body as unknown;
+    const expected = 'expected {"name": "...", "position": N} or {"path": "...", "position": N}';
+    const selector = parseSelector(body, ['position'], expected);
+    const position = (body as Record<string, unknown>)['position'];
+    if (typeof position !== 'number' || !Number.isInteger(position)) {
+      throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [
+        `position must be an integer, got ${JSON.stringify(position) ?? 'nothing'}`,
+      ]);
+    }
+    const result = scenarios.setPosition(selector, position);
+    if (!result.ok) {
+      if (result.reason === 'not-found') {
+        throw new EchoError('ECHO_ERR_SCENARIO_NOT_FOUND', [describeSelector(selector)]);
+      }
+      throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [result.message]);
+    }
+    return { status: 'scenario position set', scenario: result.state };
+  });
+}
+
+/** `{"name": "..."}` or `{"path": "..."}`, plus the `extra` keys a route reads itself. */
+function parseSelector(body: unknown, extra: readonly string[], expected: string): ScenarioSelector {
+  const fail = (): never => {
+    throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [
+      `${expected}, got ${(JSON.stringify(body) ?? 'nothing').slice(0, 200)}`,
+    ]);
+  };
+  if (!isPlainObject(body)) return fail();
+  const keys = Object.keys(body).filter((key) => !extra.includes(key));
+  if (keys.length !== 1) return fail();
+  const [key] = keys;
+  const value = body[key!];
+  if ((key !== 'name' && key !== 'path') || typeof value !== 'string' || value === '') return fail();
+  return key === 'name' ? { name: value as string } : { path: value as string };
+}
+
+function describeSelector(selector: ScenarioSelector): string {
+  return 'name' in selector
+    ? `name ${JSON.stringify(selector.name)}`
+    : `path ${JSON.stringify(selector.path)}`;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseYamlScenarios(text: string, maxDelayMs: number): ReturnType<typeof validateScenarios> {

@@ -45,7 +45,18 @@ export interface EchoScenario {
   kind?: string;
   /** As client-node types it; a custom object's `creationTimestamp` really arrives as a string. */
   metadata: V1ObjectMeta;
-  spec?: { target?: EchoScenarioTarget; path?: unknown; responses?: unknown };
+  /** The target, and every field of a scenario but `name` (the operator names it after the EchoScenario). */
+  spec?: {
+    target?: EchoScenarioTarget;
+    path?: unknown;
+    pathPattern?: unknown;
+    method?: unknown;
+    headers?: unknown;
+    query?: unknown;
+    body?: unknown;
+    cycle?: unknown;
+    responses?: unknown;
+  };
   status?: EchoScenarioStatus;
 }
 
@@ -138,12 +149,75 @@ export function specProblems(es: EchoScenario): string | undefined {
     }
     if (target.port === undefined || target.port === '') problems.push('spec.target.port: required');
   }
-  const result = validateScenarios([{ path: spec?.path, responses: spec?.responses }]);
+  const result = validateScenarios([scenarioFields(spec)]);
   if (!result.ok) {
     for (const p of result.problems)
       problems.push(`spec${p.path.replace(/^\/0/, '').replaceAll('/', '.')}: ${p.message}`);
   }
   return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+/** The scenario fields of a spec that are given, as they are (unvalidated). */
+function scenarioFields(spec: EchoScenario['spec']): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const key of SCENARIO_SPEC_FIELDS) {
+    if (spec?.[key] !== undefined) fields[key] = spec[key];
+  }
+  return fields;
+}
+
+const SCENARIO_SPEC_FIELDS = [
+  'path',
+  'pathPattern',
+  'method',
+  'headers',
+  'query',
+  'body',
+  'cycle',
+  'responses',
+] as const;
+
+/**
+ * The scenario a valid EchoScenario pushes: its spec's fields, named after the EchoScenario (unique
+ * in the namespace, so the echo's state routes can address it by `name`).
+ */
+export function scenarioOf(es: EchoScenario): Scenario {
+  const result = validateScenarios([{ name: es.metadata.name, ...scenarioFields(es.spec) }]);
+  if (!result.ok) throw new Error(`scenarioOf: invalid EchoScenario ${es.metadata.name}`);
+  return result.scenarios[0]!;
+}
+
+/**
+ * What a scenario matches, as one text: two EchoScenarios of one target with the same key would
+ * serve the same requests, so only the older is pushed (a newer one with other conditions on the
+ * same path is fine: the echo tries them oldest first). Method and header names are case-insensitive.
+ */
+export function matchKey(scenario: Scenario): string {
+  const sorted = (map: Record<string, string> | undefined, lower: boolean) =>
+    map === undefined
+      ? undefined
+      : Object.entries(map)
+          .map(([k, v]) => [lower ? k.toLowerCase() : k, v])
+          .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0));
+  return JSON.stringify([
+    scenario.path ?? null,
+    scenario.pathPattern ?? null,
+    scenario.method === undefined ? null : [...new Set(scenario.method.map((m) => m.toUpperCase()))].sort(),
+    sorted(scenario.headers, true) ?? null,
+    sorted(scenario.query, false) ?? null,
+    scenario.body ?? null,
+  ]);
+}
+
+/** How a conflict names what is taken: the path or pattern, and "with conditions" when it has them. */
+function describeMatch(scenario: Scenario): string {
+  const where = scenario.path !== undefined ? `path ${scenario.path}` : `pathPattern ${scenario.pathPattern}`;
+  const conditions =
+    scenario.method !== undefined ||
+    scenario.headers !== undefined ||
+    scenario.query !== undefined ||
+    scenario.body !== undefined;
+  return conditions ? `${where} with the same conditions` : where;
 }
 
 /** The ready endpoints of a pod selector: pods from the cache, their container port. */
@@ -220,9 +294,9 @@ export function planNamespace(
 ): NamespacePlan {
   const states = new Map<string, ScenarioState>();
   const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[]; owners: string[] }>();
-  /** endpoint key → path → owning EchoScenario name. */
+  /** endpoint key → match key (see `matchKey`) → owning EchoScenario name. */
   const claims = new Map<string, Map<string, string>>();
-  /** Target identity → path → owner, for conflicts while no pod is up. */
+  /** Target identity and match key → owner, for conflicts while no pod is up. */
   const targetClaims = new Map<string, string>();
   const entry = (endpoint: Endpoint) => {
     const found = desired.get(endpoint.key) ?? { endpoint, scenarios: [], owners: [] };
@@ -263,14 +337,15 @@ export function planNamespace(
       states.set(name, { kind: 'Deleting', endpoints });
       continue;
     }
-    const path = es.spec!.path as string;
-    const identity = `${target.service ?? JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}|${target.port}|${path}`;
+    const scenario = scenarioOf(es);
+    const key = matchKey(scenario);
+    const identity = `${target.service ?? JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}|${target.port}|${key}`;
     let owner = targetClaims.get(identity);
-    for (const endpoint of endpoints) owner ??= claims.get(endpoint.key)?.get(path);
+    for (const endpoint of endpoints) owner ??= claims.get(endpoint.key)?.get(key);
     if (owner !== undefined) {
       states.set(name, {
         kind: 'Conflict',
-        message: `path ${path} is already served by older EchoScenario ${owner}`,
+        message: `${describeMatch(scenario)} is already served by older EchoScenario ${owner}`,
         endpoints,
       });
       continue;
@@ -284,10 +359,9 @@ export function planNamespace(
       });
       continue;
     }
-    const scenario: Scenario = { path, responses: es.spec!.responses as Scenario['responses'] };
     for (const endpoint of endpoints) {
-      const paths = claims.get(endpoint.key) ?? new Map<string, string>();
-      claims.set(endpoint.key, paths.set(path, name));
+      const keys = claims.get(endpoint.key) ?? new Map<string, string>();
+      claims.set(endpoint.key, keys.set(key, name));
       const wanted = entry(endpoint);
       wanted.scenarios.push(scenario);
       wanted.owners.push(name);

@@ -5,17 +5,24 @@
 import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { DELAY_SPEC_FORM } from './duration.ts';
 import {
+  MAX_BODY_CONDITION_LENGTH,
   MAX_BODY_LENGTH,
+  MAX_CONDITIONS,
   MAX_HEADERS,
+  MAX_METHODS,
+  MAX_NAME_LENGTH,
   MAX_PATH_LENGTH,
+  MAX_PATTERN_LENGTH,
+  MAX_REPEAT,
   MAX_RESPONSES,
   MAX_SCENARIOS,
   MAX_STATUS,
   MIN_STATUS,
 } from './schema.ts';
 
-const SCENARIO_KEYS = 'path, responses';
-const RESPONSE_KEYS = 'status, delay, body, headers';
+const SCENARIO_KEYS = 'name, path, pathPattern, method, headers, query, body, cycle, responses';
+const RESPONSE_KEYS = 'status, delay, body, repeat, headers';
+const BODY_KEYS = 'contains, equals, jsonPointer, value';
 const PATH_FORM =
   'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#"';
 const HEADER_VALUE_FORM = 'printable ASCII or Latin-1 text (no CR, LF, NUL or other control characters)';
@@ -28,14 +35,11 @@ interface Field {
   readonly unit?: string;
 }
 
-const FIELDS: Readonly<Record<string, Field>> = {
-  scenario: { label: 'scenario', expected: 'an object with path and responses' },
-  path: { label: 'path', expected: `${PATH_FORM}, at most ${MAX_PATH_LENGTH} characters long` },
-  responses: { label: 'responses', expected: `an array of 1-${MAX_RESPONSES} responses`, unit: 'responses' },
-  response: { label: 'response', expected: 'an object with status and optionally delay, body and headers' },
+const RESPONSE_FIELDS: Readonly<Record<string, Field>> = {
   status: { label: 'status', expected: `an integer ${MIN_STATUS}-${MAX_STATUS}` },
   delay: { label: 'delay', expected: `a string holding ${DELAY_SPEC_FORM}` },
   body: { label: 'body', expected: `a string of at most ${MAX_BODY_LENGTH} characters` },
+  repeat: { label: 'repeat', expected: `an integer 1-${MAX_REPEAT}` },
   headers: {
     label: 'headers',
     expected: `an object of header names to string values, at most ${MAX_HEADERS} entries`,
@@ -43,13 +47,52 @@ const FIELDS: Readonly<Record<string, Field>> = {
   },
 };
 
+const SCENARIO_FIELDS: Readonly<Record<string, Field>> = {
+  name: {
+    label: 'name',
+    expected: `a string of letters, digits, ".", "_" and "-" starting with a letter or digit, at most ${MAX_NAME_LENGTH} characters`,
+  },
+  path: { label: 'path', expected: `${PATH_FORM}, at most ${MAX_PATH_LENGTH} characters long` },
+  pathPattern: {
+    label: 'pathPattern',
+    expected: `a glob starting with "/" (visible ASCII, * and **) or re:<regex>, at most ${MAX_PATTERN_LENGTH} characters long`,
+  },
+  method: {
+    label: 'method',
+    expected: `an HTTP method (letters only) or a list of 1-${MAX_METHODS} of them`,
+    unit: 'methods',
+  },
+  headers: {
+    label: 'headers',
+    expected: `an object of header names to exact values or re:<regex>, at most ${MAX_CONDITIONS} entries`,
+    unit: 'entries',
+  },
+  query: {
+    label: 'query',
+    expected: `an object of parameter names to exact values or re:<regex>, at most ${MAX_CONDITIONS} entries`,
+    unit: 'entries',
+  },
+  body: { label: 'body', expected: `an object with one of ${BODY_KEYS.replace(', value', '')} (with value)` },
+  cycle: { label: 'cycle', expected: 'true or false' },
+  responses: { label: 'responses', expected: `an array of 1-${MAX_RESPONSES} responses`, unit: 'responses' },
+};
+
+const BODY_FIELD: Field = {
+  label: 'body condition',
+  expected: `a string of at most ${MAX_BODY_CONDITION_LENGTH} characters`,
+};
+
 /** One clear message for a schema error, whatever TypeBox's own wording. */
 export function schemaMessage(error: ValueError): string {
   const segments = error.path.split('/').slice(1).map(unescapePointer);
   const key = segments.at(-1) ?? '';
   if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    const allowed = segments.length <= 2 ? SCENARIO_KEYS : RESPONSE_KEYS;
-    const owner = segments.length <= 2 ? 'scenario' : 'response';
+    const [owner, allowed] =
+      segments[1] === 'responses'
+        ? ['response', RESPONSE_KEYS]
+        : segments[1] === 'body'
+          ? ['body condition', BODY_KEYS]
+          : ['scenario', SCENARIO_KEYS];
     return `unknown property ${quote(key)} in ${owner}; expected only ${allowed}`;
   }
   const field = fieldAt(segments);
@@ -72,26 +115,35 @@ export function schemaMessage(error: ValueError): string {
   }
 }
 
+/** What the value at a location is, from its place: `/i/key`, `/i/responses/j/key`, ... */
 function fieldAt(segments: string[]): Field {
-  switch (segments.length) {
-    case 0:
-      return { label: 'input', expected: `an array of at most ${MAX_SCENARIOS} scenarios` };
-    case 1:
-      return FIELDS['scenario']!;
-    case 3:
-      return FIELDS['response']!;
-    case 5: {
-      const name = segments[4] ?? '';
+  const [, key = '', third, fourth, fifth] = segments;
+  if (segments.length === 0)
+    return { label: 'input', expected: `an array of at most ${MAX_SCENARIOS} scenarios` };
+  if (segments.length === 1)
+    return { label: 'scenario', expected: 'an object with path or pathPattern, and responses' };
+  if (segments.length === 2) return SCENARIO_FIELDS[key] ?? { label: key, expected: 'valid' };
+  if (key === 'responses') {
+    if (segments.length === 3)
       return {
-        label: `header ${quote(name)} value`,
-        expected: `a string of ${HEADER_VALUE_FORM}`,
+        label: 'response',
+        expected: 'an object with status and optionally delay, body, repeat and headers',
       };
-    }
-    default: {
-      const key = segments.at(-1) ?? '';
-      return FIELDS[key] ?? { label: key, expected: 'valid' };
-    }
+    if (segments.length === 4)
+      return RESPONSE_FIELDS[fourth ?? ''] ?? { label: fourth ?? '', expected: 'valid' };
+    return { label: `header ${quote(fifth ?? '')} value`, expected: `a string of ${HEADER_VALUE_FORM}` };
   }
+  if (key === 'method')
+    return { label: 'method', expected: 'an HTTP method: letters only, at most 32 characters' };
+  if (key === 'body') {
+    const expected =
+      third === 'jsonPointer'
+        ? `a JSON Pointer such as "/order/id" ("~" written ~0, "/" in a key ~1), at most ${MAX_PATTERN_LENGTH} characters`
+        : BODY_FIELD.expected;
+    return { label: `body.${third ?? ''}`, expected };
+  }
+  const what = key === 'headers' ? 'header' : 'query parameter';
+  return { label: `${what} ${quote(third ?? '')} condition`, expected: `a string of ${HEADER_VALUE_FORM}` };
 }
 
 /** A short, exact account of a value found where something else was expected. */

@@ -23,6 +23,22 @@ export const MAX_HEADER_NAME_LENGTH = 256;
 export const MAX_HEADER_VALUE_LENGTH = 8192;
 /** Longest `delay` text, in characters: room for a weighted list of 32 entries. */
 export const MAX_DELAY_LENGTH = 512;
+/** Longest `pathPattern`, and longest `re:` text anywhere in a scenario, in characters. */
+export const MAX_PATTERN_LENGTH = 512;
+/** Longest scenario `name`, in characters: a Kubernetes object name fits (the operator uses it). */
+export const MAX_NAME_LENGTH = 253;
+/** Most methods in one scenario's `method` list. */
+export const MAX_METHODS = 16;
+/** Longest method name, in characters. */
+export const MAX_METHOD_LENGTH = 32;
+/** Most entries in one scenario's `headers` or `query` condition map. */
+export const MAX_CONDITIONS = 32;
+/** Longest query parameter value (or `re:` text) a condition may name, in characters. */
+export const MAX_QUERY_VALUE_LENGTH = 2048;
+/** Longest `body.contains`, `body.equals` or `body.value`, in characters. */
+export const MAX_BODY_CONDITION_LENGTH = 65_536;
+/** Largest `repeat` of one response. */
+export const MAX_REPEAT = 1_000_000;
 /** Lowest response status. */
 export const MIN_STATUS = 100;
 /** Highest response status. */
@@ -55,6 +71,22 @@ export const HEADER_VALUE_PATTERN = String.raw`^[\t\x20-\x7e\x80-\xff]*$`;
  */
 export const HEADER_NAME_PATTERN = "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$";
 
+/**
+ * A `pathPattern`: a glob starting with `/` (`*` is any characters of one segment, `**` any
+ * characters at all), or a regular expression written `re:<regex>`. Whether the regex compiles is
+ * checked by `validateScenarios`, once.
+ */
+export const PATH_GLOB_OR_REGEX_PATTERN = '^(?:re:[ -~]+|/[!"$->@-~]*)$';
+
+/** A scenario `name`: letters, digits, `.`, `_` and `-`, starting with a letter or digit. */
+export const NAME_PATTERN = '^[A-Za-z0-9][-A-Za-z0-9_.]*$';
+
+/** An HTTP method as a scenario names it: letters only, any case (matched case-insensitively). */
+export const METHOD_PATTERN = '^[A-Za-z]+$';
+
+/** A JSON Pointer (RFC 6901): empty (the whole document) or `/`-separated segments, `~` escaped. */
+export const JSON_POINTER_PATTERN = '^(?:/(?:[^~]|~[01])*)*$';
+
 const HeaderValueSchema = Type.String({
   description: 'Header value: printable ASCII or Latin-1 text; no CR, LF, NUL or other control characters.',
   maxLength: MAX_HEADER_VALUE_LENGTH,
@@ -86,6 +118,13 @@ export const ScenarioResponseSchema = Type.Object(
         maxLength: MAX_BODY_LENGTH,
       }),
     ),
+    repeat: Type.Optional(
+      Type.Integer({
+        description: `How many matching requests get this response before the cycle moves on, 1-${MAX_REPEAT} (default 1).`,
+        minimum: 1,
+        maximum: MAX_REPEAT,
+      }),
+    ),
     headers: Type.Optional(
       // A map: `additionalProperties` with a schema, and no `properties` entries, is the structural
       // form Kubernetes accepts. `Unsafe` only gives it the right static type.
@@ -102,41 +141,161 @@ export const ScenarioResponseSchema = Type.Object(
     ),
   },
   {
-    description: 'One scripted response: status, and optionally delay, body and headers.',
+    description: 'One scripted response: status, and optionally delay, body, repeat and headers.',
     additionalProperties: false,
   },
 );
 
-/** The JSON schema of one scenario: a path and the responses it cycles through. */
+/**
+ * A condition map (`headers`, `query`): name to an exact value or `re:<regex>`. A map, like the
+ * response headers, so that Kubernetes accepts it; names are checked by `validateScenarios`.
+ */
+function conditionMap(description: string, valueMaxLength: number) {
+  return Type.Unsafe<Record<string, string>>(
+    Type.Object(
+      {},
+      {
+        description,
+        maxProperties: MAX_CONDITIONS,
+        additionalProperties: Type.String({
+          description: 'The exact value, or re:<regex> matched against the whole value.',
+          maxLength: valueMaxLength,
+          pattern: HEADER_VALUE_PATTERN,
+        }),
+      },
+    ),
+  );
+}
+
+/** The JSON schema of a request body condition: one of `contains`, `equals`, or `jsonPointer` with `value`. */
+export const BodyConditionSchema = Type.Object(
+  {
+    contains: Type.Optional(
+      Type.String({
+        description: 'The request body (as UTF-8 text) contains this text.',
+        maxLength: MAX_BODY_CONDITION_LENGTH,
+      }),
+    ),
+    equals: Type.Optional(
+      Type.String({
+        description: 'The request body (as UTF-8 text) is exactly this text.',
+        maxLength: MAX_BODY_CONDITION_LENGTH,
+      }),
+    ),
+    jsonPointer: Type.Optional(
+      Type.String({
+        description:
+          'A JSON Pointer (RFC 6901, e.g. /order/id) into the request body parsed as JSON; needs value.',
+        maxLength: MAX_PATTERN_LENGTH,
+        pattern: JSON_POINTER_PATTERN,
+      }),
+    ),
+    value: Type.Optional(
+      Type.String({
+        description:
+          'What jsonPointer must point at: a string is compared as is, any other JSON value by its JSON ' +
+          'text (42, true, null); or re:<regex> matched against that text.',
+        maxLength: MAX_BODY_CONDITION_LENGTH,
+      }),
+    ),
+  },
+  {
+    description: 'Request body condition: exactly one of contains, equals, or jsonPointer with value.',
+    additionalProperties: false,
+  },
+);
+
+/**
+ * The JSON schema of one scenario: what it matches (exactly one of `path` and `pathPattern`, plus
+ * optional conditions) and the responses it serves.
+ */
 export const ScenarioSchema = Type.Object(
   {
-    path: Type.String({
-      description:
-        'Request path the scenario matches exactly: starts with /, visible ASCII (percent-encode the rest), ' +
-        'no query or fragment.',
-      maxLength: MAX_PATH_LENGTH,
-      pattern: PATH_PATTERN,
-    }),
+    name: Type.Optional(
+      Type.String({
+        description: `Name of the scenario, unique in the set (letters, digits, ., _, -; at most ${MAX_NAME_LENGTH}); used by the state routes and in X-Echo-Applied.`,
+        maxLength: MAX_NAME_LENGTH,
+        pattern: NAME_PATTERN,
+      }),
+    ),
+    path: Type.Optional(
+      Type.String({
+        description:
+          'Request path the scenario matches exactly: starts with /, visible ASCII (percent-encode the rest), ' +
+          'no query or fragment. Exactly one of path and pathPattern.',
+        maxLength: MAX_PATH_LENGTH,
+        pattern: PATH_PATTERN,
+      }),
+    ),
+    pathPattern: Type.Optional(
+      Type.String({
+        description:
+          'Request path pattern: a glob starting with / (visible ASCII; * matches within one segment, ** across ' +
+          'segments) ' +
+          `or re:<regex> matched against the whole path; at most ${MAX_PATTERN_LENGTH} characters. ` +
+          'Exactly one of path and pathPattern.',
+        maxLength: MAX_PATTERN_LENGTH,
+        pattern: PATH_GLOB_OR_REGEX_PATTERN,
+      }),
+    ),
+    method: Type.Optional(
+      Type.Array(
+        Type.String({
+          description: 'An HTTP method, e.g. GET; matched case-insensitively.',
+          maxLength: MAX_METHOD_LENGTH,
+          pattern: METHOD_PATTERN,
+        }),
+        {
+          description:
+            'Request methods the scenario matches, any of them. A list; the file and POST /scenario also ' +
+            'take a single string.',
+          minItems: 1,
+          maxItems: MAX_METHODS,
+        },
+      ),
+    ),
+    headers: Type.Optional(
+      conditionMap(
+        `Request headers that must be present: name (case-insensitive) to exact value or re:<regex>; at most ${MAX_CONDITIONS}.`,
+        MAX_HEADER_VALUE_LENGTH,
+      ),
+    ),
+    query: Type.Optional(
+      conditionMap(
+        `Query parameters that must be present: name to exact value or re:<regex> (any of a repeated parameter's values); at most ${MAX_CONDITIONS}.`,
+        MAX_QUERY_VALUE_LENGTH,
+      ),
+    ),
+    body: Type.Optional(BodyConditionSchema),
+    cycle: Type.Optional(
+      Type.Boolean({
+        description:
+          'Whether to start again after the last response (default true); false stays on the last one.',
+      }),
+    ),
     responses: Type.Array(ScenarioResponseSchema, {
-      description: 'Responses returned in order, one per matching request, wrapping after the last.',
+      description:
+        'Responses returned in order, one per matching request (each repeat times), wrapping after the last.',
       minItems: 1,
       maxItems: MAX_RESPONSES,
     }),
   },
   {
-    description: 'A scripted response sequence for one request path.',
+    description: 'A scripted response sequence for the requests that match a path or pattern and conditions.',
     additionalProperties: false,
   },
 );
 
 /** The JSON schema of a scenario set: the body of `POST /scenario` and the scenario file. */
 export const ScenarioListSchema = Type.Array(ScenarioSchema, {
-  description: 'Scenarios, at most one per path.',
+  description: 'Scenarios; the first that matches a request serves it.',
   maxItems: MAX_SCENARIOS,
 });
 
 /** One scripted response, as validated. */
 export type ScenarioResponse = Static<typeof ScenarioResponseSchema>;
+/** A request body condition, as validated. */
+export type BodyCondition = Static<typeof BodyConditionSchema>;
 /** One scenario, as validated. */
 export type Scenario = Static<typeof ScenarioSchema>;
 

@@ -4,6 +4,7 @@
  */
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { DELAY_SPEC_FORM, parseDelayBounds } from './duration.ts';
+import { compilePathPattern, compileTextMatcher } from './matchers.ts';
 import { describe, escapePointer, quote, schemaMessage } from './problem-messages.ts';
 import { MAX_PROBLEMS, ProblemList, type ScenarioProblem } from './problems.ts';
 import {
@@ -55,9 +56,13 @@ const HEADER_NAME_CHARS = "letters, digits and !#$%&'*+-.^_`|~";
 /**
  * Validates a scenario set: the parsed body of `POST /scenario`, a scenario file or the operator's
  * merged array. Checks the schema (types, required and unknown fields, status 100-599, `delay`
- * grammar, lengths and counts) and what it cannot express: a reversed delay range, a delay above
- * `maxDelayMs` (or {@link MAX_TIMER_DELAY_MS}), a `path` used twice, header names that are not HTTP
- * tokens, repeat in another case, or are reserved (`Connection`, `Content-Length`, ...).
+ * grammar, lengths and counts) and what it cannot express: exactly one of `path` and `pathPattern`,
+ * a pattern or `re:` value that does not compile, a body condition with not exactly one of
+ * `contains`, `equals` and `jsonPointer` (and `value` only beside `jsonPointer`), a reversed delay
+ * range, a delay above `maxDelayMs` (or {@link MAX_TIMER_DELAY_MS}), a `name` used twice, an exact
+ * `path` without other conditions used twice (a second one could never match), header names that
+ * are not HTTP tokens, repeat in another case, or are reserved (`Connection`, `Content-Length`, ...).
+ * A `method` given as one string is taken as a list of one.
  *
  * Never throws because of the input: anything at all (null, strings, cycles, huge arrays) gives a
  * result. Counts are checked before contents, so an oversized array costs no deep walk.
@@ -103,13 +108,35 @@ function failure(problems: ScenarioProblem[]): ValidateScenariosResult {
 
 /** A deep copy of a validated scenario, keeping only the schema's fields. */
 export function copyScenario(scenario: Scenario): Scenario {
-  return { path: scenario.path, responses: scenario.responses.map(copyResponse) };
+  const copy: Scenario = {} as Scenario;
+  if (scenario.name !== undefined) copy.name = scenario.name;
+  if (scenario.path !== undefined) copy.path = scenario.path;
+  if (scenario.pathPattern !== undefined) copy.pathPattern = scenario.pathPattern;
+  if (scenario.method !== undefined) copy.method = [...scenario.method];
+  if (scenario.headers !== undefined) copy.headers = Object.fromEntries(Object.entries(scenario.headers));
+  if (scenario.query !== undefined) copy.query = Object.fromEntries(Object.entries(scenario.query));
+  if (scenario.body !== undefined) copy.body = { ...scenario.body };
+  if (scenario.cycle !== undefined) copy.cycle = scenario.cycle;
+  copy.responses = scenario.responses.map(copyResponse);
+  return copy;
+}
+
+/** Whether a scenario matches on its exact `path` alone: no pattern, no other condition. */
+export function isPlainPath(scenario: Scenario): boolean {
+  return (
+    scenario.path !== undefined &&
+    scenario.method === undefined &&
+    scenario.headers === undefined &&
+    scenario.query === undefined &&
+    scenario.body === undefined
+  );
 }
 
 function copyResponse(response: ScenarioResponse): ScenarioResponse {
   const copy: ScenarioResponse = { status: response.status };
   if (response.delay !== undefined) copy.delay = response.delay;
   if (response.body !== undefined) copy.body = response.body;
+  if (response.repeat !== undefined) copy.repeat = response.repeat;
   // fromEntries defines own properties, so even a header named `__proto__` survives the copy.
   if (response.headers !== undefined) copy.headers = Object.fromEntries(Object.entries(response.headers));
   return copy;
@@ -117,13 +144,20 @@ function copyResponse(response: ScenarioResponse): ScenarioResponse {
 
 /**
  * The input with every `responses` array cut to {@link MAX_RESPONSES}, so that the schema walk never
- * goes through a huge array: the excess is reported here, once.
+ * goes through a huge array: the excess is reported here, once. A `method` written as one string
+ * becomes a list of one (the CRD, which cannot express a union, takes only the list).
  */
 function boundedView(input: unknown[], problems: ProblemList): unknown[] {
   let view: unknown[] | undefined;
   for (let i = 0; i < input.length; i++) {
-    const scenario = input[i];
-    if (!isRecord(scenario)) continue;
+    const item = input[i];
+    if (!isRecord(item)) continue;
+    let scenario: Record<string, unknown> = item;
+    if (typeof item['method'] === 'string') {
+      view ??= input.slice();
+      scenario = { ...item, method: [item['method']] };
+      view[i] = scenario;
+    }
     const responses = scenario['responses'];
     if (!Array.isArray(responses) || responses.length <= MAX_RESPONSES) continue;
     problems.add(
@@ -154,20 +188,50 @@ function collectSemanticProblems(
   callerLimit: boolean,
 ): void {
   const firstByPath = new Map<string, number>();
+  const firstByName = new Map<string, number>();
   for (let i = 0; i < view.length && !problems.full; i++) {
     const scenario = view[i];
     if (!isRecord(scenario)) continue;
     const path = scenario['path'];
     const pathLocation = `/${i}/path`;
-    if (typeof path === 'string' && !problems.has(pathLocation)) {
+    const pattern = scenario['pathPattern'];
+    const patternLocation = `/${i}/pathPattern`;
+    if ((path === undefined) === (pattern === undefined)) {
+      problems.add(
+        path === undefined ? pathLocation : patternLocation,
+        path === undefined
+          ? 'path or pathPattern is required: a scenario gives exactly one of them'
+          : 'pathPattern cannot be given beside path: a scenario gives exactly one of them',
+      );
+    }
+    if (typeof path === 'string' && !problems.has(pathLocation) && isPlainPath(scenario as Scenario)) {
       const first = firstByPath.get(path);
       if (first === undefined) firstByPath.set(path, i);
       else
         problems.add(
           pathLocation,
-          `path ${quote(path)} is already used by scenario ${first}; paths must be unique`,
+          `path ${quote(path)} without other conditions is already used by scenario ${first}; such paths must be unique`,
         );
     }
+    if (typeof pattern === 'string' && !problems.has(patternLocation)) {
+      const compiled = compilePathPattern(pattern);
+      if (!compiled.ok) problems.add(patternLocation, `pathPattern ${quote(pattern)}: ${compiled.reason}`);
+    }
+    const name = scenario['name'];
+    if (typeof name === 'string' && !problems.has(`/${i}/name`)) {
+      const first = firstByName.get(name);
+      if (first === undefined) firstByName.set(name, i);
+      else
+        problems.add(
+          `/${i}/name`,
+          `name ${quote(name)} is already used by scenario ${first}; names must be unique`,
+        );
+    }
+    checkConditionNames(scenario['headers'], `/${i}/headers`, problems, true);
+    checkConditionNames(scenario['query'], `/${i}/query`, problems, false);
+    checkConditionValues(scenario['headers'], `/${i}/headers`, problems);
+    checkConditionValues(scenario['query'], `/${i}/query`, problems);
+    checkBodyCondition(scenario['body'], `/${i}/body`, problems);
     const responses = scenario['responses'];
     if (!Array.isArray(responses)) continue;
     for (let j = 0; j < responses.length && !problems.full; j++) {
@@ -238,6 +302,71 @@ function checkHeaderNames(headers: unknown, location: string, problems: ProblemL
           `header ${quote(name)} repeats ${quote(first)}: header names are case-insensitive`,
         );
     }
+  }
+}
+
+/** Header condition names are HTTP tokens, unique whatever their case; query names are not empty. */
+function checkConditionNames(map: unknown, location: string, problems: ProblemList, header: boolean): void {
+  if (!isRecord(map)) return;
+  const seen = new Map<string, string>();
+  for (const name of Object.keys(map)) {
+    if (problems.full) return;
+    const at = `${location}/${escapePointer(name)}`;
+    if (name.length === 0 || name.length > MAX_HEADER_NAME_LENGTH) {
+      problems.append(
+        at,
+        `${header ? 'header' : 'query parameter'} name must be 1-${MAX_HEADER_NAME_LENGTH} characters, got ${name.length} characters`,
+      );
+    } else if (header && !HEADER_NAME.test(name)) {
+      problems.append(at, `header name must be an HTTP token (${HEADER_NAME_CHARS}), got ${quote(name)}`);
+    } else if (header) {
+      const lower = name.toLowerCase();
+      const first = seen.get(lower);
+      if (first === undefined) seen.set(lower, name);
+      else
+        problems.append(
+          at,
+          `header ${quote(name)} repeats ${quote(first)}: header names are case-insensitive`,
+        );
+    }
+  }
+}
+
+/** Every `re:` value of a condition map compiles, within the pattern length bound. */
+function checkConditionValues(map: unknown, location: string, problems: ProblemList): void {
+  if (!isRecord(map)) return;
+  for (const [name, value] of Object.entries(map)) {
+    if (problems.full) return;
+    checkTextMatcher(value, `${location}/${escapePointer(name)}`, `value of ${quote(name)}`, problems);
+  }
+}
+
+function checkTextMatcher(value: unknown, at: string, label: string, problems: ProblemList): void {
+  if (typeof value !== 'string' || problems.has(at)) return;
+  const compiled = compileTextMatcher(value);
+  if (!compiled.ok) problems.add(at, `${label} ${quote(value)}: ${compiled.reason}`);
+}
+
+const BODY_FORMS = ['contains', 'equals', 'jsonPointer'] as const;
+
+/** Exactly one of `contains`, `equals`, `jsonPointer`; `value` beside `jsonPointer` and only there. */
+function checkBodyCondition(body: unknown, location: string, problems: ProblemList): void {
+  if (!isRecord(body) || problems.has(location)) return;
+  const given = BODY_FORMS.filter((form) => body[form] !== undefined);
+  if (given.length !== 1) {
+    problems.add(
+      location,
+      `body must give exactly one of contains, equals or jsonPointer (with value), got ${given.length === 0 ? 'none' : given.join(' and ')}`,
+    );
+  } else if (given[0] === 'jsonPointer' && body['value'] === undefined) {
+    problems.add(
+      `${location}/value`,
+      'body.value is required beside jsonPointer: the value it must point at',
+    );
+  } else if (given[0] !== 'jsonPointer' && body['value'] !== undefined) {
+    problems.add(`${location}/value`, 'body.value goes only beside jsonPointer');
+  } else if (given[0] === 'jsonPointer') {
+    checkTextMatcher(body['value'], `${location}/value`, 'body.value', problems);
   }
 }
 

@@ -73,7 +73,7 @@ describe('EchoScenario CRD', () => {
     assert.deepEqual(version?.subresources, { status: {} });
     assert.deepEqual(
       version?.additionalPrinterColumns.map((c) => c.name),
-      ['Path', 'Target', 'Ready', 'Age'],
+      ['Path', 'Pattern', 'Target', 'Ready', 'Age'],
     );
   });
 
@@ -135,7 +135,42 @@ describe('EchoScenario CRD', () => {
     ['delay that is not a duration', { path: '/a', responses: [{ status: 200, delay: 'soon' }] }],
     ['header value with a newline', { path: '/a', responses: [{ status: 200, headers: { 'X-A': 'a\nb' } }] }],
     ['no path', { responses: [{ status: 200 }] }],
+    ['both path and pathPattern', { path: '/a', pathPattern: '/a/*', responses: [{ status: 200 }] }],
+    ['a pathPattern without a leading slash or re:', { pathPattern: 'a/*', responses: [{ status: 200 }] }],
+    [
+      'a pathPattern above 512 characters',
+      { pathPattern: `/${'a'.repeat(512)}`, responses: [{ status: 200 }] },
+    ],
+    ['a method that is not letters', { path: '/a', method: ['GE T'], responses: [{ status: 200 }] }],
+    ['an empty method list', { path: '/a', method: [], responses: [{ status: 200 }] }],
+    ['a repeat of 0', { path: '/a', responses: [{ status: 200, repeat: 0 }] }],
+    ['a cycle that is not a boolean', { path: '/a', cycle: 'no', responses: [{ status: 200 }] }],
+    [
+      'a jsonPointer that is not one',
+      { path: '/a', body: { jsonPointer: 'a', value: '1' }, responses: [{ status: 200 }] },
+    ],
   ];
+
+  test('crd – accepts every matching field, method as a list', () => {
+    const scenario = {
+      pathPattern: 're:/api/v[0-9]+/orders',
+      method: ['GET', 'POST'],
+      headers: { 'X-Tenant': 'acme' },
+      query: { page: 're:[0-9]+' },
+      body: { jsonPointer: '/order/id', value: '7' },
+      cycle: false,
+      responses: [{ status: 503, repeat: 2 }, { status: 200 }],
+    };
+    assert.equal(validateScenarios([scenario]).ok, true);
+    assert.deepEqual(validate(resource({ target, ...scenario })), []);
+    // name is the EchoScenario's own: the spec has no such field (Kubernetes prunes it).
+    const spec = echoScenarioSchema()['properties'] as Record<
+      string,
+      { properties: Record<string, unknown> }
+    >;
+    assert.equal('name' in (spec['spec']?.properties ?? {}), false);
+    assert.ok('pathPattern' in (spec['spec']?.properties ?? {}));
+  });
   for (const [name, scenario] of rejected) {
     test(`crd – rejects what validateScenarios rejects: ${name}`, () => {
       assert.equal(validateScenarios([scenario]).ok, false, 'validateScenarios should reject it');

@@ -256,3 +256,62 @@ test('plan – a deleting EchoScenario is left out; its endpoints are planned wi
     owners: [],
   });
 });
+
+test('plan – the new scenario fields pass through, named after the EchoScenario', () => {
+  const spec = {
+    target: { service: 'echo', port: 'http' },
+    pathPattern: '/orders/*',
+    method: ['POST'],
+    headers: { 'X-Tenant': 'acme' },
+    query: { dry: 'true' },
+    body: { contains: 'urgent' },
+    cycle: false,
+    responses: [{ status: 503, repeat: 2 }, { status: 201 }],
+  };
+  const plan = planNamespace(
+    [{ metadata: { name: 'orders', creationTimestamp: '2026-01-01T00:00:01Z' as unknown as Date }, spec }],
+    [pod('p', { app: 'echo' })],
+    services,
+    controllerSlices([pod('p', { app: 'echo' })]),
+  );
+  assert.equal(plan.scenarios.get('orders')?.kind, 'Active');
+  const { target: _, ...scenario } = spec;
+  assert.deepEqual(plan.desired.get('uid-p:8080')!.scenarios, [{ name: 'orders', ...scenario }]);
+});
+
+test('plan – conflicts: the same path or pattern with the same conditions; other conditions coexist', () => {
+  const at = (name: string, second: number, fields: object): EchoScenario => ({
+    metadata: { name, creationTimestamp: `2026-01-01T00:00:0${second}Z` as unknown as Date },
+    spec: { target: { service: 'echo', port: 'http' }, responses: [{ status: 503 }], ...fields },
+  });
+  const plan = planNamespace(
+    [
+      at('get', 1, { path: '/x', method: ['GET'] }),
+      at('get-again', 2, { path: '/x', method: ['get'] }),
+      at('post', 3, { path: '/x', method: ['POST'] }),
+      at('plain', 4, { path: '/x' }),
+      at('pattern', 5, { pathPattern: '/x' }),
+      at('pattern-again', 6, { pathPattern: '/x' }),
+      at('both', 7, { path: '/x', pathPattern: '/x' }),
+    ],
+    [pod('p', { app: 'echo' })],
+    services,
+    controllerSlices([pod('p', { app: 'echo' })]),
+  );
+  const kinds = Object.fromEntries([...plan.scenarios].map(([name, state]) => [name, state.kind]));
+  assert.deepEqual(kinds, {
+    get: 'Active',
+    'get-again': 'Conflict',
+    post: 'Active',
+    plain: 'Active',
+    pattern: 'Active',
+    'pattern-again': 'Conflict',
+    both: 'Invalid',
+  });
+  const conflict = plan.scenarios.get('get-again');
+  assert.equal(
+    conflict?.kind === 'Conflict' && conflict.message,
+    'path /x with the same conditions is already served by older EchoScenario get',
+  );
+  assert.deepEqual(plan.desired.get('uid-p:8080')!.owners, ['get', 'post', 'plain', 'pattern']);
+});

@@ -5,8 +5,12 @@ import {
   HEADER_VALUE_PATTERN,
   type JsonSchemaObject,
   MAX_BODY_LENGTH,
+  MAX_CONDITIONS,
   MAX_HEADERS,
+  MAX_NAME_LENGTH,
   MAX_PATH_LENGTH,
+  MAX_PATTERN_LENGTH,
+  MAX_REPEAT,
   MAX_RESPONSES,
   MAX_SCENARIOS,
   PATH_PATTERN,
@@ -38,7 +42,7 @@ test('ScenarioListSchema – is structural: no $ref, no unions, a type on every 
   }
   for (const [at, node] of nodes(json)) {
     assert.ok(
-      ['array', 'object', 'string', 'integer'].includes(node['type'] as string),
+      ['array', 'object', 'string', 'integer', 'boolean'].includes(node['type'] as string),
       `${at} has type ${node['type']}`,
     );
   }
@@ -63,15 +67,22 @@ test('ScenarioListSchema – every node has a description and every value a boun
   }
 });
 
-test('ScenarioListSchema – objects are closed except the headers map of strings', () => {
+test('ScenarioListSchema – objects are closed except the maps of strings (headers, query)', () => {
   const objects = nodes(json).filter(([, node]) => node['type'] === 'object');
   assert.deepEqual(
     objects.map(([at]) => at),
-    ['/items', '/items/properties/responses/items', '/items/properties/responses/items/properties/headers'],
+    [
+      '/items',
+      '/items/properties/headers',
+      '/items/properties/query',
+      '/items/properties/body',
+      '/items/properties/responses/items',
+      '/items/properties/responses/items/properties/headers',
+    ],
   );
   for (const [at, node] of objects) {
-    if (at.endsWith('/headers')) {
-      assert.equal(node['maxProperties'], MAX_HEADERS);
+    if (at.endsWith('/headers') || at.endsWith('/query')) {
+      assert.equal(node['maxProperties'], at.includes('responses') ? MAX_HEADERS : MAX_CONDITIONS);
       const values = node['additionalProperties'] as JsonSchemaObject;
       assert.equal(values['type'], 'string');
       assert.equal(values['pattern'], HEADER_VALUE_PATTERN);
@@ -87,7 +98,23 @@ test('ScenarioListSchema – carries the documented limits and required fields',
   const response = (properties['responses'] as JsonSchemaObject)['items'] as JsonSchemaObject;
   const responseProperties = response['properties'] as Record<string, JsonSchemaObject>;
   assert.equal(json['maxItems'], MAX_SCENARIOS);
-  assert.deepEqual(scenario['required'], ['path', 'responses']);
+  // Exactly one of path and pathPattern: validateScenarios checks it (the CRD with a oneOf).
+  assert.deepEqual(scenario['required'], ['responses']);
+  assert.deepEqual(Object.keys(properties), [
+    'name',
+    'path',
+    'pathPattern',
+    'method',
+    'headers',
+    'query',
+    'body',
+    'cycle',
+    'responses',
+  ]);
+  assert.equal(properties['pathPattern']?.['maxLength'], MAX_PATTERN_LENGTH);
+  assert.equal(properties['name']?.['maxLength'], MAX_NAME_LENGTH);
+  assert.equal(properties['method']?.['type'], 'array');
+  assert.equal(properties['cycle']?.['type'], 'boolean');
   assert.equal(properties['path']?.['maxLength'], MAX_PATH_LENGTH);
   assert.equal(properties['path']?.['pattern'], PATH_PATTERN);
   assert.equal(properties['responses']?.['minItems'], 1);
@@ -97,7 +124,9 @@ test('ScenarioListSchema – carries the documented limits and required fields',
   assert.equal(responseProperties['status']?.['maximum'], 599);
   assert.equal(responseProperties['body']?.['maxLength'], MAX_BODY_LENGTH);
   assert.equal(responseProperties['delay']?.['pattern'], DELAY_SPEC_PATTERN);
-  assert.deepEqual(Object.keys(responseProperties), ['status', 'delay', 'body', 'headers']);
+  assert.deepEqual(Object.keys(responseProperties), ['status', 'delay', 'body', 'repeat', 'headers']);
+  assert.equal(responseProperties['repeat']?.['minimum'], 1);
+  assert.equal(responseProperties['repeat']?.['maximum'], MAX_REPEAT);
   assert.equal([MAX_SCENARIOS, MAX_RESPONSES, MAX_HEADERS, MAX_BODY_LENGTH].join(), '1000,1000,100,1048576');
 });
 
@@ -118,7 +147,7 @@ test('toOpenApiV3Schema – gives the structural form a CRD accepts', () => {
     'type',
   ]);
   assert.equal((headers['additionalProperties'] as JsonSchemaObject)['type'], 'string');
-  assert.deepEqual(scenario['required'], ['path', 'responses']);
+  assert.deepEqual(scenario['required'], ['responses']);
   // The input is left alone, and the output is plain JSON.
   assert.equal((ScenarioListSchema.items as unknown as JsonSchemaObject)['additionalProperties'], false);
   assert.deepEqual(JSON.parse(JSON.stringify(crd)), crd);

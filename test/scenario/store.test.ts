@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Scenario, type ScenarioInvalidError, ScenarioStore } from '../../src/scenario/index.ts';
+import {
+  type Scenario,
+  type ScenarioInvalidError,
+  type ScenarioRequest,
+  ScenarioStore,
+} from '../../src/scenario/index.ts';
 
 const orders: Scenario = {
   path: '/orders',
@@ -133,4 +138,143 @@ test('ScenarioStore – list returns copies; neither they nor the replaced input
   assert.notEqual(store.list()[0], store.list()[0]);
   assert.equal(store.next('/orders')?.headers['x-step'], 'one');
   assert.equal(store.next('/changed'), undefined);
+});
+
+const get = (path: string, more: Partial<ScenarioRequest> = {}): ScenarioRequest => ({
+  method: 'GET',
+  path,
+  query: '',
+  headers: {},
+  body: undefined,
+  ...more,
+});
+
+test('ScenarioStore – match finds without advancing; take serves and advances', () => {
+  const store = new ScenarioStore();
+  store.replace([health]);
+  const handle = store.match(get('/flaky'));
+  assert.ok(handle);
+  assert.equal(handle.label, '/flaky');
+  assert.equal(handle.position, 0);
+  assert.equal(store.match(get('/flaky'))?.position, 0, 'matching again moves nothing');
+  assert.equal(store.take(handle).status, 500);
+  assert.equal(handle.position, 1);
+  assert.equal(store.take(handle).status, 200);
+  assert.equal(handle.position, 0);
+  assert.equal(store.match(get('/other')), undefined);
+  assert.throws(() => store.take({ label: 'x', position: 0 }), TypeError);
+});
+
+test('ScenarioStore – list order decides, whether the first match is plain or conditional', () => {
+  const store = new ScenarioStore();
+  store.replace([
+    { name: 'posts', path: '/a', method: ['POST'], responses: [{ status: 201 }] },
+    { path: '/a', responses: [{ status: 200 }] },
+    { pathPattern: '/a', responses: [{ status: 202 }] },
+    { path: '/b', responses: [{ status: 203 }] },
+    { pathPattern: '/*', responses: [{ status: 204 }] },
+  ]);
+  const status = (request: ScenarioRequest) => {
+    const handle = store.match(request);
+    return handle === undefined ? undefined : store.take(handle).status;
+  };
+  assert.equal(status(get('/a', { method: 'post' })), 201);
+  assert.equal(status(get('/a')), 200, 'the plain path before the pattern');
+  assert.equal(status(get('/b')), 203);
+  assert.equal(status(get('/c')), 204);
+  assert.equal(status(get('/c/d')), undefined);
+  assert.equal(store.match(get('/a', { method: 'POST' }))?.label, 'posts');
+});
+
+test('ScenarioStore – glob metacharacters other than * are literal; ** crosses segments', () => {
+  const store = new ScenarioStore();
+  store.replace([{ pathPattern: '/v1.0/(x)/**', responses: [{ status: 200 }] }]);
+  assert.ok(store.match(get('/v1.0/(x)/a/b')));
+  assert.equal(store.match(get('/v1x0/(x)/a')), undefined);
+  assert.equal(store.match(get('/v1.0/x/a')), undefined);
+});
+
+test('ScenarioStore – headers (string or list), query and body conditions', () => {
+  const store = new ScenarioStore();
+  store.replace([
+    { name: 'h', path: '/c', headers: { 'X-A': 're:[0-9]+' }, responses: [{ status: 200 }] },
+    { name: 'q', path: '/c', query: { k: 'v w' }, responses: [{ status: 200 }] },
+    { name: 'b', path: '/c', body: { jsonPointer: '/a~1b/0', value: 'null' }, responses: [{ status: 200 }] },
+    { name: 'w', path: '/c', body: { jsonPointer: '', value: '{"x":1}' }, responses: [{ status: 200 }] },
+  ]);
+  const label = (more: Partial<ScenarioRequest>) => store.match(get('/c', more))?.label;
+  assert.equal(label({ headers: { 'x-a': '12' } }), 'h');
+  assert.equal(label({ headers: { 'x-a': ['no', '7'] } }), 'h');
+  assert.equal(label({ headers: { 'x-a': '1a' } }), undefined);
+  assert.equal(label({ query: 'k=v+w' }), 'q', 'the query is decoded');
+  assert.equal(label({ query: 'k=v%20w' }), 'q');
+  assert.equal(label({ body: Buffer.from('{"a/b":[null]}') }), 'b');
+  assert.equal(label({ body: '{"a/b":[]}' }), undefined);
+  assert.equal(label({ body: '{"x":1}' }), 'w');
+  assert.equal(label({ body: '{"x": 1}' }), 'w', 'compared as JSON text, not as sent');
+});
+
+test('ScenarioStore – repeat, cycle: false, states, reset and setPosition', () => {
+  const store = new ScenarioStore();
+  store.replace([
+    { name: 'r', path: '/r', responses: [{ status: 500, repeat: 2 }, { status: 200 }] },
+    { name: 'once', path: '/o', cycle: false, responses: [{ status: 503 }, { status: 200 }] },
+  ]);
+  assert.deepEqual(statuses(store, '/r', 5), [500, 500, 200, 500, 500]);
+  assert.deepEqual(statuses(store, '/o', 4), [503, 200, 200, 200]);
+  assert.deepEqual(store.states(), [
+    {
+      index: 0,
+      name: 'r',
+      path: '/r',
+      cycle: true,
+      position: 1,
+      positionServed: 0,
+      served: [4, 1],
+      total: 5,
+    },
+    {
+      index: 1,
+      name: 'once',
+      path: '/o',
+      cycle: false,
+      position: 1,
+      positionServed: 0,
+      served: [1, 3],
+      total: 4,
+    },
+  ]);
+  assert.deepEqual(
+    store.reset({ name: 'once' }).map((s) => s.total),
+    [0],
+  );
+  assert.deepEqual(store.reset({ path: '/nope' }), []);
+  assert.equal(store.states()[0]?.total, 5, 'the other one kept its state');
+  const moved = store.setPosition({ path: '/r' }, 1);
+  assert.equal(moved.ok, true);
+  assert.deepEqual(statuses(store, '/r', 2), [200, 500]);
+  const out = store.setPosition({ name: 'r' }, 2);
+  assert.deepEqual([out.ok, !out.ok && out.reason], [false, 'out-of-range']);
+  const missing = store.setPosition({ name: 'x' }, 0);
+  assert.deepEqual([missing.ok, !missing.ok && missing.reason], [false, 'not-found']);
+  assert.equal(store.reset().length, 2);
+  assert.deepEqual(
+    store.states().map((s) => [s.position, s.total]),
+    [
+      [0, 0],
+      [0, 0],
+    ],
+  );
+});
+
+test('ScenarioStore – replace rejects a bad pattern and keeps the old set', () => {
+  const store = new ScenarioStore();
+  store.replace([health]);
+  assert.throws(
+    () => store.replace([{ pathPattern: 're:(', responses: [{ status: 200 }] }]),
+    (error: ScenarioInvalidError) =>
+      error.code === 'SCENARIO_ERR_INVALID' &&
+      /\/0\/pathPattern: .*not a valid regular expression/.test(error.message),
+  );
+  assert.equal(store.next('/flaky')?.status, 500);
 });

@@ -94,14 +94,21 @@ test('validateScenarios – lists every problem with its path, in input order', 
     { maxDelayMs: 1000 },
   );
   assert.deepEqual(problems, [
-    { path: '/0/extra', message: 'unknown property "extra" in scenario; expected only path, responses' },
+    {
+      path: '/0/extra',
+      message:
+        'unknown property "extra" in scenario; expected only name, path, pathPattern, method, headers, query, body, cycle, responses',
+    },
     { path: '/0/path', message: `path must be ${PATH_FORM}, got "no-slash"` },
     { path: '/0/responses', message: 'responses must be an array of 1-1000 responses, got 0 responses' },
-    { path: '/1', message: 'scenario must be an object with path and responses, got "not a scenario"' },
-    { path: '/2/path', message: `path is required: ${PATH_FORM}` },
+    {
+      path: '/1',
+      message: 'scenario must be an object with path or pathPattern, and responses, got "not a scenario"',
+    },
+    { path: '/2/path', message: 'path or pathPattern is required: a scenario gives exactly one of them' },
     {
       path: '/2/responses/0/foo',
-      message: 'unknown property "foo" in response; expected only status, delay, body, headers',
+      message: 'unknown property "foo" in response; expected only status, delay, body, repeat, headers',
     },
     { path: '/2/responses/0/status', message: 'status must be an integer 100-599, got 700' },
     {
@@ -122,7 +129,11 @@ test('validateScenarios – lists every problem with its path, in input order', 
       message: `header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~), got "Bad Name"`,
     },
     { path: '/2/responses/2/status', message: 'status is required: an integer 100-599' },
-    { path: '/4/path', message: 'path "/dup" is already used by scenario 3; paths must be unique' },
+    {
+      path: '/4/path',
+      message:
+        'path "/dup" without other conditions is already used by scenario 3; such paths must be unique',
+    },
     { path: '/4/responses/0/body', message: 'body must be a string of at most 1048576 characters, got 5' },
     {
       path: '/4/responses/0/headers',
@@ -158,15 +169,17 @@ test('validateScenarios – responses: required, an array of 1 to 1000 objects',
   assert.deepEqual(problemsOf([{ path: '/a', responses: [null, [], 3] }]), [
     {
       path: '/0/responses/0',
-      message: 'response must be an object with status and optionally delay, body and headers, got null',
+      message:
+        'response must be an object with status and optionally delay, body, repeat and headers, got null',
     },
     {
       path: '/0/responses/1',
-      message: 'response must be an object with status and optionally delay, body and headers, got array',
+      message:
+        'response must be an object with status and optionally delay, body, repeat and headers, got array',
     },
     {
       path: '/0/responses/2',
-      message: 'response must be an object with status and optionally delay, body and headers, got 3',
+      message: 'response must be an object with status and optionally delay, body, repeat and headers, got 3',
     },
   ]);
 });
@@ -445,4 +458,108 @@ test('validateScenarios – never throws, whatever the input', () => {
     ok: false,
     problems: [{ path: '', message: 'input could not be read: boom' }],
   });
+});
+
+test('validateScenarios – matching fields: accepted, copied, a single method becomes a list', () => {
+  const input = [
+    {
+      name: 'orders-v2',
+      pathPattern: '/api/*/orders/**',
+      method: 'post',
+      headers: { 'X-Tenant': 'acme', Accept: 're:application/(json|xml)' },
+      query: { page: 're:[0-9]+' },
+      body: { jsonPointer: '/order/id', value: 're:[A-Z]{2}-[0-9]+' },
+      cycle: false,
+      responses: [{ status: 503, repeat: 3 }, { status: 200 }],
+    },
+    { path: '/x', body: { contains: 'a' }, responses: [{ status: 200 }] },
+    { path: '/x', body: { equals: '' }, responses: [{ status: 200 }] },
+  ];
+  const result = validateScenarios(input);
+  assert.equal(result.ok, true, JSON.stringify(!result.ok && result.problems));
+  assert.deepEqual(result.ok && result.scenarios[0], { ...input[0], method: ['post'] });
+  assert.equal(typeof input[0]?.method, 'string', 'the input is left alone');
+});
+
+test('validateScenarios – matching fields: each bad form is named where it is', () => {
+  const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+    [{ responses: [{ status: 200 }] }, '/0/path', /path or pathPattern is required/],
+    [{ path: '/a', pathPattern: '/a', responses: [{ status: 200 }] }, '/0/pathPattern', /exactly one/],
+    [{ pathPattern: 'a/*', responses: [{ status: 200 }] }, '/0/pathPattern', /a glob starting with/],
+    [{ pathPattern: `/${'x'.repeat(512)}`, responses: [{ status: 200 }] }, '/0/pathPattern', /at most 512/],
+    [{ pathPattern: 're:a)|(b', responses: [{ status: 200 }] }, '/0/pathPattern', /not a valid regular/],
+    [{ pathPattern: 're:', responses: [{ status: 200 }] }, '/0/pathPattern', /a glob starting with/],
+    [{ name: 'has space', path: '/a', responses: [{ status: 200 }] }, '/0/name', /letters, digits/],
+    [{ path: '/a', method: [], responses: [{ status: 200 }] }, '/0/method', /1-16/],
+    [{ path: '/a', method: ['GE T'], responses: [{ status: 200 }] }, '/0/method/0', /HTTP method/],
+    [{ path: '/a', method: 7, responses: [{ status: 200 }] }, '/0/method', /HTTP method/],
+    [
+      { path: '/a', headers: { 'Bad Name': 'x' }, responses: [{ status: 200 }] },
+      '/0/headers/Bad Name',
+      /token/,
+    ],
+    [
+      { path: '/a', headers: { 'x-a': '1', 'X-A': '2' }, responses: [{ status: 200 }] },
+      '/0/headers/X-A',
+      /repeats/,
+    ],
+    [
+      { path: '/a', headers: { 'X-A': 5 }, responses: [{ status: 200 }] },
+      '/0/headers/X-A',
+      /header "X-A" condition/,
+    ],
+    [{ path: '/a', query: { '': 'x' }, responses: [{ status: 200 }] }, '/0/query/', /1-256 characters/],
+    [
+      { path: '/a', query: { q: `re:${'a'.repeat(600)}` }, responses: [{ status: 200 }] },
+      '/0/query/q',
+      /at most 512/,
+    ],
+    [{ path: '/a', body: {}, responses: [{ status: 200 }] }, '/0/body', /got none/],
+    [
+      { path: '/a', body: { equals: 'a', value: 'b' }, responses: [{ status: 200 }] },
+      '/0/body/value',
+      /only beside/,
+    ],
+    [
+      { path: '/a', body: { jsonPointer: 'a', value: 'b' }, responses: [{ status: 200 }] },
+      '/0/body/jsonPointer',
+      /JSON Pointer/,
+    ],
+    [
+      { path: '/a', body: { regex: 'a' }, responses: [{ status: 200 }] },
+      '/0/body/regex',
+      /unknown property "regex" in body condition/,
+    ],
+    [{ path: '/a', cycle: 'no', responses: [{ status: 200 }] }, '/0/cycle', /true or false/],
+    [
+      { path: '/a', responses: [{ status: 200, repeat: 0 }] },
+      '/0/responses/0/repeat',
+      /an integer 1-1000000/,
+    ],
+  ];
+  for (const [scenario, at, message] of cases) {
+    const problem = problemsOf([scenario]).find((p) => p.path === at);
+    assert.ok(
+      problem,
+      `${JSON.stringify(scenario)}: no problem at ${at}: ${JSON.stringify(problemsOf([scenario]))}`,
+    );
+    assert.match(problem.message, message, JSON.stringify(scenario));
+  }
+});
+
+test('validateScenarios – names are unique; the same exact path is allowed when conditions differ', () => {
+  assert.deepEqual(
+    problemsOf([
+      { name: 'n', path: '/a', method: 'GET', responses: [{ status: 200 }] },
+      { name: 'n', pathPattern: '/b', responses: [{ status: 200 }] },
+    ]),
+    [{ path: '/1/name', message: 'name "n" is already used by scenario 0; names must be unique' }],
+  );
+  const ok = validateScenarios([
+    { path: '/a', method: 'GET', responses: [{ status: 200 }] },
+    { path: '/a', method: 'GET', responses: [{ status: 201 }] },
+    { path: '/a', responses: [{ status: 202 }] },
+    { pathPattern: '/a', responses: [{ status: 203 }] },
+  ]);
+  assert.equal(ok.ok, true);
 });
