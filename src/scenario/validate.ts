@@ -227,8 +227,8 @@ function collectSemanticProblems(
           `name ${quote(name)} is already used by scenario ${first}; names must be unique`,
         );
     }
-    checkConditionNames(scenario['headers'], `/${i}/headers`, problems, true);
-    checkConditionNames(scenario['query'], `/${i}/query`, problems, false);
+    checkNames(scenario['headers'], `/${i}/headers`, problems, 'header condition');
+    checkNames(scenario['query'], `/${i}/query`, problems, 'query');
     checkConditionValues(scenario['headers'], `/${i}/headers`, problems);
     checkConditionValues(scenario['query'], `/${i}/query`, problems);
     checkBodyCondition(scenario['body'], `/${i}/body`, problems);
@@ -245,7 +245,7 @@ function collectSemanticProblems(
         );
       }
       checkDelay(response['delay'], `${location}/delay`, problems, delayLimitMs, callerLimit);
-      checkHeaderNames(response['headers'], `${location}/headers`, problems);
+      checkNames(response['headers'], `${location}/headers`, problems, 'response header');
     }
   }
 }
@@ -274,53 +274,38 @@ function checkDelay(
   }
 }
 
-function checkHeaderNames(headers: unknown, location: string, problems: ProblemList): void {
-  if (!isRecord(headers)) return;
+/**
+ * The names of a name-to-value map: a response's `headers` (HTTP tokens, not reserved), a header
+ * condition (HTTP tokens) or a query condition (not empty). Header names are unique whatever their
+ * case.
+ */
+function checkNames(
+  map: unknown,
+  location: string,
+  problems: ProblemList,
+  kind: 'response header' | 'header condition' | 'query',
+): void {
+  if (!isRecord(map)) return;
+  const header = kind !== 'query';
   const seen = new Map<string, string>();
-  for (const name of Object.keys(headers)) {
+  for (const name of Object.keys(map)) {
     if (problems.full) return;
     const at = `${location}/${escapePointer(name)}`;
     const lower = name.toLowerCase();
-    if (name.length > MAX_HEADER_NAME_LENGTH) {
+    if (name.length > MAX_HEADER_NAME_LENGTH || (!header && name.length === 0)) {
       problems.append(
         at,
-        `header name must be at most ${MAX_HEADER_NAME_LENGTH} characters, got ${name.length} characters`,
+        `${header ? 'header' : 'query parameter'} name must be ${header ? 'at most ' : '1-'}${MAX_HEADER_NAME_LENGTH} characters, got ${name.length} characters`,
       );
+    } else if (!header) {
     } else if (!HEADER_NAME.test(name)) {
       problems.append(at, `header name must be an HTTP token (${HEADER_NAME_CHARS}), got ${quote(name)}`);
-    } else if (RESERVED_HEADERS.has(lower)) {
+    } else if (kind === 'response header' && RESERVED_HEADERS.has(lower)) {
       problems.append(
         at,
         `header ${quote(name)} cannot be set by a scenario: the server manages the connection and message framing`,
       );
     } else {
-      const first = seen.get(lower);
-      if (first === undefined) seen.set(lower, name);
-      else
-        problems.append(
-          at,
-          `header ${quote(name)} repeats ${quote(first)}: header names are case-insensitive`,
-        );
-    }
-  }
-}
-
-/** Header condition names are HTTP tokens, unique whatever their case; query names are not empty. */
-function checkConditionNames(map: unknown, location: string, problems: ProblemList, header: boolean): void {
-  if (!isRecord(map)) return;
-  const seen = new Map<string, string>();
-  for (const name of Object.keys(map)) {
-    if (problems.full) return;
-    const at = `${location}/${escapePointer(name)}`;
-    if (name.length === 0 || name.length > MAX_HEADER_NAME_LENGTH) {
-      problems.append(
-        at,
-        `${header ? 'header' : 'query parameter'} name must be 1-${MAX_HEADER_NAME_LENGTH} characters, got ${name.length} characters`,
-      );
-    } else if (header && !HEADER_NAME.test(name)) {
-      problems.append(at, `header name must be an HTTP token (${HEADER_NAME_CHARS}), got ${quote(name)}`);
-    } else if (header) {
-      const lower = name.toLowerCase();
       const first = seen.get(lower);
       if (first === undefined) seen.set(lower, name);
       else

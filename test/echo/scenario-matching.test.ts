@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type RunningEcho, withEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 import { countDelta, faultCounts } from '../helpers/metrics.ts';
 
@@ -28,15 +28,6 @@ async function load(echo: RunningEcho, scenarios: unknown): Promise<void> {
 /** One scenario that answers `status` with body `tag`, for any request it matches. */
 function answering(match: Record<string, unknown>, status: number, tag: string): Record<string, unknown> {
   return { ...match, responses: [{ status, body: tag }] };
-}
-
-async function withEcho(fn: (echo: RunningEcho) => Promise<void>): Promise<void> {
-  const echo = await startEcho();
-  try {
-    await fn(echo);
-  } finally {
-    await echo.close();
-  }
 }
 
 /** The scenario body served, or `echo` when the request was echoed (no scenario matched). */

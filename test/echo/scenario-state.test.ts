@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type RunningEcho, withEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 
 /**
@@ -52,15 +52,6 @@ function errorOf(res: Answer, status: number, code: string): string {
   const error = (JSON.parse(res.text) as { error: { code: string; message: string } }).error;
   assert.equal(error.code, code);
   return error.message;
-}
-
-async function withEcho(fn: (echo: RunningEcho) => Promise<void>): Promise<void> {
-  const echo = await startEcho();
-  try {
-    await fn(echo);
-  } finally {
-    await echo.close();
-  }
 }
 
 const FLAKY = {

@@ -54,3 +54,16 @@ export async function startEcho(
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return { app, url: `http://${host}:${port}`, port, logs, close: () => app.close() };
 }
+
+/** Runs `fn` against a fresh echo server (started with `env`), closing it afterwards. */
+export async function withEcho(
+  fn: (echo: RunningEcho) => Promise<void>,
+  env: Record<string, string> = {},
+): Promise<void> {
+  const echo = await startEcho(env);
+  try {
+    await fn(echo);
+  } finally {
+    await echo.close();
+  }
+}
