@@ -323,10 +323,15 @@ describe('packages – installed from their tarballs, outside the repository', {
         "const app = await buildApp(loadConfig({ LOG_REQUESTS: 'false' }));",
         "const reply = await app.inject({ method: 'POST', url: '/embedded', payload: 'in process' });",
         'await app.close();',
-        'console.log(JSON.stringify({ status: reply.statusCode, body: reply.body, plugin: typeof obsPlugin }));',
+        "console.log('EMBED ' + JSON.stringify({ status: reply.statusCode, body: reply.body, plugin: typeof obsPlugin }));",
       ].join('\n'),
     );
-    const embedded = JSON.parse(run(nodes['24']!, ['embed.mjs'], dir).trim().split('\n').at(-1)!);
+    // The service's own log lines (written asynchronously) may come before or after it.
+    const embedLine = run(nodes['24']!, ['embed.mjs'], dir)
+      .split('\n')
+      .find((line) => line.startsWith('EMBED '));
+    assert.ok(embedLine, 'embed.mjs printed its result');
+    const embedded = JSON.parse(embedLine.slice('EMBED '.length));
     assert.deepEqual(embedded, { status: 200, body: 'in process', plugin: 'function' });
     const port = await freePort();
     const child = spawn('npx', ['--no-install', 'echo-chaos'], {
