@@ -99,10 +99,18 @@ export function createEchoHandler(deps: PipelineDeps) {
     // Slow bodies, decided as a body is about to go (a broken or bodiless answer gets none).
     const slow = () => shapingFor(request, controls, config.maxDelayMs, deps.drainSignal, fault);
 
+    // Chaos and an error answer instead of everything else, so they are decided first: a request
+    // they answer takes no scenario response (its position stays) and waits no scenario delay.
+    const headerChaos = controls.chaosPercent;
+    const chaosPercent = headerChaos ?? config.chaosPercent;
+    const chaosStatus =
+      chaosPercent > 0 && random() * 100 < chaosPercent ? pick(CHAOS_STATUSES, random) : undefined;
+    const failing = chaosStatus !== undefined || controls.error !== undefined;
+
     // The scenario's position moves only once its fault is admitted (safety valve, master switch).
     const url = raw.url ?? '/';
     const handle =
-      deps.scenarios.size > 0 && faultsAllowed(request, gate)
+      !failing && deps.scenarios.size > 0 && faultsAllowed(request, gate)
         ? deps.scenarios.match(scenarioRequest(raw, url, body))
         : undefined;
     const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
@@ -137,15 +145,12 @@ export function createEchoHandler(deps: PipelineDeps) {
       return abandon(request, reply, deps);
     }
 
-    const headerChaos = controls.chaosPercent;
-    const chaosPercent = headerChaos ?? config.chaosPercent;
-    if (chaosPercent > 0 && random() * 100 < chaosPercent) {
-      const status = pick(CHAOS_STATUSES, random);
+    if (chaosStatus !== undefined) {
       const source = headerChaos === undefined ? 'environment' : 'header';
-      if (fault('chaos', headerChaos === undefined ? 'ECHO_CHAOS' : 'X-Echo-Chaos', source, status)) {
+      if (fault('chaos', headerChaos === undefined ? 'ECHO_CHAOS' : 'X-Echo-Chaos', source, chaosStatus)) {
         metrics.recordFault('chaos');
         request.echoFault = 'chaos';
-        return sendFault(reply, controls, status, 'chaos', slow());
+        return sendFault(reply, controls, chaosStatus, 'chaos', slow());
       }
     }
 

@@ -72,6 +72,25 @@ test('scenario state – repeat serves a response n times before the cycle moves
     assert.deepEqual(await statuses(echo, '/flaky', 8), [500, 500, 500, 200, 429, 429, 500, 500]);
   }));
 
+test('scenario state – a request that chaos or an error answers takes no scenario response', () =>
+  withEcho(async (echo) => {
+    await load(echo, [ONCE]);
+    const answers: Array<Record<string, string>> = [
+      { 'X-Echo-Error': '500' },
+      { 'X-Echo-Error': 'reset' },
+      { 'X-Echo-Chaos': '100' },
+    ];
+    for (const headers of answers) {
+      const answered = await send(echo, '/boot/a', { headers }).catch(() => undefined);
+      if (answered !== undefined) {
+        assert.doesNotMatch(String(answered.headers['x-echo-fault']), /scenario/, JSON.stringify(headers));
+      }
+    }
+    const [state] = await states(echo);
+    assert.equal(state?.total, 0, 'no response of the scenario was served');
+    assert.deepEqual(await statuses(echo, '/boot/a', 3), [503, 503, 200], 'the warm-up is intact');
+  }));
+
 test('scenario state – cycle: false stays on the last response', () =>
   withEcho(async (echo) => {
     await load(echo, [ONCE]);
