@@ -62,4 +62,20 @@ export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): 
     recordCompletion(request, reply, metrics);
     done();
   });
+  // fastify runs no onResponse for a response whose client left while its body was still going
+  // (a slow or large body): the connection's close records it, as 499, once fastify had its turn.
+  app.addHook('onRequest', (request, reply, done) => {
+    const res = reply.raw;
+    res.once('close', () =>
+      setImmediate(() =>
+        recordCompletion(
+          request,
+          reply,
+          metrics,
+          res.writableFinished ? reply.statusCode : CLIENT_CLOSED_STATUS,
+        ),
+      ),
+    );
+    done();
+  });
 }

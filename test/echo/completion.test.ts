@@ -118,6 +118,16 @@ test('completion – every kind of answer is counted once, with the status its h
   leaving.abort();
   await left;
 
+  // A client that leaves while the body is still coming (a throttled body): fastify sees no end.
+  const midBody = new AbortController();
+  const partial = await request(`${echo.url}/midbody`, {
+    headers: { 'X-Request-ID': 'midbody', 'X-Echo-Response-Size': '100000', 'X-Echo-Throttle': '1KB/s' },
+    signal: midBody.signal,
+  });
+  assert.equal(partial.statusCode, 200);
+  midBody.abort();
+  await partial.body.text().catch(() => undefined);
+
   // An /sse stream the client leaves.
   const sse = new AbortController();
   const stream = await fetch(`${echo.url}/sse`, { signal: sse.signal });
@@ -132,7 +142,18 @@ test('completion – every kind of answer is counted once, with the status its h
   });
   assert.equal(replay.status, 201);
 
-  const ids = ['plain', 'status', 'chaos', 'error', 'timeout', 'scripted', 'reset', 'close', 'left'];
+  const ids = [
+    'plain',
+    'status',
+    'chaos',
+    'error',
+    'timeout',
+    'scripted',
+    'reset',
+    'close',
+    'left',
+    'midbody',
+  ];
   const entries = await settled(echo, ids);
   assert.deepEqual(Object.fromEntries(ids.map((id) => [id, entries.get(id)?.status])), {
     plain: 200,
@@ -144,6 +165,7 @@ test('completion – every kind of answer is counted once, with the status its h
     reset: 0,
     close: 0,
     left: 499,
+    midbody: 499,
   });
   for (const id of ids) {
     const ms = entries.get(id)?.duration_ms;
@@ -173,6 +195,7 @@ test('completion – every kind of answer is counted once, with the status its h
     'GET /reset 0': 1,
     'GET /close 0': 1,
     'GET /left 499': 1,
+    'GET /midbody 499': 1,
     'GET /sse 200': 1,
     'POST /replay 201': 1,
   };
