@@ -59,7 +59,13 @@ export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): 
   app.decorateRequest('historyEntry', undefined);
   app.decorateRequest('echoFault', 'none');
   app.addHook('onResponse', (request, reply, done) => {
-    recordCompletion(request, reply, metrics);
+    // Over HTTP/2 fastify also runs onResponse when the client has gone before the response ended.
+    recordCompletion(
+      request,
+      reply,
+      metrics,
+      reply.raw.writableEnded ? reply.statusCode : CLIENT_CLOSED_STATUS,
+    );
     done();
   });
   // fastify runs no onResponse for a response whose client left while its body was still going
@@ -72,7 +78,7 @@ export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): 
           request,
           reply,
           metrics,
-          res.writableFinished ? reply.statusCode : CLIENT_CLOSED_STATUS,
+          res.writableEnded ? reply.statusCode : CLIENT_CLOSED_STATUS,
         ),
       ),
     );

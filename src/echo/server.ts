@@ -127,7 +127,12 @@ function createCleartextServer(handler: http.RequestListener, options: Record<st
     h2,
     numberOr(options['http2SessionTimeout'], DEFAULT_HTTP2_SESSION_TIMEOUT_MS),
   );
-  const serveHttp2: ConnectionListener = (socket) => void h2.emit('connection', socket);
+  // The connection was accepted by the HTTP/1.1 server, which keeps sockets half-open; HTTP/2 does
+  // not: without this, a client that closes its side is never noticed (its streams wait on).
+  const serveHttp2: ConnectionListener = (socket) => {
+    socket.allowHalfOpen = false;
+    h2.emit('connection', socket);
+  };
 
   // The HTTP/1.1 server's own connection listener: it is called with the connections that are not
   // HTTP/2, instead of with every connection.

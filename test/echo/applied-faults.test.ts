@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:http2';
 import { test } from 'node:test';
 import { FaultGate, faultHeader } from '../../src/echo/applied.ts';
 import { startEcho } from '../helpers/echo-server.ts';
@@ -203,4 +204,37 @@ test('master switch – ECHO_FAULTS_ENABLED=false serves every request plainly; 
   const offAgain = await fetch(`${echo.url}/again`);
   assert.equal(offAgain.headers.get('x-echo-fault'), null);
   assert.equal((await fetch(`${echo.url}/health`)).status, 200, 'the service routes are untouched');
+});
+
+test('safety valve – an h2c client that drops its connection frees its slot and is recorded as gone (499)', async (t) => {
+  const echo = await startEcho({ ECHO_MAX_ACTIVE_FAULTS: '1' });
+  t.after(() => echo.close());
+  for (const how of ['session', 'socket'] as const) {
+    const session = connect(echo.url);
+    session.on('error', () => {});
+    const stream = session.request({
+      ':path': `/dropped-${how}`,
+      'x-echo-delay': '60s',
+      'x-request-id': how,
+    });
+    stream.on('error', () => {});
+    while ((await scrapeValue(echo.url, 'echo_active_faults')) < 1)
+      await new Promise((r) => setTimeout(r, 20));
+    if (how === 'session') session.destroy();
+    else session.socket.destroy();
+    // No wall-clock bound: the loop ends when the server notices, and the test's timeout is the limit.
+    while ((await scrapeValue(echo.url, 'echo_active_faults')) > 0)
+      await new Promise((r) => setTimeout(r, 20));
+    const history = (await (await fetch(`${echo.url}/history`)).json()) as Array<{
+      request_id: string;
+      status: number;
+    }>;
+    let entry = history.find((e) => e.request_id === how);
+    for (let i = 0; i < 50 && entry?.status !== 499; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      const again = (await (await fetch(`${echo.url}/history`)).json()) as typeof history;
+      entry = again.find((e) => e.request_id === how);
+    }
+    assert.equal(entry?.status, 499, `${how}: the client left`);
+  }
 });
