@@ -187,8 +187,32 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
 
+  // The service's own routes answer their own methods only: any other is a 405 naming them, never
+  // an echo (a `POST /control/faults` that echoed would look as if it had worked).
+  const ownRoutes = new Map<string, Set<string>>();
+  let collecting = true;
+  app.addHook('onRoute', (route) => {
+    if (!collecting) return;
+    const methods = ownRoutes.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    if (methods.has('GET')) methods.add('HEAD');
+    ownRoutes.set(route.url, methods);
+  });
   await app.register(async (service) => registerServiceRoutes(service, state));
   await app.register(async (streams) => registerStreamEndpoints(streams, state));
+  collecting = false;
+  for (const [url, methods] of ownRoutes) {
+    const allow = [...methods].join(', ');
+    const others = app.supportedMethods.filter((m) => !methods.has(m) && m !== 'OPTIONS');
+    app.route({
+      method: others,
+      url,
+      handler: async (request, reply) => {
+        reply.header('allow', allow);
+        throw new EchoError('ECHO_ERR_METHOD_NOT_ALLOWED', [request.method, url, allow]);
+      },
+    });
+  }
 
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.
   const echo = createEchoHandler({

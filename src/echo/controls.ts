@@ -56,6 +56,7 @@ const IGNORED = new Set([
   'x-echo-version',
   'x-echo-uptime',
   'x-echo-replay-of',
+  'x-echo-applied',
 ]);
 export const SET_HEADER_PREFIX = 'x-echo-set-header-';
 

@@ -52,7 +52,12 @@ export const ECHO_ERRORS = {
   ECHO_ERR_INVALID_CONTROL: {
     status: 400,
     message: 'invalid control request: %s',
-    when: '`PUT /control/readiness` body is not `{"ready": true|false}`, or `PUT /control/liveness` body is not `{"healthy": true|false}`',
+    when: '`PUT /control/readiness` body is not `{"ready": true|false}`, `PUT /control/liveness` body is not `{"healthy": true|false}`, or `PUT /control/faults` body is not `{"enabled": true|false}`',
+  },
+  ECHO_ERR_METHOD_NOT_ALLOWED: {
+    status: 405,
+    message: '%s is not allowed on %s: use %s',
+    when: 'a service route (`/health`, `/scenario`, `/control/faults`, ...) is called with a method it does not serve; `Allow` lists the ones it does. It is never echoed',
   },
   ECHO_ERR_INVALID_TARGET: {
     status: 400,

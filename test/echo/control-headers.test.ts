@@ -276,6 +276,7 @@ test('X-Echo-Request-Count – response-only headers sent back by a client are i
     'X-Echo-Version': '9.9.9',
     'X-Echo-Uptime': '1s',
     'X-Echo-Replay-Of': 'abc',
+    'X-Echo-Applied': '[{"kind":"delay"}]',
   });
   assert.equal(r.status, 200);
   assert.notEqual(r.headers['x-echo-request-count'], '999');

@@ -212,3 +212,36 @@ test('service routes – faults and delays never act on the service’s own rout
   assert.ok(echoed.status >= 400, `chaos at 100% answered ${echoed.status}`);
   assert.equal(echoed.headers['x-echo-fault'], 'chaos');
 });
+
+test('service routes – another method is a 405 naming the allowed ones, never an echo, and changes nothing', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const cases: Array<[string, string, string]> = [
+    ['POST', '/control/faults', 'GET, HEAD, PUT'],
+    ['PATCH', '/control/readiness', 'GET, HEAD, PUT'],
+    ['POST', '/control/liveness', 'GET, HEAD, PUT'],
+    ['DELETE', '/scenario', 'GET, HEAD, POST'],
+    ['POST', '/scenario/state', 'GET, HEAD, PUT'],
+    ['GET', '/scenario/reset', 'POST'],
+    ['POST', '/health', 'GET, HEAD'],
+    ['PUT', '/metrics', 'GET, HEAD'],
+  ];
+  for (const [method, path, allow] of cases) {
+    const r = await fetch(`${echo.url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', 'X-Echo-Status': '200' },
+      ...(method === 'GET' ? {} : { body: '{"enabled": false, "ready": false, "healthy": false}' }),
+    });
+    assert.equal(r.status, 405, `${method} ${path}`);
+    assert.equal(r.headers.get('allow'), allow, `${method} ${path}`);
+    const body = (await r.json()) as { error: { code: string; message: string } };
+    assert.equal(body.error.code, 'ECHO_ERR_METHOD_NOT_ALLOWED');
+    assert.match(body.error.message, new RegExp(`^${method} is not allowed on ${path}`));
+  }
+  assert.deepEqual(await (await fetch(`${echo.url}/control/faults`)).json(), { enabled: true });
+  assert.equal((await fetch(`${echo.url}/ready`)).status, 200, 'readiness unchanged');
+  // Echo paths take every method, as before; OPTIONS on a service route is not refused either.
+  const echoed = await fetch(`${echo.url}/control`, { method: 'POST', body: 'mirror' });
+  assert.equal(await echoed.text(), 'mirror');
+  assert.notEqual((await fetch(`${echo.url}/health`, { method: 'OPTIONS' })).status, 405);
+});
