@@ -3,6 +3,7 @@
  * of header, query and body conditions. `validateScenarios` uses the same compilers to report a bad
  * pattern, so whatever validates compiles in the store.
  */
+import safeRegex from 'safe-regex2';
 import { MAX_PATTERN_LENGTH } from './schema.ts';
 
 /** The prefix that makes a condition value, or a `pathPattern`, a regular expression. */
@@ -51,6 +52,15 @@ function compileRegex(source: string, length: number): Compiled<RegExp> {
   try {
     // Compiled alone first, so that `a)|(b` is refused rather than balanced by the anchoring group.
     new RegExp(source);
+    // JavaScript's engine backtracks: a repeated group that itself repeats, `(a+)+`, can take
+    // exponential time on a short path and would hold every request behind it.
+    if (!safeRegex(source)) {
+      return {
+        ok: false,
+        reason:
+          'the regular expression nests repetition (such as (a+)+ or (a*)*), which can take exponential time; write it without a repeated group that itself repeats',
+      };
+    }
     return { ok: true, value: new RegExp(`^(?:${source})$`) };
   } catch (error) {
     return { ok: false, reason: `not a valid regular expression: ${(error as Error).message}` };

@@ -223,6 +223,18 @@ for (const [what, scenario, field, words] of [
     /pathPattern "re:\/api\/\(v1": not a valid regular expression/,
   ],
   [
+    'a regular expression that can backtrack exponentially',
+    { pathPattern: 're:/(a+)+', responses: [{ status: 500 }] },
+    '/0/pathPattern',
+    /nests repetition/,
+  ],
+  [
+    'an exponential regular expression in a body condition',
+    { path: '/x', body: { jsonPointer: '/a', value: 're:(x*)*y' }, responses: [{ status: 200 }] },
+    '/0/body/value',
+    /nests repetition/,
+  ],
+  [
     'an invalid regular expression in a header condition',
     { path: '/x', headers: { 'X-A': 're:[a-' }, responses: [{ status: 200 }] },
     '/0/headers/X-A',
