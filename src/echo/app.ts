@@ -201,18 +201,23 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   await app.register(async (service) => registerServiceRoutes(service, state));
   await app.register(async (streams) => registerStreamEndpoints(streams, state));
   collecting = false;
-  for (const [url, methods] of ownRoutes) {
-    const allow = [...methods].join(', ');
-    const others = app.supportedMethods.filter((m) => !methods.has(m) && m !== 'OPTIONS');
-    app.route({
-      method: others,
-      url,
-      handler: async (request, reply) => {
-        reply.header('allow', allow);
-        throw new EchoError('ECHO_ERR_METHOD_NOT_ALLOWED', [request.method, url, allow]);
-      },
-    });
-  }
+  // Any body is accepted (and ignored) here, so the answer names the method, not the body's type.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    for (const [url, methods] of ownRoutes) {
+      const allow = [...methods].join(', ');
+      const others = scope.supportedMethods.filter((m) => !methods.has(m) && m !== 'OPTIONS');
+      scope.route({
+        method: others,
+        url,
+        handler: async (request, reply) => {
+          reply.header('allow', allow);
+          throw new EchoError('ECHO_ERR_METHOD_NOT_ALLOWED', [request.method, url, allow]);
+        },
+      });
+    }
+  });
 
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.
   const echo = createEchoHandler({

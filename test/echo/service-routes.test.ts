@@ -226,6 +226,12 @@ test('service routes – another method is a 405 naming the allowed ones, never 
     ['POST', '/health', 'GET, HEAD'],
     ['PUT', '/metrics', 'GET, HEAD'],
   ];
+  // A form body (curl -d) is a 405 too, not a 415 about its type.
+  const form = await fetch(`${echo.url}/control/faults`, {
+    method: 'POST',
+    body: new URLSearchParams({ x: '1' }),
+  });
+  assert.equal(form.status, 405);
   for (const [method, path, allow] of cases) {
     const r = await fetch(`${echo.url}${path}`, {
       method,
