@@ -1,7 +1,7 @@
 import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
 import { EchoConfigError } from './errors.ts';
-import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
+import { TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
 export interface EchoConfig {
@@ -397,9 +397,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
       problems.push(
         `${name}: ${JSON.stringify(header)} is not a valid header name: expected letters, digits and -`,
       );
-    else if (FRAMING_HEADERS.has(header.toLowerCase()))
+    else if (UNSETTABLE_HEADERS.has(header.toLowerCase()))
       problems.push(
-        `${name}: ${JSON.stringify(header)} frames the message and cannot be set: expected any other header name`,
+        `${name}: ${JSON.stringify(header)} frames the message or is connection-specific (HTTP/2 forbids it) and cannot be set: expected any other header name`,
       );
     else if (!SAFE_VALUE.test(value))
       problems.push(

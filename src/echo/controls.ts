@@ -4,7 +4,7 @@ import { type DelaySpec, drawDelayMs, readDelaySpec } from '../scenario/duration
 import { drawWeighted, parseWeightedList, type WeightedList } from '../scenario/weighted.ts';
 import type { ErrorDetail } from './errors.ts';
 import { ERROR_FAULT_FORM, type ErrorFault, parseErrorFault } from './faults.ts';
-import { FRAMING_HEADERS, TOKEN } from './http-grammar.ts';
+import { TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
 import { parseSeed, type RandomSource } from './random.ts';
 import { MAX_CHUNK_BYTES, parseRate, RATE_FORM } from './shaping.ts';
 
@@ -363,8 +363,13 @@ function setHeader(ctx: ParseContext, name: string, value: string): void {
   const target = name.slice(SET_HEADER_PREFIX.length);
   if (target.length === 0 || !TOKEN.test(target)) {
     problem(ctx, name, value, 'expected X-Echo-Set-Header-<Name> with a header name');
-  } else if (FRAMING_HEADERS.has(target)) {
-    problem(ctx, name, value, `${target} frames the message and cannot be set`);
+  } else if (UNSETTABLE_HEADERS.has(target)) {
+    problem(
+      ctx,
+      name,
+      value,
+      `${target} frames the message or is connection-specific (HTTP/2 forbids it) and cannot be set`,
+    );
   } else {
     ctx.controls.setHeaders ??= [];
     ctx.controls.setHeaders.push([dashCase(target), value]);

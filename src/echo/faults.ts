@@ -45,7 +45,8 @@ export function parseErrorFault(value: string, random: RandomSource): ErrorFault
     const status = Number(v);
     return status >= 400 && status <= 599 ? { kind: 'status', name: v, status } : undefined;
   }
-  const named = NAMED_ERRORS[v];
+  // Own properties only: `constructor` or `__proto__` must not find Object's.
+  const named = Object.hasOwn(NAMED_ERRORS, v) ? NAMED_ERRORS[v] : undefined;
   if (named !== undefined) return { kind: 'status', name: v, status: named };
   switch (v) {
     case 'random':

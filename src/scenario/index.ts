@@ -81,6 +81,7 @@ export {
   ScenarioResponseSchema,
   ScenarioSchema,
   toOpenApiV3Schema,
+  UNSETTABLE_HEADERS,
 } from './schema.ts';
 export {
   type ScenarioHandle,

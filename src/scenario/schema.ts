@@ -72,6 +72,24 @@ export const HEADER_VALUE_PATTERN = String.raw`^[\t\x20-\x7e\x80-\xff]*$`;
 export const HEADER_NAME_PATTERN = "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$";
 
 /**
+ * Response headers nobody but the server may set, in lower case: one rule for `X-Echo-Set-Header-*`,
+ * `ECHO_HEADER_*` and a scenario's `headers`. They frame the message (a chosen `Content-Length`
+ * would corrupt the response) or are connection-specific, which HTTP/2 forbids outright (RFC 9113
+ * 8.2.2: Node's HTTP/2 layer throws on them).
+ */
+export const UNSETTABLE_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'content-length',
+  'http2-settings',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
  * A `pathPattern`: a glob starting with `/` (`*` is any characters of one segment, `**` any
  * characters at all), or a regular expression written `re:<regex>`. Whether the regex compiles is
  * checked by `validateScenarios`, once.

@@ -16,6 +16,7 @@ import {
   type Scenario,
   ScenarioListSchema,
   type ScenarioResponse,
+  UNSETTABLE_HEADERS,
 } from './schema.ts';
 
 // Part of validateScenarios' contract, so exported with it.
@@ -34,20 +35,6 @@ export interface ValidateScenariosOptions {
 export type ValidateScenariosResult =
   | { readonly ok: true; readonly scenarios: Scenario[] }
   | { readonly ok: false; readonly problems: ScenarioProblem[] };
-
-/**
- * Headers a scenario may not set: they manage the connection or the message framing, which the
- * server owns, and HTTP/2 forbids the connection-specific ones outright (Node throws on them).
- */
-const RESERVED_HEADERS: ReadonlySet<string> = new Set([
-  'connection',
-  'content-length',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 const HEADER_NAME = new RegExp(HEADER_NAME_PATTERN);
 const checker = TypeCompiler.Compile(ScenarioListSchema);
@@ -300,7 +287,7 @@ function checkNames(
     } else if (!header) {
     } else if (!HEADER_NAME.test(name)) {
       problems.append(at, `header name must be an HTTP token (${HEADER_NAME_CHARS}), got ${quote(name)}`);
-    } else if (kind === 'response header' && RESERVED_HEADERS.has(lower)) {
+    } else if (kind === 'response header' && UNSETTABLE_HEADERS.has(lower)) {
       problems.append(
         at,
         `header ${quote(name)} cannot be set by a scenario: the server manages the connection and message framing`,

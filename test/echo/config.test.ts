@@ -393,11 +393,18 @@ test('loadConfig – ECHO_HEADER_ value with CR, LF or NUL is rejected (no heade
   ]);
 });
 
-test('loadConfig – ECHO_HEADER_ naming a framing header (Content-Length, Connection) is rejected', () => {
-  const problems = problemsOf({ ECHO_HEADER_Content_Length: '5', ECHO_HEADER_connection: 'close' });
+test('loadConfig – ECHO_HEADER_ naming a framing or connection-specific header (Content-Length, Connection, Proxy-Connection) is rejected', () => {
+  const problems = problemsOf({
+    ECHO_HEADER_Content_Length: '5',
+    ECHO_HEADER_connection: 'close',
+    ECHO_HEADER_Proxy_Connection: 'x',
+  });
+  const why =
+    'frames the message or is connection-specific (HTTP/2 forbids it) and cannot be set: expected any other header name';
   assert.deepEqual(problems.toSorted(), [
-    'ECHO_HEADER_Content_Length: "Content-Length" frames the message and cannot be set: expected any other header name',
-    'ECHO_HEADER_connection: "connection" frames the message and cannot be set: expected any other header name',
+    `ECHO_HEADER_Content_Length: "Content-Length" ${why}`,
+    `ECHO_HEADER_Proxy_Connection: "Proxy-Connection" ${why}`,
+    `ECHO_HEADER_connection: "connection" ${why}`,
   ]);
 });
 

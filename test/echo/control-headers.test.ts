@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import { request } from 'undici';
 import pkg from '../../package.json' with { type: 'json' };
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { h2Request, openH2 } from '../helpers/protocol-clients.ts';
 
 interface Answer {
   status: number;
@@ -83,6 +84,8 @@ test('X-Echo-Set-Header – framing headers are refused with a 400 naming each',
     'upgrade',
     'trailer',
     'te',
+    'proxy-connection',
+    'http2-settings',
   ];
   for (const name of framing) {
     const r = await send(`${echo.url}/set`, { [`X-Echo-Set-Header-${name}`]: '5' });
@@ -93,7 +96,7 @@ test('X-Echo-Set-Header – framing headers are refused with a 400 naming each',
       {
         field: `x-echo-set-header-${name}`,
         value: '5',
-        message: `${name} frames the message and cannot be set`,
+        message: `${name} frames the message or is connection-specific (HTTP/2 forbids it) and cannot be set`,
       },
     ]);
   }
@@ -409,3 +412,34 @@ async function metricValue(base: string, series: string): Promise<number> {
     if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
   return 0;
 }
+
+test('X-Echo-Set-Header – a header HTTP/2 forbids is a 400 over HTTP/2 too, and the server keeps serving', async () => {
+  const session = await openH2(echo.url);
+  try {
+    for (const name of ['Proxy-Connection', 'HTTP2-Settings', 'Connection', 'Upgrade', 'Keep-Alive']) {
+      const r = await h2Request(session, {
+        ':path': '/h2-set',
+        [`x-echo-set-header-${name.toLowerCase()}`]: 'x',
+      });
+      assert.equal(r.status, 400, name);
+      assert.equal(
+        (JSON.parse(r.body.toString()) as { error: { code: string } }).error.code,
+        'ECHO_ERR_INVALID_HEADER',
+      );
+    }
+    const fine = await h2Request(session, { ':path': '/h2-set', 'x-echo-set-header-x-ok': 'yes' });
+    assert.equal(fine.status, 200);
+    assert.equal(fine.headers['x-ok'], 'yes');
+  } finally {
+    session.close();
+  }
+  assert.equal((await send(`${echo.url}/health`)).status, 200, 'the process is alive');
+});
+
+test('X-Echo-Error – a name of an Object property (constructor, __proto__, toString) is a 400, not a 500', async () => {
+  for (const value of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+    const r = await send(`${echo.url}/proto`, { 'X-Echo-Error': value });
+    assert.equal(r.status, 400, value);
+    assert.equal(errorOf(r).code, 'ECHO_ERR_INVALID_HEADER');
+  }
+});

@@ -310,6 +310,14 @@ test('validateScenarios – headers: tokens to safe text, at most 100, no repeat
       },
     ],
     [
+      { 'HTTP2-Settings': 'AAMAAABkAAQAoAAAAAIAAAAA' },
+      {
+        path: at('HTTP2-Settings'),
+        message:
+          'header "HTTP2-Settings" cannot be set by a scenario: the server manages the connection and message framing',
+      },
+    ],
+    [
       { 'X-Trace': '1', 'x-trace': '2' },
       {
         path: at('x-trace'),
