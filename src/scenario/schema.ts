@@ -9,6 +9,12 @@ import { DELAY_SPEC_PATTERN } from './duration.ts';
 
 /** Most scenarios in one set (one file, one `POST /scenario`, one pod's merged array). */
 export const MAX_SCENARIOS = 1000;
+/**
+ * Most text in one whole set, in characters: every string (bodies, headers, patterns) and key, plus
+ * one a value: 16 MiB. A YAML alias repeats a node without repeating its text, so a small document
+ * can expand to gigabytes; this bounds what is checked, stored and served by `GET /scenario`.
+ */
+export const MAX_SET_SIZE = 16 * 1024 * 1024;
 /** Most responses in one scenario's cycle. */
 export const MAX_RESPONSES = 1000;
 /** Longest scenario `path`, in characters. */

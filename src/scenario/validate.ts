@@ -12,6 +12,7 @@ import {
   MAX_HEADER_NAME_LENGTH,
   MAX_RESPONSES,
   MAX_SCENARIOS,
+  MAX_SET_SIZE,
   MAX_TIMER_DELAY_MS,
   type Scenario,
   ScenarioListSchema,
@@ -77,6 +78,15 @@ export function validateScenarios(
         { path: '', message: `input must hold at most ${MAX_SCENARIOS} scenarios, got ${input.length}` },
       ]);
     }
+    const size = sizeWithin(input, MAX_SET_SIZE);
+    if (size === undefined) {
+      return failure([
+        {
+          path: '',
+          message: `the scenarios hold more than ${MAX_SET_SIZE} characters in all (bodies, headers, patterns and names, YAML aliases expanded); split the set or shorten the bodies`,
+        },
+      ]);
+    }
     const problems = new ProblemList();
     const view = boundedView(input, problems);
     if (!checker.Check(view)) collectSchemaProblems(view, problems);
@@ -87,6 +97,30 @@ export function validateScenarios(
     // Only exotic objects (throwing getters, proxies) get here; JSON and YAML never do.
     return failure([{ path: '', message: `input could not be read: ${(error as Error)?.message ?? error}` }]);
   }
+}
+
+/**
+ * The size of a value (the length of every string and key, plus one a value) when it is at most
+ * `limit`, else `undefined`; the walk stops as soon as it is over, so a value whose aliases repeat
+ * one node a million times costs no more than `limit` steps.
+ */
+function sizeWithin(value: unknown, limit: number): number | undefined {
+  let size = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    size += 1;
+    if (typeof item === 'string') size += item.length;
+    else if (Array.isArray(item)) for (const element of item) stack.push(element);
+    else if (typeof item === 'object' && item !== null) {
+      for (const [key, element] of Object.entries(item)) {
+        size += key.length;
+        stack.push(element);
+      }
+    }
+    if (size > limit || stack.length > limit) return undefined;
+  }
+  return size;
 }
 
 function failure(problems: ScenarioProblem[]): ValidateScenariosResult {

@@ -508,3 +508,27 @@ test('scenario routes – a missing default scenario file means no scenarios', a
   assert.equal(res.statusCode, 200);
   assert.deepEqual(await res.body.json(), []);
 });
+
+test('scenario routes – a YAML alias bomb (a small body that expands to gigabytes) is a 400; the old set stays', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  assert.equal((await postScenarios(echo, ORDERS)).status, 200);
+  const before = await getScenarios(echo);
+  // One 1 MB body, repeated by aliases: 50 responses of 20 scenarios = 1000 MB once expanded.
+  const yaml = [
+    `- path: /bomb-0`,
+    `  responses: &r`,
+    ...Array.from({ length: 50 }, (_, i) =>
+      i === 0 ? `    - &b { status: 200, body: '${'x'.repeat(1_000_000)}' }` : '    - *b',
+    ),
+    ...Array.from({ length: 19 }, (_, i) => `- { path: /bomb-${i + 1}, responses: *r }`),
+    '',
+  ].join('\n');
+  const res = await postScenarios(echo, yaml, 'application/yaml');
+  assert.equal(res.status, 400, res.text.slice(0, 200));
+  const error = (JSON.parse(res.text) as { error: { code: string; message: string } }).error;
+  assert.equal(error.code, 'ECHO_ERR_INVALID_SCENARIOS');
+  assert.match(error.message, /more than 16777216 characters in all/);
+  assert.deepEqual(await getScenarios(echo), before);
+  assert.equal((await send(echo, '/health')).status, 200);
+});
