@@ -47,7 +47,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_INVALID_REPLAY: {
     status: 400,
     message: 'invalid replay request: %s',
-    when: '`POST /replay` body is not an object with a string `id`, or a field has the wrong type',
+    when: '`POST /replay` body is not an object with a string `id`, a field has the wrong type, or `modify_headers` names a host, framing or hop-by-hop header or has a value HTTP cannot carry',
   },
   ECHO_ERR_INVALID_CONTROL: {
     status: 400,

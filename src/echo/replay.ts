@@ -1,9 +1,12 @@
 import type { Readable } from 'node:stream';
 import { createBudgetInterceptor, DEADLINE_HEADER, isObsError } from '@echo-chaos/obs';
 import { type Dispatcher, errors, getGlobalDispatcher, request } from 'undici';
+import { HEADER_VALUE_PATTERN } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
 import type { History, HistoryEntry } from './history.ts';
 import { TOKEN } from './http-grammar.ts';
+
+const HEADER_VALUE = new RegExp(HEADER_VALUE_PATTERN);
 
 /** The body of `POST /replay`. */
 export interface ReplayRequest {
@@ -76,9 +79,16 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
       ]);
     }
     for (const [name, value] of entries) {
-      if (typeof value !== 'string' || !TOKEN.test(name) || /[\r\n\0]/.test(value)) {
+      // What undici would refuse (a control character, a character above U+00FF) is refused here,
+      // as a 400, rather than failing the call as a 502.
+      if (typeof value !== 'string' || !TOKEN.test(name) || !HEADER_VALUE.test(value)) {
         throw new EchoError('ECHO_ERR_INVALID_REPLAY', [
-          `"modify_headers.${name}" must be a valid header name with a string value`,
+          `"modify_headers.${name}" must be a valid header name with a string value of visible ASCII, space, tab or Latin-1`,
+        ]);
+      }
+      if (DROPPED.has(name.toLowerCase())) {
+        throw new EchoError('ECHO_ERR_INVALID_REPLAY', [
+          `"modify_headers.${name}" cannot be set: the replay's own connection decides it (host, framing and hop-by-hop headers)`,
         ]);
       }
     }
