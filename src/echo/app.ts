@@ -10,7 +10,7 @@ import { FaultGate, registerAppliedFaults } from './applied.ts';
 import { registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
-import { errorHandler, notFoundHandler } from './error-handler.ts';
+import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { History } from './history.ts';
 import { registerLogging } from './logging.ts';
@@ -75,6 +75,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     return503OnClosing: false,
+    clientErrorHandler,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreDuplicateSlashes: false },
     // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).

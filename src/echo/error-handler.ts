@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { activeTraceFields, fingerprint } from '@echo-chaos/obs';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ECHO_ERRORS, EchoError, type EchoErrorCode, type ErrorDetail, isEchoError } from './errors.ts';
@@ -88,4 +91,38 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): v
         request.id,
       ),
     );
+}
+
+/**
+ * Errors of the HTTP parser, before any request exists (fastify's `clientErrorHandler`): answered
+ * in the documented JSON shape with an `X-Request-ID`, then the connection is closed, as Node does.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection, or one already gone: nothing to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  try {
+    const code: EchoErrorCode =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? 'ECHO_ERR_HEADERS_TOO_LARGE'
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'ECHO_ERR_REQUEST_TIMEOUT'
+          : 'ECHO_ERR_BAD_REQUEST';
+    const reason = (error.code ?? 'malformed request')
+      .replace(/^HPE_/, '')
+      .toLowerCase()
+      .replaceAll('_', ' ');
+    const echoError = new EchoError(code, code === 'ECHO_ERR_BAD_REQUEST' ? [reason] : []);
+    const requestId = randomUUID();
+    const body = JSON.stringify(errorBody(code, echoError.message, requestId));
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${echoError.statusCode} ${STATUS_CODES[echoError.statusCode]}\r\n` +
+          `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+          `X-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+  } finally {
+    // Whatever happened above, the connection ends here and the error goes no further.
+    socket.destroy();
+  }
 }

@@ -114,6 +114,16 @@ export const ECHO_ERRORS = {
     message: 'bad request: %s',
     when: 'Any other malformed request the HTTP layer rejects (bad content length, bad encoding)',
   },
+  ECHO_ERR_HEADERS_TOO_LARGE: {
+    status: 431,
+    message: 'the request head is larger than the server accepts (16 KiB)',
+    when: 'The request line and headers together are above what the HTTP parser accepts; the connection is closed',
+  },
+  ECHO_ERR_REQUEST_TIMEOUT: {
+    status: 408,
+    message: 'the request did not arrive in time',
+    when: 'A client sent its request head or body too slowly; the connection is closed',
+  },
   ECHO_ERR_NOT_FOUND: {
     status: 404,
     message: 'no route for %s %s',
