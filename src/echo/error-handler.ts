@@ -74,10 +74,17 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   const details = isEchoError(error) ? error.details : undefined;
   // Injected-fault headers must not leak onto the service's own errors.
   reply.removeHeader('content-encoding');
-  reply
-    .code(status)
-    .type('application/json; charset=utf-8')
-    .send(errorBody(code ?? 'ECHO_ERR_INTERNAL', message, request.id, details, internal));
+  try {
+    reply
+      .code(status)
+      .type('application/json; charset=utf-8')
+      .send(errorBody(code ?? 'ECHO_ERR_INTERNAL', message, request.id, details, internal));
+  } catch (sendError) {
+    // The error path never throws: if even this answer cannot be sent (a header the transport
+    // refuses), the request's stream or connection is ended instead of the process.
+    request.log.error({ err: sendError }, 'could not send the error response');
+    reply.raw.destroy();
+  }
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): void {
