@@ -1,7 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
-import { constants as zlib, createBrotliCompress, createDeflate, createGzip } from 'node:zlib';
+import { createBrotliCompress, createDeflate, createGzip, constants as zlib } from 'node:zlib';
 import type { Compression } from './controls.ts';
 import type { ByteSource } from './random.ts';
 

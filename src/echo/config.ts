@@ -26,6 +26,8 @@ export interface EchoConfig {
   readonly drainTimeoutMs: number;
   readonly historySize: number;
   readonly historyMaxBodyBytes: number;
+  /** `show`: `GET /history` shows credentials as received; `mask` (default) masks them. */
+  readonly historySecrets: 'mask' | 'show';
   readonly scenarioFile: string;
   /** True when ECHO_SCENARIO_FILE was set: then a missing file is an error, not "no scenarios". */
   readonly scenarioFileExplicit: boolean;
@@ -226,6 +228,14 @@ export const VARIABLES: readonly VariableSpec[] = [
     'integer bytes 0-10485760',
     'Bytes of each body kept in history; the rest is cut',
     integer(0, 10 * MiB),
+  ),
+  v(
+    'ECHO_HISTORY_SECRETS',
+    'historySecrets',
+    'mask',
+    '`mask` or `show`',
+    '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers and JSON body fields as `[MASKED]` (replay still re-sends the original)',
+    (raw) => (raw === 'mask' || raw === 'show' ? ok(raw) : bad),
   ),
   v(
     'ECHO_SCENARIO_FILE',

@@ -8,6 +8,7 @@ import {
   validateScenarios,
 } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
+import { maskedEntry } from './history-secrets.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
 import type { EchoState } from './state.ts';
@@ -111,7 +112,9 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
     return more === '' ? own : `${own.endsWith('\n') || own === '' ? own : `${own}\n`}${more}`;
   });
 
-  app.get('/history', async () => history.list());
+  app.get('/history', async () =>
+    config.historySecrets === 'show' ? history.list() : history.list().map(maskedEntry),
+  );
 
   // One connection pool for every replay, bounded in time at each phase, connect included.
   const agentOptions = {
