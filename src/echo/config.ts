@@ -24,6 +24,10 @@ export interface EchoConfig {
   readonly maxStreams: number;
   /** How long SIGTERM waits for in-flight work before closing every connection. */
   readonly drainTimeoutMs: number;
+  /** HTTP/1.1: how long a client may take to send its request head; then 408 and the connection closes. */
+  readonly headersTimeoutMs: number;
+  /** HTTP/1.1: how long a client may take to send its whole request, body included (not the answer). */
+  readonly requestTimeoutMs: number;
   readonly historySize: number;
   readonly historyMaxBodyBytes: number;
   /** `show`: `GET /history` shows credentials as received; `mask` (default) masks them. */
@@ -214,6 +218,22 @@ export const VARIABLES: readonly VariableSpec[] = [
     duration(0, 3_600_000),
   ),
   v(
+    'ECHO_HEADERS_TIMEOUT',
+    'headersTimeoutMs',
+    '10s',
+    `${DURATION_FORM}, 1ms to 10m, at most ECHO_REQUEST_TIMEOUT`,
+    'How long a client may take to send its request head (HTTP/1.1); then a 408 and the connection closes',
+    duration(1, 600_000),
+  ),
+  v(
+    'ECHO_REQUEST_TIMEOUT',
+    'requestTimeoutMs',
+    '60s',
+    `${DURATION_FORM}, 1ms to 60m`,
+    'How long a client may take to send its whole request, body included (HTTP/1.1); an injected delay of the answer is not counted',
+    duration(1, 3_600_000),
+  ),
+  v(
     'ECHO_HISTORY_SIZE',
     'historySize',
     '100',
@@ -389,6 +409,19 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
     else problems.push(`${spec.name}=${JSON.stringify(raw)} is invalid: expected ${spec.form}`);
   }
   out['scenarioFileExplicit'] = env['ECHO_SCENARIO_FILE'] !== undefined;
+
+  // Node requires the head's timeout within the whole request's.
+  const headersTimeoutMs = out['headersTimeoutMs'] as number | undefined;
+  const requestTimeoutMs = out['requestTimeoutMs'] as number | undefined;
+  if (
+    headersTimeoutMs !== undefined &&
+    requestTimeoutMs !== undefined &&
+    headersTimeoutMs > requestTimeoutMs
+  ) {
+    problems.push(
+      `ECHO_HEADERS_TIMEOUT=${JSON.stringify(env['ECHO_HEADERS_TIMEOUT'] ?? '10s')} is invalid: expected at most ECHO_REQUEST_TIMEOUT (${requestTimeoutMs} ms)`,
+    );
+  }
 
   // A default delay above the ceiling would be cut silently on every request: say so at startup.
   const defaultDelay = out['defaultDelay'] as DelaySpec | undefined;

@@ -51,7 +51,13 @@ const cleartextByServer = new WeakMap<object, Cleartext>();
  * startup; without, it returns the server factory of the one-port HTTP/1.1 + h2c server.
  */
 export async function transportOptions(config: EchoConfig, logger: Logger): Promise<TransportOptions> {
-  if (!config.enableTls) return { serverFactory: createCleartextServer as unknown as FastifyServerFactory };
+  if (!config.enableTls) {
+    return {
+      serverFactory: createCleartextServer as unknown as FastifyServerFactory,
+      requestTimeout: config.requestTimeoutMs,
+      http: { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs },
+    } as unknown as TransportOptions;
+  }
   const tls = await loadTls(config, logger);
   // fastify's types tie the instance type to these options; the app is typed for http.Server, whose
   // request and response surface the routes use is the same on HTTP/2's compatibility API.
@@ -113,7 +119,14 @@ function pathOf(url: string): string {
  * an http2 server behind it that takes the connections speaking HTTP/2.
  */
 function createCleartextServer(handler: http.RequestListener, options: Record<string, unknown>): Server {
-  const h1 = http.createServer((options['http'] ?? {}) as http.ServerOptions, handler);
+  const h1 = http.createServer(
+    {
+      // Slow clients are cut within a second of their timeout, not within Node's default 30 s sweep.
+      connectionsCheckingInterval: 1000,
+      ...((options['http'] ?? {}) as http.ServerOptions),
+    },
+    handler,
+  );
   // What fastify sets on a server it makes itself.
   h1.keepAliveTimeout = numberOr(options['keepAliveTimeout'], h1.keepAliveTimeout);
   h1.requestTimeout = numberOr(options['requestTimeout'], h1.requestTimeout);

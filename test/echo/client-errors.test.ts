@@ -57,3 +57,18 @@ test('client errors – the parser refusals are JSON with a request id, then the
   }
   assert.equal((await fetch(`${echo.url}/health`)).status, 200, 'the server keeps serving');
 });
+
+test('client errors – a body that never finishes is cut at ECHO_REQUEST_TIMEOUT (408); a delayed answer is not', async (t) => {
+  const echo = await startEcho({ ECHO_REQUEST_TIMEOUT: '1s', ECHO_HEADERS_TIMEOUT: '1s' });
+  t.after(() => echo.close());
+  // Promises 100 bytes, sends 5, then nothing: without the timeout this connection stays forever.
+  const answer = await raw(echo.port, 'POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhello');
+  assert.match(answer, /^HTTP\/1\.1 408 /);
+  const body = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+  assert.equal((JSON.parse(body) as { error: { code: string } }).error.code, 'ECHO_ERR_REQUEST_TIMEOUT');
+  // A head that never finishes, too.
+  assert.match(await raw(echo.port, 'GET /slow HTTP/1.1\r\nHost: x\r\n'), /^HTTP\/1\.1 408 /);
+  // The timeout covers receiving the request, not the injected delay of the answer.
+  const delayed = await fetch(`${echo.url}/held`, { headers: { 'X-Echo-Delay': '2500ms' } });
+  assert.equal(delayed.status, 200);
+});

@@ -45,6 +45,8 @@ const DEFAULTS: EchoConfig = {
   sseTickerMs: 5_000,
   maxStreams: 10_000,
   drainTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
   historySize: 100,
   historyMaxBodyBytes: 65_536,
   historySecrets: 'mask',
@@ -134,6 +136,8 @@ const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknow
   ['ECHO_SEED', '0', 'seed', 0],
   ['ECHO_SEED', '4294967295', 'seed', 4_294_967_295],
   ['ECHO_HISTORY_SECRETS', 'show', 'historySecrets', 'show'],
+  ['ECHO_HEADERS_TIMEOUT', '1ms', 'headersTimeoutMs', 1],
+  ['ECHO_REQUEST_TIMEOUT', '60m', 'requestTimeoutMs', 3_600_000],
   ['ECHO_FAULTS_ENABLED', 'false', 'faultsEnabled', false],
   ['ECHO_MAX_ACTIVE_FAULTS', '1', 'maxActiveFaults', 1],
   ['ECHO_MAX_ACTIVE_FAULTS', '1000000', 'maxActiveFaults', 1_000_000],
@@ -237,6 +241,8 @@ const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
   ['ECHO_SEED', '4294967296', 'out of range'],
   ['ECHO_SEED', 'abc', 'not a number'],
   ['ECHO_HISTORY_SECRETS', 'hide', 'not mask/show'],
+  ['ECHO_HEADERS_TIMEOUT', '11m', 'above 10m'],
+  ['ECHO_REQUEST_TIMEOUT', '0', 'below 1ms'],
   ['ECHO_FAULTS_ENABLED', 'off', 'not true/false'],
   ['ECHO_MAX_ACTIVE_FAULTS', '0', 'below 1'],
   ['ECHO_MAX_ACTIVE_FAULTS', '1000001', 'out of range'],
@@ -416,4 +422,10 @@ test('loadConfig – bad variables and bad ECHO_HEADER_ names are reported toget
   assert.equal(problems.length, 2);
   assert.match(problems[0]!, /^PORT="x"/);
   assert.match(problems[1]!, /^ECHO_HEADER_\?: "\?"/);
+});
+
+test('loadConfig – ECHO_HEADERS_TIMEOUT above ECHO_REQUEST_TIMEOUT is one line naming both', () => {
+  assert.deepEqual(problemsOf({ ECHO_HEADERS_TIMEOUT: '20s', ECHO_REQUEST_TIMEOUT: '10s' }), [
+    'ECHO_HEADERS_TIMEOUT="20s" is invalid: expected at most ECHO_REQUEST_TIMEOUT (10000 ms)',
+  ]);
 });
