@@ -50,7 +50,7 @@ const SECRET_EXACT = new Set(['pwd']);
 
 /** The same names in text: an optional prefix of name characters, then one of the suffixes. */
 const SECRET_NAME_SOURCE =
-  '[A-Za-z0-9_.-]{0,48}?(?:pass(?:word|wd)|secret|token|api[-_.]?key|private[-_.]?key|authori[sz]ation|cookie|session[-_.]?id|secret[-_.]?access[-_.]?key)';
+  '(?:pwd|[A-Za-z0-9_.-]{0,48}?(?:pass(?:word|wd)|secret|token|api[-_.]?key|private[-_.]?key|authori[sz]ation|cookie|session[-_.]?id|secret[-_.]?access[-_.]?key))';
 
 /**
  * Whether a field, header or parameter of this name holds a secret: `password`, `passwd`, `secret`,
@@ -71,7 +71,7 @@ export function isSecretName(name: string): boolean {
 
 /** A cheap test: could this text hold anything {@link maskText} replaces? */
 const MAYBE_SECRET =
-  /@|bearer|eyJ|pass(?:word|wd)|secret|token|api[-_.]?key|private[-_.]?key|authori[sz]ation|cookie|session[-_.]?id|\d{3}-\d{2}-\d{4}/i;
+  /@|bearer|eyJ|pwd|pass(?:word|wd)|secret|token|api[-_.]?key|private[-_.]?key|authori[sz]ation|cookie|session[-_.]?id|\d{3}-\d{2}-\d{4}/i;
 /** Runs of 13 to 19 digits, single spaces or dashes between them allowed. */
 const CARD = /(?<![\d])\d(?:[ -]?\d){12,18}(?![\d])/g;
 const EMAIL =

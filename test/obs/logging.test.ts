@@ -330,3 +330,15 @@ test('logging – masking is bounded and never throws: huge strings, deep, wide 
   const elapsed = performance.now() - start;
   assert.ok(elapsed < 5000, `bounded work took ${elapsed}ms`);
 });
+
+test('logging – a field named pwd is masked in a log line, in JSON text and in a query string', () => {
+  const line = JSON.stringify({ level: 30, msg: 'login', pwd: 'hunter2', user: 'ann' });
+  const masked = JSON.parse(maskLogLine(line)) as Record<string, unknown>;
+  assert.equal(masked['pwd'], '[MASKED]');
+  assert.equal(masked['user'], 'ann');
+  const text = maskLogLine(
+    JSON.stringify({ level: 30, msg: 'GET /login?user=ann&pwd=hunter2 body {"pwd":"hunter2"}' }),
+  );
+  assert.doesNotMatch(text, /hunter2/);
+  assert.match(text, /user=ann/);
+});
