@@ -115,6 +115,11 @@ export function schemaMessage(error: ValueError): string {
   }
 }
 
+/** A table's own entry for a name from the input (never a property of Object's prototype). */
+function own<T>(table: Readonly<Record<string, T>>, name: string): T | undefined {
+  return Object.hasOwn(table, name) ? table[name] : undefined;
+}
+
 /** What the value at a location is, from its place: `/i/key`, `/i/responses/j/key`, ... */
 function fieldAt(segments: string[]): Field {
   const [, key = '', third, fourth, fifth] = segments;
@@ -122,7 +127,13 @@ function fieldAt(segments: string[]): Field {
     return { label: 'input', expected: `an array of at most ${MAX_SCENARIOS} scenarios` };
   if (segments.length === 1)
     return { label: 'scenario', expected: 'an object with path or pathPattern, and responses' };
-  if (segments.length === 2) return SCENARIO_FIELDS[key] ?? { label: key, expected: 'valid' };
+  if (segments.length === 2)
+    return (
+      (Object.hasOwn(SCENARIO_FIELDS, key) ? SCENARIO_FIELDS[key] : undefined) ?? {
+        label: key,
+        expected: 'valid',
+      }
+    );
   if (key === 'responses') {
     if (segments.length === 3)
       return {
@@ -130,7 +141,7 @@ function fieldAt(segments: string[]): Field {
         expected: 'an object with status and optionally delay, body, repeat and headers',
       };
     if (segments.length === 4)
-      return RESPONSE_FIELDS[fourth ?? ''] ?? { label: fourth ?? '', expected: 'valid' };
+      return own(RESPONSE_FIELDS, fourth ?? '') ?? { label: fourth ?? '', expected: 'valid' };
     return { label: `header ${quote(fifth ?? '')} value`, expected: `a string of ${HEADER_VALUE_FORM}` };
   }
   if (key === 'method')
