@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import { request } from 'undici';
 import pkg from '../../package.json' with { type: 'json' };
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { scrapeValue } from '../helpers/metrics.ts';
 import { h2Request, openH2 } from '../helpers/protocol-clients.ts';
 
 interface Answer {
@@ -383,7 +384,7 @@ test('invalid control headers – nothing happens: no history, no delay, no faul
     );
     const scenariosAfter = await send(`${server.url}/scenario`);
     assert.equal(scenariosAfter.body, scenariosBefore.body);
-    assert.equal(await metricValue(server.url, 'echo_chaos_errors_total{type="internal"}'), 0);
+    assert.equal(await scrapeValue(server.url, 'echo_chaos_errors_total{type="internal"}'), 0);
   } finally {
     await server.close();
   }
@@ -405,13 +406,6 @@ test('X-Echo-History-Enabled – false keeps the request out of history; a bad v
     await server.close();
   }
 });
-
-async function metricValue(base: string, series: string): Promise<number> {
-  const text = (await send(`${base}/metrics`)).body;
-  for (const line of text.split('\n'))
-    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return 0;
-}
 
 test('X-Echo-Set-Header – a header HTTP/2 forbids is a 400 over HTTP/2 too, and the server keeps serving', async () => {
   const session = await openH2(echo.url);

@@ -3,6 +3,7 @@ import net from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { seriesValue } from '../helpers/metrics.ts';
 import { activeTimers, eventually, findGc } from '../helpers/runtime.ts';
 
 // These tests use raw sockets, not an HTTP client, so that the only timers in the process are the
@@ -46,12 +47,6 @@ async function history(echo: RunningEcho): Promise<Entry[]> {
   return (await getJson(echo.port, '/history')) as Entry[];
 }
 
-function metricValue(text: string, series: string): number {
-  for (const line of text.split('\n'))
-    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return 0;
-}
-
 function metrics(echo: RunningEcho): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(echo.port, '127.0.0.1', () => {
@@ -88,11 +83,11 @@ test('client disconnect – a 60s delay leaves no timer behind once the client h
     );
     const text = await metrics(echo);
     assert.equal(
-      metricValue(text, 'echo_requests_total{method="GET",path="/gone",status="499",fault="delay"}'),
+      seriesValue(text, 'echo_requests_total{method="GET",path="/gone",status="499",fault="delay"}'),
       1,
     );
     assert.equal(
-      metricValue(text, 'echo_requests_total{method="GET",path="/gone",status="200",fault="delay"}'),
+      seriesValue(text, 'echo_requests_total{method="GET",path="/gone",status="200",fault="delay"}'),
       0,
     );
     // Going away is the client's business: nothing is logged as an error.
@@ -189,7 +184,7 @@ test('client disconnect – 200 clients leaving: no timers, no requests in fligh
     const text = await metrics(echo);
     let abandoned = 0;
     for (let i = 0; i < 250; i++) {
-      abandoned += metricValue(
+      abandoned += seriesValue(
         text,
         `echo_requests_total{method="GET",path="/leak/${i}",status="499",fault="delay"}`,
       );
