@@ -13,6 +13,7 @@ import { registerCors } from './cors.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { History } from './history.ts';
+import { isoTimestamp, stdoutDestination } from './log-destination.ts';
 import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
@@ -53,8 +54,8 @@ export type { EchoState, UpgradeHandler } from './state.ts';
  * environment: everything comes from `config` and `options`.
  */
 export async function buildApp(config: EchoConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
-  // Asynchronous stdout: a burst of log lines is written in one go instead of one syscall each,
-  // and pino flushes what is left when the process exits.
+  // Asynchronous stdout: the lines of one event-loop turn are written in one go (log-destination.ts),
+  // bounded when stdout does not keep up, and what is left is written when the process exits.
   // obs's logger options add trace and span ids and mask secrets in every line.
   const obsConfig = options.obs ?? loadObsConfig({ env: {}, defaults: ECHO_OBS_DEFAULTS });
   const logger =
@@ -63,9 +64,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       obsLoggerOptions({
         config: obsConfig.config,
         // ISO time reads better, and a 13-digit epoch would look like a card number to the masking.
-        base: { level: config.logLevel, timestamp: pino.stdTimeFunctions.isoTime },
+        base: { level: config.logLevel, timestamp: isoTimestamp },
       }),
-      pino.destination({ dest: 1, sync: false }),
+      stdoutDestination(),
     );
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
