@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
 import { FaultGate, registerAppliedFaults } from './applied.ts';
-import { registerCompletion } from './completion.ts';
+import { recordOnClose, registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
@@ -102,7 +102,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     config,
     history: new History(config.historySize, config.historyMaxBodyBytes),
     scenarios: new ScenarioStore(),
-    metrics: new EchoMetrics(app.obs.firewall, registry),
+    metrics: new EchoMetrics(registry),
     ...(options.metricsText === undefined ? {} : { metricsText: options.metricsText }),
     startedAt: new Date(),
     requestCount: 0,
@@ -138,8 +138,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.addHook('onRequest', (request, reply, done) => {
     state.requestCount++;
     state.inFlight++;
+    // One listener a request for everything that waits for its end.
     reply.raw.once('close', () => {
       state.inFlight--;
+      recordOnClose(request, reply, state.metrics);
     });
     reply.header('x-request-id', request.id);
     reply.header('x-echo-request-count', state.requestCount);
