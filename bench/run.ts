@@ -821,26 +821,38 @@ log(`bench: ${selected.map((s) => s.id).join(', ')}; ${rounds} round(s) of ${sec
 const loadResults = new Map<string, LoadResult>();
 let streams: StreamsResult | undefined;
 let million: MillionResult | undefined;
+/** A scenario that failed: its message goes into RESULTS.md, and the run goes on. */
+const failures = new Map<string, string>();
 try {
   for (const scenario of selected) {
     log(`${scenario.id}: ${scenario.title}`);
-    if (scenario.kind === 'load') loadResults.set(scenario.id, await runLoad(scenario));
-    else if (scenario.kind === 'streams') {
-      streams = await runStreams();
-      log(
-        `  streams: ${Object.entries(streams.clients)
-          .map(([k, c]) => `${k} ${c.opened} open`)
-          .join(
-            ', ',
-          )}, RSS held ${streams.rssHeldMb.toFixed(0)} MB, lag p99 ${streams.lagHeldP99Ms.toFixed(1)} ms`,
-      );
-    } else {
-      million = await runMillion();
-      log(`  million: ${million.served} served, RSS ${million.rssMb.toFixed(0)} MB`);
+    try {
+      await runScenario(scenario);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      failures.set(scenario.id, message);
+      log(`  ${scenario.id} failed: ${message}`);
     }
   }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
+}
+
+async function runScenario(scenario: Scenario): Promise<void> {
+  if (scenario.kind === 'load') loadResults.set(scenario.id, await runLoad(scenario));
+  else if (scenario.kind === 'streams') {
+    streams = await runStreams();
+    log(
+      `  streams: ${Object.entries(streams.clients)
+        .map(([k, c]) => `${k} ${c.opened} open`)
+        .join(
+          ', ',
+        )}, RSS held ${streams.rssHeldMb.toFixed(0)} MB, lag p99 ${streams.lagHeldP99Ms.toFixed(1)} ms`,
+    );
+  } else {
+    million = await runMillion();
+    log(`  million: ${million.served} served, RSS ${million.rssMb.toFixed(0)} MB`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -981,6 +993,9 @@ const out: string[] = [
 ];
 for (const scenario of selected) {
   out.push(`## ${scenario.title}`, '', scenario.what, '');
+  const failure = failures.get(scenario.id);
+  if (failure !== undefined)
+    out.push(`**Failed in this run:**\n\n\`\`\`\n${failure.trim().slice(0, 2000)}\n\`\`\``, '');
   if (scenario.kind === 'load') {
     const r = loadResults.get(scenario.id);
     if (r) out.push(loadTable(r), '');
