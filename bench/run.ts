@@ -358,9 +358,9 @@ const SCENARIOS: readonly Scenario[] = [
     kind: 'load',
     id: 'post-1m',
     title: 'POST 1 MiB',
-    what: 'A 1 MiB body echoed back. wrk, 2 threads, 50 connections.',
+    what: 'A 1 MiB body echoed back. wrk, 2 threads, 50 connections, 10 s timeout (50 MiB in flight each way: at 2 s, responses that were only queued counted as timeouts).',
     servers: [BARE, DEFAULTS, NO_LOG],
-    load: { ...WRK50, lua: postLua(1024 * 1024) },
+    load: { ...WRK50, lua: postLua(1024 * 1024), timeout: 10 },
   },
   {
     kind: 'load',
@@ -632,12 +632,13 @@ async function runStreams(): Promise<StreamsResult> {
     ...DEFAULTS,
     env: maxStreams > 10_000 ? { ECHO_MAX_STREAMS: String(maxStreams) } : {},
   });
+  let clients: { kind: string; child: ChildProcess; lines: Record<string, unknown>[] }[] = [];
   try {
     await sleep(1000);
     const rssIdleMb = memory(server.child.pid).rssMb;
     await lagP99Ms(server.port);
     const started = Date.now();
-    const clients = ['sse', 'ws'].map((kind) => {
+    clients = ['sse', 'ws'].map((kind) => {
       const child = spawnWithFiles(
         process.execPath,
         ['bench/streams-client.ts', kind, String(server.port), String(perKind), '250', '300'],
@@ -701,6 +702,7 @@ async function runStreams(): Promise<StreamsResult> {
       holdSeconds,
     };
   } finally {
+    for (const c of clients) if (c.child.exitCode === null) c.child.kill('SIGKILL');
     await stopServer(server);
   }
 }
