@@ -198,6 +198,17 @@ async function startServer(spec: ServerSpec): Promise<Running> {
   throw new Error(`${spec.label} did not start on ${port}:\n${running.stderr}`);
 }
 
+/** Adds to a load generator's failure what became of the server (it may have died under the load). */
+function withServerState(err: unknown, running: Running): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  const { child } = running;
+  if (child.exitCode === null && child.signalCode === null)
+    return new Error(`${message}\n(the server is still running)`);
+  return new Error(
+    `${message}\nthe server exited (code ${child.exitCode}, signal ${child.signalCode}) after writing ${running.logBytes} bytes of log lines; the end of its stderr:\n${running.stderr.slice(-1500)}`,
+  );
+}
+
 async function stopServer(running: Running): Promise<void> {
   const { child } = running;
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -472,6 +483,8 @@ async function measure(spec: ServerSpec, load: Load): Promise<Measured> {
       sample = await drive(server.port, load, load.seconds);
     }
     return { ...sample, ...memory(server.child.pid) };
+  } catch (err) {
+    throw withServerState(err, server);
   } finally {
     await stopServer(server);
   }
@@ -787,6 +800,8 @@ async function runMillion(): Promise<MillionResult> {
     const seconds = (Date.now() - started) / 1000;
     await sleep(2000);
     return { target, served, seconds, rssIdleMb, ...memory(server.child.pid) };
+  } catch (err) {
+    throw withServerState(err, server);
   } finally {
     await stopServer(server);
   }
