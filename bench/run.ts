@@ -61,9 +61,27 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 interface ServerSpec {
   readonly id: string;
   readonly label: string;
+  /** What follows `node`: flags, then the script. */
   readonly script: string;
   readonly env: Record<string, string>;
+  readonly nodeArgs?: readonly string[];
 }
+
+/**
+ * echo-chaos exactly as `npm start` runs it: the node flags of package.json's start script (the
+ * young generation's size, ADR 0013) and its script.
+ */
+const START_ARGS: readonly string[] = (() => {
+  const start = (
+    JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start.split(/\s+/);
+  if (start[0] !== 'node') throw new Error(`the start script does not run node: ${start.join(' ')}`);
+  return start.slice(1);
+})();
+const START_SCRIPT = START_ARGS.at(-1) ?? 'src/echo/main.ts';
+const START_FLAGS = START_ARGS.slice(0, -1);
 
 /** Every per-feature switch of obs (there is no single one: each feature has its own `enabled`). */
 const OBS_FEATURES = [
@@ -107,19 +125,22 @@ const BARE_H2: ServerSpec = {
 const DEFAULTS: ServerSpec = {
   id: 'defaults',
   label: 'echo-chaos, defaults (`npm start`)',
-  script: 'src/echo/main.ts',
+  script: START_SCRIPT,
+  nodeArgs: START_FLAGS,
   env: {},
 };
 const NO_LOG: ServerSpec = {
   id: 'nolog',
   label: 'echo-chaos, `LOG_REQUESTS=false`',
-  script: 'src/echo/main.ts',
+  script: START_SCRIPT,
+  nodeArgs: START_FLAGS,
   env: { LOG_REQUESTS: 'false' },
 };
 const OBS_OFF: ServerSpec = {
   id: 'obsoff',
   label: 'echo-chaos, obs off (every `OBS_*_ENABLED=false`)',
-  script: 'src/echo/main.ts',
+  script: START_SCRIPT,
+  nodeArgs: START_FLAGS,
   env: Object.fromEntries(OBS_FEATURES.map((f) => [`OBS_${f}_ENABLED`, 'false'])),
 };
 
@@ -176,7 +197,7 @@ async function startServer(spec: ServerSpec): Promise<Running> {
   const port = await freePort();
   // stdout is a pipe this process drains (as a log shipper would): writing the log lines is part
   // of what a user of `npm start` pays, so it must not go to /dev/null.
-  const child = spawnWithFiles(process.execPath, [spec.script], {
+  const child = spawnWithFiles(process.execPath, [...(spec.nodeArgs ?? []), spec.script], {
     cwd: root,
     env: serverEnv(spec, port),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -50,7 +50,8 @@ const port = await freePort();
 const env: NodeJS.ProcessEnv = {};
 for (const [k, v] of Object.entries(process.env))
   if (!/^(ECHO_|OBS_|OTEL_|LOG_|MAX_BODY|ENABLE_|NODE_OPTIONS$|npm_)/.test(k)) env[k] = v;
-const server: ChildProcess = spawn(process.execPath, ['src/echo/main.ts'], {
+// As `npm start` runs it (its node flags: ADR 0013).
+const server: ChildProcess = spawn(process.execPath, ['--max-semi-space-size=16', 'src/echo/main.ts'], {
   cwd: root,
   env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
   stdio: ['ignore', 'pipe', 'inherit'],
