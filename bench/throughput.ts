@@ -28,7 +28,7 @@ async function start(
   const port = 20000 + Math.floor(Math.random() * 20000);
   const child = spawn(process.execPath, [script], {
     cwd: root,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    env: { ...process.env, ECHO_DRAIN_DELAY: '0', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const deadline = Date.now() + 10_000;
