@@ -121,8 +121,9 @@ async function main(): Promise<void> {
     // 3. The port closes; responses from now on carry `Connection: close`, idle connections are
     //    closed, HTTP/2 sessions get a GOAWAY. In-flight requests (delays included) run their
     //    course, for at most ECHO_DRAIN_TIMEOUT.
-    app.log.info({ open_connections: connections.open }, 'drain: the port closes');
-    const closed = connections.closeListener();
+    await connections.closeListener();
+    app.log.info({ open_connections: connections.open }, 'drain: the port has closed');
+    const closed = connections.allClosed();
     // Every connection closed means no request is in flight either; obs counts the requests.
     const [result, allClosed] = await Promise.all([
       app.obs.drain({ timeoutMs: config.drainTimeoutMs }),

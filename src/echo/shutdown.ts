@@ -1,3 +1,4 @@
+import { closeSync, openSync, readSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2Session } from 'node:http2';
 import net, { type Socket } from 'node:net';
@@ -18,9 +19,11 @@ import net, { type Socket } from 'node:net';
 export interface ConnectionDrain {
   /**
    * Stops accepting connections and starts closing the open ones as they turn idle.
-   * @returns a promise that settles once every connection has closed.
+   * @returns a promise that settles once the listener has closed (connections may still be open).
    */
   closeListener(): Promise<void>;
+  /** A promise that settles once the listener has closed and every connection with it. */
+  allClosed(): Promise<void>;
   /** Destroys every connection still open (after the drain timeout and its final grace). */
   destroyAll(): void;
   /** Connections open now. */
@@ -41,6 +44,58 @@ interface Connection {
 
 /** How often connections are checked for idleness once the listener has closed. */
 const SWEEP_MS = 50;
+/** Turns of the event loop the listener's close waits for the kernel's accept queue to empty. */
+const MAX_ACCEPT_WAITS = 20;
+
+function listeningPort(server: net.Server): number | undefined {
+  const address = server.address();
+  return typeof address === 'object' && address !== null ? address.port : undefined;
+}
+
+/**
+ * Connections waiting in the kernel's accept queue of the listening TCP socket on `port`: the
+ * `rx_queue` of its LISTEN line in /proc/net/tcp{,6} (Linux; 0 elsewhere). The kernel lists
+ * listening sockets first, so reading stops at the first line in another state.
+ */
+export function acceptQueueLength(port: number): number {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let waiting = 0;
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let fd: number;
+    try {
+      fd = openSync(file, 'r');
+    } catch {
+      continue;
+    }
+    try {
+      const chunk = Buffer.alloc(16_384);
+      let rest = '';
+      let header = true;
+      reading: for (;;) {
+        const n = readSync(fd, chunk, 0, chunk.length, null);
+        if (n === 0) break;
+        const lines = (rest + chunk.toString('latin1', 0, n)).split('\n');
+        rest = lines.pop() ?? '';
+        for (const line of lines) {
+          if (header) {
+            header = false;
+            continue;
+          }
+          // "sl local_address rem_address st tx_queue:rx_queue ...": LISTEN is st 0A.
+          const fields = line.trim().split(/\s+/);
+          if (fields[3] !== '0A') break reading;
+          if (fields[1]?.endsWith(local))
+            waiting += Number.parseInt(fields[4]?.split(':')[1] ?? '0', 16) || 0;
+        }
+      }
+    } catch {
+      // unreadable: unknown
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return waiting;
+}
 
 /**
  * Tracks the connections of `server` (cleartext `http.Server` or TLS `Http2SecureServer`) from now
@@ -57,6 +112,7 @@ export function trackConnections(
   const sockets = new Set<Socket>();
   const pending = new Set<ServerResponse>();
   let draining = false;
+  let everyClosed = false;
   const tls = typeof (server as { addContext?: unknown }).addContext === 'function';
 
   const add = (socket: Socket) => {
@@ -90,6 +146,8 @@ export function trackConnections(
   });
 
   const sweep = () => {
+    // A connection accepted just before the port closed may have turned HTTP/2 since.
+    for (const session of sessions()) if (!session.closed && !session.destroyed) session.close();
     const now = Date.now();
     for (const [socket, connection] of connections) {
       if (connection.busy > 0 || now - connection.idleSince < options.idleMs) continue;
@@ -106,19 +164,37 @@ export function trackConnections(
       return sockets.size;
     },
     closeListener() {
-      draining = true;
-      for (const response of pending) if (!response.headersSent) response.shouldKeepAlive = false;
-      const closed = new Promise<void>((resolve) => {
-        if (!server.listening && sockets.size === 0) return resolve();
-        // net.Server's close, not http.Server's: that one closes "idle" connections at once.
-        net.Server.prototype.close.call(server, () => resolve());
+      return new Promise<void>((resolve) => {
+        const close = () => {
+          draining = true;
+          for (const response of pending) if (!response.headersSent) response.shouldKeepAlive = false;
+          // net.Server's close, not http.Server's: that one closes "idle" connections at once.
+          if (server.listening) net.Server.prototype.close.call(server, () => (everyClosed = true));
+          for (const session of sessions()) if (!session.closed && !session.destroyed) session.close();
+          // Checked after the poll phase (setImmediate), so bytes already sent by a client count.
+          const timer = setInterval(() => setImmediate(sweep), SWEEP_MS);
+          timer.unref();
+          server.once('close', () => clearInterval(timer));
+          resolve();
+        };
+        // Closing a listening socket resets the connections in the kernel's accept queue, whose
+        // clients may have sent a request already: close right after the event loop has accepted
+        // what was pending (setImmediate follows the poll phase), and while the kernel still
+        // reports a queue (Linux), let the loop accept again, a few times at most.
+        const port = listeningPort(server);
+        let tries = 0;
+        const attempt = () => {
+          if (tries++ < MAX_ACCEPT_WAITS && port !== undefined && acceptQueueLength(port) > 0) {
+            return void setImmediate(attempt);
+          }
+          close();
+        };
+        setImmediate(attempt);
       });
-      for (const session of sessions()) if (!session.closed && !session.destroyed) session.close();
-      // Checked after the poll phase (setImmediate), so bytes already sent by a client are counted.
-      const timer = setInterval(() => setImmediate(sweep), SWEEP_MS);
-      timer.unref();
-      void closed.then(() => clearInterval(timer));
-      return closed;
+    },
+    allClosed() {
+      if (everyClosed || (!server.listening && sockets.size === 0)) return Promise.resolve();
+      return new Promise<void>((resolve) => server.once('close', () => resolve()));
     },
     destroyAll() {
       for (const session of sessions()) session.destroy();
