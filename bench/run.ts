@@ -234,7 +234,8 @@ async function stopServer(running: Running): Promise<void> {
   const { child } = running;
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
-  child.kill('SIGTERM');
+  // SIGINT: the drain without ECHO_DRAIN_DELAY's wait for an endpoint controller (ADR 0014).
+  child.kill('SIGINT');
   const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
   await exited;
   clearTimeout(timer);

@@ -319,7 +319,7 @@ try {
   clearInterval(sampler);
   clearInterval(reporter);
   stopping = true;
-  server.kill('SIGTERM');
+  server.kill('SIGINT'); // the drain without ECHO_DRAIN_DELAY's wait (ADR 0014)
   const timer = setTimeout(() => server.kill('SIGKILL'), 5000);
   if (server.exitCode === null && server.signalCode === null) await once(server, 'exit');
   clearTimeout(timer);

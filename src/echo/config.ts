@@ -22,6 +22,8 @@ export interface EchoConfig {
   readonly sseTickerMs: number;
   /** Concurrent `/ws` and `/sse` connections; past it new ones are refused. */
   readonly maxStreams: number;
+  /** On SIGTERM: how long the listener stays open (with `/ready` at 503) before the drain proper. */
+  readonly drainDelayMs: number;
   /** How long SIGTERM waits for in-flight work before closing every connection. */
   readonly drainTimeoutMs: number;
   /** HTTP/1.1: how long a client may take to send its request head; then 408 and the connection closes. */
@@ -210,11 +212,19 @@ export const VARIABLES: readonly VariableSpec[] = [
     integer(0, 1_000_000),
   ),
   v(
+    'ECHO_DRAIN_DELAY',
+    'drainDelayMs',
+    '5s',
+    `${DURATION_FORM}, at most 10m`,
+    'On SIGTERM: how long `/ready` answers 503 with the port still open and connections served as usual, before the port closes and the drain begins (SIGINT skips it)',
+    duration(0, 600_000),
+  ),
+  v(
     'ECHO_DRAIN_TIMEOUT',
     'drainTimeoutMs',
     '30s',
     `${DURATION_FORM}, at most 60m`,
-    'On SIGTERM/SIGINT: how long in-flight requests may take before every connection is closed',
+    'On SIGTERM/SIGINT, once the port has closed: how long in-flight requests may take before every connection is closed',
     duration(0, 3_600_000),
   ),
   v(

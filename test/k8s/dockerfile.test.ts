@@ -184,7 +184,14 @@ describe('Dockerfile', () => {
     assert.equal(program, 'node');
     const child = spawn(process.execPath, args, {
       cwd: app,
-      env: { ...image.env, PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      env: {
+        ...image.env,
+        PATH: process.env['PATH'] ?? '',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        ECHO_DRAIN_DELAY: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
