@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
+import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
 import { FaultGate, registerAppliedFaults } from './applied.ts';
 import { registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
@@ -53,6 +54,8 @@ export type { EchoState, UpgradeHandler } from './state.ts';
  * environment: everything comes from `config` and `options`.
  */
 export async function buildApp(config: EchoConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
+  // Read before anything starts: a token file that cannot be read stops startup.
+  const adminToken = await loadAdminToken(config);
   // Asynchronous stdout: a burst of log lines is written in one go instead of one syscall each,
   // and pino flushes what is left when the process exits.
   // obs's logger options add trace and span ids and mask secrets in every line.
@@ -180,6 +183,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       done(new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]));
     });
   }
+
+  // 4. The admin routes behind ECHO_ADMIN_TOKEN, when it is set.
+  if (adminToken !== undefined) registerAdminAuth(app, adminToken);
 
   // Completion: metrics and history of every answered request.
   registerCompletion(app, state.metrics);

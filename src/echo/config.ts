@@ -32,6 +32,12 @@ export interface EchoConfig {
   readonly historyMaxBodyBytes: number;
   /** `show`: `GET /history` shows credentials as received; `mask` (default) masks them. */
   readonly historySecrets: 'mask' | 'show';
+  /** `ECHO_ADMIN_TOKEN`: when set, the admin routes need `Authorization: Bearer <token>`. */
+  readonly adminToken: string | undefined;
+  /** `ECHO_ADMIN_TOKEN_FILE`: the same token, read from this file once at startup (`buildApp`). */
+  readonly adminTokenFile: string | undefined;
+  /** `ECHO_CORS_ADMIN`: the admin routes answer cross-origin requests like the echo paths do. */
+  readonly corsAdmin: boolean;
   readonly scenarioFile: string;
   /** True when ECHO_SCENARIO_FILE was set: then a missing file is an error, not "no scenarios". */
   readonly scenarioFileExplicit: boolean;
@@ -67,6 +73,8 @@ export interface VariableSpec {
   readonly form: string;
   readonly meaning: string;
   readonly parse: Parser;
+  /** Never quoted in a startup error (its value is a credential). */
+  readonly secret?: boolean;
 }
 
 const ok = (value: unknown): Parsed => ({ ok: true, value });
@@ -103,6 +111,9 @@ function duration(minMs: number, maxMs: number): Parser {
 }
 
 const text: Parser = (raw) => (raw.length > 0 ? ok(raw) : bad);
+
+/** What `Authorization: Bearer` can carry: visible ASCII, no spaces. */
+export const ADMIN_TOKEN = /^[\x21-\x7e]+$/;
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -257,6 +268,33 @@ export const VARIABLES: readonly VariableSpec[] = [
     '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers and JSON body fields as `[MASKED]` (replay still re-sends the original)',
     (raw) => (raw === 'mask' || raw === 'show' ? ok(raw) : bad),
   ),
+  {
+    ...v(
+      'ECHO_ADMIN_TOKEN',
+      'adminToken',
+      '',
+      'empty (open), or a token of visible ASCII characters',
+      'When set, the admin routes (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, `GET /history`, `POST` under `/actuator`) need `Authorization: Bearer <token>`; otherwise a 401. Never logged',
+      (raw) => (raw === '' ? ok(undefined) : ADMIN_TOKEN.test(raw) ? ok(raw) : bad),
+    ),
+    secret: true,
+  },
+  v(
+    'ECHO_ADMIN_TOKEN_FILE',
+    'adminTokenFile',
+    '',
+    'empty, or a file path',
+    'Reads `ECHO_ADMIN_TOKEN` from this file once at startup (a Kubernetes Secret); a missing, unreadable or empty file stops startup',
+    (raw) => (raw === '' ? ok(undefined) : raw.includes('\0') ? bad : ok(raw)),
+  ),
+  v(
+    'ECHO_CORS_ADMIN',
+    'corsAdmin',
+    'false',
+    '`true` or `false`',
+    'With `ENABLE_CORS`: `true` lets the admin routes (`/scenario*`, `/control*`, `/replay`, `/history*`, `/actuator*`) answer cross-origin requests too; `false` gives them no CORS headers',
+    boolean(),
+  ),
   v(
     'ECHO_SCENARIO_FILE',
     'scenarioFile',
@@ -406,7 +444,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
     const source = given ? raw.trim() : spec.default;
     const parsed = spec.parse(source);
     if (parsed.ok) out[spec.key] = parsed.value;
+    else if (spec.secret) problems.push(`${spec.name} is invalid: expected ${spec.form}`);
     else problems.push(`${spec.name}=${JSON.stringify(raw)} is invalid: expected ${spec.form}`);
+  }
+  // An admin token set to nothing would leave the routes open while looking locked: say so.
+  for (const name of ['ECHO_ADMIN_TOKEN', 'ECHO_ADMIN_TOKEN_FILE']) {
+    if (env[name] !== undefined && env[name].trim() === '')
+      problems.push(`${name} is set but empty: expected a value (unset it to leave the admin routes open)`);
+  }
+  if (out['adminToken'] !== undefined && out['adminTokenFile'] !== undefined) {
+    problems.push(
+      'ECHO_ADMIN_TOKEN and ECHO_ADMIN_TOKEN_FILE are both set: expected one of them (the token, or the file holding it)',
+    );
   }
   out['scenarioFileExplicit'] = env['ECHO_SCENARIO_FILE'] !== undefined;
 

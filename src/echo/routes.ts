@@ -90,6 +90,7 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
         start_time: state.startedAt.toISOString(),
         request_count: String(state.requestCount),
         node_version: process.version,
+        admin_token_required: config.adminToken !== undefined || config.adminTokenFile !== undefined,
         lifecycle: { ...state.lifecycle },
         faults: {
           enabled: state.faults.enabled,
