@@ -20,6 +20,7 @@ import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { TokenBucket } from './rate-limit.ts';
+import type { ReplayResolver } from './replay-guard.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
 import { transportOptions, wireServer } from './server.ts';
@@ -44,6 +45,8 @@ export interface BuildOptions {
    * hands the OpenTelemetry meters' exposition here when the SDK runs.
    */
   readonly metricsText?: () => Promise<string>;
+  /** How `POST /replay` resolves a target's name before checking it; default `dns.lookup` (tests pin names). */
+  readonly replayResolver?: ReplayResolver;
 }
 
 // The live state's types, as the package has always exported them (`app.echo` is an EchoState).
@@ -205,7 +208,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     if (methods.has('GET')) methods.add('HEAD');
     ownRoutes.set(route.url, methods);
   });
-  await app.register(async (service) => registerServiceRoutes(service, state));
+  await app.register(async (service) =>
+    registerServiceRoutes(service, state, { replayResolver: options.replayResolver }),
+  );
   await app.register(async (streams) => registerStreamEndpoints(streams, state));
   collecting = false;
   // Any body is accepted (and ignored) here, so the answer names the method, not the body's type.

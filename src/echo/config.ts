@@ -2,6 +2,7 @@ import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
 import { EchoConfigError } from './errors.ts';
 import { TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
+import { ALLOWED_TARGETS_FORM, parseAllowedTargets, type TargetRule } from './replay-guard.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
 export interface EchoConfig {
@@ -43,6 +44,8 @@ export interface EchoConfig {
   readonly scenarioFileExplicit: boolean;
   readonly serverInfo: boolean;
   readonly replayTimeoutMs: number;
+  /** `ECHO_REPLAY_ALLOWED_TARGETS`: where `POST /replay` may send (see `ReplayGuard`). */
+  readonly replayAllowedTargets: readonly TargetRule[];
   /** `ECHO_SEED`: seeds the process; each echoed request draws its own seed from its sequence. */
   readonly seed: number | undefined;
   /** `false` switches every echo fault off (delays, statuses, errors, chaos, scenarios, slow bodies). */
@@ -318,6 +321,17 @@ export const VARIABLES: readonly VariableSpec[] = [
     `${DURATION_FORM}, at most 1440m (24 hours)`,
     'How long `POST /replay` waits for the target before a 504',
     duration(1, DAY_MS),
+  ),
+  v(
+    'ECHO_REPLAY_ALLOWED_TARGETS',
+    'replayAllowedTargets',
+    '*',
+    ALLOWED_TARGETS_FORM,
+    'Where `POST /replay` may send a `target`: `*` is any host except link-local and cloud metadata addresses (checked on every address the name resolves to, and the checked address is the one dialled); listed hosts, addresses and blocks are allowed, link-local ones included. Anything else is a 403',
+    (raw) => {
+      const rules = parseAllowedTargets(raw);
+      return rules === undefined ? bad : ok(rules);
+    },
   ),
   v(
     'ECHO_SEED',
