@@ -173,7 +173,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   registerLogging(app, config);
 
   // 2. CORS.
-  if (config.enableCors) registerCors(app);
+  if (config.enableCors) registerCors(app, { admin: config.corsAdmin });
 
   // 3. Rate limit; probes and scrapes are never limited.
   if (config.rateLimitRps > 0) {
