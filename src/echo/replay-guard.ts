@@ -9,7 +9,7 @@ import { EchoError } from './errors.ts';
  */
 export type TargetRule =
   | { readonly kind: 'any' }
-  | { readonly kind: 'host'; readonly host: string; readonly port?: number }
+  | { readonly kind: 'host'; readonly host: string; readonly subdomains?: true; readonly port?: number }
   | { readonly kind: 'cidr'; readonly text: string; readonly list: BlockList; readonly port?: number };
 
 /** How a name is resolved: every address, as `dns.lookup(name, { all: true })` answers. */
@@ -19,7 +19,7 @@ export type ReplayResolver = (
 
 /** The form of `ECHO_REPLAY_ALLOWED_TARGETS`, for the README's table and startup errors. */
 export const ALLOWED_TARGETS_FORM =
-  'comma-separated `*`, host names, addresses or CIDR blocks (IPv4 or IPv6), host names and addresses with an optional `:port` (IPv6 as `[::1]:8080`)';
+  'comma-separated `*`, host names (`*.example.com` for its subdomains), addresses or CIDR blocks (IPv4 or IPv6), names and addresses with an optional `:port` (IPv6 as `[::1]:8080`)';
 
 /**
  * Addresses never dialled under `*`, whatever name leads to them: link-local (where cloud metadata
@@ -93,6 +93,10 @@ function parseRule(entry: string): TargetRule | undefined {
     return { kind: 'cidr', text: entry, list, ...withPort };
   }
   const name = host.replace(/\.$/, '');
+  if (name.startsWith('*.')) {
+    const parent = name.slice(2);
+    return HOST_NAME.test(parent) ? { kind: 'host', host: parent, subdomains: true, ...withPort } : undefined;
+  }
   return HOST_NAME.test(name) ? { kind: 'host', host: name, ...withPort } : undefined;
 }
 
@@ -163,7 +167,10 @@ export class ReplayGuard {
       .toLowerCase();
     const shown = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
     const trusted = this.#rules.some(
-      (r) => r.kind === 'host' && r.host === host && (r.port === undefined || r.port === port),
+      (r) =>
+        r.kind === 'host' &&
+        (r.subdomains ? host.endsWith(`.${r.host}`) : r.host === host) &&
+        (r.port === undefined || r.port === port),
     );
     if (!trusted && this.#any && isIP(host) === 0 && DENIED_NAMES.has(host)) {
       throw new EchoError('ECHO_ERR_REPLAY_TARGET_REFUSED', [shown, 'it names a cloud metadata service']);

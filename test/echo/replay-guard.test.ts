@@ -51,6 +51,8 @@ test('replay guard – ECHO_REPLAY_ALLOWED_TARGETS parses hosts, addresses, port
     'fd00::/8',
     '169.254.169.254, *',
     'svc.ns.svc.cluster.local.',
+    '*.svc.cluster.local',
+    '*.example.com:8443',
   ]) {
     assert.ok(parseAllowedTargets(good) !== undefined, good);
   }
@@ -64,6 +66,9 @@ test('replay guard – ECHO_REPLAY_ALLOWED_TARGETS parses hosts, addresses, port
     'host:port',
     'http://x',
     '[host]:1',
+    '*.',
+    '**.x',
+    'a.*.b',
     'a b',
     '10.0.0.1/8x',
   ]) {
@@ -154,4 +159,17 @@ test('replay guard – a list allows only what it names; naming a metadata addre
   const byName = new ReplayGuard(rules('metadata.google.internal:80'), resolver);
   assert.equal(await verdict(byName, 'metadata.google.internal'), 'dial 169.254.169.254');
   assert.match(await verdict(byName, 'metadata.google.internal', 443), /not in ECHO_REPLAY_ALLOWED_TARGETS/);
+});
+
+test('replay guard – *.domain trusts its subdomains (not the domain itself), on the port given', async () => {
+  const resolver = table({
+    'echo.ns.svc.cluster.local': ['10.96.0.7'],
+    'svc.cluster.local': ['10.96.0.1'],
+    'evilsvc.cluster.local': ['10.96.0.2'],
+  });
+  const guard = new ReplayGuard(rules('*.svc.cluster.local:8080'), resolver);
+  assert.equal(await verdict(guard, 'echo.ns.svc.cluster.local', 8080), 'dial 10.96.0.7');
+  assert.match(await verdict(guard, 'echo.ns.svc.cluster.local', 80), /not in ECHO_REPLAY_ALLOWED_TARGETS/);
+  assert.match(await verdict(guard, 'svc.cluster.local', 8080), /not in ECHO_REPLAY_ALLOWED_TARGETS/);
+  assert.match(await verdict(guard, 'evilsvc.cluster.local', 8080), /not in ECHO_REPLAY_ALLOWED_TARGETS/);
 });
