@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/echo/config.ts';
 import { type EchoConfigError, isEchoError } from '../../src/echo/errors.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, send } from '../helpers/http.ts';
+import { h2Request, openH2 } from '../helpers/protocol-clients.ts';
 
 const TOKEN = 'tok-3f9c1e7a-Secret_~value';
 const JSON_TYPE = { 'content-type': 'application/json' };
@@ -216,4 +217,28 @@ test('admin token – a token file missing, empty or unusable, an empty token, o
     assert.match(problems[0] as string, expected);
     assert.ok(!(problems[0] as string).includes(TOKEN), 'the token is quoted');
   }
+});
+
+test('admin token – over HTTP/2 (h2c prior knowledge) the lock is the same', async (t) => {
+  const echo = await startEcho({ ECHO_ADMIN_TOKEN: TOKEN });
+  t.after(() => echo.close());
+  const session = await openH2(echo.url);
+  t.after(() => session.close());
+  const put = (authorization?: string) =>
+    h2Request(
+      session,
+      {
+        ':method': 'PUT',
+        ':path': '/control/faults',
+        'content-type': 'application/json',
+        ...(authorization === undefined ? {} : { authorization }),
+      },
+      Buffer.from('{"enabled":true}'),
+    );
+  const refused = await put();
+  assert.equal(refused.status, 401);
+  assert.equal(refused.headers['www-authenticate'], 'Bearer realm="echo-chaos"');
+  assert.equal(JSON.parse(refused.body.toString()).error.code, 'ECHO_ERR_UNAUTHORIZED');
+  assert.equal((await put(`Bearer ${TOKEN}x`)).status, 401);
+  assert.equal((await put(`Bearer ${TOKEN}`)).status, 200);
 });
