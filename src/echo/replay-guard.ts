@@ -157,10 +157,11 @@ export class ReplayGuard {
   }
 
   /**
-   * The address to dial for `hostname:port`, once every address of the name passed the rules;
-   * otherwise an `ECHO_ERR_REPLAY_TARGET_REFUSED` error, before any connection is attempted.
+   * The addresses to dial for `hostname:port`, in the resolver's order, once every address of the
+   * name passed the rules; otherwise an `ECHO_ERR_REPLAY_TARGET_REFUSED` error, before any
+   * connection is attempted.
    */
-  async resolveChecked(hostname: string, port: number): Promise<string> {
+  async resolveChecked(hostname: string, port: number): Promise<string[]> {
     const host = hostname
       .replace(/^\[(.*)\]$/, '$1')
       .replace(/\.$/, '')
@@ -187,7 +188,7 @@ export class ReplayGuard {
           ]);
       }
     }
-    return (addresses[0] as { address: string }).address;
+    return [...new Set(addresses.map((a) => a.address))];
   }
 
   /** Why `address` may not be dialled on `port`, or undefined when it may. */
@@ -208,10 +209,14 @@ export class ReplayGuard {
   }
 }
 
+/** Connection failures after which the next checked address of the name is tried. */
+const TRY_NEXT = new Set(['ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH', 'EADDRNOTAVAIL', 'EAFNOSUPPORT']);
+
 /**
  * An undici connector that dials only what `guard` allows: it resolves the origin's host, checks
- * every address, and connects to the checked one (TLS still verifies and sends SNI for the name).
- * A refusal fails the connection before a socket exists, so nothing reaches the target.
+ * every address, and connects to the checked ones in turn (the next when one refuses or is
+ * unreachable, as a dual-stack name needs); TLS still verifies and sends SNI for the name. A refusal
+ * fails the connection before a socket exists, so nothing reaches the target.
  */
 export function createGuardedConnector(
   guard: ReplayGuard,
@@ -225,8 +230,17 @@ export function createGuardedConnector(
     const expired = new Promise<never>((_resolve, reject) =>
       timeout.addEventListener('abort', () => reject(new errors.ConnectTimeoutError()), { once: true }),
     );
+    const attempt = (addresses: readonly string[], i: number): void => {
+      connect({ ...opts, hostname: addresses[i] as string }, (error, socket) => {
+        const code = (error as { code?: string } | null)?.code;
+        if (error !== null && i + 1 < addresses.length && code !== undefined && TRY_NEXT.has(code)) {
+          attempt(addresses, i + 1);
+        } else if (error !== null) callback(error, null);
+        else callback(null, socket as NonNullable<typeof socket>);
+      });
+    };
     Promise.race([checked, expired]).then(
-      (address) => connect({ ...opts, hostname: address }, callback),
+      (addresses) => attempt(addresses, 0),
       (error: Error) => callback(error, null),
     );
   };

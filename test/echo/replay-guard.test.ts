@@ -30,7 +30,7 @@ function rules(text: string): TargetRule[] {
 
 async function verdict(guard: ReplayGuard, host: string, port = 80): Promise<string> {
   try {
-    return `dial ${await guard.resolveChecked(host, port)}`;
+    return `dial ${(await guard.resolveChecked(host, port)).join(',')}`;
   } catch (err) {
     assert.ok(isEchoError(err), String(err));
     return `${err.code}: ${err.message}`;
@@ -119,7 +119,7 @@ test('replay guard – a name is judged by every address it resolves to, and the
     'v6meta.test': ['::1', 'fd00:ec2::254'],
   });
   const guard = new ReplayGuard(rules('*'), resolver);
-  assert.equal(await verdict(guard, 'app.test'), 'dial 127.0.0.1');
+  assert.equal(await verdict(guard, 'app.test'), 'dial 127.0.0.1,::1');
   assert.match(
     await verdict(guard, 'rebind.test', 8080),
     /refused: it resolves to 169\.254\.169\.254: a link-local/,

@@ -17,6 +17,8 @@ const NAMES: Record<string, string[]> = {
   'rebind.test': ['127.0.0.1', '169.254.169.254'],
   'mapped.test': ['127.0.0.1', '::ffff:169.254.169.254'],
   'metadata.google.internal': ['127.0.0.1'],
+  // The target listens on 127.0.0.1 only: ::1 refuses (or is unavailable), and the next address is tried.
+  'dual.test': ['::1', '127.0.0.1'],
 };
 const resolver: ReplayResolver = async (name) => {
   const addresses = NAMES[name];
@@ -169,4 +171,13 @@ test('replay targets – a redirect from the target is answered as it is, never 
   assert.equal(res.status, 302);
   assert.equal(res.headers['content-type'], 'text/plain');
   assert.deepEqual(target.seen.requests, ['GET /redirect'], 'the redirect was not followed');
+});
+
+test('replay targets – a dual-stack name falls back to its next checked address when the first refuses', async (t) => {
+  const target = await withTarget(t);
+  const echo = await echoWith(t);
+  await record(echo, '/dual', 'rt-6');
+  const res = await replay(echo, 'rt-6', `http://dual.test:${target.port}`);
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual(target.seen.requests, ['GET /dual']);
 });
