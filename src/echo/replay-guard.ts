@@ -104,7 +104,9 @@ function parseRule(entry: string): TargetRule | undefined {
  * The address an IPv4-mapped (`::ffff:a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`) IPv6 address stands
  * for, so `::ffff:169.254.169.254` is checked as `169.254.169.254`; any other address as it is.
  */
-export function effectiveAddress(address: string): { address: string; family: 'ipv4' | 'ipv6' } {
+export function effectiveAddress(raw: string): { address: string; family: 'ipv4' | 'ipv6' } {
+  // A zone (`fe80::1%eth0`) does not change which block the address is in.
+  const address = raw.replace(/%.*$/, '');
   if (isIP(address) === 4) return { address, family: 'ipv4' };
   const words = expandIPv6(address);
   if (words !== undefined) {
@@ -194,11 +196,13 @@ export class ReplayGuard {
   /** Why `address` may not be dialled on `port`, or undefined when it may. */
   #refusal(raw: string, port: number): string | undefined {
     const { address, family } = effectiveAddress(raw);
+    // A mapped address listed as IPv6 (`::ffff:10.0.0.1`) still matches its own rule.
+    const bare = raw.replace(/%.*$/, '');
     const listed = this.#rules.some(
       (r) =>
         r.kind === 'cidr' &&
         (r.port === undefined || r.port === port) &&
-        (r.list.check(address, family) || r.list.check(raw, isIP(raw) === 4 ? 'ipv4' : 'ipv6')),
+        (r.list.check(address, family) || r.list.check(bare, isIP(bare) === 4 ? 'ipv4' : 'ipv6')),
     );
     if (listed) return undefined;
     if (!this.#any) return 'not in ECHO_REPLAY_ALLOWED_TARGETS';
