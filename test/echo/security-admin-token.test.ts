@@ -242,3 +242,28 @@ test('admin token – over HTTP/2 (h2c prior knowledge) the lock is the same', a
   assert.equal((await put(`Bearer ${TOKEN}x`)).status, 401);
   assert.equal((await put(`Bearer ${TOKEN}`)).status, 200);
 });
+
+test('admin token – the entry point stops with exit 1 and one line naming the unreadable token file', async () => {
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const main = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
+  const cwd = mkdtempSync(join(tmpdir(), 'echo-token-main-'));
+  const missing = join(cwd, 'no-such-token');
+  const child = spawn(process.execPath, [main], {
+    cwd,
+    env: { PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1', ECHO_ADMIN_TOKEN_FILE: missing },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 15_000,
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr += String(chunk);
+  });
+  child.stdout.resume();
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  assert.equal(code, 1, stderr);
+  assert.deepEqual(
+    stderr.split('\n').filter((l) => l !== ''),
+    [`echo-chaos: ECHO_ADMIN_TOKEN_FILE=${JSON.stringify(missing)} is invalid: cannot read it (ENOENT)`],
+  );
+});
