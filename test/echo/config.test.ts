@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../../src/echo/app.ts';
@@ -51,10 +54,14 @@ const DEFAULTS: EchoConfig = {
   historySize: 100,
   historyMaxBodyBytes: 65_536,
   historySecrets: 'mask',
+  adminToken: undefined,
+  adminTokenFile: undefined,
+  corsAdmin: false,
   scenarioFile: 'scenarios.yaml',
   scenarioFileExplicit: false,
   serverInfo: false,
   replayTimeoutMs: 30_000,
+  replayAllowedTargets: [{ kind: 'any' }],
   seed: undefined,
   faultsEnabled: true,
   maxActiveFaults: 10_000,
@@ -84,6 +91,10 @@ test('loadConfig – reads only the environment it is given, never process.env',
     else process.env['PORT'] = saved;
   }
 });
+
+/** A readable token file, for the accepted `ECHO_ADMIN_TOKEN_FILE` (buildApp reads it). */
+const TOKEN_FILE = join(mkdtempSync(join(tmpdir(), 'echo-config-')), 'token');
+writeFileSync(TOKEN_FILE, 'from-a-file\n');
 
 /** [variable, value as written, config key, value the service uses]. */
 const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknown]> = [
@@ -136,10 +147,19 @@ const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknow
   ['ECHO_SERVER_INFO', 'true', 'serverInfo', true],
   ['ECHO_REPLAY_TIMEOUT', '1ms', 'replayTimeoutMs', 1],
   ['ECHO_REPLAY_TIMEOUT', '5s', 'replayTimeoutMs', 5000],
+  [
+    'ECHO_REPLAY_ALLOWED_TARGETS',
+    'API.internal:8443, *',
+    'replayAllowedTargets',
+    [{ kind: 'host', host: 'api.internal', port: 8443 }, { kind: 'any' }],
+  ],
   ['ECHO_SEED', '', 'seed', undefined],
   ['ECHO_SEED', '0', 'seed', 0],
   ['ECHO_SEED', '4294967295', 'seed', 4_294_967_295],
   ['ECHO_HISTORY_SECRETS', 'show', 'historySecrets', 'show'],
+  ['ECHO_ADMIN_TOKEN', 's3cr3t-T0ken_~!', 'adminToken', 's3cr3t-T0ken_~!'],
+  ['ECHO_ADMIN_TOKEN_FILE', TOKEN_FILE, 'adminTokenFile', TOKEN_FILE],
+  ['ECHO_CORS_ADMIN', 'true', 'corsAdmin', true],
   ['ECHO_HEADERS_TIMEOUT', '1ms', 'headersTimeoutMs', 1],
   ['ECHO_REQUEST_TIMEOUT', '60m', 'requestTimeoutMs', 3_600_000],
   ['ECHO_FAULTS_ENABLED', 'false', 'faultsEnabled', false],
@@ -248,6 +268,10 @@ const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
   ['ECHO_SEED', '4294967296', 'out of range'],
   ['ECHO_SEED', 'abc', 'not a number'],
   ['ECHO_HISTORY_SECRETS', 'hide', 'not mask/show'],
+  ['ECHO_ADMIN_TOKEN', 'has a space', 'not a header token'],
+  ['ECHO_REPLAY_ALLOWED_TARGETS', '10.0.0.0/33', 'prefix too long'],
+  ['ECHO_ADMIN_TOKEN_FILE', 'a\0b', 'NUL in the path'],
+  ['ECHO_CORS_ADMIN', 'yes', 'not true/false'],
   ['ECHO_HEADERS_TIMEOUT', '11m', 'above 10m'],
   ['ECHO_REQUEST_TIMEOUT', '0', 'below 1ms'],
   ['ECHO_FAULTS_ENABLED', 'off', 'not true/false'],
@@ -269,7 +293,9 @@ for (const [name, raw, why] of REJECTED) {
   test(`loadConfig – ${name}=${JSON.stringify(raw)} (${why}) is one line naming variable, value and form`, () => {
     const problems = problemsOf({ [name]: raw });
     assert.equal(problems.length, 1, problems.join('\n'));
-    assert.equal(problems[0], `${name}=${JSON.stringify(raw)} is invalid: expected ${formOf(name)}`);
+    // A secret's value is never quoted back.
+    const shown = VARIABLES.find((v) => v.name === name)?.secret ? name : `${name}=${JSON.stringify(raw)}`;
+    assert.equal(problems[0], `${shown} is invalid: expected ${formOf(name)}`);
   });
 }
 
