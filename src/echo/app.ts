@@ -158,17 +158,15 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       reply.header('x-echo-version', VERSION);
       reply.header('x-echo-uptime', formatUptime((Date.now() - startMs) / 1000));
     }
-    done();
-  });
-
-  // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
-  // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
-  app.addHook('onRequest', (request, _reply, done) => {
+    // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
+    // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
     const span = trace.getActiveSpan();
-    const route = request.routeOptions.url;
-    if (span !== undefined && route !== undefined) {
-      span.setAttribute('http.route', route);
-      span.updateName(`${request.method} ${route}`);
+    if (span !== undefined) {
+      const route = request.routeOptions.url;
+      if (route !== undefined) {
+        span.setAttribute('http.route', route);
+        span.updateName(`${request.method} ${route}`);
+      }
     }
     done();
   });

@@ -43,11 +43,22 @@ export interface PipelineDeps {
  * is echoed, recorded and logged like any other. An empty one counts as no body.
  */
 export function createBodylessMethodReader(maxBodyBytes: number) {
-  return async function readBodyOfBodylessMethod(request: FastifyRequest): Promise<void> {
-    if (request.body !== undefined || !hasBody(request.raw)) return;
-    const body = await readRawBody(request.raw, maxBodyBytes);
-    if (body === undefined) throw new EchoError('ECHO_ERR_BODY_TOO_LARGE', [maxBodyBytes]);
-    if (body.length > 0) request.body = body;
+  // A callback hook, not an async one: almost every request has nothing to read, and should not
+  // pay for a promise and a microtask to learn it.
+  return function readBodyOfBodylessMethod(
+    request: FastifyRequest,
+    _reply: FastifyReply,
+    done: (error?: Error) => void,
+  ): void {
+    if (request.body !== undefined || !hasBody(request.raw)) return done();
+    readRawBody(request.raw, maxBodyBytes).then(
+      (body) => {
+        if (body === undefined) return done(new EchoError('ECHO_ERR_BODY_TOO_LARGE', [maxBodyBytes]));
+        if (body.length > 0) request.body = body;
+        done();
+      },
+      (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+    );
   };
 }
 
