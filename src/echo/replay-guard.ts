@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import { buildConnector, errors } from 'undici';
+import type { buildConnector } from 'undici';
 import { EchoError } from './errors.ts';
 
 /**
@@ -223,9 +223,11 @@ const TRY_NEXT = new Set(['ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH', 'EADDRN
  * fails the connection before a socket exists, so nothing reaches the target.
  */
 export function createGuardedConnector(
+  undici: Pick<typeof import('undici'), 'buildConnector' | 'errors'>,
   guard: ReplayGuard,
   options: buildConnector.BuildOptions & { timeout: number },
 ): buildConnector.connector {
+  const { buildConnector, errors } = undici;
   const connect = buildConnector(options);
   return (opts, callback) => {
     const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);

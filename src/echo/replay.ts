@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { createBudgetInterceptor, DEADLINE_HEADER, isObsError } from '@echo-chaos/obs';
-import { type Dispatcher, errors, getGlobalDispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { HEADER_VALUE_PATTERN } from '../scenario/index.ts';
 import { EchoError, isEchoError } from './errors.ts';
 import type { History, HistoryEntry } from './history.ts';
@@ -122,6 +122,17 @@ export function parseTarget(target: string): string {
  * `POST /replay` request; with `obs.timeout-budget.abort-on-exhaustion` and no budget left it is
  * refused (`ECHO_ERR_REPLAY_BUDGET_EXHAUSTED`) and nothing reaches the target.
  */
+let undici: Promise<typeof import('undici')> | undefined;
+
+/**
+ * undici, imported on the first replay: it is the largest package the service uses (about 30 MB of
+ * resident memory), and most runs never replay (ADR 0013).
+ */
+export function loadUndici(): Promise<typeof import('undici')> {
+  undici ??= import('undici');
+  return undici;
+}
+
 export async function replay(
   history: History,
   req: ReplayRequest,
@@ -133,6 +144,7 @@ export async function replay(
   const headers = replayHeaders(entry, req.modify_headers);
   const body = req.modify_body !== undefined ? req.modify_body : storedBody(entry);
   const bodyAllowed = entry.method !== 'GET' && entry.method !== 'HEAD';
+  const { errors, getGlobalDispatcher, request } = await loadUndici();
   try {
     const res = await request(base + entry.url, {
       method: entry.method as Dispatcher.HttpMethod,

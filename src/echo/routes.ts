@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
 import {
   isScenarioError,
   parseScenarioDocument,
@@ -10,7 +10,7 @@ import {
 import { EchoError } from './errors.ts';
 import { maskedEntry } from './history-secrets.ts';
 import { protocolOf } from './pipeline.ts';
-import { parseReplayRequest, replay } from './replay.ts';
+import { loadUndici, parseReplayRequest, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
@@ -131,26 +131,39 @@ export async function registerServiceRoutes(
   // Targets named in the request go through the guard (ECHO_REPLAY_ALLOWED_TARGETS): it resolves,
   // checks every address and dials the checked one.
   const guard = new ReplayGuard(config.replayAllowedTargets, options.replayResolver);
-  const replayAgent = new Agent({
-    ...agentOptions,
-    connect: createGuardedConnector(guard, { timeout: config.replayTimeoutMs }),
-  });
-  // A replay to this server itself dials its own address: under TLS its certificate may be the
-  // generated self-signed one, or name another host, so only there it is not verified.
-  const selfAgent = new Agent({
-    ...agentOptions,
-    connect: { timeout: config.replayTimeoutMs, ...(config.enableTls ? { rejectUnauthorized: false } : {}) },
-  });
+  // Made on the first replay (undici loads then, see loadUndici).
+  let agents: Promise<{ replay: Dispatcher; self: Dispatcher }> | undefined;
+  const replayAgents = () => {
+    agents ??= loadUndici().then((undici) => ({
+      replay: new undici.Agent({
+        ...agentOptions,
+        connect: createGuardedConnector(undici, guard, { timeout: config.replayTimeoutMs }),
+      }),
+      // A replay to this server itself dials its own address: under TLS its certificate may be the
+      // generated self-signed one, or name another host, so only there it is not verified.
+      self: new undici.Agent({
+        ...agentOptions,
+        connect: {
+          timeout: config.replayTimeoutMs,
+          ...(config.enableTls ? { rejectUnauthorized: false } : {}),
+        },
+      }),
+    }));
+    return agents;
+  };
   app.addHook('onClose', async () => {
-    await Promise.all([replayAgent.close(), selfAgent.close()]);
+    if (agents === undefined) return;
+    const { replay: toTargets, self } = await agents;
+    await Promise.all([toTargets.close(), self.close()]);
   });
 
   app.post('/replay', async (request: FastifyRequest, reply: FastifyReply) => {
     const body = parseReplayRequest(request.body);
+    const dispatchers = await replayAgents();
     const result = await replay(history, body, {
       selfBaseUrl: selfBaseUrl(app, request.protocol === 'https' ? 'https' : 'http', config.port),
       timeoutMs: config.replayTimeoutMs,
-      dispatcher: body.target === undefined ? selfAgent : replayAgent,
+      dispatcher: body.target === undefined ? dispatchers.self : dispatchers.replay,
     });
     reply.code(result.status).header('x-echo-replay-of', body.id);
     if (result.contentType !== undefined) reply.type(result.contentType);
