@@ -50,12 +50,17 @@ export function createBodylessMethodReader(maxBodyBytes: number) {
     _reply: FastifyReply,
     done: (error?: Error) => void,
   ): void {
-    if (request.body !== undefined || !hasBody(request.raw)) return done();
+    if (request.body !== undefined || !hasBody(request.raw)) {
+      done();
+      return;
+    }
     readRawBody(request.raw, maxBodyBytes).then(
       (body) => {
-        if (body === undefined) return done(new EchoError('ECHO_ERR_BODY_TOO_LARGE', [maxBodyBytes]));
-        if (body.length > 0) request.body = body;
-        done();
+        if (body === undefined) done(new EchoError('ECHO_ERR_BODY_TOO_LARGE', [maxBodyBytes]));
+        else {
+          if (body.length > 0) request.body = body;
+          done();
+        }
       },
       (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
     );

@@ -149,7 +149,8 @@ export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
         request,
         store,
         baggage(key, value) {
-          (entries ??= []).push([key, value]);
+          entries ??= [];
+          entries.push([key, value]);
         },
         attribute:
           span === undefined
