@@ -9,8 +9,10 @@ import {
 } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
 import { maskedEntry } from './history-secrets.ts';
+import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
+import { connectionLimiter } from './server.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
@@ -96,6 +98,7 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
           active: state.faults.active,
           max_active: state.faults.maxActive,
         },
+        limits: limitsInfo(config, connectionLimiter(app.server)),
       },
     };
   });
