@@ -130,7 +130,7 @@ test('limits – HTTPS: a connection that never completes its TLS handshake is c
   assert.ok(served >= 1);
 });
 
-test('limits – a request held by an injected delay longer than ECHO_REQUEST_TIMEOUT is answered (HTTP/1.1, HTTPS, h2)', {
+test('limits – a request held by an injected delay longer than ECHO_REQUEST_TIMEOUT is answered (HTTP/1.1, HTTPS, h2, h2c)', {
   timeout: 30_000,
 }, async (t) => {
   const plainEcho = await startEcho(FAST);
@@ -156,69 +156,76 @@ test('limits – a request held by an injected delay longer than ECHO_REQUEST_TI
       request.on('error', reject);
       request.end(body);
     });
-  const h2Delayed = new Promise<number>((resolve, reject) => {
-    const session = http2.connect(`https://127.0.0.1:${tlsEcho.port}`, { rejectUnauthorized: false });
-    session.on('error', reject);
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': '/held',
-      'content-type': 'application/json',
-      'x-echo-delay': '2500ms',
-    });
-    stream.on('response', (headers) => {
-      stream.resume();
-      stream.on('end', () => {
-        session.close();
-        resolve(Number(headers[':status']));
+  const h2Delayed = (url: string) =>
+    new Promise<number>((resolve, reject) => {
+      const session = http2.connect(url, { rejectUnauthorized: false });
+      session.on('error', reject);
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/held',
+        'content-type': 'application/json',
+        'x-echo-delay': '2500ms',
       });
+      stream.on('response', (headers) => {
+        stream.resume();
+        stream.on('end', () => {
+          session.close();
+          resolve(Number(headers[':status']));
+        });
+      });
+      stream.on('error', reject);
+      stream.end(body);
     });
-    stream.on('error', reject);
-    stream.end(body);
-  });
   assert.deepEqual(
     await Promise.all([
       delayed(`${plainEcho.url}/held`),
       delayed(`https://127.0.0.1:${tlsEcho.port}/held`),
-      h2Delayed,
+      h2Delayed(`https://127.0.0.1:${tlsEcho.port}`),
+      h2Delayed(plainEcho.url),
     ]),
-    [200, 200, 200],
+    [200, 200, 200, 200],
   );
 });
 
-test('limits – h2: a stream whose body never finishes is answered 408 at ECHO_REQUEST_TIMEOUT; the session serves on', {
-  timeout: 30_000,
-}, async (t) => {
-  const echo = await startEcho({ ...FAST, ...TLS });
-  const session = http2.connect(`https://127.0.0.1:${echo.port}`, { rejectUnauthorized: false });
-  t.after(() => {
-    session.destroy();
-    return echo.close();
-  });
-  const slow = session.request({ ':method': 'POST', ':path': '/slow', 'content-type': 'text/plain' });
-  slow.write('a');
-  const status = new Promise<{ status: number; body: string }>((resolve) => {
-    let code = 0;
-    let text = '';
-    slow.on('response', (headers) => {
-      code = Number(headers[':status']);
+for (const [name, env, scheme] of [
+  ['h2c', {}, 'http'],
+  ['h2', TLS, 'https'],
+] as const) {
+  test(`limits – ${name}: a stream whose body never finishes is answered 408 at ECHO_REQUEST_TIMEOUT; the session serves on`, {
+    timeout: 30_000,
+  }, async (t) => {
+    const echo = await startEcho({ ...FAST, ...env });
+    const session = http2.connect(`${scheme}://127.0.0.1:${echo.port}`, { rejectUnauthorized: false });
+    t.after(() => {
+      session.destroy();
+      return echo.close();
     });
-    slow.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
+    const slow = session.request({ ':method': 'POST', ':path': '/slow', 'content-type': 'text/plain' });
+    slow.write('a');
+    const status = new Promise<{ status: number; body: string }>((resolve) => {
+      let code = 0;
+      let text = '';
+      slow.on('response', (headers) => {
+        code = Number(headers[':status']);
+      });
+      slow.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      slow.on('close', () => resolve({ status: code, body: text }));
+      slow.on('error', () => {});
     });
-    slow.on('close', () => resolve({ status: code, body: text }));
-    slow.on('error', () => {});
+    // Another stream on the same session is answered meanwhile.
+    const other = session.request({ ':path': '/info' });
+    const otherStatus = await new Promise<number>((resolve) => {
+      other.on('response', (headers) => resolve(Number(headers[':status'])));
+      other.resume();
+    });
+    assert.equal(otherStatus, 200);
+    const cut = await status;
+    assert.equal(cut.status, 408);
+    assert.match(cut.body, /ECHO_ERR_REQUEST_TIMEOUT/);
   });
-  // Another stream on the same session is answered meanwhile.
-  const other = session.request({ ':path': '/info' });
-  const otherStatus = await new Promise<number>((resolve) => {
-    other.on('response', (headers) => resolve(Number(headers[':status'])));
-    other.resume();
-  });
-  assert.equal(otherStatus, 200);
-  const cut = await status;
-  assert.equal(cut.status, 408);
-  assert.match(cut.body, /ECHO_ERR_REQUEST_TIMEOUT/);
-});
+}
 
 test('limits – an oversized head is a 431 in JSON; the server serves on', { timeout: 30_000 }, async (t) => {
   const echo = await startEcho();
@@ -366,7 +373,7 @@ for (const [name, env, url] of [
   ['h2c', {}, (port: number) => `http://127.0.0.1:${port}`],
   ['h2', TLS, (port: number) => `https://127.0.0.1:${port}`],
 ] as const) {
-  test(`limits – ${name}: SETTINGS advertise ECHO_H2_MAX_CONCURRENT_STREAMS; a stream past it is refused`, {
+  test(`limits – ${name}: SETTINGS advertise ECHO_H2_MAX_CONCURRENT_STREAMS; a client opening more loses its session (GOAWAY)`, {
     timeout: 30_000,
   }, async (t) => {
     const echo = await startEcho({ ...env, ECHO_H2_MAX_CONCURRENT_STREAMS: '3' });
@@ -498,3 +505,20 @@ function requestBlock(scheme: string): Buffer {
     literal('x-echo-delay', '500ms'),
   ]);
 }
+
+test('limits – /info shows the limits in effect and the open connections', { timeout: 30_000 }, async (t) => {
+  const echo = await startEcho({ ECHO_MAX_CONNECTIONS: '50', ECHO_KEEP_ALIVE_TIMEOUT: '5s' });
+  t.after(() => echo.close());
+  const info = (await (await fetch(`${echo.url}/info`)).json()) as {
+    server: { limits: Record<string, number> };
+  };
+  assert.deepEqual(info.server.limits, {
+    headers_timeout_ms: 10_000,
+    request_timeout_ms: 60_000,
+    keep_alive_timeout_ms: 5000,
+    max_connections: 50,
+    open_connections: 1,
+    h2_max_concurrent_streams: 100,
+    max_concurrent_compression: 2,
+  });
+});
