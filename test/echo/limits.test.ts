@@ -522,3 +522,34 @@ test('limits – /info shows the limits in effect and the open connections', { t
     max_concurrent_compression: 2,
   });
 });
+
+for (const [name, env, open] of [
+  ['HTTP/1.1', {}, plain],
+  ['HTTPS/1.1', TLS, secure],
+] as const) {
+  test(`limits – ${name}: an idle keep-alive connection is closed after ECHO_KEEP_ALIVE_TIMEOUT`, {
+    timeout: 30_000,
+  }, async (t) => {
+    const echo = await startEcho({ ...env, ECHO_KEEP_ALIVE_TIMEOUT: '1s' });
+    t.after(() => echo.close());
+    const answer = await slowClient(open, echo.port, 'GET /info HTTP/1.1\r\nHost: x\r\n\r\n', '', 60_000);
+    assert.match(answer.text, /^HTTP\/1\.1 200 /);
+    assert.match(answer.text, /\r\nkeep-alive: timeout=1\r\n/i, 'the timeout is announced');
+    assert.ok(answer.ms >= 900 && answer.ms < 10_000, `closed after ${answer.ms} ms`);
+  });
+}
+
+test('limits – h2c: an idle session is closed (GOAWAY) after ECHO_KEEP_ALIVE_TIMEOUT', {
+  timeout: 30_000,
+}, async (t) => {
+  const echo = await startEcho({ ECHO_KEEP_ALIVE_TIMEOUT: '1s' });
+  const session = http2.connect(echo.url);
+  t.after(() => {
+    session.destroy();
+    return echo.close();
+  });
+  const start = Date.now();
+  await new Promise((resolve) => session.once('goaway', resolve));
+  const ms = Date.now() - start;
+  assert.ok(ms >= 900 && ms < 10_000, `GOAWAY after ${ms} ms`);
+});
