@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -9,6 +10,8 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
+import type { Logger } from 'pino';
+import { ConnectionLimiter, REFUSAL_LOG_INTERVAL_MS } from '../../src/echo/limits.ts';
 import { startEcho } from '../helpers/echo-server.ts';
 import { seriesValue } from '../helpers/metrics.ts';
 
@@ -552,4 +555,31 @@ test('limits – h2c: an idle session is closed (GOAWAY) after ECHO_KEEP_ALIVE_T
   await new Promise((resolve) => session.once('goaway', resolve));
   const ms = Date.now() - start;
   assert.ok(ms >= 900 && ms < 10_000, `GOAWAY after ${ms} ms`);
+});
+
+test('connection limiter – counts open connections and logs refusals at most once per interval, with the count since the last line', () => {
+  let now = 0;
+  const lines: Array<{ fields: Record<string, unknown>; msg: string }> = [];
+  const logger = {
+    warn: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }),
+  } as unknown as Logger;
+  const limiter = new ConnectionLimiter(2, logger, () => now);
+  let refusedCount = 0;
+  limiter.onRefused = () => refusedCount++;
+  const sockets = [new EventEmitter(), new EventEmitter(), new EventEmitter()] as unknown as net.Socket[];
+  assert.equal(limiter.admit(sockets[0]!), true);
+  assert.equal(limiter.admit(sockets[1]!), true);
+  assert.equal(limiter.open, 2);
+  assert.equal(limiter.admit(sockets[2]!), false, 'the third is refused');
+  now = 5000;
+  assert.equal(limiter.admit(sockets[2]!), false);
+  assert.equal(lines.length, 1, 'one line for the first refusal, none within the interval');
+  now = REFUSAL_LOG_INTERVAL_MS + 1;
+  assert.equal(limiter.admit(sockets[2]!), false);
+  assert.equal(lines.length, 2);
+  assert.equal(lines[1]!.fields['refused'], 2, 'the second line counts both refusals since the first');
+  assert.equal(refusedCount, 3, 'the metric counts every refusal');
+  (sockets[0] as unknown as EventEmitter).emit('close');
+  assert.equal(limiter.open, 1);
+  assert.equal(limiter.admit(sockets[2]!), true, 'a closed connection frees its place');
 });
