@@ -336,7 +336,12 @@ describe('packages – installed from their tarballs, outside the repository', {
     const port = await freePort();
     const child = spawn('npx', ['--no-install', 'echo-chaos'], {
       cwd: dir,
-      env: { ...process.env, PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`, PORT: String(port) },
+      env: {
+        ...process.env,
+        PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`,
+        PORT: String(port),
+        ECHO_DRAIN_DELAY: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

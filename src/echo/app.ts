@@ -6,19 +6,22 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
+import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
 import { FaultGate, registerAppliedFaults } from './applied.ts';
-import { registerCompletion } from './completion.ts';
+import { recordOnClose, registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { History } from './history.ts';
+import { isoTimestamp, stdoutDestination } from './log-destination.ts';
 import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { TokenBucket } from './rate-limit.ts';
+import type { ReplayResolver } from './replay-guard.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
 import { transportOptions, wireServer } from './server.ts';
@@ -43,6 +46,8 @@ export interface BuildOptions {
    * hands the OpenTelemetry meters' exposition here when the SDK runs.
    */
   readonly metricsText?: () => Promise<string>;
+  /** How `POST /replay` resolves a target's name before checking it; default `dns.lookup` (tests pin names). */
+  readonly replayResolver?: ReplayResolver;
 }
 
 // The live state's types, as the package has always exported them (`app.echo` is an EchoState).
@@ -53,8 +58,10 @@ export type { EchoState, UpgradeHandler } from './state.ts';
  * environment: everything comes from `config` and `options`.
  */
 export async function buildApp(config: EchoConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
-  // Asynchronous stdout: a burst of log lines is written in one go instead of one syscall each,
-  // and pino flushes what is left when the process exits.
+  // Read before anything starts: a token file that cannot be read stops startup.
+  const adminToken = await loadAdminToken(config);
+  // Asynchronous stdout: the lines of one event-loop turn are written in one go (log-destination.ts),
+  // bounded when stdout does not keep up, and what is left is written when the process exits.
   // obs's logger options add trace and span ids and mask secrets in every line.
   const obsConfig = options.obs ?? loadObsConfig({ env: {}, defaults: ECHO_OBS_DEFAULTS });
   const logger =
@@ -63,9 +70,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       obsLoggerOptions({
         config: obsConfig.config,
         // ISO time reads better, and a 13-digit epoch would look like a card number to the masking.
-        base: { level: config.logLevel, timestamp: pino.stdTimeFunctions.isoTime },
+        base: { level: config.logLevel, timestamp: isoTimestamp },
       }),
-      pino.destination({ dest: 1, sync: false }),
+      stdoutDestination(),
     );
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -101,7 +108,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     config,
     history: new History(config.historySize, config.historyMaxBodyBytes),
     scenarios: new ScenarioStore(),
-    metrics: new EchoMetrics(app.obs.firewall, registry),
+    metrics: new EchoMetrics(registry),
     ...(options.metricsText === undefined ? {} : { metricsText: options.metricsText }),
     startedAt: new Date(),
     requestCount: 0,
@@ -137,8 +144,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.addHook('onRequest', (request, reply, done) => {
     state.requestCount++;
     state.inFlight++;
+    // One listener a request for everything that waits for its end.
     reply.raw.once('close', () => {
       state.inFlight--;
+      recordOnClose(request, reply, state.metrics);
     });
     reply.header('x-request-id', request.id);
     reply.header('x-echo-request-count', state.requestCount);
@@ -167,7 +176,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   registerLogging(app, config);
 
   // 2. CORS.
-  if (config.enableCors) registerCors(app);
+  if (config.enableCors) registerCors(app, { admin: config.corsAdmin });
 
   // 3. Rate limit; probes and scrapes are never limited.
   if (config.rateLimitRps > 0) {
@@ -180,6 +189,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       done(new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]));
     });
   }
+
+  // 4. The admin routes behind ECHO_ADMIN_TOKEN, when it is set.
+  if (adminToken !== undefined) registerAdminAuth(app, adminToken);
 
   // Completion: metrics and history of every answered request.
   registerCompletion(app, state.metrics);
@@ -199,7 +211,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     if (methods.has('GET')) methods.add('HEAD');
     ownRoutes.set(route.url, methods);
   });
-  await app.register(async (service) => registerServiceRoutes(service, state));
+  await app.register(async (service) =>
+    registerServiceRoutes(service, state, { replayResolver: options.replayResolver }),
+  );
   await app.register(async (streams) => registerStreamEndpoints(streams, state));
   collecting = false;
   // Any body is accepted (and ignored) here, so the answer names the method, not the body's type.

@@ -19,10 +19,10 @@ declare module 'fastify' {
     historyEntry: HistoryEntry | undefined;
     /** What fault injection did to this request's answer (`none`: nothing), the meters' `fault` label. */
     echoFault: EchoFault;
+    /** Whether {@link recordCompletion} has recorded this request (it records each once). */
+    echoRecorded: boolean;
   }
 }
-
-const recorded = new WeakSet<FastifyRequest>();
 
 /**
  * Records the end of a request: its meters, and its history entry's status and duration when it
@@ -35,8 +35,8 @@ export function recordCompletion(
   metrics: EchoMetrics,
   status: number = reply.statusCode,
 ): void {
-  if (recorded.has(request)) return;
-  recorded.add(request);
+  if (request.echoRecorded) return;
+  request.echoRecorded = true;
   const elapsedMs = reply.elapsedTime;
   const entry = request.historyEntry;
   if (entry !== undefined) {
@@ -58,6 +58,7 @@ export function recordCompletion(
 export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): void {
   app.decorateRequest('historyEntry', undefined);
   app.decorateRequest('echoFault', 'none');
+  app.decorateRequest('echoRecorded', false);
   app.addHook('onResponse', (request, reply, done) => {
     // Over HTTP/2 fastify also runs onResponse when the client has gone before the response ended.
     recordCompletion(
@@ -68,20 +69,22 @@ export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): 
     );
     done();
   });
-  // fastify runs no onResponse for a response whose client left while its body was still going
-  // (a slow or large body): the connection's close records it, as 499, once fastify had its turn.
-  app.addHook('onRequest', (request, reply, done) => {
-    const res = reply.raw;
-    res.once('close', () =>
-      setImmediate(() =>
-        recordCompletion(
-          request,
-          reply,
-          metrics,
-          res.writableEnded ? reply.statusCode : CLIENT_CLOSED_STATUS,
-        ),
-      ),
-    );
-    done();
-  });
+}
+
+/**
+ * The connection's `close` of a request (app.ts listens once per request, for this and its own
+ * count). fastify runs no onResponse for a response whose client left while its body was still
+ * going (a slow or large body): such a request is recorded here, as 499, once fastify had its turn.
+ * A request already recorded (almost all) costs nothing more.
+ */
+export function recordOnClose(request: FastifyRequest, reply: FastifyReply, metrics: EchoMetrics): void {
+  if (request.echoRecorded) return;
+  setImmediate(() =>
+    recordCompletion(
+      request,
+      reply,
+      metrics,
+      reply.raw.writableEnded ? reply.statusCode : CLIENT_CLOSED_STATUS,
+    ),
+  );
 }

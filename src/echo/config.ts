@@ -2,6 +2,7 @@ import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
 import { EchoConfigError } from './errors.ts';
 import { TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
+import { ALLOWED_TARGETS_FORM, parseAllowedTargets, type TargetRule } from './replay-guard.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
 export interface EchoConfig {
@@ -22,6 +23,8 @@ export interface EchoConfig {
   readonly sseTickerMs: number;
   /** Concurrent `/ws` and `/sse` connections; past it new ones are refused. */
   readonly maxStreams: number;
+  /** On SIGTERM: how long the listener stays open (with `/ready` at 503) before the drain proper. */
+  readonly drainDelayMs: number;
   /** How long SIGTERM waits for in-flight work before closing every connection. */
   readonly drainTimeoutMs: number;
   /** HTTP/1.1: how long a client may take to send its request head; then 408 and the connection closes. */
@@ -40,11 +43,19 @@ export interface EchoConfig {
   readonly historyMaxBodyBytes: number;
   /** `show`: `GET /history` shows credentials as received; `mask` (default) masks them. */
   readonly historySecrets: 'mask' | 'show';
+  /** `ECHO_ADMIN_TOKEN`: when set, the admin routes need `Authorization: Bearer <token>`. */
+  readonly adminToken: string | undefined;
+  /** `ECHO_ADMIN_TOKEN_FILE`: the same token, read from this file once at startup (`buildApp`). */
+  readonly adminTokenFile: string | undefined;
+  /** `ECHO_CORS_ADMIN`: the admin routes answer cross-origin requests like the echo paths do. */
+  readonly corsAdmin: boolean;
   readonly scenarioFile: string;
   /** True when ECHO_SCENARIO_FILE was set: then a missing file is an error, not "no scenarios". */
   readonly scenarioFileExplicit: boolean;
   readonly serverInfo: boolean;
   readonly replayTimeoutMs: number;
+  /** `ECHO_REPLAY_ALLOWED_TARGETS`: where `POST /replay` may send (see `ReplayGuard`). */
+  readonly replayAllowedTargets: readonly TargetRule[];
   /** `ECHO_SEED`: seeds the process; each echoed request draws its own seed from its sequence. */
   readonly seed: number | undefined;
   /** `false` switches every echo fault off (delays, statuses, errors, chaos, scenarios, slow bodies). */
@@ -75,6 +86,8 @@ export interface VariableSpec {
   readonly form: string;
   readonly meaning: string;
   readonly parse: Parser;
+  /** Never quoted in a startup error (its value is a credential). */
+  readonly secret?: boolean;
 }
 
 const ok = (value: unknown): Parsed => ({ ok: true, value });
@@ -111,6 +124,9 @@ function duration(minMs: number, maxMs: number): Parser {
 }
 
 const text: Parser = (raw) => (raw.length > 0 ? ok(raw) : bad);
+
+/** What `Authorization: Bearer` can carry: visible ASCII, no spaces. */
+export const ADMIN_TOKEN = /^[\x21-\x7e]+$/;
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -218,11 +234,19 @@ export const VARIABLES: readonly VariableSpec[] = [
     integer(0, 1_000_000),
   ),
   v(
+    'ECHO_DRAIN_DELAY',
+    'drainDelayMs',
+    '5s',
+    `${DURATION_FORM}, at most 10m`,
+    'On SIGTERM: how long `/ready` answers 503 with the port still open and connections served as usual, before the port closes and the drain begins (SIGINT skips it)',
+    duration(0, 600_000),
+  ),
+  v(
     'ECHO_DRAIN_TIMEOUT',
     'drainTimeoutMs',
     '30s',
     `${DURATION_FORM}, at most 60m`,
-    'On SIGTERM/SIGINT: how long in-flight requests may take before every connection is closed',
+    'On SIGTERM/SIGINT, once the port has closed: how long in-flight requests may take before every connection is closed',
     duration(0, 3_600_000),
   ),
   v(
@@ -270,7 +294,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'maxConcurrentCompression',
     '2',
     'integer 1-1024',
-    'Compressions (`X-Echo-Compress`) working at once, a 64 KiB chunk at a time; the other compressed responses wait their turn, other requests are not slowed (docs/adr/0013-connection-limits.md)',
+    'Compressions (`X-Echo-Compress`) working at once, a 64 KiB chunk at a time; the other compressed responses wait their turn, other requests are not slowed (docs/adr/0016-connection-limits.md)',
     integer(1, 1024),
   ),
   v(
@@ -297,6 +321,33 @@ export const VARIABLES: readonly VariableSpec[] = [
     '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers and JSON body fields as `[MASKED]` (replay still re-sends the original)',
     (raw) => (raw === 'mask' || raw === 'show' ? ok(raw) : bad),
   ),
+  {
+    ...v(
+      'ECHO_ADMIN_TOKEN',
+      'adminToken',
+      '',
+      'empty (open), or a token of visible ASCII characters',
+      'When set, the admin routes (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, `GET /history`, `POST` under `/actuator`) need `Authorization: Bearer <token>`; otherwise a 401. Never logged',
+      (raw) => (raw === '' ? ok(undefined) : ADMIN_TOKEN.test(raw) ? ok(raw) : bad),
+    ),
+    secret: true,
+  },
+  v(
+    'ECHO_ADMIN_TOKEN_FILE',
+    'adminTokenFile',
+    '',
+    'empty, or a file path',
+    'Reads `ECHO_ADMIN_TOKEN` from this file once at startup (a Kubernetes Secret); a missing, unreadable or empty file stops startup',
+    (raw) => (raw === '' ? ok(undefined) : raw.includes('\0') ? bad : ok(raw)),
+  ),
+  v(
+    'ECHO_CORS_ADMIN',
+    'corsAdmin',
+    'false',
+    '`true` or `false`',
+    'With `ENABLE_CORS`: `true` lets the admin routes (`/scenario*`, `/control*`, `/replay`, `/history*`, `/actuator*`) answer cross-origin requests too; `false` gives them no CORS headers',
+    boolean(),
+  ),
   v(
     'ECHO_SCENARIO_FILE',
     'scenarioFile',
@@ -320,6 +371,17 @@ export const VARIABLES: readonly VariableSpec[] = [
     `${DURATION_FORM}, at most 1440m (24 hours)`,
     'How long `POST /replay` waits for the target before a 504',
     duration(1, DAY_MS),
+  ),
+  v(
+    'ECHO_REPLAY_ALLOWED_TARGETS',
+    'replayAllowedTargets',
+    '*',
+    ALLOWED_TARGETS_FORM,
+    'Where `POST /replay` may send a `target`: `*` is any host except link-local and cloud metadata addresses (checked on every address the name resolves to, and the checked address is the one dialled); listed hosts, addresses and blocks are allowed, link-local ones included. Anything else is a 403',
+    (raw) => {
+      const rules = parseAllowedTargets(raw);
+      return rules === undefined ? bad : ok(rules);
+    },
   ),
   v(
     'ECHO_SEED',
@@ -446,7 +508,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
     const source = given ? raw.trim() : spec.default;
     const parsed = spec.parse(source);
     if (parsed.ok) out[spec.key] = parsed.value;
+    else if (spec.secret) problems.push(`${spec.name} is invalid: expected ${spec.form}`);
     else problems.push(`${spec.name}=${JSON.stringify(raw)} is invalid: expected ${spec.form}`);
+  }
+  // An admin token set to nothing would leave the routes open while looking locked: say so.
+  for (const name of ['ECHO_ADMIN_TOKEN', 'ECHO_ADMIN_TOKEN_FILE']) {
+    if (env[name] !== undefined && env[name].trim() === '')
+      problems.push(`${name} is set but empty: expected a value (unset it to leave the admin routes open)`);
+  }
+  if (out['adminToken'] !== undefined && out['adminTokenFile'] !== undefined) {
+    problems.push(
+      'ECHO_ADMIN_TOKEN and ECHO_ADMIN_TOKEN_FILE are both set: expected one of them (the token, or the file holding it)',
+    );
   }
   out['scenarioFileExplicit'] = env['ECHO_SCENARIO_FILE'] !== undefined;
 

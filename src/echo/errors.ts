@@ -74,6 +74,16 @@ export const ECHO_ERRORS = {
     message: 'request body exceeds MAX_BODY_SIZE (%s bytes)',
     when: 'The request body is larger than `MAX_BODY_SIZE`',
   },
+  ECHO_ERR_UNAUTHORIZED: {
+    status: 401,
+    message: '%s needs Authorization: Bearer <ECHO_ADMIN_TOKEN>',
+    when: 'An admin route (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, `GET /history`, `POST` under `/actuator`) was called without the token `ECHO_ADMIN_TOKEN` (or `ECHO_ADMIN_TOKEN_FILE`) sets, or with another; `WWW-Authenticate: Bearer realm="echo-chaos"`. Nothing changed',
+  },
+  ECHO_ERR_REPLAY_TARGET_REFUSED: {
+    status: 403,
+    message: 'replay target %s refused: %s',
+    when: '`POST /replay` `target` is not allowed by `ECHO_REPLAY_ALLOWED_TARGETS`: by default a link-local or cloud metadata address (checked on every address the name resolves to). Nothing was sent',
+  },
   ECHO_ERR_RATE_LIMITED: {
     status: 429,
     message: 'rate limit of %s requests per second exceeded',

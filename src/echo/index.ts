@@ -13,4 +13,5 @@
 export { type BuildOptions, buildApp, type EchoState, type UpgradeHandler } from './app.ts';
 export { type EchoConfig, loadConfig } from './config.ts';
 export { ECHO_ERRORS, EchoError, type EchoErrorCode, isEchoError } from './errors.ts';
+export type { ReplayResolver } from './replay-guard.ts';
 export { VERSION } from './version.ts';

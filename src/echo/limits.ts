@@ -8,7 +8,7 @@ import type { EchoConfig } from './config.ts';
 import { errorBody } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 
-// Connection limits (docs/adr/0013-connection-limits.md): the cap on open connections, the HTTP/2
+// Connection limits (docs/adr/0016-connection-limits.md): the cap on open connections, the HTTP/2
 // settings every session advertises, and the request timeout of an HTTP/2 stream. The HTTP/1.1
 // timeouts are Node's own (`headersTimeout`, `requestTimeout`, `keepAliveTimeout`), set in server.ts.
 

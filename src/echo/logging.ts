@@ -5,6 +5,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The response body as logged (already cut to MAX_LOG_BODY_SIZE), set by the onSend hook. */
     loggedResponseBody: LoggedBody | undefined;
+    /** The client address as it was when the request arrived (set when a request line is logged). */
+    echoRemote: string | undefined;
   }
 }
 
@@ -63,16 +65,16 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
   const max = config.maxLogBodyBytes;
   const wantsResponseBody = config.logResponseBody || (config.logTransaction && config.logBody);
   app.decorateRequest('loggedResponseBody', undefined);
+  app.decorateRequest('echoRemote', undefined);
 
   // The client address is read when the request arrives: once the socket is gone (a 413 closes it)
   // `request.ip` is undefined, and the completion line would name no one.
-  const remotes = new WeakMap<FastifyRequest, string>();
-  const remoteOf = (request: FastifyRequest) => remotes.get(request) ?? request.ip ?? '-';
+  const remoteOf = (request: FastifyRequest) => request.echoRemote ?? request.ip ?? '-';
   const logsRequestLine = config.logRequests || config.logHeaders;
   if (logsRequestLine || config.logTransaction) {
     app.addHook('onRequest', (request, _reply, done) => {
       const remote = request.ip ?? '-';
-      remotes.set(request, remote);
+      request.echoRemote = remote;
       if (logsRequestLine) {
         const line = `${remote} ${request.method} ${request.url}`;
         if (config.logHeaders) request.log.info({ headers: request.headers }, line);

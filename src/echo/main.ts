@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import type { Server } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createErrorUpgradeSpanProcessor,
   createObsSampler,
@@ -14,10 +15,15 @@ import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
 import { type EchoConfigError, isEchoError } from './errors.ts';
 import { ECHO_OBS_DEFAULTS } from './metrics.ts';
+import { http2SessionsOf } from './server.ts';
+import { type ConnectionDrain, trackConnections } from './shutdown.ts';
 import { VERSION } from './version.ts';
 
-/** How often connections that turned idle during the drain are closed. */
-const IDLE_SWEEP_MS = 50;
+/**
+ * Once the listener has closed, how long an HTTP/1.1 connection with no request in progress must
+ * stay quiet before it is closed (a busy one gets `Connection: close` on its next response instead).
+ */
+const DRAIN_IDLE_MS = 1_000;
 /** After the drain timeout, how long answered-at-once requests get before every connection is cut. */
 const FINAL_GRACE_MS = 1_000;
 
@@ -42,6 +48,7 @@ async function main(): Promise<void> {
   }
   let app: FastifyInstance;
   let config: EchoConfig;
+  let connections: ConnectionDrain;
   try {
     config = loadConfig(process.env);
     const obs = loadObsConfig({ env: process.env, defaults: ECHO_OBS_DEFAULTS });
@@ -76,6 +83,8 @@ async function main(): Promise<void> {
         ? 'OpenTelemetry SDK off (no OTEL_* variable asks for it)'
         : 'OpenTelemetry SDK started',
     );
+    const server = app.server as unknown as Server;
+    connections = trackConnections(server, () => http2SessionsOf(server), { idleMs: DRAIN_IDLE_MS });
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     // Matched on the code, not the class (STYLE.md): one line per problem, naming the setting.
@@ -91,33 +100,48 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  const stop = async (signal: 'SIGTERM' | 'SIGINT') => {
     if (stopping) {
       app.log.warn({ signal }, 'second signal: exiting at once');
       process.exit(1);
     }
     stopping = true;
     const startedMs = Date.now();
-    app.log.info({ signal, drain_timeout_ms: config.drainTimeoutMs }, 'draining');
-    // 1. /ready answers 503 at once; SSE streams and WebSockets are closed (1001). The port stays
-    //    open, so probes see the 503 and in-flight requests (delays included) run their course.
+    // SIGINT is a person at a terminal: no endpoint controller to wait for (docs/adr/0014-drain-delay.md).
+    const delayMs = signal === 'SIGTERM' ? config.drainDelayMs : 0;
+    app.log.info(
+      { signal, drain_delay_ms: delayMs, drain_timeout_ms: config.drainTimeoutMs },
+      'draining: /ready answers 503',
+    );
+    // 1. /ready answers 503 at once and until the end; SSE streams and WebSockets are closed (1001).
     app.echo.drain.abort();
-    // Connections that turn idle are closed as they do (responses carry `Connection: close`).
-    const server = app.server as Partial<Pick<Server, 'closeIdleConnections' | 'closeAllConnections'>>;
-    const sweep = setInterval(() => server.closeIdleConnections?.(), IDLE_SWEEP_MS);
-    sweep.unref();
-    // 2. Wait for in-flight requests, at most ECHO_DRAIN_TIMEOUT.
-    const result = await app.obs.drain({ timeoutMs: config.drainTimeoutMs });
-    if (!result.completed) {
-      // 3. Out of time: waiting requests are answered now; whatever is still open is cut shortly.
-      app.log.warn({ in_flight: result.dropped }, 'drain timeout: answering waiting requests now');
+    // 2. The drain delay: the port stays open and every connection is served as usual, so probes
+    //    see the 503 and clients routed here before the endpoint controller noticed are answered.
+    if (delayMs > 0) await sleep(delayMs);
+    // 3. The port closes; responses from now on carry `Connection: close`, idle connections are
+    //    closed, HTTP/2 sessions get a GOAWAY. In-flight requests (delays included) run their
+    //    course, for at most ECHO_DRAIN_TIMEOUT.
+    await connections.closeListener();
+    app.log.info({ open_connections: connections.open }, 'drain: the port has closed');
+    const closed = connections.allClosed();
+    // Every connection closed means no request is in flight either; obs counts the requests.
+    const [result, allClosed] = await Promise.all([
+      app.obs.drain({ timeoutMs: config.drainTimeoutMs }),
+      Promise.race([closed.then(() => true), sleep(config.drainTimeoutMs, false, { ref: false })]),
+    ]);
+    if (!allClosed) {
+      // 4. Out of time: waiting requests are answered now; whatever is still open is cut shortly.
+      app.log.warn(
+        { in_flight: result.dropped, open_connections: connections.open },
+        'drain timeout: answering waiting requests now',
+      );
       app.echo.drainDeadline.abort();
-      setTimeout(() => server.closeAllConnections?.(), FINAL_GRACE_MS).unref();
+      setTimeout(() => connections.destroyAll(), FINAL_GRACE_MS).unref();
     }
-    // 4. Stop listening, close what is left, flush telemetry, exit.
+    // 5. Close what is left, flush telemetry, exit.
     try {
       await app.close();
-      app.log.info({ drain_ms: Date.now() - startedMs, completed: result.completed }, 'drained');
+      app.log.info({ drain_ms: Date.now() - startedMs, completed: allClosed }, 'drained');
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'close failed');

@@ -1,4 +1,4 @@
-import type { CardinalityFirewall, ObsConfigInput } from '@echo-chaos/obs';
+import type { ObsConfigInput } from '@echo-chaos/obs';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { FAULT_KINDS, type FaultKind, type FaultMeters } from './applied.ts';
 
@@ -28,16 +28,14 @@ export class EchoMetrics implements FaultMeters {
   readonly #requests: Counter<'method' | 'path' | 'status' | 'fault'>;
   readonly #duration: Histogram<'fault'>;
   readonly #chaos: Counter<'type'>;
-  readonly #firewall: CardinalityFirewall;
   readonly #faults: Counter<'kind'>;
   readonly #overflow: Counter;
   #activeFaults: () => number = () => 0;
   readonly #connectionsRefused: Counter;
   #openConnections: () => number = () => 0;
 
-  constructor(firewall: CardinalityFirewall, registry: Registry = new Registry()) {
+  constructor(registry: Registry = new Registry()) {
     this.registry = registry;
-    this.#firewall = firewall;
     collectDefaultMetrics({ register: registry });
     // prom-client names three gauges `..._total`, which Prometheus reserves for counters (promtool
     // rejects the scrape). Each is the sum of its labelled sibling (`nodejs_active_handles{type}`...).
@@ -127,12 +125,9 @@ export class EchoMetrics implements FaultMeters {
     seconds: number,
     fault: EchoFault = 'none',
   ): void {
-    this.#requests.inc({
-      method,
-      path: this.#firewall.admit('echo_requests_total', 'path', path),
-      status,
-      fault,
-    });
+    // The registry is obs's: its firewall admits every label of every recording once (path
+    // included), so admitting here too would do the work twice.
+    this.#requests.inc({ method, path, status, fault });
     this.#duration.observe({ fault }, seconds);
   }
 

@@ -1,6 +1,5 @@
 import { STATUS_CODES } from 'node:http';
 import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from 'node:http2';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
 import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
@@ -61,6 +60,7 @@ type Outcome = 'done' | 'client-gone';
 export function createEchoHandler(deps: PipelineDeps) {
   const { config, history, metrics } = deps;
   const limits = { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes };
+  const waits = new Waits(deps.drainSignal);
 
   return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = request.raw;
@@ -141,7 +141,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     }
     if (delayMs > 0 && request.echoFault === 'none') request.echoFault = 'delay';
     if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
-    if (delayMs > 0 && (await wait(delayMs, reply, deps.drainSignal)) === 'client-gone') {
+    if (delayMs > 0 && (await waits.wait(delayMs, reply)) === 'client-gone') {
       return abandon(request, reply, deps);
     }
 
@@ -168,7 +168,7 @@ export function createEchoHandler(deps: PipelineDeps) {
             return sendFault(reply, controls, error.status, 'error', slow());
           case 'timeout':
             metrics.recordFault('timeout');
-            if ((await wait(config.errorTimeoutMs, reply, deps.drainSignal)) === 'client-gone') {
+            if ((await waits.wait(config.errorTimeoutMs, reply)) === 'client-gone') {
               return abandon(request, reply, deps);
             }
             return sendFault(reply, controls, 504, 'timeout', slow());
@@ -256,30 +256,50 @@ function contentTypeOf(request: FastifyRequest, fallback: string): string {
   return request.headers['content-type'] ?? fallback;
 }
 
-/** Waits, ending early when the client goes away (no work left) or the server drains (answer now). */
-async function wait(ms: number, reply: FastifyReply, drainSignal: AbortSignal): Promise<Outcome> {
-  if (drainSignal.aborted) return 'done';
-  const res = reply.raw;
-  if (res.destroyed || res.writableEnded) return 'client-gone';
-  const controller = new AbortController();
-  let gone = false;
-  const onClose = () => {
-    gone = true;
-    controller.abort();
-  };
-  const onDrain = () => controller.abort();
-  res.once('close', onClose);
-  drainSignal.addEventListener('abort', onDrain, { once: true });
-  try {
-    await sleep(ms, undefined, { signal: controller.signal });
-  } catch {
-    // aborted: by the client or by the drain
-  } finally {
-    res.removeListener('close', onClose);
-    drainSignal.removeEventListener('abort', onDrain);
+/**
+ * The waits of one app's echoed requests (delays, `X-Echo-Error: timeout`). Each wait is a plain
+ * timer and one `close` listener on its response; the drain ends them all through one listener on
+ * the drain signal and a set, rather than a listener (and an AbortController) per waiting request,
+ * so thousands of concurrent delays cost what their timers cost.
+ */
+class Waits {
+  readonly #pending = new Set<() => void>();
+  readonly #drainSignal: AbortSignal;
+
+  constructor(drainSignal: AbortSignal) {
+    this.#drainSignal = drainSignal;
+    drainSignal.addEventListener(
+      'abort',
+      () => {
+        for (const end of [...this.#pending]) end();
+      },
+      { once: true },
+    );
   }
-  return gone ? 'client-gone' : 'done';
+
+  /** Waits `ms`, ending early when the client goes away (no work left) or the server drains (answer now). */
+  wait(ms: number, reply: FastifyReply): Promise<Outcome> {
+    if (this.#drainSignal.aborted) return DONE;
+    const res = reply.raw;
+    if (res.destroyed || res.writableEnded) return CLIENT_GONE;
+    return new Promise<Outcome>((resolve) => {
+      const finish = (outcome: Outcome) => {
+        clearTimeout(timer);
+        res.removeListener('close', onClose);
+        this.#pending.delete(onEnd);
+        resolve(outcome);
+      };
+      const onClose = () => finish('client-gone');
+      const onEnd = () => finish('done');
+      const timer = setTimeout(onEnd, ms);
+      res.on('close', onClose);
+      this.#pending.add(onEnd);
+    });
+  }
 }
+
+const DONE: Promise<Outcome> = Promise.resolve('done');
+const CLIENT_GONE: Promise<Outcome> = Promise.resolve('client-gone');
 
 /** The modifiers every pipeline response gets: content type, set and echoed headers, compression. */
 function applyModifiers(reply: FastifyReply, controls: Controls): void {

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { createBudgetInterceptor, DEADLINE_HEADER, isObsError } from '@echo-chaos/obs';
 import { type Dispatcher, errors, getGlobalDispatcher, request } from 'undici';
 import { HEADER_VALUE_PATTERN } from '../scenario/index.ts';
-import { EchoError } from './errors.ts';
+import { EchoError, isEchoError } from './errors.ts';
 import type { History, HistoryEntry } from './history.ts';
 import { TOKEN } from './http-grammar.ts';
 
@@ -145,6 +145,8 @@ export async function replay(
     const ct = res.headers['content-type'];
     return { status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body: res.body };
   } catch (err) {
+    // The guarded connector's refusal (ECHO_ERR_REPLAY_TARGET_REFUSED), as it is.
+    if (isEchoError(err)) throw err;
     if (isObsError(err) && err.code === 'OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED') {
       throw new EchoError('ECHO_ERR_REPLAY_BUDGET_EXHAUSTED', [
         (err as { remainingMs?: number }).remainingMs,

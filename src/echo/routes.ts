@@ -12,6 +12,7 @@ import { maskedEntry } from './history-secrets.ts';
 import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { parseReplayRequest, replay } from './replay.ts';
+import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
 import { connectionLimiter } from './server.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
@@ -25,7 +26,11 @@ export const UNLIMITED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready'
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
 /** The service's own routes: health, readiness, info, metrics, history, replay, scenarios. */
-export async function registerServiceRoutes(app: FastifyInstance, state: EchoState): Promise<void> {
+export async function registerServiceRoutes(
+  app: FastifyInstance,
+  state: EchoState,
+  options: { readonly replayResolver?: ReplayResolver | undefined } = {},
+): Promise<void> {
   const { config, history, scenarios, metrics } = state;
   // The service's own bodies are JSON (and YAML for /scenario, below): fastify's default text/plain
   // parser would hand a plain string on to the routes, which must answer 415 instead.
@@ -92,6 +97,7 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
         start_time: state.startedAt.toISOString(),
         request_count: String(state.requestCount),
         node_version: process.version,
+        admin_token_required: config.adminToken !== undefined || config.adminTokenFile !== undefined,
         lifecycle: { ...state.lifecycle },
         faults: {
           enabled: state.faults.enabled,
@@ -125,14 +131,21 @@ export async function registerServiceRoutes(app: FastifyInstance, state: EchoSta
     bodyTimeout: config.replayTimeoutMs,
     connections: 64,
   };
-  const replayAgent = new Agent({ ...agentOptions, connect: { timeout: config.replayTimeoutMs } });
+  // Targets named in the request go through the guard (ECHO_REPLAY_ALLOWED_TARGETS): it resolves,
+  // checks every address and dials the checked one.
+  const guard = new ReplayGuard(config.replayAllowedTargets, options.replayResolver);
+  const replayAgent = new Agent({
+    ...agentOptions,
+    connect: createGuardedConnector(guard, { timeout: config.replayTimeoutMs }),
+  });
   // A replay to this server itself dials its own address: under TLS its certificate may be the
   // generated self-signed one, or name another host, so only there it is not verified.
-  const selfAgent = config.enableTls
-    ? new Agent({ ...agentOptions, connect: { timeout: config.replayTimeoutMs, rejectUnauthorized: false } })
-    : replayAgent;
+  const selfAgent = new Agent({
+    ...agentOptions,
+    connect: { timeout: config.replayTimeoutMs, ...(config.enableTls ? { rejectUnauthorized: false } : {}) },
+  });
   app.addHook('onClose', async () => {
-    await Promise.all([replayAgent.close(), selfAgent === replayAgent ? undefined : selfAgent.close()]);
+    await Promise.all([replayAgent.close(), selfAgent.close()]);
   });
 
   app.post('/replay', async (request: FastifyRequest, reply: FastifyReply) => {

@@ -51,6 +51,13 @@ interface Cleartext {
   readonly upgradeToH2c: UpgradeListener;
 }
 const cleartextByServer = new WeakMap<object, Cleartext>();
+/** The open HTTP/2 sessions behind each server fastify listens on (cleartext h2c or TLS h2). */
+const http2SessionsByServer = new WeakMap<object, ReadonlySet<Http2Session>>();
+
+/** The HTTP/2 sessions open on `server` now (for the shutdown drain's GOAWAY); none when unknown. */
+export function http2SessionsOf(server: object): readonly Http2Session[] {
+  return [...(http2SessionsByServer.get(server) ?? [])];
+}
 
 /**
  * The fastify options for the transport the config asks for. With `ENABLE_TLS` it loads (or
@@ -268,6 +275,7 @@ function createCleartextServer(
     for (const session of sessions) session.close();
   };
 
+  http2SessionsByServer.set(h1, sessions);
   limitConnections(h1, limits.limiter, false);
   limiterByServer.set(h1, limits.limiter);
 
@@ -303,6 +311,7 @@ function trackSessions(server: http2.Http2Server | Http2SecureServer, idleMs: nu
 function addCloseAllConnections(server: Http2SecureServer): void {
   // fastify already closes idle sessions of the TLS server after http2SessionTimeout.
   const sessions = trackSessions(server, 0);
+  http2SessionsByServer.set(server, sessions);
   (server as Http2SecureServer & { closeAllConnections(): void }).closeAllConnections = () => {
     // HTTP/1.1 connections of an allowHTTP1 server are tracked as an http.Server's are.
     http.Server.prototype.closeAllConnections.call(server as unknown as Server);

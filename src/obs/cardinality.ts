@@ -43,6 +43,8 @@ export interface CardinalityOffender {
 }
 
 interface TagState {
+  readonly meter: string;
+  readonly tagKey: string;
   readonly seen: Set<string>;
   overflowed: number;
 }
@@ -65,8 +67,10 @@ export class CardinalityFirewall {
   readonly #listeners = new Set<OverflowListener>();
   readonly #protect: readonly string[];
   readonly #exempt: readonly string[];
-  readonly #tags = new Map<string, TagState>();
-  readonly #guarded = new Map<string, boolean>();
+  /** Per guarded meter, per tag; `null` for a meter that is not guarded (looked up once). */
+  readonly #meters = new Map<string, Map<string, TagState> | null>();
+  /** Set by {@link #admit}: whether the value it returned came from past the cap. */
+  #overflowed = false;
   // DRY_RUN values that admit() let through past the cap in this synchronous turn: a meter wrapper
   // seeing the same value right after (the call site admitted it, then recorded it) counts it once.
   readonly #recent = new Set<string>();
@@ -87,11 +91,11 @@ export class CardinalityFirewall {
    */
   admit(meter: string, tagKey: string, value: string): string {
     const admitted = this.#admit(meter, tagKey, value);
-    if (admitted.overflowed && admitted.value === value && this.#recent.size < MAX_RECENT_OVERFLOWS) {
+    if (this.#overflowed && admitted === value && this.#recent.size < MAX_RECENT_OVERFLOWS) {
       if (this.#recent.size === 0) queueMicrotask(() => this.#recent.clear());
       this.#recent.add(`${meter}\u0000${tagKey}\u0000${value}`);
     }
-    return admitted.value;
+    return admitted;
   }
 
   /**
@@ -100,7 +104,7 @@ export class CardinalityFirewall {
    */
   admitRecording(meter: string, tagKey: string, value: string): string {
     if (this.#recent.size > 0 && this.#recent.delete(`${meter}\u0000${tagKey}\u0000${value}`)) return value;
-    return this.#admit(meter, tagKey, value).value;
+    return this.#admit(meter, tagKey, value);
   }
 
   /**
@@ -114,18 +118,26 @@ export class CardinalityFirewall {
     };
   }
 
-  #admit(meter: string, tagKey: string, value: string): { value: string; overflowed: boolean } {
-    if (value === this.overflowValue || !this.#isGuarded(meter)) return { value, overflowed: false };
-    const key = `${meter}\u0000${tagKey}`;
-    let state = this.#tags.get(key);
-    if (state === undefined) {
-      state = { seen: new Set(), overflowed: 0 };
-      this.#tags.set(key, state);
+  // On every recording: no allocation and no string building for a value seen before.
+  #admit(meter: string, tagKey: string, value: string): string {
+    this.#overflowed = false;
+    if (value === this.overflowValue) return value;
+    let tags = this.#meters.get(meter);
+    if (tags === undefined) {
+      // Meter names come from code, not from requests, so this map stays small.
+      tags = this.#isGuarded(meter) ? new Map() : null;
+      this.#meters.set(meter, tags);
     }
-    if (state.seen.has(value)) return { value, overflowed: false };
+    if (tags === null) return value;
+    let state = tags.get(tagKey);
+    if (state === undefined) {
+      state = { meter, tagKey, seen: new Set(), overflowed: 0 };
+      tags.set(tagKey, state);
+    }
+    if (state.seen.has(value)) return value;
     if (state.seen.size < this.maxValuesPerTag) {
       state.seen.add(value);
-      return { value, overflowed: false };
+      return value;
     }
     state.overflowed++;
     for (const listener of this.#listeners) {
@@ -135,7 +147,8 @@ export class CardinalityFirewall {
         // telemetry never fails a request
       }
     }
-    return { value: this.#mode() === 'ENFORCING' ? this.overflowValue : value, overflowed: true };
+    this.#overflowed = true;
+    return this.#mode() === 'ENFORCING' ? this.overflowValue : value;
   }
 
   /** Every label of one recording passed through {@link admit}; returns a new object. */
@@ -150,25 +163,18 @@ export class CardinalityFirewall {
 
   /** Distinct values seen per meter and tag, largest first (for diagnostics). */
   offenders(limit = 10): CardinalityOffender[] {
-    return [...this.#tags.entries()]
-      .map(([key, state]) => {
-        const [meter = '', tagKey = ''] = key.split('\u0000');
-        return { meter, tagKey, values: state.seen.size, overflowed: state.overflowed };
-      })
+    return [...this.#meters.values()]
+      .flatMap((tags) => (tags === null ? [] : [...tags.values()]))
+      .map(({ meter, tagKey, seen, overflowed }) => ({ meter, tagKey, values: seen.size, overflowed }))
       .sort((a, b) => b.overflowed - a.overflowed || b.values - a.values)
       .slice(0, limit);
   }
 
   #isGuarded(meter: string): boolean {
-    let guarded = this.#guarded.get(meter);
-    if (guarded === undefined) {
-      guarded =
-        this.enabled &&
-        (this.#protect.length === 0 || this.#protect.some((p) => meter.startsWith(p))) &&
-        !this.#exempt.some((p) => meter.startsWith(p));
-      // Meter names come from code, not from requests, so this map stays small.
-      this.#guarded.set(meter, guarded);
-    }
-    return guarded;
+    return (
+      this.enabled &&
+      (this.#protect.length === 0 || this.#protect.some((p) => meter.startsWith(p))) &&
+      !this.#exempt.some((p) => meter.startsWith(p))
+    );
   }
 }

@@ -6,7 +6,14 @@
  * features' span attributes go on the active span (the request's server span, when an SDK traces
  * it). A contributor that throws is logged and skipped: telemetry never fails a request.
  */
-import { type Context, context, propagation, trace } from '@opentelemetry/api';
+import {
+  type Context,
+  context,
+  createContextKey,
+  propagation,
+  ROOT_CONTEXT,
+  trace,
+} from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Obs } from './obs.ts';
 import {
@@ -32,6 +39,21 @@ export interface InboundScope {
 
 /** One feature's part in building a request's context. May throw: the hook logs it and goes on. */
 export type InboundContributor = (scope: InboundScope) => void;
+
+function ignoreAttribute(): void {
+  // no span: nothing to set
+}
+
+const PROBE_KEY = createContextKey('echo-chaos.obs.context-probe');
+const PROBE = ROOT_CONTEXT.setValue(PROBE_KEY, true);
+
+/**
+ * Whether an OpenTelemetry context manager runs (an SDK registered one): the API's default manager
+ * keeps no context, so a context entered with `with` is not the active one inside it.
+ */
+function otelContextActive(): boolean {
+  return context.with(PROBE, () => context.active() === PROBE);
+}
 
 /** The request-context machinery of one obs instance. */
 export interface ContextKit {
@@ -118,17 +140,23 @@ export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
     let store: InboundScope['store'];
     try {
       store = { requestId: requestIdOf(request, idHeader), state: {}, propagation: shared };
-      let baggage = propagation.getBaggage(context.active());
-      const attributes: Array<[string, string | number | boolean]> = [];
+      // Built only when it can matter: baggage once some feature adds an entry and an OpenTelemetry
+      // context manager runs (without one no context is ever active, so none would carry it), span
+      // attributes only when there is a span.
+      let entries: Array<readonly [string, string]> | undefined;
+      const span = trace.getActiveSpan();
       const scope: InboundScope = {
         request,
         store,
         baggage(key, value) {
-          baggage = (baggage ?? propagation.createBaggage()).setEntry(key, { value });
+          (entries ??= []).push([key, value]);
         },
-        attribute(key, value) {
-          attributes.push([key, value]);
-        },
+        attribute:
+          span === undefined
+            ? ignoreAttribute
+            : (key, value) => {
+                span.setAttribute(key, value);
+              },
       };
       scope.attribute('obs.request_id', store.requestId);
       for (const [feature, contribute] of contributors) {
@@ -138,12 +166,11 @@ export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
           shared.failed(`inbound ${feature}`, error);
         }
       }
-      if (baggage !== undefined && baggage !== propagation.getBaggage(context.active())) {
-        otel = propagation.setBaggage(context.active(), baggage);
-      }
-      if (attributes.length > 0) {
-        const span = trace.getActiveSpan();
-        for (const [key, value] of attributes) span?.setAttribute(key, value);
+      if (entries !== undefined && otelContextActive()) {
+        const active = context.active();
+        let baggage = propagation.getBaggage(active) ?? propagation.createBaggage();
+        for (const [key, value] of entries) baggage = baggage.setEntry(key, { value });
+        otel = propagation.setBaggage(active, baggage);
       }
       kit.countEntered();
     } catch (error) {

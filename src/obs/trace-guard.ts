@@ -129,8 +129,8 @@ export function registerTraceGuard(app: FastifyInstance, obs: Obs): void {
         const route = pattern === undefined || pattern === '' ? UNMATCHED_ROUTE : pattern;
         const valid = isValidTraceparent(request.headers.traceparent);
         const counter = valid ? received : missing;
-        const meter = valid ? TRACE_GUARD_METRICS.received : TRACE_GUARD_METRICS.missing;
-        counter.inc({ route: obs.firewall.admit(meter, 'route', route) });
+        // The registry's guard admits the route (once per recording).
+        counter.inc({ route });
         if (!valid && guard['fail-on-missing']) {
           const mode = obs.mode.get();
           reject = mode === 'ENFORCING';

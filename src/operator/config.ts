@@ -2,6 +2,7 @@
  * The operator's settings, a pure function of the environment it is given. Every problem is
  * listed at once.
  */
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { OperatorConfigError } from './errors.ts';
 
@@ -28,6 +29,10 @@ export interface OperatorConfig {
   readonly drainTimeoutMs: number;
   /** `LOG_LEVEL`, default `info`. */
   readonly logLevel: string;
+  /** `ECHO_ADMIN_TOKEN`: the echo pods' admin token, sent with every push; unset sends none. */
+  readonly adminToken: string | undefined;
+  /** `ECHO_ADMIN_TOKEN_FILE`: the same, read from this file by {@link readAdminToken} (a Secret). */
+  readonly adminTokenFile: string | undefined;
 }
 
 /**
@@ -58,11 +63,46 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
     pushTimeoutMs: int('PUSH_TIMEOUT_MS', 5000, 1),
     drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 10_000, 0),
     logLevel: env['LOG_LEVEL'] || 'info',
+    adminToken: env['ECHO_ADMIN_TOKEN']?.trim() || undefined,
+    adminTokenFile: env['ECHO_ADMIN_TOKEN_FILE']?.trim() || undefined,
   };
+  // The value is a credential: never quoted.
+  if (config.adminToken !== undefined && !ADMIN_TOKEN.test(config.adminToken))
+    problems.push('ECHO_ADMIN_TOKEN must be visible ASCII characters without spaces');
+  if (config.adminToken !== undefined && config.adminTokenFile !== undefined)
+    problems.push('ECHO_ADMIN_TOKEN and ECHO_ADMIN_TOKEN_FILE are both set: expected one of them');
   if (config.port > 65535) problems.push(`PORT must be at most 65535, got ${config.port}`);
   if (config.leaseRetryIntervalMs >= config.leaseDurationSeconds * 1000) {
     problems.push('LEASE_RETRY_INTERVAL_MS must be shorter than LEASE_DURATION_SECONDS');
   }
   if (problems.length > 0) throw new OperatorConfigError(problems);
   return config;
+}
+
+/** What `Authorization: Bearer` can carry (the echo service accepts the same). */
+const ADMIN_TOKEN = /^[\x21-\x7e]+$/;
+
+/**
+ * The admin token pushes carry: `ECHO_ADMIN_TOKEN`, or the content of `ECHO_ADMIN_TOKEN_FILE`
+ * (read once, at startup; surrounding whitespace removed), or undefined.
+ * @throws {OperatorConfigError} `OPERATOR_ERR_CONFIG` when the file cannot be read, is empty or
+ * holds what a header cannot carry (its content never quoted).
+ */
+export function readAdminToken(config: OperatorConfig): string | undefined {
+  const file = config.adminTokenFile;
+  if (file === undefined) return config.adminToken;
+  let token: string;
+  try {
+    token = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? (error as Error).message;
+    throw new OperatorConfigError([`ECHO_ADMIN_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${code})`]);
+  }
+  if (token === '') throw new OperatorConfigError([`ECHO_ADMIN_TOKEN_FILE=${JSON.stringify(file)} is empty`]);
+  if (!ADMIN_TOKEN.test(token)) {
+    throw new OperatorConfigError([
+      `ECHO_ADMIN_TOKEN_FILE=${JSON.stringify(file)} must hold visible ASCII characters without spaces`,
+    ]);
+  }
+  return token;
 }

@@ -23,7 +23,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
-import { loadOperatorConfig, type OperatorConfig } from './config.ts';
+import { loadOperatorConfig, type OperatorConfig, readAdminToken } from './config.ts';
 
 const command = parseCommandLine(process.argv.slice(2));
 if (command.kind === 'help' || command.kind === 'version') {
@@ -38,8 +38,10 @@ if (command.kind === 'usage-error') {
 // A bad setting stops startup with one line per problem, naming the setting.
 let config: OperatorConfig;
 let obs: ResolvedObsConfig;
+let adminToken: string | undefined;
 try {
   config = loadOperatorConfig(process.env);
+  adminToken = readAdminToken(config);
   obs = loadObsConfig({ env: process.env });
 } catch (error) {
   if (isObsError(error) && error.code === 'OBS_ERR_CONFIG') {
@@ -121,6 +123,7 @@ const operator = createOperator({
   leaseDurationSeconds: config.leaseDurationSeconds,
   leaseRetryIntervalMs: config.leaseRetryIntervalMs,
   pushTimeoutMs: config.pushTimeoutMs,
+  adminToken,
   registry,
 });
 let draining = false;

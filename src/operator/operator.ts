@@ -65,6 +65,8 @@ export interface OperatorOptions {
   readonly retryMaxDelayMs?: number;
   /** Timeout of one push, in ms. Default 5000. */
   readonly pushTimeoutMs?: number;
+  /** The echo pods' `ECHO_ADMIN_TOKEN`, sent with every push as `Authorization: Bearer`. */
+  readonly adminToken?: string | undefined;
   /** Default 4. */
   readonly workers?: number;
   /** Each operator its own registry by default. */
@@ -95,7 +97,11 @@ export function createOperator(options: OperatorOptions): Operator {
     maxDelayMs: options.retryMaxDelayMs,
   });
   const metrics = createOperatorMetrics(registry, () => queue.length);
-  const push = createPushClient({ timeoutMs: options.pushTimeoutMs ?? 5000, metrics });
+  const push = createPushClient({
+    timeoutMs: options.pushTimeoutMs ?? 5000,
+    metrics,
+    adminToken: options.adminToken,
+  });
   const ledger = new PushLedger();
   const ns = options.namespace;
   const nsPath = ns === undefined ? '' : `/namespaces/${ns}`;

@@ -13,17 +13,21 @@ export interface PushClientOptions {
   /** Timeout of one push, in ms. */
   readonly timeoutMs: number;
   readonly metrics: Pick<OperatorMetrics, 'pushes' | 'pushSeconds'>;
+  /** Sent as `Authorization: Bearer <adminToken>`: what echo pods with `ECHO_ADMIN_TOKEN` need. */
+  readonly adminToken?: string | undefined;
 }
 
 export function createPushClient(options: PushClientOptions): Push {
   const { metrics } = options;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (options.adminToken !== undefined) headers['authorization'] = `Bearer ${options.adminToken}`;
   return async function push(endpoint, body) {
     const url = `http://${endpoint.ip}:${endpoint.port}/scenario`;
     const stopTimer = metrics.pushSeconds.startTimer();
     try {
       const res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers,
         body,
         signal: AbortSignal.timeout(options.timeoutMs),
       });

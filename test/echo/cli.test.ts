@@ -15,11 +15,14 @@ const TIMEOUT_MS = 15_000;
 const cwd = mkdtempSync(join(tmpdir(), 'echo-cli-'));
 after(() => rmSync(cwd, { recursive: true, force: true }));
 
-/** Starts the entry point with exactly `env` (plus PATH), never the test runner's environment. */
+/**
+ * Starts the entry point with exactly `env` (plus PATH and no drain delay, which only
+ * test/echo/drain*.test.ts wait for), never the test runner's environment.
+ */
 function launch(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, [MAIN], {
     cwd,
-    env: { PATH: process.env['PATH'] ?? '', ...env },
+    env: { PATH: process.env['PATH'] ?? '', ECHO_DRAIN_DELAY: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: TIMEOUT_MS,
   });

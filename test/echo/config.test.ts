@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../../src/echo/app.ts';
@@ -44,6 +47,7 @@ const DEFAULTS: EchoConfig = {
   rateLimitBurst: 0,
   sseTickerMs: 5_000,
   maxStreams: 10_000,
+  drainDelayMs: 5_000,
   drainTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
@@ -54,10 +58,14 @@ const DEFAULTS: EchoConfig = {
   historySize: 100,
   historyMaxBodyBytes: 65_536,
   historySecrets: 'mask',
+  adminToken: undefined,
+  adminTokenFile: undefined,
+  corsAdmin: false,
   scenarioFile: 'scenarios.yaml',
   scenarioFileExplicit: false,
   serverInfo: false,
   replayTimeoutMs: 30_000,
+  replayAllowedTargets: [{ kind: 'any' }],
   seed: undefined,
   faultsEnabled: true,
   maxActiveFaults: 10_000,
@@ -87,6 +95,10 @@ test('loadConfig – reads only the environment it is given, never process.env',
     else process.env['PORT'] = saved;
   }
 });
+
+/** A readable token file, for the accepted `ECHO_ADMIN_TOKEN_FILE` (buildApp reads it). */
+const TOKEN_FILE = join(mkdtempSync(join(tmpdir(), 'echo-config-')), 'token');
+writeFileSync(TOKEN_FILE, 'from-a-file\n');
 
 /** [variable, value as written, config key, value the service uses]. */
 const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknown]> = [
@@ -127,6 +139,9 @@ const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknow
   ['ECHO_SSE_TICKER', '60m', 'sseTickerMs', 3_600_000],
   ['ECHO_MAX_STREAMS', '0', 'maxStreams', 0],
   ['ECHO_MAX_STREAMS', '1000000', 'maxStreams', 1_000_000],
+  ['ECHO_DRAIN_DELAY', '0', 'drainDelayMs', 0],
+  ['ECHO_DRAIN_DELAY', '1.5s', 'drainDelayMs', 1_500],
+  ['ECHO_DRAIN_DELAY', '10m', 'drainDelayMs', 600_000],
   ['ECHO_DRAIN_TIMEOUT', '0', 'drainTimeoutMs', 0],
   ['ECHO_DRAIN_TIMEOUT', '60m', 'drainTimeoutMs', 3_600_000],
   ['ECHO_HISTORY_SIZE', '0', 'historySize', 0],
@@ -136,10 +151,19 @@ const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknow
   ['ECHO_SERVER_INFO', 'true', 'serverInfo', true],
   ['ECHO_REPLAY_TIMEOUT', '1ms', 'replayTimeoutMs', 1],
   ['ECHO_REPLAY_TIMEOUT', '5s', 'replayTimeoutMs', 5000],
+  [
+    'ECHO_REPLAY_ALLOWED_TARGETS',
+    'API.internal:8443, *',
+    'replayAllowedTargets',
+    [{ kind: 'host', host: 'api.internal', port: 8443 }, { kind: 'any' }],
+  ],
   ['ECHO_SEED', '', 'seed', undefined],
   ['ECHO_SEED', '0', 'seed', 0],
   ['ECHO_SEED', '4294967295', 'seed', 4_294_967_295],
   ['ECHO_HISTORY_SECRETS', 'show', 'historySecrets', 'show'],
+  ['ECHO_ADMIN_TOKEN', 's3cr3t-T0ken_~!', 'adminToken', 's3cr3t-T0ken_~!'],
+  ['ECHO_ADMIN_TOKEN_FILE', TOKEN_FILE, 'adminTokenFile', TOKEN_FILE],
+  ['ECHO_CORS_ADMIN', 'true', 'corsAdmin', true],
   ['ECHO_HEADERS_TIMEOUT', '1ms', 'headersTimeoutMs', 1],
   ['ECHO_REQUEST_TIMEOUT', '60m', 'requestTimeoutMs', 3_600_000],
   ['ECHO_KEEP_ALIVE_TIMEOUT', '5s', 'keepAliveTimeoutMs', 5000],
@@ -237,6 +261,9 @@ const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
   ['ECHO_SSE_TICKER', 'often', 'not a duration'],
   ['ECHO_MAX_STREAMS', '1000001', 'out of range'],
   ['ECHO_MAX_STREAMS', 'many', 'not a number'],
+  ['ECHO_DRAIN_DELAY', '11m', 'above 10m'],
+  ['ECHO_DRAIN_DELAY', 'later', 'not a duration'],
+  ['ECHO_DRAIN_DELAY', '-1s', 'negative'],
   ['ECHO_DRAIN_TIMEOUT', '61m', 'above 1h'],
   ['ECHO_DRAIN_TIMEOUT', 'soon', 'not a duration'],
   ['ECHO_HISTORY_SIZE', '100001', 'out of range'],
@@ -249,6 +276,10 @@ const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
   ['ECHO_SEED', '4294967296', 'out of range'],
   ['ECHO_SEED', 'abc', 'not a number'],
   ['ECHO_HISTORY_SECRETS', 'hide', 'not mask/show'],
+  ['ECHO_ADMIN_TOKEN', 'has a space', 'not a header token'],
+  ['ECHO_REPLAY_ALLOWED_TARGETS', '10.0.0.0/33', 'prefix too long'],
+  ['ECHO_ADMIN_TOKEN_FILE', 'a\0b', 'NUL in the path'],
+  ['ECHO_CORS_ADMIN', 'yes', 'not true/false'],
   ['ECHO_HEADERS_TIMEOUT', '11m', 'above 10m'],
   ['ECHO_REQUEST_TIMEOUT', '0', 'below 1ms'],
   ['ECHO_KEEP_ALIVE_TIMEOUT', '61m', 'above 60m'],
@@ -274,7 +305,9 @@ for (const [name, raw, why] of REJECTED) {
   test(`loadConfig – ${name}=${JSON.stringify(raw)} (${why}) is one line naming variable, value and form`, () => {
     const problems = problemsOf({ [name]: raw });
     assert.equal(problems.length, 1, problems.join('\n'));
-    assert.equal(problems[0], `${name}=${JSON.stringify(raw)} is invalid: expected ${formOf(name)}`);
+    // A secret's value is never quoted back.
+    const shown = VARIABLES.find((v) => v.name === name)?.secret ? name : `${name}=${JSON.stringify(raw)}`;
+    assert.equal(problems[0], `${shown} is invalid: expected ${formOf(name)}`);
   });
 }
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { CompressionSlots } from '../../src/echo/bodies.ts';
 import { startEcho } from '../helpers/echo-server.ts';
 
-// ECHO_MAX_CONCURRENT_COMPRESSION (docs/adr/0013-connection-limits.md): compression work is bounded,
+// ECHO_MAX_CONCURRENT_COMPRESSION (docs/adr/0016-connection-limits.md): compression work is bounded,
 // compressed responses wait their turn chunk by chunk, and every one is still complete.
 
 test('compression slots – at most max run at once; the others wait in arrival order and get the slot handed on', () => {

@@ -60,6 +60,7 @@ function start(port: number, env: Record<string, string>): { child: ChildProcess
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_REQUESTS: 'false',
+      ECHO_DRAIN_DELAY: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -400,7 +400,7 @@ test('TLS – closeAllConnections (the drain deadline) ends h2 sessions and busy
 function launch(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, [MAIN], {
     cwd: dir,
-    env: { PATH: process.env['PATH'] ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { PATH: process.env['PATH'] ?? '', HOST: '127.0.0.1', PORT: '0', ECHO_DRAIN_DELAY: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: TIMEOUT_MS * 2,
   });

@@ -516,7 +516,13 @@ test('h2c upgrade – a request whose headers need CONTINUATION frames is inject
   const main = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
   const port = await freePort();
   const child = spawn(process.execPath, ['--max-http-header-size=65536', main], {
-    env: { PATH: process.env['PATH'] ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ECHO_DRAIN_DELAY: '0',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: TIMEOUT_MS * 2,
   });

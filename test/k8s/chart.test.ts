@@ -103,7 +103,12 @@ describe('chart echo-chaos', { skip }, () => {
     assert.equal(echo.readinessProbe.httpGet.path, '/ready');
     const env = Object.fromEntries(echo.env.map((e: Any) => [e.name, e.value]));
     const drainSeconds = Number.parseInt(env.ECHO_DRAIN_TIMEOUT, 10);
-    assert.ok(pod.terminationGracePeriodSeconds > drainSeconds + echo.lifecycle.preStop.sleep.seconds);
+    const delaySeconds = Number.parseInt(env.ECHO_DRAIN_DELAY, 10);
+    assert.equal(env.ECHO_DRAIN_DELAY, '3s');
+    assert.equal(echo.lifecycle.preStop.sleep.seconds, 2);
+    assert.ok(
+      pod.terminationGracePeriodSeconds > echo.lifecycle.preStop.sleep.seconds + delaySeconds + drainSeconds,
+    );
     assert.equal(env.ECHO_SCENARIO_FILE, '/etc/echo-chaos/scenarios.json');
     assert.equal(env.OBS_CONFIG_FILE, '/etc/echo-chaos/obs.yaml');
     assert.equal(env.ECHO_CHAOS, '5');
@@ -114,6 +119,17 @@ describe('chart echo-chaos', { skip }, () => {
     assert.equal(echo.securityContext.allowPrivilegeEscalation, false);
     assert.deepEqual(echo.securityContext.capabilities.drop, ['ALL']);
     assert.ok(echo.volumeMounts.some((m: Any) => m.mountPath === '/etc/echo-chaos'));
+  });
+
+  test('chart – default drain timing: no preStop hook, ECHO_DRAIN_DELAY 5s, grace = delay + drain + 5', () => {
+    const [deployment] = byKind(render(), 'Deployment').filter((d) => d.metadata.name === 'echo-chaos');
+    const pod: Any = (deployment as Any).spec.template.spec;
+    const [echo] = pod.containers;
+    const env = Object.fromEntries(echo.env.map((e: Any) => [e.name, e.value]));
+    assert.equal(env.ECHO_DRAIN_DELAY, '5s');
+    assert.equal(env.ECHO_DRAIN_TIMEOUT, '30s');
+    assert.equal(echo.lifecycle, undefined, 'the drain delay replaces the preStop sleep');
+    assert.equal(pod.terminationGracePeriodSeconds, 5 + 30 + 5);
   });
 
   test('chart – the operator: drain inside its grace period, a PDB and a PodMonitor on its metrics port', () => {

@@ -136,7 +136,7 @@ describe('Dockerfile', () => {
     const entry = instructions
       .filter((i) => i.op === 'ENTRYPOINT' || i.op === 'CMD')
       .flatMap((i) => execForm(i.args));
-    assert.deepEqual(entry, ['node', 'dist/echo/main.js']);
+    assert.deepEqual(entry, ['node', '--max-semi-space-size=16', 'dist/echo/main.js']);
     assert.ok(instructions.some((i) => i.op === 'EXPOSE' && i.args === '8080'));
     assert.ok(instructions.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args)));
   });
@@ -184,7 +184,14 @@ describe('Dockerfile', () => {
     assert.equal(program, 'node');
     const child = spawn(process.execPath, args, {
       cwd: app,
-      env: { ...image.env, PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      env: {
+        ...image.env,
+        PATH: process.env['PATH'] ?? '',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        ECHO_DRAIN_DELAY: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {

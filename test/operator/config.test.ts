@@ -33,3 +33,27 @@ test('operator config – every problem is listed at once, with a stable code', 
     /LEASE_RETRY_INTERVAL_MS must be shorter/,
   );
 });
+
+test('operator config – the echo admin token comes from ECHO_ADMIN_TOKEN or is read once from ECHO_ADMIN_TOKEN_FILE', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { readAdminToken } = await import('../../src/operator/config.ts');
+  assert.equal(readAdminToken(loadOperatorConfig({})), undefined);
+  assert.equal(readAdminToken(loadOperatorConfig({ ECHO_ADMIN_TOKEN: 'abc' })), 'abc');
+  const dir = mkdtempSync(join(tmpdir(), 'operator-token-'));
+  const file = join(dir, 'token');
+  writeFileSync(file, 'from-the-secret\n');
+  assert.equal(readAdminToken(loadOperatorConfig({ ECHO_ADMIN_TOKEN_FILE: file })), 'from-the-secret');
+  writeFileSync(file, '\n');
+  assert.throws(() => readAdminToken(loadOperatorConfig({ ECHO_ADMIN_TOKEN_FILE: file })), /is empty/);
+  assert.throws(() => readAdminToken(loadOperatorConfig({ ECHO_ADMIN_TOKEN_FILE: join(dir, 'missing') })), {
+    code: 'OPERATOR_ERR_CONFIG',
+    message: /cannot be read \(ENOENT\)/,
+  });
+  assert.throws(() => loadOperatorConfig({ ECHO_ADMIN_TOKEN: 'a', ECHO_ADMIN_TOKEN_FILE: file }), /both set/);
+  assert.throws(
+    () => loadOperatorConfig({ ECHO_ADMIN_TOKEN: 'has space-secret' }),
+    (err: unknown) => !String((err as Error).message).includes('space-secret'),
+  );
+});

@@ -90,8 +90,15 @@ export interface Fixture {
   readonly operators: Operator[];
   /** A Running, Ready pod at {@link POD_IP} whose container port `http` is `port`. */
   addPod(name: string, port: number, labels?: Record<string, string>): Promise<KubeObject>;
-  /** A pod backed by a new echo server (a restarted pod has a new uid and starts empty). */
-  addEchoPod(name: string, labels?: Record<string, string>): Promise<RunningEcho>;
+  /**
+   * A pod backed by a new echo server (a restarted pod has a new uid and starts empty), started
+   * with `env` (e.g. `ECHO_ADMIN_TOKEN`).
+   */
+  addEchoPod(
+    name: string,
+    labels?: Record<string, string>,
+    env?: Record<string, string>,
+  ): Promise<RunningEcho>;
   /** Deletes a pod at once (no kubelet confirms a graceful deletion of a fake pod). */
   deletePod(name: string): Promise<void>;
   startOperator(overrides?: Partial<OperatorOptions>): Promise<Operator>;
@@ -313,8 +320,8 @@ export async function startFixture(pods = 5): Promise<Fixture> {
         merge,
       )) as KubeObject;
     },
-    async addEchoPod(name, labels) {
-      const echo = await startEcho({ HOST: POD_IP });
+    async addEchoPod(name, labels, env = {}) {
+      const echo = await startEcho({ ...env, HOST: POD_IP });
       echoes.set(name, echo);
       await fixture.addPod(name, echo.port, labels);
       return echo;

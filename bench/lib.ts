@@ -1,0 +1,201 @@
+/**
+ * The pure part of the benchmark (bench/run.ts): reading wrk's and h2load's output, medians and
+ * ratios, the verdict on each target of issue #13, and the markdown of bench/RESULTS.md. No I/O here,
+ * so test/bench/lib.test.ts checks it on captured output.
+ */
+
+/** One measurement of one server in one round. */
+export interface Sample {
+  readonly rps: number;
+  readonly requests: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Socket errors: connect, read and write (wrk); failed and errored (h2load). */
+  readonly errors: number;
+  readonly timeouts: number;
+  /** Responses other than 2xx or 3xx. */
+  readonly non2xx: number;
+}
+
+/** A duration as wrk prints it (`812.00us`, `1.23ms`, `2.00s`, `1.50m`), in milliseconds. */
+export function wrkDurationMs(text: string): number {
+  const m = /^([\d.]+)(us|ms|s|m|h)$/.exec(text.trim());
+  if (!m) throw new Error(`not a wrk duration: ${JSON.stringify(text)}`);
+  const n = Number(m[1]);
+  const scale = { us: 0.001, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'us' | 'ms' | 's' | 'm' | 'h'];
+  return n * scale;
+}
+
+/** wrk's report (run with `--latency`). Throws when it holds no `Requests/sec` line. */
+export function parseWrk(out: string): Sample {
+  const rps = /Requests\/sec:\s+([\d.]+)/.exec(out);
+  const total = /(\d+) requests in ([\d.]+\w+)/.exec(out);
+  if (!rps || !total) throw new Error(`cannot read wrk output:\n${out}`);
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+\\w+)\\s*$`, 'm').exec(out);
+    return m ? wrkDurationMs(m[1] as string) : Number.NaN;
+  };
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+  return {
+    rps: Number(rps[1]),
+    requests: Number(total[1]),
+    p50Ms: pct('50'),
+    p99Ms: pct('99'),
+    errors: sock ? Number(sock[1]) + Number(sock[2]) + Number(sock[3]) : 0,
+    timeouts: sock ? Number(sock[4]) : 0,
+    non2xx: non2xx ? Number(non2xx[1]) : 0,
+  };
+}
+
+/**
+ * h2load's report and its `--log-file` (one line a request: start time in µs, status, µs to the end
+ * of the response), from which p50 and p99 come (h2load prints no percentiles of its own).
+ */
+export function parseH2load(out: string, log: string): Sample {
+  const rps = /finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out);
+  const req =
+    /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(
+      out,
+    );
+  if (!rps || !req) throw new Error(`cannot read h2load output:\n${out}`);
+  const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out);
+  const latencies: number[] = [];
+  for (const line of log.split('\n')) {
+    const cols = line.split('\t');
+    if (cols.length >= 3) latencies.push(Number(cols[2]) / 1000);
+  }
+  return {
+    rps: Number(rps[1]),
+    requests: Number(req[3]),
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    errors: Number(req[6]),
+    timeouts: Number(req[7]),
+    non2xx: codes ? Number(codes[3]) + Number(codes[4]) : 0,
+  };
+}
+
+/** The p-th percentile (nearest rank) of the values; NaN of none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;
+}
+
+/** The median (the mean of the middle two of an even count); NaN of none. */
+export function median(values: readonly number[]): number {
+  const xs = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (xs.length === 0) return Number.NaN;
+  const mid = Math.floor(xs.length / 2);
+  return xs.length % 2 === 1 ? (xs[mid] as number) : ((xs[mid - 1] as number) + (xs[mid] as number)) / 2;
+}
+
+/**
+ * The ratio of a candidate to the baseline: the median over rounds of candidate / baseline within the
+ * same round (a round's two measurements are seconds apart, so the drift of a shared machine cancels).
+ */
+export function roundRatio(candidate: readonly number[], baseline: readonly number[]): number {
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(candidate.length, baseline.length); i++) {
+    const b = baseline[i] as number;
+    if (b > 0) ratios.push((candidate[i] as number) / b);
+  }
+  return median(ratios);
+}
+
+/** Least-squares slope of y over x; 0 with fewer than two points. */
+export function slope(xs: readonly number[], ys: readonly number[]): number {
+  const n = Math.min(xs.length, ys.length);
+  if (n < 2) return 0;
+  let sx = 0;
+  let sy = 0;
+  for (let i = 0; i < n; i++) {
+    sx += xs[i] as number;
+    sy += ys[i] as number;
+  }
+  const mx = sx / n;
+  const my = sy / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    const dx = (xs[i] as number) - mx;
+    num += dx * ((ys[i] as number) - my);
+    den += dx * dx;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
+/** A target: `measured` must be at least (`>=`) or at most (`<=`) `limit`. */
+export interface Target {
+  readonly name: string;
+  readonly op: '>=' | '<=';
+  readonly limit: number;
+  /** NaN when the scenario did not run. */
+  readonly measured: number;
+  /** How to print the numbers: a ratio (`0.83`), a factor (`1.2×`), MB, ms or a count. */
+  readonly unit: 'ratio' | 'x' | 'MB' | 'ms' | 'count';
+  readonly note?: string;
+}
+
+export function formatValue(value: number, unit: Target['unit']): string {
+  if (Number.isNaN(value)) return 'n/a';
+  switch (unit) {
+    case 'ratio':
+      return value.toFixed(2);
+    case 'x':
+      return `${value.toFixed(2)}×`;
+    case 'MB':
+      return `${value.toFixed(0)} MB`;
+    case 'ms':
+      return `${value.toFixed(1)} ms`;
+    case 'count':
+      return String(Math.round(value));
+  }
+}
+
+/** `met`, `not met (…short/over…)` or `not measured`. */
+export function verdict(t: Target): { met: boolean | undefined; text: string } {
+  if (Number.isNaN(t.measured)) return { met: undefined, text: 'not measured' };
+  const met = t.op === '>=' ? t.measured >= t.limit : t.measured <= t.limit;
+  if (met) return { met, text: 'met' };
+  if (t.op === '>=') {
+    const short = t.limit - t.measured;
+    return {
+      met,
+      text: `not met: ${formatValue(short, t.unit === 'x' ? 'ratio' : t.unit)} short (${Math.round((short / t.limit) * 100)}% below the target)`,
+    };
+  }
+  if (t.limit === 0) return { met, text: `not met: ${formatValue(t.measured, t.unit)} instead of none` };
+  return {
+    met,
+    text: `not met: ${(t.measured / t.limit).toFixed(2)} times the limit (${formatValue(t.measured - t.limit, t.unit === 'x' ? 'ratio' : t.unit)} over)`,
+  };
+}
+
+/** A markdown table. */
+export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** The targets section of RESULTS.md. */
+export function targetsSection(targets: readonly Target[]): string {
+  const rows = targets.map((t) => {
+    const v = verdict(t);
+    return [
+      t.name,
+      `${t.op === '>=' ? '≥' : '≤'} ${formatValue(t.limit, t.unit)}`,
+      formatValue(t.measured, t.unit),
+      v.text + (t.note ? ` (${t.note})` : ''),
+    ];
+  });
+  const met = targets.filter((t) => verdict(t).met === true).length;
+  const missing = targets.filter((t) => verdict(t).met === undefined).length;
+  return [
+    `${met} of ${targets.length} targets met${missing ? `, ${missing} not measured in this run` : ''}.`,
+    '',
+    table(['target', 'limit', 'measured', 'verdict'], rows),
+  ].join('\n');
+}

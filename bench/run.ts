@@ -1,0 +1,1074 @@
+/**
+ * `npm run bench`: echo-chaos against a bare node:http echo (bench/bare-echo.ts), in the same run,
+ * rounds interleaved, on 127.0.0.1, with wrk (and h2load for HTTP/2); writes bench/RESULTS.md.
+ *
+ *   node bench/run.ts [--quick] [--only get,post-1k,...] [--rounds 3] [--seconds 5] [--write|--no-write]
+ *
+ * Every measurement starts its server afresh, warms it up with the same load, measures, reads its RSS
+ * and peak RSS (VmRSS and VmHWM of /proc/<pid>/status), then stops it. A full run writes
+ * bench/RESULTS.md; `--quick` or `--only` runs write it only with `--write`. See bench/README.md.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { cpus, loadavg, release, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  formatValue,
+  median,
+  parseH2load,
+  parseWrk,
+  roundRatio,
+  type Sample,
+  type Target,
+  table,
+  targetsSection,
+} from './lib.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Options
+
+const argv = process.argv.slice(2);
+const flag = (name: string) => argv.includes(`--${name}`);
+const value = (name: string): string | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : argv[i + 1];
+};
+if (flag('help')) {
+  process.stdout.write(
+    'node bench/run.ts [--quick] [--only <scenario,...>] [--rounds N] [--seconds N] [--write|--no-write]\n',
+  );
+  process.exit(0);
+}
+const quick = flag('quick');
+const only = value('only')
+  ?.split(',')
+  .map((s) => s.trim());
+const rounds = Number(value('rounds') ?? (quick ? 1 : 3));
+const seconds = Number(value('seconds') ?? (quick ? 2 : 5));
+const warmupSeconds = quick ? 1 : 2;
+const write = flag('write') || (!flag('no-write') && !quick && only === undefined);
+const root = new URL('..', import.meta.url).pathname;
+const resultsPath = join(root, 'bench', 'RESULTS.md');
+const tmp = mkdtempSync(join(tmpdir(), 'echo-chaos-bench-'));
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+// ---------------------------------------------------------------------------------------------------
+// Servers
+
+interface ServerSpec {
+  readonly id: string;
+  readonly label: string;
+  /** What follows `node`: flags, then the script. */
+  readonly script: string;
+  readonly env: Record<string, string>;
+  readonly nodeArgs?: readonly string[];
+}
+
+/**
+ * echo-chaos exactly as `npm start` runs it: the node flags of package.json's start script (the
+ * young generation's size, ADR 0013) and its script.
+ */
+const START_ARGS: readonly string[] = (() => {
+  const start = (
+    JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start.split(/\s+/);
+  if (start[0] !== 'node') throw new Error(`the start script does not run node: ${start.join(' ')}`);
+  return start.slice(1);
+})();
+const START_SCRIPT = START_ARGS.at(-1) ?? 'src/echo/main.ts';
+const START_FLAGS = START_ARGS.slice(0, -1);
+
+/** Every per-feature switch of obs (there is no single one: each feature has its own `enabled`). */
+const OBS_FEATURES = [
+  'ACTUATOR',
+  'CACHE',
+  'CARDINALITY',
+  'CONDITIONAL_FEATURES',
+  'CONFIG_DRIFT',
+  'CONTAINER_MEMORY',
+  'CONTEXT',
+  'DB',
+  'DEPENDENCIES',
+  'DIAGNOSTICS',
+  'ENFORCEMENT',
+  'EXCEPTION_HANDLER',
+  'FAN_OUT',
+  'FEATURE_FLAGS',
+  'JOBS',
+  'KAFKA',
+  'LOGGING',
+  'PRIORITY',
+  'PROFILING',
+  'RESILIENCE',
+  'RETRY',
+  'SAMPLING',
+  'SHUTDOWN',
+  'SLO',
+  'TENANT',
+  'TIMEOUT_BUDGET',
+  'TRACE_GUARD',
+  'WIDE_EVENTS',
+];
+
+const BARE: ServerSpec = { id: 'bare', label: 'bare node:http', script: 'bench/bare-echo.ts', env: {} };
+const BARE_H2: ServerSpec = {
+  id: 'bare',
+  label: 'bare node:http2 (h2c)',
+  script: 'bench/bare-echo.ts',
+  env: { BARE_H2: 'true' },
+};
+const DEFAULTS: ServerSpec = {
+  id: 'defaults',
+  label: 'echo-chaos, defaults (`npm start`)',
+  script: START_SCRIPT,
+  nodeArgs: START_FLAGS,
+  env: {},
+};
+const NO_LOG: ServerSpec = {
+  id: 'nolog',
+  label: 'echo-chaos, `LOG_REQUESTS=false`',
+  script: START_SCRIPT,
+  nodeArgs: START_FLAGS,
+  env: { LOG_REQUESTS: 'false' },
+};
+const OBS_OFF: ServerSpec = {
+  id: 'obsoff',
+  label: 'echo-chaos, obs off (every `OBS_*_ENABLED=false`)',
+  script: START_SCRIPT,
+  nodeArgs: START_FLAGS,
+  env: Object.fromEntries(OBS_FEATURES.map((f) => [`OBS_${f}_ENABLED`, 'false'])),
+};
+
+/** The environment a server starts with: ours minus anything that would change echo-chaos. */
+function serverEnv(spec: ServerSpec, port: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^(ECHO_|OBS_|OTEL_|LOG_|MAX_BODY|ENABLE_|NODE_OPTIONS$|npm_)/.test(k)) continue;
+    env[k] = v;
+  }
+  return { ...env, ...spec.env, PORT: String(port), HOST: '127.0.0.1' };
+}
+
+interface Running {
+  readonly child: ChildProcess;
+  readonly port: number;
+  /** Bytes the server wrote to stdout (its log lines), drained by this process. */
+  logBytes: number;
+  stderr: string;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Runs `command args` with the soft open-files limit raised to the hard one (the pid stays the same). */
+function spawnWithFiles(command: string, args: readonly string[], options: Parameters<typeof spawn>[2]) {
+  return spawn(
+    'bash',
+    ['-c', 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"', 'bash', command, ...args],
+    options,
+  );
+}
+
+async function startServer(spec: ServerSpec): Promise<Running> {
+  const port = await freePort();
+  // stdout is a pipe this process drains (as a log shipper would): writing the log lines is part
+  // of what a user of `npm start` pays, so it must not go to /dev/null.
+  const child = spawnWithFiles(process.execPath, [...(spec.nodeArgs ?? []), spec.script], {
+    cwd: root,
+    env: serverEnv(spec, port),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const running: Running = { child, port, logBytes: 0, stderr: '' };
+  child.stdout?.on('data', (c: Buffer) => {
+    running.logBytes += c.length;
+  });
+  child.stderr?.on('data', (c: Buffer) => {
+    running.stderr = (running.stderr + c.toString()).slice(-4000);
+  });
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    if (await canConnect(port)) return running;
+    await sleep(100);
+  }
+  await stopServer(running);
+  throw new Error(`${spec.label} did not start on ${port}:\n${running.stderr}`);
+}
+
+/** Adds to a load generator's failure what became of the server (it may have died under the load). */
+function withServerState(err: unknown, running: Running): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  const { child } = running;
+  if (child.exitCode === null && child.signalCode === null)
+    return new Error(`${message}\n(the server is still running)`);
+  return new Error(
+    `${message}\nthe server exited (code ${child.exitCode}, signal ${child.signalCode}) after writing ${running.logBytes} bytes of log lines; the end of its stderr:\n${running.stderr.slice(-1500)}`,
+  );
+}
+
+async function stopServer(running: Running): Promise<void> {
+  const { child } = running;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  // SIGINT: the drain without ECHO_DRAIN_DELAY's wait for an endpoint controller (ADR 0014).
+  child.kill('SIGINT');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** VmRSS and VmHWM (peak) of a process, in MB (10^6 bytes); NaN when it is gone. */
+function memory(pid: number | undefined): { rssMb: number; peakMb: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+    return { rssMb: (kb('VmRSS') * 1024) / 1e6, peakMb: (kb('VmHWM') * 1024) / 1e6 };
+  } catch {
+    return { rssMb: Number.NaN, peakMb: Number.NaN };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Load generators
+
+function run(command: string, args: readonly string[], timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawnWithFiles(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr?.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${out}\n${err}`));
+    });
+  });
+}
+
+interface Load {
+  readonly tool: 'wrk' | 'h2load';
+  readonly connections: number;
+  readonly seconds: number;
+  /** A wrk Lua script (written to the temporary directory). */
+  readonly lua?: string;
+  /** wrk's timeout in seconds: a response slower than this counts as a timeout. Default 2. */
+  readonly timeout?: number;
+}
+
+const PATH = '/bench/path?x=1';
+
+async function drive(port: number, load: Load, durationS: number, warmupS = 0): Promise<Sample> {
+  const url = `http://127.0.0.1:${port}${PATH}`;
+  if (load.tool === 'h2load') {
+    const logFile = join(tmp, `h2load-${port}.log`);
+    const out = await run(
+      'h2load',
+      [
+        `-c${load.connections}`,
+        '-t2',
+        '-m1',
+        `-D${durationS}`,
+        `--warm-up-time=${Math.max(1, warmupS)}`,
+        `--log-file=${logFile}`,
+        url,
+      ],
+      (durationS + warmupS + 30) * 1000,
+    );
+    const sample = parseH2load(out, readFileSync(logFile, 'utf8'));
+    rmSync(logFile, { force: true });
+    return sample;
+  }
+  const script = load.lua === undefined ? [] : ['-s', luaFile(load.lua)];
+  const out = await run(
+    'wrk',
+    [
+      '-t2',
+      `-c${load.connections}`,
+      `-d${durationS}s`,
+      '--timeout',
+      `${load.timeout ?? 2}s`,
+      '--latency',
+      ...script,
+      url,
+    ],
+    (durationS + 30) * 1000,
+  );
+  return parseWrk(out);
+}
+
+const luaFiles = new Map<string, string>();
+function luaFile(source: string): string {
+  let path = luaFiles.get(source);
+  if (path === undefined) {
+    path = join(tmp, `script-${luaFiles.size}.lua`);
+    writeFileSync(path, source);
+    luaFiles.set(source, path);
+  }
+  return path;
+}
+
+const postLua = (bytes: number) =>
+  `wrk.method = "POST"\nwrk.body = string.rep("a", ${bytes})\nwrk.headers["Content-Type"] = "application/octet-stream"\n`;
+
+// ---------------------------------------------------------------------------------------------------
+// Scenarios
+
+interface Measured extends Sample {
+  readonly rssMb: number;
+  readonly peakMb: number;
+}
+
+interface LoadScenario {
+  readonly kind: 'load';
+  readonly id: string;
+  readonly title: string;
+  readonly what: string;
+  /** The first is the baseline of the ratios. */
+  readonly servers: readonly ServerSpec[];
+  readonly load: Load;
+}
+
+interface OtherScenario {
+  readonly kind: 'streams' | 'million';
+  readonly id: string;
+  readonly title: string;
+  readonly what: string;
+}
+
+type Scenario = LoadScenario | OtherScenario;
+
+const WRK50 = { tool: 'wrk', connections: 50, seconds } as const;
+const DELAY_CONNECTIONS = 1000;
+const SCENARIOS: readonly Scenario[] = [
+  {
+    kind: 'load',
+    id: 'get',
+    title: 'GET summary',
+    what: `\`GET ${PATH}\`: the plain-text summary of the request. wrk, 2 threads, 50 connections.`,
+    servers: [BARE, DEFAULTS, NO_LOG],
+    load: WRK50,
+  },
+  {
+    kind: 'load',
+    id: 'post-1k',
+    title: 'POST 1 KiB',
+    what: 'A 1 KiB body echoed back. wrk, 2 threads, 50 connections.',
+    servers: [BARE, DEFAULTS, NO_LOG],
+    load: { ...WRK50, lua: postLua(1024) },
+  },
+  {
+    kind: 'load',
+    id: 'post-1m',
+    title: 'POST 1 MiB',
+    what: 'A 1 MiB body echoed back. wrk, 2 threads, 50 connections, 10 s timeout (50 MiB in flight each way: at 2 s, responses that were only queued counted as timeouts).',
+    servers: [BARE, DEFAULTS, NO_LOG],
+    load: { ...WRK50, lua: postLua(1024 * 1024), timeout: 10 },
+  },
+  {
+    kind: 'load',
+    id: 'delay',
+    title: '`X-Echo-Delay: 100ms` at 1,000 connections',
+    what: 'GET with `X-Echo-Delay: 100ms` (the bare echo waits on a setTimeout). wrk, 2 threads, 1,000 connections, 10 s, 2 s timeout.',
+    servers: [BARE, DEFAULTS, NO_LOG],
+    load: {
+      tool: 'wrk',
+      connections: DELAY_CONNECTIONS,
+      seconds: quick ? seconds : Math.max(10, seconds),
+      lua: 'wrk.headers["X-Echo-Delay"] = "100ms"\n',
+    },
+  },
+  {
+    kind: 'load',
+    id: 'gzip',
+    title: 'gzip of a 1 MiB generated body',
+    what: 'GET with `X-Echo-Response-Size: 1048576`, `X-Echo-Compress: gzip` and `Accept-Encoding: gzip` (echo-chaos compresses on `X-Echo-Compress`, not on `Accept-Encoding`): 1 MiB of random bytes through gzip, both servers alike. wrk, 2 threads, 10 connections, 10 s timeout: a response is CPU-bound (tens of ms of gzip), so 50 connections only queue (at 50 every response took over 2 s here) and more connections add latency, not throughput.',
+    servers: [BARE, DEFAULTS, NO_LOG],
+    load: {
+      ...WRK50,
+      connections: 10,
+      timeout: 10,
+      lua: 'wrk.headers["X-Echo-Response-Size"] = "1048576"\nwrk.headers["X-Echo-Compress"] = "gzip"\nwrk.headers["Accept-Encoding"] = "gzip"\n',
+    },
+  },
+  {
+    kind: 'load',
+    id: 'h2',
+    title: 'HTTP/2 (h2c, prior knowledge)',
+    what: `\`GET ${PATH}\` over cleartext HTTP/2 with prior knowledge. h2load, 2 threads, 50 connections, 1 stream each; p50/p99 from its per-request log. The baseline is a bare node:http2 server.`,
+    servers: [BARE_H2, DEFAULTS, NO_LOG],
+    load: { tool: 'h2load', connections: 50, seconds },
+  },
+  {
+    kind: 'load',
+    id: 'obs',
+    title: 'obs on against obs off',
+    what: `\`GET ${PATH}\` against echo-chaos with obs off (every obs feature's \`OBS_<FEATURE>_ENABLED=false\`; obs has no single switch) and with its defaults; request logging stays on in both. wrk, 2 threads, 50 connections.`,
+    servers: [OBS_OFF, DEFAULTS],
+    load: WRK50,
+  },
+  {
+    kind: 'streams',
+    id: 'streams',
+    title: 'open SSE streams and WebSockets',
+    what: 'Clients open SSE streams (`GET /sse`) and WebSockets (`/ws`) against echo-chaos with its defaults, in batches, hold them (SSE ticks every 5 s; every WebSocket sends one message), then close them.',
+  },
+  {
+    kind: 'million',
+    id: 'million',
+    title: 'RSS after a million requests',
+    what: `\`GET ${PATH}\` against echo-chaos with its defaults (history of 100) until a million requests were served (wrk, 2 threads, 50 connections, in slices), then its RSS.`,
+  },
+];
+
+const selected = SCENARIOS.filter((s) => only === undefined || only.includes(s.id));
+if (only !== undefined) {
+  const unknown = only.filter((id) => !SCENARIOS.some((s) => s.id === id));
+  if (unknown.length > 0) {
+    process.stderr.write(
+      `unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.id).join(', ')}\n`,
+    );
+    process.exit(2);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tools
+
+function have(tool: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function ensure(tool: string, debianPackage: string): void {
+  if (have(tool)) return;
+  log(`${tool} is missing: apt-get install -y ${debianPackage}`);
+  try {
+    execFileSync('apt-get', ['install', '-y', debianPackage], { stdio: 'inherit', timeout: 300_000 });
+  } catch {
+    // reported below
+  }
+  if (!have(tool)) {
+    process.stderr.write(`${tool} is needed: install the Debian package ${debianPackage}\n`);
+    process.exit(1);
+  }
+}
+
+ensure('wrk', 'wrk');
+if (selected.some((s) => s.kind === 'load' && s.load.tool === 'h2load')) ensure('h2load', 'nghttp2-client');
+
+// ---------------------------------------------------------------------------------------------------
+// Running a load scenario
+
+async function measure(spec: ServerSpec, load: Load): Promise<Measured> {
+  const server = await startServer(spec);
+  try {
+    let sample: Sample;
+    if (load.tool === 'h2load') {
+      sample = await drive(server.port, load, load.seconds, warmupSeconds);
+    } else {
+      await drive(server.port, load, warmupSeconds); // JIT, connections
+      sample = await drive(server.port, load, load.seconds);
+    }
+    return { ...sample, ...memory(server.child.pid) };
+  } catch (err) {
+    throw withServerState(err, server);
+  } finally {
+    await stopServer(server);
+  }
+}
+
+interface LoadResult {
+  readonly scenario: LoadScenario;
+  /** Per server id: one Measured a round. */
+  readonly samples: Map<string, Measured[]>;
+}
+
+async function runLoad(scenario: LoadScenario): Promise<LoadResult> {
+  const samples = new Map<string, Measured[]>(scenario.servers.map((s) => [s.id, []]));
+  for (let r = 0; r < rounds; r++) {
+    const parts: string[] = [];
+    for (const spec of scenario.servers) {
+      const m = await measure(spec, scenario.load);
+      samples.get(spec.id)?.push(m);
+      parts.push(
+        `${spec.id} ${m.rps.toFixed(0)} rps p99 ${m.p99Ms.toFixed(1)} ms${m.timeouts ? ` ${m.timeouts} timeouts` : ''}`,
+      );
+    }
+    log(`  ${scenario.id} round ${r + 1}/${rounds}: ${parts.join(', ')}`);
+  }
+  return { scenario, samples };
+}
+
+interface Summary {
+  readonly rps: number;
+  readonly ratio: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly p99Ratio: number;
+  readonly errors: number;
+  readonly timeouts: number;
+  readonly non2xx: number;
+  readonly rss: number;
+  readonly peak: number;
+  readonly perRound: string;
+}
+
+function summarize(result: LoadResult): Map<string, Summary> {
+  const base = result.samples.get(result.scenario.servers[0]?.id ?? '') ?? [];
+  const out = new Map<string, Summary>();
+  for (const spec of result.scenario.servers) {
+    const xs = result.samples.get(spec.id) ?? [];
+    out.set(spec.id, {
+      rps: median(xs.map((x) => x.rps)),
+      ratio: roundRatio(
+        xs.map((x) => x.rps),
+        base.map((x) => x.rps),
+      ),
+      p50: median(xs.map((x) => x.p50Ms)),
+      p99: median(xs.map((x) => x.p99Ms)),
+      p99Ratio: median(xs.map((x) => x.p99Ms)) / median(base.map((x) => x.p99Ms)),
+      errors: median(xs.map((x) => x.errors)),
+      timeouts: median(xs.map((x) => x.timeouts)),
+      non2xx: median(xs.map((x) => x.non2xx)),
+      rss: median(xs.map((x) => x.rssMb)),
+      peak: Math.max(...xs.map((x) => x.peakMb)),
+      perRound: xs.map((x) => x.rps.toFixed(0)).join(' / '),
+    });
+  }
+  return out;
+}
+
+function loadTable(result: LoadResult): string {
+  const sums = summarize(result);
+  const base = result.scenario.servers[0];
+  const rows = result.scenario.servers.map((spec) => {
+    const s = sums.get(spec.id) as Summary;
+    return [
+      spec.label,
+      s.rps.toFixed(0),
+      spec === base ? '1 (baseline)' : s.ratio.toFixed(2),
+      s.p50.toFixed(1),
+      s.p99.toFixed(1),
+      spec === base ? '1' : s.p99Ratio.toFixed(2),
+      `${s.errors} / ${s.timeouts}${s.non2xx ? ` (${s.non2xx} non-2xx)` : ''}`,
+      s.rss.toFixed(0),
+      s.peak.toFixed(0),
+      s.perRound,
+    ];
+  });
+  return table(
+    [
+      'server',
+      'req/s',
+      'ratio',
+      'p50 ms',
+      'p99 ms',
+      'p99 / baseline',
+      'errors / timeouts',
+      'RSS after MB',
+      'peak RSS MB',
+      'req/s per round',
+    ],
+    rows,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Open streams
+
+interface StreamsResult {
+  readonly perKind: number;
+  readonly requested: number;
+  readonly maxStreams: number;
+  readonly clients: Record<
+    string,
+    {
+      opened: number;
+      failed: number;
+      lost: number;
+      received: number;
+      clientLagP99Ms: number;
+      openSeconds: number;
+    }
+  >;
+  readonly rssIdleMb: number;
+  readonly rssHeldMb: number;
+  readonly peakMb: number;
+  readonly rssAfterCloseMb: number;
+  readonly lagOpenP99Ms: number;
+  readonly lagHeldP99Ms: number;
+  readonly holdSeconds: number;
+}
+
+/** prom-client samples the loop every 10 ms and counts that interval in every delay it records. */
+const PROM_LAG_RESOLUTION_S = 0.01;
+
+async function lagP99Ms(port: number): Promise<number> {
+  // Each scrape also resets prom-client's event-loop histogram: the value covers the time since the last.
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  const text = await res.text();
+  const m = /^nodejs_eventloop_lag_p99_seconds ([\d.e+-]+)$/m.exec(text);
+  return m ? Math.max(0, Number(m[1]) - PROM_LAG_RESOLUTION_S) * 1000 : Number.NaN;
+}
+
+function hardFileLimit(): number {
+  try {
+    return Number(execFileSync('bash', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).trim()) || 1024;
+  } catch {
+    return 1024;
+  }
+}
+
+async function runStreams(): Promise<StreamsResult> {
+  const requested = 10_000;
+  // Every stream is one descriptor in the server and one in a client (one client process a kind):
+  // the server holds both kinds, so its open-files limit bounds what this machine can measure.
+  const limit = hardFileLimit();
+  const perKind = quick ? 200 : Math.min(requested, Math.floor((limit - 300) / 2));
+  // ECHO_MAX_STREAMS (default 10000) counts /sse and /ws together.
+  const maxStreams = Math.max(10_000, 2 * perKind);
+  const holdSeconds = quick ? 3 : 15;
+  const server = await startServer({
+    ...DEFAULTS,
+    env: maxStreams > 10_000 ? { ECHO_MAX_STREAMS: String(maxStreams) } : {},
+  });
+  let clients: { kind: string; child: ChildProcess; lines: Record<string, unknown>[] }[] = [];
+  try {
+    await sleep(1000);
+    const rssIdleMb = memory(server.child.pid).rssMb;
+    await lagP99Ms(server.port);
+    const started = Date.now();
+    clients = ['sse', 'ws'].map((kind) => {
+      const child = spawnWithFiles(
+        process.execPath,
+        ['bench/streams-client.ts', kind, String(server.port), String(perKind), '250', '300'],
+        { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      const lines: Record<string, unknown>[] = [];
+      let buffered = '';
+      child.stdout?.on('data', (c: Buffer) => {
+        buffered += c.toString();
+        let i = buffered.indexOf('\n');
+        while (i !== -1) {
+          lines.push(JSON.parse(buffered.slice(0, i)));
+          buffered = buffered.slice(i + 1);
+          i = buffered.indexOf('\n');
+        }
+      });
+      return { kind, child, lines };
+    });
+    const waitFor = async (phase: string, timeoutS: number) => {
+      const deadline = Date.now() + timeoutS * 1000;
+      while (!clients.every((c) => c.lines.some((l) => l['phase'] === phase))) {
+        if (Date.now() > deadline) throw new Error(`stream clients did not reach ${phase} in ${timeoutS} s`);
+        await sleep(200);
+      }
+    };
+    await waitFor('opened', 240);
+    const openSeconds = (Date.now() - started) / 1000;
+    const lagOpenP99Ms = await lagP99Ms(server.port);
+    await sleep(holdSeconds * 1000);
+    const lagHeldP99Ms = await lagP99Ms(server.port);
+    const held = memory(server.child.pid);
+    for (const c of clients) c.child.stdin?.write('close\n');
+    await waitFor('done', 60);
+    await Promise.all(clients.map((c) => (c.child.exitCode === null ? once(c.child, 'exit') : undefined)));
+    await sleep(3000);
+    const after = memory(server.child.pid);
+    const result: StreamsResult['clients'] = {};
+    for (const c of clients) {
+      const done = c.lines.find((l) => l['phase'] === 'done') as Record<string, number>;
+      const opened = c.lines.find((l) => l['phase'] === 'opened') as Record<string, number>;
+      result[c.kind] = {
+        opened: done['opened'] ?? 0,
+        failed: done['failed'] ?? 0,
+        lost: done['lost'] ?? 0,
+        received: done['received'] ?? 0,
+        clientLagP99Ms: done['clientLagP99Ms'] ?? Number.NaN,
+        openSeconds: opened['seconds'] ?? openSeconds,
+      };
+    }
+    return {
+      perKind,
+      requested,
+      maxStreams,
+      clients: result,
+      rssIdleMb,
+      rssHeldMb: held.rssMb,
+      peakMb: after.peakMb,
+      rssAfterCloseMb: after.rssMb,
+      lagOpenP99Ms,
+      lagHeldP99Ms,
+      holdSeconds,
+    };
+  } finally {
+    for (const c of clients) if (c.child.exitCode === null) c.child.kill('SIGKILL');
+    await stopServer(server);
+  }
+}
+
+function streamsSection(r: StreamsResult): string {
+  const lines: string[] = [];
+  if (r.perKind < r.requested)
+    lines.push(
+      `Measured at **${r.perKind.toLocaleString('en')} of each** instead of ${r.requested.toLocaleString('en')}: ${quick ? '`--quick`' : `the hard open-files limit here (\`ulimit -Hn\`) is ${hardFileLimit()}, and the server holds one descriptor per stream`}.`,
+      '',
+    );
+  if (r.maxStreams > 10_000)
+    lines.push(
+      `\`ECHO_MAX_STREAMS=${r.maxStreams}\` for this scenario: its default, 10000, counts \`/sse\` and \`/ws\` together, so with the defaults only 10,000 streams in all can be open (the rest get 503 / close 1013).`,
+      '',
+    );
+  lines.push(
+    table(
+      [
+        'kind',
+        'opened',
+        'failed',
+        'closed by the server while held',
+        'messages received while held',
+        'client loop p99 ms',
+      ],
+      Object.entries(r.clients).map(([kind, c]) => [
+        kind === 'sse' ? 'SSE' : 'WebSocket',
+        String(c.opened),
+        String(c.failed),
+        String(c.lost),
+        String(c.received),
+        formatValue(c.clientLagP99Ms, 'count'),
+      ]),
+    ),
+    '',
+    table(
+      ['server', 'value'],
+      [
+        ['RSS idle before', `${r.rssIdleMb.toFixed(0)} MB`],
+        [`RSS with all open (after ${r.holdSeconds} s held)`, `${r.rssHeldMb.toFixed(0)} MB`],
+        ['peak RSS', `${r.peakMb.toFixed(0)} MB`],
+        ['RSS 3 s after all closed', `${r.rssAfterCloseMb.toFixed(0)} MB`],
+        ['event-loop lag p99 while opening', `${r.lagOpenP99Ms.toFixed(1)} ms`],
+        [`event-loop lag p99 while held (${r.holdSeconds} s)`, `${r.lagHeldP99Ms.toFixed(1)} ms`],
+      ],
+    ),
+  );
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A million requests
+
+interface MillionResult {
+  readonly target: number;
+  readonly served: number;
+  readonly seconds: number;
+  readonly rssMb: number;
+  readonly peakMb: number;
+  readonly rssIdleMb: number;
+}
+
+async function runMillion(): Promise<MillionResult> {
+  const target = quick ? 20_000 : 1_000_000;
+  const capS = quick ? 30 : 600;
+  const server = await startServer(DEFAULTS);
+  try {
+    await sleep(1000);
+    const rssIdleMb = memory(server.child.pid).rssMb;
+    const started = Date.now();
+    let served = 0;
+    let rps = 0;
+    while (served < target && Date.now() - started < capS * 1000) {
+      // Slices sized from the last rate, so the run ends close to the target.
+      const slice = rps === 0 ? 5 : Math.min(60, Math.max(1, Math.ceil((target - served) / rps)));
+      const sample = await drive(server.port, WRK50, slice);
+      served += sample.requests;
+      rps = sample.rps;
+      log(`  million: ${served.toLocaleString('en')} served`);
+    }
+    const seconds = (Date.now() - started) / 1000;
+    await sleep(2000);
+    return { target, served, seconds, rssIdleMb, ...memory(server.child.pid) };
+  } catch (err) {
+    throw withServerState(err, server);
+  } finally {
+    await stopServer(server);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The run
+
+function machine(): string[] {
+  const model =
+    /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model;
+  const version = (cmd: string, args: string[]) => {
+    try {
+      return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+        .split('\n')[0]
+        ?.trim();
+    } catch (err) {
+      return ((err as { stdout?: string }).stdout ?? '').split('\n')[0]?.trim() || 'n/a';
+    }
+  };
+  return [
+    `- CPU: ${model}, ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores (nproc)`,
+    `- Node ${process.version}, Linux ${release()}`,
+    `- ${version('wrk', ['-v'])}; ${version('h2load', ['--version'])}`,
+    `- load average at start: ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(', ')} (the machine is shared: only ratios within a run mean anything)`,
+  ];
+}
+
+const startedAt = new Date();
+const machineLines = machine();
+log(`bench: ${selected.map((s) => s.id).join(', ')}; ${rounds} round(s) of ${seconds} s; results in ${tmp}`);
+const loadResults = new Map<string, LoadResult>();
+let streams: StreamsResult | undefined;
+let million: MillionResult | undefined;
+/** A scenario that failed: its message goes into RESULTS.md, and the run goes on. */
+const failures = new Map<string, string>();
+try {
+  for (const scenario of selected) {
+    log(`${scenario.id}: ${scenario.title}`);
+    try {
+      await runScenario(scenario);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      failures.set(scenario.id, message);
+      log(`  ${scenario.id} failed: ${message}`);
+    }
+  }
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+async function runScenario(scenario: Scenario): Promise<void> {
+  if (scenario.kind === 'load') loadResults.set(scenario.id, await runLoad(scenario));
+  else if (scenario.kind === 'streams') {
+    streams = await runStreams();
+    log(
+      `  streams: ${Object.entries(streams.clients)
+        .map(([k, c]) => `${k} ${c.opened} open`)
+        .join(
+          ', ',
+        )}, RSS held ${streams.rssHeldMb.toFixed(0)} MB, lag p99 ${streams.lagHeldP99Ms.toFixed(1)} ms`,
+    );
+  } else {
+    million = await runMillion();
+    log(`  million: ${million.served} served, RSS ${million.rssMb.toFixed(0)} MB`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Targets (issue #13)
+
+const sum = (scenario: string, server: string): Summary | undefined => {
+  const r = loadResults.get(scenario);
+  return r === undefined ? undefined : summarize(r).get(server);
+};
+const NA = Number.NaN;
+const targets: Target[] = [];
+for (const [scenario, name] of [
+  ['get', 'GET'],
+  ['post-1k', 'POST 1 KiB'],
+] as const) {
+  targets.push(
+    {
+      name: `${name}, defaults: throughput ratio`,
+      op: '>=',
+      limit: 0.8,
+      measured: sum(scenario, 'defaults')?.ratio ?? NA,
+      unit: 'ratio',
+    },
+    {
+      name: `${name}, \`LOG_REQUESTS=false\`: throughput ratio`,
+      op: '>=',
+      limit: 0.9,
+      measured: sum(scenario, 'nolog')?.ratio ?? NA,
+      unit: 'ratio',
+    },
+    {
+      name: `${name}, defaults: p99 / baseline p99`,
+      op: '<=',
+      limit: 1.5,
+      measured: sum(scenario, 'defaults')?.p99Ratio ?? NA,
+      unit: 'x',
+    },
+    {
+      name: `${name}, \`LOG_REQUESTS=false\`: p99 / baseline p99`,
+      op: '<=',
+      limit: 1.5,
+      measured: sum(scenario, 'nolog')?.p99Ratio ?? NA,
+      unit: 'x',
+    },
+  );
+}
+const delayDefaults = sum('delay', 'defaults');
+const delayBare = sum('delay', 'bare');
+targets.push(
+  {
+    name: '100 ms delay at 1,000 connections, defaults: throughput ratio',
+    op: '>=',
+    limit: 0.95,
+    measured: delayDefaults?.ratio ?? NA,
+    unit: 'ratio',
+  },
+  {
+    name: '100 ms delay at 1,000 connections, defaults: p99 / baseline p99',
+    op: '<=',
+    limit: 1.3,
+    measured: delayDefaults?.p99Ratio ?? NA,
+    unit: 'x',
+  },
+  {
+    name: '100 ms delay at 1,000 connections, defaults: timeouts (median of rounds)',
+    op: '<=',
+    limit: 0,
+    measured: delayDefaults?.timeouts ?? NA,
+    unit: 'count',
+  },
+  {
+    name: 'RSS after a million requests, defaults',
+    op: '<=',
+    limit: 150,
+    measured: million?.rssMb ?? NA,
+    unit: 'MB',
+    ...(million && million.served < 1_000_000 ? { note: `only ${million.served} requests` } : {}),
+  },
+  {
+    name: 'RSS after the 1,000-connection delay run / bare node:http RSS',
+    op: '<=',
+    limit: 1.5,
+    measured: delayDefaults && delayBare ? delayDefaults.rss / delayBare.rss : NA,
+    unit: 'x',
+    ...(delayDefaults && delayBare
+      ? { note: `${delayDefaults.rss.toFixed(0)} MB against ${delayBare.rss.toFixed(0)} MB` }
+      : {}),
+  },
+);
+const streamsNote =
+  streams && streams.perKind < streams.requested ? { note: `${streams.perKind} of each` } : {};
+targets.push(
+  {
+    name: '10,000 SSE + 10,000 WebSockets: RSS',
+    op: '<=',
+    limit: 600,
+    measured: streams?.rssHeldMb ?? NA,
+    unit: 'MB',
+    ...streamsNote,
+  },
+  {
+    name: '10,000 SSE + 10,000 WebSockets: event-loop lag p99 while held',
+    op: '<=',
+    limit: 50,
+    measured: streams?.lagHeldP99Ms ?? NA,
+    unit: 'ms',
+    ...streamsNote,
+  },
+  {
+    name: 'obs on / obs off throughput',
+    op: '>=',
+    limit: 0.9,
+    measured: sum('obs', 'defaults')?.ratio ?? NA,
+    unit: 'ratio',
+  },
+);
+
+// ---------------------------------------------------------------------------------------------------
+// RESULTS.md
+
+const out: string[] = [
+  '# Benchmark results',
+  '',
+  `Written by \`npm run bench\` (\`node bench/run.ts${argv.length ? ` ${argv.join(' ')}` : ''}\`) on ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${((Date.now() - startedAt.getTime()) / 60000).toFixed(1)} minutes. How the numbers are made: [README.md](README.md).`,
+  '',
+  '## Machine',
+  '',
+  ...machineLines,
+  `- load average at the end: ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(', ')}`,
+  `- ${rounds} interleaved round(s) of ${seconds} s per measurement (the delay run: its own length), ${warmupSeconds} s warm-up; medians; ratios are the median of each round's candidate / baseline`,
+  '',
+  '## Targets (issue #13)',
+  '',
+  targetsSection(targets),
+  '',
+];
+for (const scenario of selected) {
+  out.push(`## ${scenario.title}`, '', scenario.what, '');
+  const failure = failures.get(scenario.id);
+  if (failure !== undefined)
+    out.push(`**Failed in this run:**\n\n\`\`\`\n${failure.trim().slice(0, 2000)}\n\`\`\``, '');
+  if (scenario.kind === 'load') {
+    const r = loadResults.get(scenario.id);
+    if (r) out.push(loadTable(r), '');
+  } else if (scenario.kind === 'streams' && streams) out.push(streamsSection(streams), '');
+  else if (scenario.kind === 'million' && million)
+    out.push(
+      table(
+        ['served', 'in', 'RSS idle before MB', 'RSS after MB', 'peak RSS MB'],
+        [
+          [
+            million.served.toLocaleString('en'),
+            `${million.seconds.toFixed(0)} s`,
+            million.rssIdleMb.toFixed(0),
+            million.rssMb.toFixed(0),
+            million.peakMb.toFixed(0),
+          ],
+        ],
+      ),
+      '',
+    );
+}
+const markdown = `${out.join('\n').trimEnd()}\n`;
+if (write) {
+  // A soak section (bench/soak.ts) survives a new bench run.
+  let soak = '';
+  try {
+    const previous = readFileSync(resultsPath, 'utf8');
+    const i = previous.indexOf('\n## Soak');
+    if (i !== -1) soak = previous.slice(i);
+  } catch {
+    // first run
+  }
+  writeFileSync(resultsPath, markdown + soak);
+  log(`wrote ${resultsPath}`);
+} else {
+  process.stdout.write(`\n${markdown}`);
+}

@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  median,
+  parseH2load,
+  parseWrk,
+  percentile,
+  roundRatio,
+  slope,
+  targetsSection,
+  verdict,
+  wrkDurationMs,
+} from '../../bench/lib.ts';
+
+/**
+ * The pure part of `npm run bench`: reading the load generators' output (captured from wrk 4.1.0 and
+ * h2load 1.52.0 on loopback), the median and ratio math and the verdict on each target. Nothing here
+ * runs a load generator or asserts a time.
+ */
+
+const WRK_OK = `Running 5s test @ http://127.0.0.1:41234/bench/path?x=1
+  2 threads and 50 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     2.31ms    1.87ms  41.22ms   93.10%
+    Req/Sec    11.02k     1.21k   13.40k    71.00%
+  Latency Distribution
+     50%    1.92ms
+     75%    2.40ms
+     90%    3.11ms
+     99%  812.00us
+  109712 requests in 5.00s, 33.12MB read
+  Non-2xx or 3xx responses: 17
+Requests/sec:  21938.45
+Transfer/sec:      6.62MB
+`;
+
+const WRK_TIMEOUTS = `Running 10s test @ http://127.0.0.1:41235/bench/path?x=1
+  2 threads and 1000 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   140.12ms   90.40ms   1.99s    96.00%
+    Req/Sec     3.10k   400.00     4.00k    70.00%
+  Latency Distribution
+     50%  140.00ms
+     75%  160.00ms
+     90%  200.00ms
+     99%    1.20s
+  62000 requests in 10.01s, 12.00MB read
+  Socket errors: connect 3, read 4, write 5, timeout 157
+Requests/sec:   6193.81
+Transfer/sec:      1.20MB
+`;
+
+const WRK_NOTHING = `Running 1s test @ http://127.0.0.1:31116/x
+  2 threads and 4 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     0.00us    0.00us   0.00us    -nan%
+    Req/Sec     0.00      0.00     0.00      -nan%
+  Latency Distribution
+     50%    0.00us
+     75%    0.00us
+     90%    0.00us
+     99%    0.00us
+  0 requests in 1.00s, 0.00B read
+  Socket errors: connect 0, read 2387, write 0, timeout 0
+Requests/sec:      0.00
+Transfer/sec:       0.00B
+`;
+
+const H2LOAD = `starting benchmark...
+spawning thread #0: 2 total client(s). 10 total requests
+spawning thread #1: 2 total client(s). 10 total requests
+Application protocol: h2c
+progress: 100% done
+
+finished in 54.07ms, 369.90 req/s, 77.66KB/s
+requests: 20 total, 20 started, 18 done, 16 succeeded, 2 failed, 1 errored, 3 timeout
+status codes: 14 2xx, 0 3xx, 1 4xx, 1 5xx
+traffic: 4.20KB (4300) total, 228B (228) headers (space savings 85.75%), 3.38KB (3460) data
+                     min         max         mean         sd        +/- sd
+time for request:     1.74ms     22.66ms      9.73ms      7.69ms    65.00%
+`;
+
+test('wrk durations in every unit it prints', () => {
+  assert.equal(wrkDurationMs('812.00us'), 0.812);
+  assert.equal(wrkDurationMs('1.92ms'), 1.92);
+  assert.equal(wrkDurationMs('1.20s'), 1200);
+  assert.equal(wrkDurationMs('1.50m'), 90_000);
+  assert.throws(() => wrkDurationMs('fast'));
+});
+
+test('wrk: rate, count, percentiles, non-2xx; no socket-errors line means none', () => {
+  assert.deepEqual(parseWrk(WRK_OK), {
+    rps: 21938.45,
+    requests: 109712,
+    p50Ms: 1.92,
+    p99Ms: 0.812,
+    errors: 0,
+    timeouts: 0,
+    non2xx: 17,
+  });
+});
+
+test('wrk: connect, read and write errors add up; timeouts apart', () => {
+  const s = parseWrk(WRK_TIMEOUTS);
+  assert.equal(s.errors, 12);
+  assert.equal(s.timeouts, 157);
+  assert.equal(s.p50Ms, 140);
+  assert.equal(s.p99Ms, 1200);
+  assert.equal(s.rps, 6193.81);
+  assert.equal(parseWrk(WRK_NOTHING).errors, 2387);
+  assert.equal(parseWrk(WRK_NOTHING).requests, 0);
+});
+
+test('wrk: output without a rate is an error, not a zero', () => {
+  assert.throws(() => parseWrk('unable to connect to 127.0.0.1:1 Connection refused\n'), /cannot read wrk/);
+});
+
+test('h2load: the rate and counts from its report, percentiles from its per-request log', () => {
+  // start µs, status, µs to the end of the response; a torn last line is skipped
+  const log = [
+    ...Array.from({ length: 99 }, (_, i) => `1795520142873015\t200\t${(i + 1) * 1000}`),
+    '179\t200\t500000',
+    '17955',
+  ].join('\n');
+  const s = parseH2load(H2LOAD, log);
+  assert.equal(s.rps, 369.9);
+  assert.equal(s.requests, 18);
+  assert.equal(s.errors, 1);
+  assert.equal(s.timeouts, 3);
+  assert.equal(s.non2xx, 2);
+  assert.equal(s.p50Ms, 50);
+  assert.equal(s.p99Ms, 99);
+  assert.throws(() => parseH2load('finished nothing', ''), /cannot read h2load/);
+});
+
+test('percentile by nearest rank; median of odd and even counts; NaN of nothing', () => {
+  assert.equal(percentile([5, 1, 3, 2, 4], 50), 3);
+  assert.equal(percentile([5, 1, 3, 2, 4], 99), 5);
+  assert.equal(percentile([7], 1), 7);
+  assert.ok(Number.isNaN(percentile([], 50)));
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  assert.equal(median([Number.NaN, 1, 3]), 2);
+  assert.ok(Number.isNaN(median([])));
+});
+
+test('the ratio is the median of per-round ratios, not the ratio of medians', () => {
+  // Round 2 ran while the machine was busy: both servers slower, the round's ratio still 0.5.
+  const baseline = [1000, 400, 1000];
+  const candidate = [500, 200, 900];
+  assert.equal(roundRatio(candidate, baseline), 0.5);
+  // a zero baseline round is left out rather than dividing by zero
+  assert.equal(roundRatio([1, 2, 3], [0, 4, 6]), 0.5);
+  assert.ok(Number.isNaN(roundRatio([], [])));
+});
+
+test('least-squares slope', () => {
+  assert.equal(slope([0, 1, 2, 3], [10, 12, 14, 16]), 2);
+  assert.equal(slope([0, 1, 2], [5, 5, 5]), 0);
+  assert.equal(slope([1], [1]), 0);
+  assert.equal(slope([2, 2], [1, 9]), 0);
+});
+
+test('verdicts say met, or by how much a target is missed, or that it was not measured', () => {
+  assert.deepEqual(verdict({ name: 'a', op: '>=', limit: 0.8, measured: 0.85, unit: 'ratio' }), {
+    met: true,
+    text: 'met',
+  });
+  assert.equal(verdict({ name: 'a', op: '>=', limit: 0.8, measured: 0.8, unit: 'ratio' }).met, true);
+  assert.deepEqual(verdict({ name: 'a', op: '>=', limit: 0.8, measured: 0.44, unit: 'ratio' }), {
+    met: false,
+    text: 'not met: 0.36 short (45% below the target)',
+  });
+  assert.deepEqual(verdict({ name: 'b', op: '<=', limit: 150, measured: 368, unit: 'MB' }), {
+    met: false,
+    text: 'not met: 2.45 times the limit (218 MB over)',
+  });
+  assert.deepEqual(verdict({ name: 'c', op: '<=', limit: 0, measured: 157, unit: 'count' }), {
+    met: false,
+    text: 'not met: 157 instead of none',
+  });
+  assert.deepEqual(verdict({ name: 'd', op: '<=', limit: 1.5, measured: Number.NaN, unit: 'x' }), {
+    met: undefined,
+    text: 'not measured',
+  });
+});
+
+test('the targets section counts what was met and what was not measured', () => {
+  const text = targetsSection([
+    { name: 'GET ratio', op: '>=', limit: 0.8, measured: 0.9, unit: 'ratio' },
+    { name: 'RSS', op: '<=', limit: 600, measured: 700, unit: 'MB', note: '9,850 of each' },
+    { name: 'obs', op: '>=', limit: 0.9, measured: Number.NaN, unit: 'ratio' },
+  ]);
+  assert.match(text, /^1 of 3 targets met, 1 not measured in this run\./);
+  assert.match(text, /\| GET ratio \| ≥ 0\.80 \| 0\.90 \| met \|/);
+  assert.match(
+    text,
+    /\| RSS \| ≤ 600 MB \| 700 MB \| not met: 1\.17 times the limit \(100 MB over\) \(9,850 of each\) \|/,
+  );
+  assert.match(text, /\| obs \| ≥ 0\.90 \| n\/a \| not measured \|/);
+});
