@@ -88,7 +88,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).
     ...(await transportOptions(config, logger)),
   });
-  wireServer(app);
+  wireServer(app, config);
 
   const random = options.random ?? Math.random;
   // ECHO_SEED: one seeded sequence hands each echoed request a seed of its own (X-Echo-Seed).

@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
+import { Readable, type Transform } from 'node:stream';
 import { createBrotliCompress, createDeflate, createGzip, constants as zlib } from 'node:zlib';
 import type { Compression } from './controls.ts';
 import type { ByteSource } from './random.ts';
@@ -38,8 +38,67 @@ export class RandomBody extends Readable {
 /** Brotli's quality for `X-Echo-Compress: br`: near wire speed (see `compressor`). */
 export const BROTLI_QUALITY = 4;
 
-/** A streaming compressor for an `X-Echo-Compress` value. */
-export function compressor(kind: Compression) {
+/**
+ * Bounds the compression work running at once (`ECHO_MAX_CONCURRENT_COMPRESSION`): each chunk a
+ * compressor takes holds a slot while zlib works on it; a chunk that finds none waits its turn, in
+ * arrival order, so compressed responses share the slots chunk by chunk and the rest of the server
+ * (and the thread pool zlib shares with file and DNS work) is left room. The queue holds at most
+ * one chunk per compressed response (a stream writes its next chunk only when the last is done).
+ */
+export class CompressionSlots {
+  readonly max: number;
+  #busy = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  /** Chunks being compressed now. */
+  get busy(): number {
+    return this.#busy;
+  }
+
+  /** Chunks waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Calls `work` once a slot is free; `work` calls the function it is given when it is done. */
+  run(work: (release: () => void) => void): void {
+    if (this.#busy < this.max) {
+      this.#busy++;
+      work(this.#releaser());
+    } else this.#waiting.push(() => work(this.#releaser()));
+  }
+
+  #releaser(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.shift();
+      // The slot passes straight to the next in line.
+      if (next !== undefined) next();
+      else this.#busy--;
+    };
+  }
+}
+
+/** The largest piece of input compressed in one slot: a large buffer is compressed in turns too. */
+const SLOT_CHUNK_BYTES = CHUNK_BYTES;
+
+/**
+ * A streaming compressor for an `X-Echo-Compress` value; with `slots`, its work is bounded by them
+ * (see `CompressionSlots`).
+ */
+export function compressor(kind: Compression, slots?: CompressionSlots) {
+  const zip = zlibStream(kind);
+  if (slots !== undefined) bound(zip, slots);
+  return zip;
+}
+
+function zlibStream(kind: Compression) {
   switch (kind) {
     case 'gzip':
       return createGzip();
@@ -50,6 +109,54 @@ export function compressor(kind: Compression) {
       // requests pin two cores), quality 4 at about 150 MB/s on random bytes, still well on text.
       return createBrotliCompress({ params: { [zlib.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY } });
   }
+}
+
+type TransformCallback = (error?: Error | null, data?: unknown) => void;
+interface Transformer {
+  _transform(chunk: Buffer, encoding: BufferEncoding, callback: TransformCallback): void;
+}
+
+/**
+ * Makes each piece of input (at most `SLOT_CHUNK_BYTES`) wait for a slot before zlib takes it. The
+ * stream's flush at the end goes through `_transform` too (zlib's own `_flush` calls it), so the
+ * last block waits its turn like the others.
+ */
+function bound(zip: Transformer & Transform, slots: CompressionSlots): void {
+  const transform = zip._transform.bind(zip);
+  let held: (() => void) | undefined;
+  // A stream destroyed mid-chunk gives its slot back (releasing twice is harmless).
+  zip.once('close', () => held?.());
+  zip._transform = (chunk, encoding, callback) => {
+    const step = (offset: number) => {
+      // A chunk within the bound goes whole: a flush marker is an empty chunk with a property.
+      const end =
+        chunk.length <= SLOT_CHUNK_BYTES ? chunk.length : Math.min(chunk.length, offset + SLOT_CHUNK_BYTES);
+      const piece = offset === 0 && end === chunk.length ? chunk : chunk.subarray(offset, end);
+      slots.run((release) => {
+        held = release;
+        transform(piece, encoding, (error, data) => {
+          release();
+          held = undefined;
+          if (error || end >= chunk.length) return callback(error, data);
+          step(end);
+        });
+      });
+    };
+    step(0);
+  };
+}
+
+/** The compression slots of each running server, by its settings. */
+const slotsByConfig = new WeakMap<object, CompressionSlots>();
+
+/** The slots that bound compression under these settings (`ECHO_MAX_CONCURRENT_COMPRESSION`). */
+export function compressionSlots(config: { readonly maxConcurrentCompression: number }): CompressionSlots {
+  let slots = slotsByConfig.get(config);
+  if (slots === undefined) {
+    slots = new CompressionSlots(config.maxConcurrentCompression);
+    slotsByConfig.set(config, slots);
+  }
+  return slots;
 }
 
 /**

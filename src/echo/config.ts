@@ -31,6 +31,14 @@ export interface EchoConfig {
   readonly headersTimeoutMs: number;
   /** HTTP/1.1: how long a client may take to send its whole request, body included (not the answer). */
   readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection (HTTP/1.1) or HTTP/2 session stays open. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections at most; past it a new connection gets a 503 (or a GOAWAY) and is closed. */
+  readonly maxConnections: number;
+  /** HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`: streams a client may have open on one session. */
+  readonly h2MaxConcurrentStreams: number;
+  /** Compressions running at once (chunk by chunk); the others wait their turn. */
+  readonly maxConcurrentCompression: number;
   readonly historySize: number;
   readonly historyMaxBodyBytes: number;
   /** `show`: `GET /history` shows credentials as received; `mask` (default) masks them. */
@@ -246,7 +254,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'headersTimeoutMs',
     '10s',
     `${DURATION_FORM}, 1ms to 10m, at most ECHO_REQUEST_TIMEOUT`,
-    'How long a client may take to send its request head (HTTP/1.1); then a 408 and the connection closes',
+    'How long a client may take to send its request head (HTTP/1.1 and HTTPS/1.1; for TLS the handshake too); then a 408 and the connection closes',
     duration(1, 600_000),
   ),
   v(
@@ -254,8 +262,40 @@ export const VARIABLES: readonly VariableSpec[] = [
     'requestTimeoutMs',
     '60s',
     `${DURATION_FORM}, 1ms to 60m`,
-    'How long a client may take to send its whole request, body included (HTTP/1.1); an injected delay of the answer is not counted',
+    'How long a client may take to send its whole request, body included (HTTP/1.1, HTTPS/1.1 and each HTTP/2 stream); an injected delay of the answer is not counted',
     duration(1, 3_600_000),
+  ),
+  v(
+    'ECHO_KEEP_ALIVE_TIMEOUT',
+    'keepAliveTimeoutMs',
+    '72s',
+    `${DURATION_FORM}, 1ms to 60m`,
+    'How long an idle keep-alive connection (HTTP/1.1) or HTTP/2 session stays open; above the 60 s idle timeout of common load balancers, so they never reuse a connection the server is closing (the default of fastify)',
+    duration(1, 3_600_000),
+  ),
+  v(
+    'ECHO_MAX_CONNECTIONS',
+    'maxConnections',
+    '10000',
+    'integer 1-1000000',
+    'Open connections at most (every protocol); past it a new connection is answered 503 (HTTP/1.1) or GOAWAY (HTTP/2) and closed, counted in `echo_connections_refused_total`; keep it well under the file-descriptor limit',
+    integer(1, 1_000_000),
+  ),
+  v(
+    'ECHO_H2_MAX_CONCURRENT_STREAMS',
+    'h2MaxConcurrentStreams',
+    '100',
+    'integer 1-10000',
+    'HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` advertised to every client (h2 and h2c); a stream past it is refused',
+    integer(1, 10_000),
+  ),
+  v(
+    'ECHO_MAX_CONCURRENT_COMPRESSION',
+    'maxConcurrentCompression',
+    '2',
+    'integer 1-1024',
+    'Compressions (`X-Echo-Compress`) working at once, a 64 KiB chunk at a time; the other compressed responses wait their turn, other requests are not slowed (docs/adr/0016-connection-limits.md)',
+    integer(1, 1024),
   ),
   v(
     'ECHO_HISTORY_SIZE',

@@ -114,6 +114,11 @@ export const ECHO_ERRORS = {
     message: 'too many open streams: ECHO_MAX_STREAMS is %s',
     when: '`/sse` while `ECHO_MAX_STREAMS` WebSocket and SSE connections are open (`/ws` closes with 1013 instead)',
   },
+  ECHO_ERR_TOO_MANY_CONNECTIONS: {
+    status: 503,
+    message: 'too many open connections: ECHO_MAX_CONNECTIONS is %s',
+    when: 'A new connection while `ECHO_MAX_CONNECTIONS` are open: answered on the raw connection (HTTP/2: a GOAWAY instead) and closed',
+  },
   ECHO_ERR_DRAINING: {
     status: 503,
     message: 'the server is shutting down: connect again',

@@ -31,6 +31,8 @@ export class EchoMetrics implements FaultMeters {
   readonly #faults: Counter<'kind'>;
   readonly #overflow: Counter;
   #activeFaults: () => number = () => 0;
+  readonly #connectionsRefused: Counter;
+  #openConnections: () => number = () => 0;
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
@@ -79,6 +81,28 @@ export class EchoMetrics implements FaultMeters {
         this.set(metrics.#activeFaults());
       },
     });
+    this.#connectionsRefused = new Counter({
+      name: 'echo_connections_refused_total',
+      help: 'Connections refused (503 or GOAWAY, then closed) because ECHO_MAX_CONNECTIONS were open',
+      registers: [registry],
+    });
+    new Gauge({
+      name: 'echo_open_connections',
+      help: 'Open client connections, every protocol (refused ones not counted)',
+      registers: [registry],
+      collect() {
+        this.set(metrics.#openConnections());
+      },
+    });
+  }
+
+  /** Where `echo_open_connections` reads its value (the connection limiter). */
+  watchOpenConnections(read: () => number): void {
+    this.#openConnections = read;
+  }
+
+  connectionRefused(): void {
+    this.#connectionsRefused.inc();
   }
 
   /** Where `echo_active_faults` reads its value (the fault gate). */

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
 import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
 import { applyFault, type FaultGate, faultsAllowed } from './applied.ts';
-import { compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
+import { compressionSlots, compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { brokenContent, sendBrokenBody } from './broken-bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
@@ -347,7 +347,7 @@ function send(
     if (Buffer.isBuffer(payload)) reply.header('content-length', payload.length);
     return reply.send(shapeBody(reply, payload, shaper));
   }
-  const zip = compressor(controls.compress);
+  const zip = compressor(controls.compress, compressionSlots(reply.server.echo.config));
   reply.header('content-encoding', controls.compress);
   // Append: CORS has already put `Origin` there, and a cache must keep varying on it.
   const vary = reply.getHeader('vary');

@@ -9,9 +9,11 @@ import {
 } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
 import { maskedEntry } from './history-secrets.ts';
+import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { loadUndici, parseReplayRequest, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
+import { connectionLimiter } from './server.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
@@ -102,6 +104,7 @@ export async function registerServiceRoutes(
           active: state.faults.active,
           max_active: state.faults.maxActive,
         },
+        limits: limitsInfo(config, connectionLimiter(app.server)),
       },
     };
   });

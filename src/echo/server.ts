@@ -5,6 +5,13 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import type { EchoConfig } from './config.ts';
+import {
+  CONNECTIONS_CHECKING_INTERVAL_MS,
+  ConnectionLimiter,
+  h2Settings,
+  limitConnections,
+  limitStreams,
+} from './limits.ts';
 import { loadTls } from './tls.ts';
 
 // One port for every protocol (docs/adr/0003-one-port-for-h1-h2c.md):
@@ -59,9 +66,13 @@ export function http2SessionsOf(server: object): readonly Http2Session[] {
  */
 export async function transportOptions(config: EchoConfig, logger: Logger): Promise<TransportOptions> {
   if (!config.enableTls) {
+    const limits = cleartextLimits(config, logger);
     return {
-      serverFactory: createCleartextServer as unknown as FastifyServerFactory,
+      serverFactory: ((handler: http.RequestListener, options: Record<string, unknown>) =>
+        createCleartextServer(handler, options, limits)) as unknown as FastifyServerFactory,
       requestTimeout: config.requestTimeoutMs,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      http2SessionTimeout: config.keepAliveTimeoutMs,
       http: { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs },
     } as unknown as TransportOptions;
   }
@@ -70,8 +81,77 @@ export async function transportOptions(config: EchoConfig, logger: Logger): Prom
   // request and response surface the routes use is the same on HTTP/2's compatibility API.
   return {
     http2: true,
-    https: { allowHTTP1: true, key: tls.key, cert: tls.cert, ALPNProtocols: ['h2', 'http/1.1'] },
+    http2SessionTimeout: config.keepAliveTimeoutMs,
+    https: {
+      allowHTTP1: true,
+      key: tls.key,
+      cert: tls.cert,
+      ALPNProtocols: ['h2', 'http/1.1'],
+      ...tlsLimitOptions(config),
+    },
   } as unknown as TransportOptions;
+}
+
+/** The limits a cleartext server is made with (`createCleartextServer`). */
+interface CleartextLimits {
+  readonly limiter: ConnectionLimiter;
+  readonly h2: http2.ServerOptions;
+  readonly requestTimeoutMs: number;
+}
+
+function cleartextLimits(config: EchoConfig, logger: Logger): CleartextLimits {
+  return {
+    limiter: new ConnectionLimiter(config.maxConnections, logger),
+    h2: { settings: h2Settings(config) },
+    requestTimeoutMs: config.requestTimeoutMs,
+  };
+}
+
+/**
+ * The TLS server's limits, as `http2.createSecureServer` options: the HTTP/1.1 timeouts of its
+ * `allowHTTP1` connections (Node applies them as on an http.Server), the TLS handshake within the
+ * headers timeout, and the SETTINGS its HTTP/2 sessions advertise.
+ */
+function tlsLimitOptions(config: EchoConfig): Record<string, unknown> {
+  return {
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    handshakeTimeout: config.headersTimeoutMs,
+    settings: h2Settings(config),
+  };
+}
+
+/** Each server's connection limiter, for `/info` and `/metrics`. */
+const limiterByServer = new WeakMap<object, ConnectionLimiter>();
+
+/** The connection limiter of the app's server (undefined before `wireServer`). */
+export function connectionLimiter(server: object): ConnectionLimiter | undefined {
+  return limiterByServer.get(server);
+}
+
+/**
+ * The TLS server's connection cap, stream timeouts and keep-alive timeout, put on the server fastify
+ * made; and the meters of either server's limiter, once the app has them.
+ */
+function wireLimits(app: FastifyInstance, config: EchoConfig | undefined): void {
+  const server = app.server as unknown as Http2SecureServer & { keepAliveTimeout: number };
+  if (!limiterByServer.has(server) && config !== undefined) {
+    const limiter = new ConnectionLimiter(config.maxConnections, app.log as unknown as Logger);
+    limitConnections(server, limiter, true);
+    limitStreams(server, config.requestTimeoutMs);
+    server.keepAliveTimeout = config.keepAliveTimeoutMs;
+    limiterByServer.set(server, limiter);
+  }
+  const limiter = limiterByServer.get(server);
+  if (limiter === undefined) return;
+  app.addHook('onReady', async () => {
+    const metrics = (app as Partial<FastifyInstance>).echo?.metrics;
+    if (metrics === undefined) return;
+    limiter.onRefused = () => metrics.connectionRefused();
+    metrics.watchOpenConnections(() => limiter.open);
+  });
 }
 
 /**
@@ -80,7 +160,7 @@ export async function transportOptions(config: EchoConfig, logger: Logger): Prom
  * is served as a normal request. Also gives the TLS server the `closeAllConnections` that the
  * drain's deadline calls.
  */
-export function wireServer(app: FastifyInstance): void {
+export function wireServer(app: FastifyInstance, config?: EchoConfig): void {
   const server = app.server as unknown as UpgradingServer;
   const cleartext = cleartextByServer.get(server);
   const handlerFor = (request: IncomingMessage) =>
@@ -98,6 +178,7 @@ export function wireServer(app: FastifyInstance): void {
   });
 
   if (cleartext === undefined) addCloseAllConnections(server as unknown as Http2SecureServer);
+  wireLimits(app, config);
 }
 
 interface UpgradingServer extends Server {
@@ -125,11 +206,14 @@ function pathOf(url: string): string {
  * fastify's server factory for cleartext: an http.Server that fastify listens on and closes, with
  * an http2 server behind it that takes the connections speaking HTTP/2.
  */
-function createCleartextServer(handler: http.RequestListener, options: Record<string, unknown>): Server {
+function createCleartextServer(
+  handler: http.RequestListener,
+  options: Record<string, unknown>,
+  limits: CleartextLimits,
+): Server {
   const h1 = http.createServer(
     {
-      // Slow clients are cut within a second of their timeout, not within Node's default 30 s sweep.
-      connectionsCheckingInterval: 1000,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
       ...((options['http'] ?? {}) as http.ServerOptions),
     },
     handler,
@@ -141,7 +225,8 @@ function createCleartextServer(handler: http.RequestListener, options: Record<st
   const maxRequestsPerSocket = numberOr(options['maxRequestsPerSocket'], 0);
   if (maxRequestsPerSocket > 0) h1.maxRequestsPerSocket = maxRequestsPerSocket;
 
-  const h2 = http2.createServer({}, handler as unknown as (...args: unknown[]) => void);
+  const h2 = http2.createServer(limits.h2, handler as unknown as (...args: unknown[]) => void);
+  limitStreams(h2, limits.requestTimeoutMs);
   h2.setTimeout(numberOr(options['connectionTimeout'], 0));
   const sessions = trackSessions(
     h2,
@@ -191,6 +276,9 @@ function createCleartextServer(handler: http.RequestListener, options: Record<st
   };
 
   http2SessionsByServer.set(h1, sessions);
+  limitConnections(h1, limits.limiter, false);
+  limiterByServer.set(h1, limits.limiter);
+
   cleartextByServer.set(h1, {
     upgradeToH2c: (request, socket, head) => {
       // Until the client's preface is in, the upgraded connection is idle too.

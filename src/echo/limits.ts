@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import http2, { type Http2SecureServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
+import type { Server as NetServer, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { Logger } from 'pino';
+import type { EchoConfig } from './config.ts';
+import { errorBody } from './error-handler.ts';
+import { EchoError } from './errors.ts';
+
+// Connection limits (docs/adr/0016-connection-limits.md): the cap on open connections, the HTTP/2
+// settings every session advertises, and the request timeout of an HTTP/2 stream. The HTTP/1.1
+// timeouts are Node's own (`headersTimeout`, `requestTimeout`, `keepAliveTimeout`), set in server.ts.
+
+/** Slow clients are cut within a second of their timeout, not within Node's default 30 s sweep. */
+export const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+/** One log line at most per this interval about refused connections, however many there were. */
+export const REFUSAL_LOG_INTERVAL_MS = 10_000;
+/** How long a refused connection may take to send its first bytes (answered then) and to go away. */
+const REFUSAL_LINGER_MS = 1000;
+/** `SETTINGS_MAX_HEADER_LIST_SIZE` advertised: 64 KiB of header fields per request (RFC 9113, 6.5.2). */
+export const H2_MAX_HEADER_LIST_BYTES = 65_536;
+
+/** The SETTINGS every HTTP/2 session (h2 and h2c) advertises. */
+export function h2Settings(config: EchoConfig): http2.Settings {
+  return {
+    maxConcurrentStreams: config.h2MaxConcurrentStreams,
+    maxHeaderListSize: H2_MAX_HEADER_LIST_BYTES,
+  };
+}
+
+/** What `/info` shows of the limits in effect. */
+export function limitsInfo(config: EchoConfig, limiter: ConnectionLimiter | undefined) {
+  return {
+    headers_timeout_ms: config.headersTimeoutMs,
+    request_timeout_ms: config.requestTimeoutMs,
+    keep_alive_timeout_ms: config.keepAliveTimeoutMs,
+    max_connections: config.maxConnections,
+    open_connections: limiter?.open ?? 0,
+    h2_max_concurrent_streams: config.h2MaxConcurrentStreams,
+    max_concurrent_compression: config.maxConcurrentCompression,
+  };
+}
+
+/**
+ * Counts a server's open connections and refuses those past `ECHO_MAX_CONNECTIONS`: instead of a
+ * silent reset at the file-descriptor limit, a refused connection is answered (an HTTP/1.1 503 with
+ * `Connection: close`, or an HTTP/2 SETTINGS and GOAWAY) and closed, counted in
+ * `echo_connections_refused_total`, and logged once per interval.
+ */
+export class ConnectionLimiter {
+  readonly max: number;
+  #open = 0;
+  /** Refused connections not yet gone; past `max` of them, one more is closed without an answer. */
+  #lingering = 0;
+  #refusedSinceLog = 0;
+  #lastLogMs = Number.NEGATIVE_INFINITY;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  /** Called for each refused connection (the metric, once the app's meters exist). */
+  onRefused: () => void = () => {};
+
+  constructor(max: number, logger: Logger, now: () => number = Date.now) {
+    this.max = max;
+    this.#logger = logger;
+    this.#now = now;
+  }
+
+  get open(): number {
+    return this.#open;
+  }
+
+  /** Takes a new connection: true when it may be served, false when it has been refused. */
+  admit(socket: Socket): boolean {
+    if (this.#open < this.max) {
+      this.#open++;
+      socket.once('close', () => this.#open--);
+      return true;
+    }
+    this.#refused();
+    return false;
+  }
+
+  /**
+   * Answers a refused connection once its first bytes show the protocol (an HTTP/2 preface gets
+   * SETTINGS and GOAWAY, anything else an HTTP/1.1 503), then closes it; waits `REFUSAL_LINGER_MS`
+   * at most for those bytes and for the client to go, reading and dropping whatever it sends so the
+   * close is a FIN, not a reset.
+   */
+  refuse(socket: Socket | TLSSocket): void {
+    if (this.#lingering >= this.max) return void socket.destroy();
+    this.#lingering++;
+    socket.once('close', () => this.#lingering--);
+    socket.on('error', () => {});
+    socket.setTimeout(REFUSAL_LINGER_MS, () => socket.destroy());
+    let answered = false;
+    socket.on('data', (chunk: Buffer) => {
+      if (answered) return;
+      answered = true;
+      socket.end(startsWithPreface(chunk) ? GOAWAY : refusal503(this.max));
+    });
+    socket.once('end', () => socket.destroy());
+    socket.resume();
+  }
+
+  #refused(): void {
+    this.onRefused();
+    this.#refusedSinceLog++;
+    const now = this.#now();
+    if (now - this.#lastLogMs < REFUSAL_LOG_INTERVAL_MS) return;
+    this.#logger.warn(
+      { refused: this.#refusedSinceLog, open_connections: this.#open, max_connections: this.max },
+      `refused ${this.#refusedSinceLog} connection(s): ECHO_MAX_CONNECTIONS=${this.max} connections are open`,
+    );
+    this.#refusedSinceLog = 0;
+    this.#lastLogMs = now;
+  }
+}
+
+/**
+ * Puts the limiter in front of a server's connection listeners: the cleartext server's
+ * `connection` (each refused connection is answered on the raw socket), or, for TLS, counts at
+ * `connection` (a handshake in progress holds a descriptor too) and answers at `secureConnection`,
+ * over TLS, after the handshake that the client needs to read the answer.
+ */
+export function limitConnections(server: NetServer, limiter: ConnectionLimiter, tls: boolean): void {
+  const refused = new WeakSet<Socket>();
+  const connection = server.listeners('connection') as Array<(socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    if (!limiter.admit(socket)) {
+      if (!tls) return limiter.refuse(socket);
+      refused.add(socket);
+    }
+    for (const listener of connection) listener.call(server, socket);
+  });
+  if (!tls) return;
+  const secure = server.listeners('secureConnection') as Array<(socket: TLSSocket) => void>;
+  server.removeAllListeners('secureConnection');
+  server.on('secureConnection', (socket: TLSSocket) => {
+    const raw = (socket as unknown as { _handle?: { _parentWrap?: Socket } })._handle?._parentWrap;
+    if (raw !== undefined && refused.has(raw)) return limiter.refuse(socket);
+    for (const listener of secure) listener.call(server, socket);
+  });
+}
+
+/** The client connection preface of HTTP/2 starts `PRI * HTTP/2.0`. */
+function startsWithPreface(chunk: Buffer): boolean {
+  return chunk.length >= 3 && chunk.toString('latin1', 0, 3) === 'PRI';
+}
+
+/** An empty SETTINGS frame (the server's preface) and a GOAWAY: no stream processed, ENHANCE_YOUR_CALM. */
+const GOAWAY = Buffer.from([
+  ...[0, 0, 0, 0x4, 0, 0, 0, 0, 0],
+  ...[0, 0, 8, 0x7, 0, 0, 0, 0, 0],
+  ...[0, 0, 0, 0],
+  ...[0, 0, 0, 0xb],
+]);
+
+function refusal503(max: number): string {
+  const error = new EchoError('ECHO_ERR_TOO_MANY_CONNECTIONS', [max]);
+  const id = randomUUID();
+  const body = JSON.stringify(errorBody('ECHO_ERR_TOO_MANY_CONNECTIONS', error.message, id));
+  return (
+    `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
+    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Retry-After: 1\r\nX-Request-ID: ${id}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/**
+ * `ECHO_REQUEST_TIMEOUT` for HTTP/2: a stream whose client is still sending its request when the
+ * timeout passes is answered 408 (`ECHO_ERR_REQUEST_TIMEOUT`) when nothing was sent yet, and closed.
+ * A stream whose request is complete is never cut: its answer may be held by an injected delay.
+ */
+export function limitStreams(server: Http2Server | Http2SecureServer, requestTimeoutMs: number): void {
+  server.on('stream', (stream: ServerHttp2Stream) => {
+    if (stream.endAfterHeaders) return;
+    const timer = setTimeout(() => {
+      if (stream.destroyed || !receiving(stream)) return;
+      if (!stream.headersSent) {
+        const error = new EchoError('ECHO_ERR_REQUEST_TIMEOUT', []);
+        const id = randomUUID();
+        stream.respond({
+          ':status': error.statusCode,
+          'content-type': 'application/json; charset=utf-8',
+          'x-request-id': id,
+        });
+        stream.end(JSON.stringify(errorBody('ECHO_ERR_REQUEST_TIMEOUT', error.message, id)));
+      }
+      // Whatever the handler still waits for never comes: end the stream for both sides.
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    }, requestTimeoutMs);
+    timer.unref();
+    stream.once('close', () => clearTimeout(timer));
+  });
+}
+
+/** Whether the client may still send on this stream (it has not ended its side). */
+function receiving(stream: ServerHttp2Stream): boolean {
+  const state = stream.state?.state;
+  return (
+    state === http2.constants.NGHTTP2_STREAM_STATE_OPEN ||
+    state === http2.constants.NGHTTP2_STREAM_STATE_HALF_CLOSED_LOCAL
+  );
+}
