@@ -131,7 +131,8 @@ class Entry implements ScenarioHandle {
     if (this.methods !== undefined && !this.methods.has(request.method.toUpperCase())) return false;
     if (this.headers !== undefined) {
       for (const [name, matcher] of this.headers) {
-        const value = request.headers[name];
+        // Own properties only: a condition on `constructor` must not find Object's.
+        const value = Object.hasOwn(request.headers, name) ? request.headers[name] : undefined;
         if (value === undefined) return false;
         if (
           typeof value === 'string'
