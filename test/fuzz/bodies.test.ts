@@ -47,7 +47,7 @@ const delayArb = fc.oneof(
 );
 const responseArb = fc.record(
   {
-    status: fc.oneof(fc.integer({ min: 0, max: 700 }), pick(101, 200, 503, '200', 200.5, null)),
+    status: fc.oneof(fc.integer({ min: 0, max: 700 }), pick<unknown>(101, 200, 503, '200', 200.5, null)),
     delay: fc.oneof(delayArb, fc.anything()),
     body: fc.oneof(fc.string({ maxLength: 30 }), fc.anything()),
     repeat: fc.oneof(fc.integer({ min: -1, max: 1_000_001 }), fc.anything()),
