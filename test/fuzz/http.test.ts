@@ -166,6 +166,10 @@ function headerObject(request: FuzzRequest): Record<string, string> {
 }
 
 function sendH1(request: FuzzRequest): Promise<Answer> {
+  const body = request.method === 'HEAD' ? undefined : request.body;
+  const headers = headerObject(request);
+  // node:http frames a GET's body only when told its length (else it writes the bytes unframed).
+  if (body !== undefined) headers['content-length'] = String(body.length);
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
@@ -173,7 +177,7 @@ function sendH1(request: FuzzRequest): Promise<Answer> {
         port: echo.port,
         method: request.method,
         path: request.path,
-        headers: headerObject(request),
+        headers,
         agent,
         timeout: TIMEOUT_MS,
       },
@@ -187,7 +191,7 @@ function sendH1(request: FuzzRequest): Promise<Answer> {
     );
     req.on('timeout', () => req.destroy(new Error('no answer in time')));
     req.on('error', reject);
-    req.end(request.method === 'HEAD' ? undefined : request.body);
+    req.end(body);
   });
 }
 
