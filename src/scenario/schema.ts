@@ -5,6 +5,7 @@
  * `description` on every node, and a bound on every string, array and map.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { MAX_DOCUMENT_DEPTH } from './bounds.ts';
 import { DELAY_SPEC_PATTERN } from './duration.ts';
 
 /** Most scenarios in one set (one file, one `POST /scenario`, one pod's merged array). */
@@ -25,7 +26,7 @@ export const MAX_SET_NODES = 4 * 1024 * 1024;
  * Deepest nesting of arrays and objects in one set. A valid set nests 5 deep (the list, a scenario,
  * its responses, a response, its headers); anything deeper is refused before it is walked.
  */
-export { MAX_DOCUMENT_DEPTH as MAX_SET_DEPTH } from './bounds.ts';
+export const MAX_SET_DEPTH = MAX_DOCUMENT_DEPTH;
 /** Most responses in one scenario's cycle. */
 export const MAX_RESPONSES = 1000;
 /** Longest scenario `path`, in characters. */
