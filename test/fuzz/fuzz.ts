@@ -6,7 +6,8 @@
  *   FUZZ_RUNS=20000 FUZZ_SEED=7 npx node --test test/fuzz/controls.test.ts
  *
  * Inputs that once failed are kept in `test/fuzz/corpus/<file>.json` (`{ "<property>": [{ "args":
- * [...], "why": "..." }] }`) and replayed first by their property, whatever the seed.
+ * [...], "why": "..." }] }`; `{"$buffer": "text"}` for bytes) and replayed first by their property,
+ * whatever the seed.
  */
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
@@ -42,7 +43,14 @@ export function corpus<Ts extends unknown[]>(file: string, property: string): Ts
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
-  const all = JSON.parse(text) as Record<string, readonly CorpusEntry[]>;
+  // JSON has no bytes: `{"$buffer": "text"}` stands for the Buffer of that (Latin-1) text.
+  const all = JSON.parse(text, (_key, value: unknown) =>
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { $buffer?: unknown }).$buffer === 'string'
+      ? Buffer.from((value as { $buffer: string }).$buffer, 'latin1')
+      : value,
+  ) as Record<string, readonly CorpusEntry[]>;
   const entries = Object.hasOwn(all, property) ? (all[property] ?? []) : [];
   return entries.map((entry) => [...entry.args] as Ts);
 }

@@ -142,6 +142,38 @@ const bodyArb: fc.Arbitrary<Buffer | undefined> = fc.oneof(
     )
     .map((t) => Buffer.from(t)),
   fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)),
+  // Nesting around the bound, as JSON (and YAML flow, which reads the same).
+  fc
+    .tuple(
+      fc.integer({ min: 1, max: 300 }),
+      fc.constantFrom(
+        '{"enabled":true,"x":%}',
+        '[%]',
+        '{"id":"x","modify_headers":%}',
+        '{"name":%,"position":0}',
+      ),
+    )
+    .map(([n, shape]) => Buffer.from(shape.replace('%', `${'['.repeat(n)}${']'.repeat(n)}`))),
+  fc
+    .array(
+      fc.constantFrom(
+        '- ',
+        'path: /x\n',
+        '  responses: [{status: 503}]\n',
+        '&a [1, 1]',
+        '*a',
+        '<<: *a',
+        '[',
+        ']',
+        '{',
+        '}',
+        '\n',
+        '  ',
+        'headers: {Connection: x}',
+      ),
+      { maxLength: 12 },
+    )
+    .map((p) => Buffer.from(p.join(''))),
 );
 
 const requestArb = fc.record({
