@@ -175,3 +175,16 @@ test('prototype names – control headers, scenario state and replay naming an O
     assert.equal(replay.json().error?.code, 'ECHO_ERR_REPLAY_NOT_FOUND', name);
   }
 });
+
+test('GET /history – an echoed JSON body nesting 20,000 deep beside a secret is masked whole, never a 500', async () => {
+  const levels = 20_000;
+  const body = `{"password":"hunter2","deep":${'['.repeat(levels)}${']'.repeat(levels)}}`;
+  assert.equal((await call('POST', '/deep-secret', body)).status, 200);
+  const history = await call('GET', '/history');
+  assert.equal(history.status, 200, history.text.slice(0, 300));
+  const entry = (JSON.parse(history.text) as Array<{ path: string; body: string }>).find(
+    (e) => e.path === '/deep-secret',
+  );
+  assert.equal(entry?.body, '[body with secrets masked: nests too deep to show]');
+  assert.doesNotMatch(history.text, /hunter2/);
+});
