@@ -188,3 +188,18 @@ test('GET /history – an echoed JSON body nesting 20,000 deep beside a secret i
   assert.equal(entry?.body, '[body with secrets masked: nests too deep to show]');
   assert.doesNotMatch(history.text, /hunter2/);
 });
+
+test('scenario body conditions – a JSON Pointer into a request body nesting 20,000 deep matches nothing, never a 500', async () => {
+  const set = [
+    { path: '/deep-whole', body: { jsonPointer: '', value: 're:.*' }, responses: [{ status: 201 }] },
+    { path: '/deep-member', body: { jsonPointer: '/a', value: 're:.*' }, responses: [{ status: 201 }] },
+  ];
+  assert.equal((await call('POST', '/scenario', JSON.stringify(set))).status, 200);
+  const levels = 20_000;
+  const deep = `${'['.repeat(levels)}${']'.repeat(levels)}`;
+  assert.equal((await call('POST', '/deep-whole', deep)).status, 200);
+  assert.equal((await call('POST', '/deep-member', `{"a":${deep}}`)).status, 200);
+  // Shallow bodies still match.
+  assert.equal((await call('POST', '/deep-whole', '[[1]]')).status, 201);
+  assert.equal((await call('POST', '/deep-member', '{"a":[[1]]}')).status, 201);
+});
