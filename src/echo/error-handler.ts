@@ -52,7 +52,13 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   if (code !== undefined && Object.hasOwn(FASTIFY_CODES, code)) {
     code = FASTIFY_CODES[code];
     // In the catalogue's words where it has some; fastify's own message otherwise.
-    if (code === 'ECHO_ERR_BODY_TOO_LARGE')
+    // The control routes take small bodies only (`config.controlBody`, see routes.ts).
+    if (
+      code === 'ECHO_ERR_BODY_TOO_LARGE' &&
+      (request.routeOptions.config as { controlBody?: unknown } | undefined)?.controlBody === true
+    )
+      code = 'ECHO_ERR_CONTROL_BODY_TOO_LARGE';
+    if (code === 'ECHO_ERR_BODY_TOO_LARGE' || code === 'ECHO_ERR_CONTROL_BODY_TOO_LARGE')
       message = new EchoError(code, [request.routeOptions.bodyLimit]).message;
     if (code === 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE')
       message = new EchoError(code, [request.headers['content-type'] ?? '(none)']).message;

@@ -84,6 +84,16 @@ export const ECHO_ERRORS = {
     message: 'replay target %s refused: %s',
     when: '`POST /replay` `target` is not allowed by `ECHO_REPLAY_ALLOWED_TARGETS`: by default a link-local or cloud metadata address (checked on every address the name resolves to). Nothing was sent',
   },
+  ECHO_ERR_CONTROL_BODY_TOO_LARGE: {
+    status: 413,
+    message: 'request body exceeds %s bytes, the most a control request accepts',
+    when: 'The body of `PUT /control/*`, `PUT /scenario/state` or `POST /scenario/reset` is larger than 16 KiB',
+  },
+  ECHO_ERR_BODY_TOO_COMPLEX: {
+    status: 400,
+    message: 'request body %s',
+    when: 'A JSON body of a service route nests deeper than 32 levels, or holds more than 100,000 values (`POST /scenario`: 4,194,304, its YAML too); nothing changes',
+  },
   ECHO_ERR_RATE_LIMITED: {
     status: 429,
     message: 'rate limit of %s requests per second exceeded',

@@ -14,6 +14,9 @@ export const SECRET_HEADERS: ReadonlySet<string> = new Set([
   'set-cookie',
 ]);
 
+/** What a masked body too deep to print back shows instead. */
+export const UNPRINTABLE = '[body with secrets masked: nests too deep to show]';
+
 /** Deepest JSON body walked for secret-named members; deeper members are shown as they are. */
 const MAX_DEPTH = 32;
 
@@ -65,5 +68,12 @@ function maskedJsonBody(body: string): string {
     return out;
   };
   const result = walk(parsed, 0);
-  return masked ? JSON.stringify(result) : body;
+  if (!masked) return body;
+  try {
+    return JSON.stringify(result);
+  } catch {
+    // Members below MAX_DEPTH are kept as they are, and one nesting thousands deep cannot be
+    // printed back (a RangeError, and GET /history a 500): the secrets stay hidden with the rest.
+    return UNPRINTABLE;
+  }
 }

@@ -325,7 +325,8 @@ function applyModifiers(reply: FastifyReply, controls: Controls): void {
   if (controls.echoHeaders !== undefined) {
     const headers = reply.request.headers;
     for (const name of controls.echoHeaders) {
-      const value = headers[name];
+      // Own properties only: `X-Echo-Headers: constructor` must not echo Object's.
+      const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
       if (value !== undefined) reply.header(`X-Echoed-${dashCase(name)}`, value);
     }
   }

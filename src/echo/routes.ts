@@ -2,6 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import {
   isScenarioError,
+  jsonDepthWithin,
+  MAX_DOCUMENT_DEPTH,
+  MAX_SET_NODES,
+  measureTree,
   parseScenarioDocument,
   type ScenarioInvalidError,
   type ScenarioSelector,
@@ -25,6 +29,42 @@ export const UNLIMITED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready'
 
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
+/** Largest body of a control request (`/control/*`, `/scenario/state`, `/scenario/reset`): 16 KiB. */
+export const MAX_CONTROL_BODY_BYTES = 16 * 1024;
+/** Most values in a JSON body of a service route other than `POST /scenario` (which takes a set's). */
+export const MAX_JSON_NODES = 100_000;
+/** Route options of the control routes: a small body limit, and a 413 that says so. */
+const CONTROL_BODY = { bodyLimit: MAX_CONTROL_BODY_BYTES, config: { controlBody: true } } as const;
+
+/**
+ * The service's JSON parser: fastify's own (a `__proto__` or `constructor.prototype` key is a 400),
+ * after a bound on nesting read from the text (a deep body would cost seconds to build and could not
+ * be printed back) and before one on the values it holds.
+ */
+function registerJsonParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    if (jsonDepthWithin(text, MAX_DOCUMENT_DEPTH) === undefined) {
+      done(
+        new EchoError('ECHO_ERR_BODY_TOO_COMPLEX', [
+          `nests deeper than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`,
+        ]),
+        undefined,
+      );
+      return;
+    }
+    parse(request, text, (error, value) => {
+      if (error) return done(error, undefined);
+      const maxNodes = request.routeOptions.url === '/scenario' ? MAX_SET_NODES : MAX_JSON_NODES;
+      const measured = measureTree(value, { maxDepth: MAX_DOCUMENT_DEPTH, maxNodes });
+      if (measured.ok) return done(null, value);
+      done(new EchoError('ECHO_ERR_BODY_TOO_COMPLEX', [`holds more than ${maxNodes} values`]), undefined);
+    });
+  });
+}
+
 /** The service's own routes: health, readiness, info, metrics, history, replay, scenarios. */
 export async function registerServiceRoutes(
   app: FastifyInstance,
@@ -35,6 +75,7 @@ export async function registerServiceRoutes(
   // The service's own bodies are JSON (and YAML for /scenario, below): fastify's default text/plain
   // parser would hand a plain string on to the routes, which must answer 415 instead.
   app.removeContentTypeParser('text/plain');
+  registerJsonParser(app);
 
   app.get('/health', async (_request, reply) => {
     const uptimeSeconds = uptime(state);
@@ -197,7 +238,7 @@ export async function registerServiceRoutes(
 function registerControls(app: FastifyInstance, state: EchoState): void {
   const control = <F extends string>(route: string, field: F, target: Record<F, boolean>, what: string) => {
     app.get(route, async () => ({ [field]: target[field] }));
-    app.put(route, async (request) => {
+    app.put(route, CONTROL_BODY, async (request) => {
       const body = request.body as unknown;
       const expected = `expected a JSON object {"${field}": true} or {"${field}": false}`;
       if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -264,7 +305,7 @@ function registerScenarioState(app: FastifyInstance, state: EchoState): void {
   const { scenarios } = state;
   app.get('/scenario/state', async () => ({ scenarios: scenarios.states() }));
 
-  app.post('/scenario/reset', async (request) => {
+  app.post('/scenario/reset', CONTROL_BODY, async (request) => {
     const body = request.body as unknown;
     if (body === undefined || body === null || (isPlainObject(body) && Object.keys(body).length === 0)) {
       return { status: 'scenarios reset', scenarios: scenarios.reset() };
@@ -275,7 +316,7 @@ function registerScenarioState(app: FastifyInstance, state: EchoState): void {
     return { status: 'scenarios reset', scenarios: reset };
   });
 
-  app.put('/scenario/state', async (request) => {
+  app.put('/scenario/state', CONTROL_BODY, async (request) => {
     const body = request.body as unknown;
     const expected = 'expected {"name": "...", "position": N} or {"path": "...", "position": N}';
     const selector = parseSelector(body, ['position'], expected);

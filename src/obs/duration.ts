@@ -23,7 +23,12 @@ export const DURATION_FORM = 'a duration such as 100ms, 2s, 5m or 1h (a bare num
  * @returns whole milliseconds, or `undefined` when the value is not a duration.
  */
 export function parseDurationMs(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value) : undefined;
+  if (typeof value === 'number') {
+    // Like a text: a safe integer of milliseconds or nothing (2^53 would not count in whole ms).
+    const ms = Math.round(value);
+    // `-0` (and -0.4) is 0.
+    return Number.isSafeInteger(ms) && ms >= 0 ? Math.abs(ms) : undefined;
+  }
   if (typeof value !== 'string') return undefined;
   const m = DURATION.exec(value.trim());
   if (m === null) return undefined;

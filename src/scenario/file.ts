@@ -9,7 +9,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { CORE_SCHEMA, loadAll, YAMLException } from 'js-yaml';
 import { isScenarioError, ScenarioError, ScenarioInvalidError, ScenarioSyntaxError } from './errors.ts';
-import type { Scenario } from './schema.ts';
+import { MAX_SET_DEPTH, type Scenario } from './schema.ts';
 import { copyScenario, type ValidateScenariosOptions, validateScenarios } from './validate.ts';
 
 /** Default largest scenario file, in bytes: 16 MiB (a ConfigMap holds at most 1 MiB). */
@@ -43,7 +43,14 @@ export function parseScenarioDocument(
 ): Scenario[] {
   let documents: unknown[];
   try {
-    documents = loadAll(text, { filename: source, schema: CORE_SCHEMA, maxAliases: MAX_YAML_ALIASES });
+    // maxDepth: the parser refuses deep nesting itself, before building it (aliases are measured
+    // after, without expanding them, by validateScenarios).
+    documents = loadAll(text, {
+      filename: source,
+      schema: CORE_SCHEMA,
+      maxAliases: MAX_YAML_ALIASES,
+      maxDepth: MAX_SET_DEPTH,
+    });
   } catch (error) {
     throw syntaxError(error, source);
   }

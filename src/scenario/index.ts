@@ -6,6 +6,14 @@
  */
 
 export {
+  jsonDepthWithin,
+  MAX_DOCUMENT_DEPTH,
+  measureTree,
+  type TreeBound,
+  type TreeLimits,
+  type TreeMeasure,
+} from './bounds.ts';
+export {
   DELAY_SPEC_FORM,
   DELAY_SPEC_PATTERN,
   type DelayRange,
@@ -68,6 +76,8 @@ export {
   MAX_REPEAT,
   MAX_RESPONSES,
   MAX_SCENARIOS,
+  MAX_SET_DEPTH,
+  MAX_SET_NODES,
   MAX_SET_SIZE,
   MAX_STATUS,
   MAX_TIMER_DELAY_MS,

@@ -81,7 +81,8 @@ export function textMatches(matcher: TextMatcher, value: string): boolean {
 
 /**
  * The value a JSON Pointer (RFC 6901) names in a parsed JSON document, as text: a string as is,
- * anything else as its JSON text; `undefined` when the pointer names nothing.
+ * anything else as its JSON text; `undefined` when the pointer names nothing (or a node nesting too
+ * deep to print).
  */
 export function pointedText(document: unknown, pointer: string): string | undefined {
   let node = document;
@@ -97,5 +98,11 @@ export function pointedText(document: unknown, pointer: string): string | undefi
       if (node === undefined) return undefined;
     }
   }
-  return typeof node === 'string' ? node : JSON.stringify(node);
+  if (typeof node === 'string') return node;
+  try {
+    return JSON.stringify(node);
+  } catch {
+    // A request body nesting thousands deep cannot be printed back (a RangeError): it matches nothing.
+    return undefined;
+  }
 }

@@ -5,6 +5,7 @@
  * `description` on every node, and a bound on every string, array and map.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { MAX_DOCUMENT_DEPTH } from './bounds.ts';
 import { DELAY_SPEC_PATTERN } from './duration.ts';
 
 /** Most scenarios in one set (one file, one `POST /scenario`, one pod's merged array). */
@@ -15,6 +16,17 @@ export const MAX_SCENARIOS = 1000;
  * can expand to gigabytes; this bounds what is checked, stored and served by `GET /scenario`.
  */
 export const MAX_SET_SIZE = 16 * 1024 * 1024;
+/**
+ * Most values (arrays, objects, strings, numbers, booleans; YAML aliases expanded) in one set: 4 Mi.
+ * A valid set spends at least 4 characters of {@link MAX_SET_SIZE} a value, so no valid set is
+ * refused for this; it bounds what a malformed one (`[[1,1,1,...]]`) makes the validator walk.
+ */
+export const MAX_SET_NODES = 4 * 1024 * 1024;
+/**
+ * Deepest nesting of arrays and objects in one set. A valid set nests 5 deep (the list, a scenario,
+ * its responses, a response, its headers); anything deeper is refused before it is walked.
+ */
+export const MAX_SET_DEPTH = MAX_DOCUMENT_DEPTH;
 /** Most responses in one scenario's cycle. */
 export const MAX_RESPONSES = 1000;
 /** Longest scenario `path`, in characters. */

@@ -3,6 +3,7 @@
  * all the work (validation, pattern compilation, delay parsing, header normalisation) happens once,
  * in `replace`.
  */
+import { jsonDepthWithin } from './bounds.ts';
 import { type DelaySpec, parseDelaySpec } from './duration.ts';
 import { ScenarioInvalidError } from './errors.ts';
 import {
@@ -131,7 +132,8 @@ class Entry implements ScenarioHandle {
     if (this.methods !== undefined && !this.methods.has(request.method.toUpperCase())) return false;
     if (this.headers !== undefined) {
       for (const [name, matcher] of this.headers) {
-        const value = request.headers[name];
+        // Own properties only: a condition on `constructor` must not find Object's.
+        const value = Object.hasOwn(request.headers, name) ? request.headers[name] : undefined;
         if (value === undefined) return false;
         if (
           typeof value === 'string'
@@ -183,6 +185,8 @@ class Entry implements ScenarioHandle {
 }
 
 const NOT_JSON = Symbol('not JSON');
+/** Deepest request body a `jsonPointer` condition reads; a deeper one is taken as not JSON. */
+const MAX_BODY_MATCH_DEPTH = 1000;
 
 /** The parts of a request only some conditions need, each worked out once per request, at first use. */
 class LazyRequest {
@@ -211,7 +215,9 @@ class LazyRequest {
     if (!this.#jsonDone) {
       this.#jsonDone = true;
       try {
-        this.#json = JSON.parse(this.text());
+        const text = this.text();
+        // A body nesting deeper than any condition could mean costs seconds to parse: not JSON here.
+        this.#json = jsonDepthWithin(text, MAX_BODY_MATCH_DEPTH) === undefined ? NOT_JSON : JSON.parse(text);
       } catch {
         this.#json = NOT_JSON;
       }

@@ -3,6 +3,7 @@
  * express. Lists every problem with its location and never throws because of the input.
  */
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { measureTree, type TreeBound } from './bounds.ts';
 import { DELAY_SPEC_FORM, parseDelayBounds } from './duration.ts';
 import { compilePathPattern, compileTextMatcher } from './matchers.ts';
 import { describe, escapePointer, quote, schemaMessage } from './problem-messages.ts';
@@ -12,6 +13,8 @@ import {
   MAX_HEADER_NAME_LENGTH,
   MAX_RESPONSES,
   MAX_SCENARIOS,
+  MAX_SET_DEPTH,
+  MAX_SET_NODES,
   MAX_SET_SIZE,
   MAX_TIMER_DELAY_MS,
   type Scenario,
@@ -53,7 +56,9 @@ const HEADER_NAME_CHARS = "letters, digits and !#$%&'*+-.^_`|~";
  * A `method` given as one string is taken as a list of one.
  *
  * Never throws because of the input: anything at all (null, strings, cycles, huge arrays) gives a
- * result. Counts are checked before contents, so an oversized array costs no deep walk.
+ * result. Counts are checked before contents, so an oversized array costs no deep walk; the whole
+ * set is first measured (nesting at most {@link MAX_SET_DEPTH}, at most {@link MAX_SET_NODES} values
+ * and {@link MAX_SET_SIZE} characters, YAML aliases expanded) without being expanded or recursed into.
  * @returns `{ ok: true, scenarios }` with a fresh copy of the input, or `{ ok: false, problems }`
  *   listing every problem (at most {@link MAX_PROBLEMS}), in input order, one per location.
  * @throws RangeError when `options.maxDelayMs` is not a non-negative number (a programming error).
@@ -78,15 +83,12 @@ export function validateScenarios(
         { path: '', message: `input must hold at most ${MAX_SCENARIOS} scenarios, got ${input.length}` },
       ]);
     }
-    const size = sizeWithin(input, MAX_SET_SIZE);
-    if (size === undefined) {
-      return failure([
-        {
-          path: '',
-          message: `the scenarios hold more than ${MAX_SET_SIZE} characters in all (bodies, headers, patterns and names, YAML aliases expanded); split the set or shorten the bodies`,
-        },
-      ]);
-    }
+    const measured = measureTree(input, {
+      maxDepth: MAX_SET_DEPTH,
+      maxNodes: MAX_SET_NODES,
+      maxChars: MAX_SET_SIZE,
+    });
+    if (!measured.ok) return failure([{ path: '', message: BOUND_MESSAGES[measured.bound] }]);
     const problems = new ProblemList();
     const view = boundedView(input, problems);
     if (!checker.Check(view)) collectSchemaProblems(view, problems);
@@ -99,29 +101,11 @@ export function validateScenarios(
   }
 }
 
-/**
- * The size of a value (the length of every string and key, plus one a value) when it is at most
- * `limit`, else `undefined`; the walk stops as soon as it is over, so a value whose aliases repeat
- * one node a million times costs no more than `limit` steps.
- */
-function sizeWithin(value: unknown, limit: number): number | undefined {
-  let size = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const item = stack.pop();
-    size += 1;
-    if (typeof item === 'string') size += item.length;
-    else if (Array.isArray(item)) for (const element of item) stack.push(element);
-    else if (typeof item === 'object' && item !== null) {
-      for (const [key, element] of Object.entries(item)) {
-        size += key.length;
-        stack.push(element);
-      }
-    }
-    if (size > limit || stack.length > limit) return undefined;
-  }
-  return size;
-}
+const BOUND_MESSAGES: Readonly<Record<TreeBound, string>> = {
+  chars: `the scenarios hold more than ${MAX_SET_SIZE} characters in all (bodies, headers, patterns and names, YAML aliases expanded); split the set or shorten the bodies`,
+  nodes: `the scenarios hold more than ${MAX_SET_NODES} values in all (YAML aliases expanded); split the set`,
+  depth: `the scenarios nest deeper than ${MAX_SET_DEPTH} levels of arrays and objects (a valid set nests 5 deep)`,
+};
 
 function failure(problems: ScenarioProblem[]): ValidateScenariosResult {
   return { ok: false, problems };

@@ -1,0 +1,157 @@
+/**
+ * Bounds on parsed documents (scenario sets in JSON or YAML, the service's JSON bodies): how deep
+ * they nest, how many values they hold and how much text, measured before anything else reads them.
+ * Both walks are iterative, so no input can exhaust the stack, and the tree walk follows each object
+ * once, so YAML aliases (which repeat a node by reference) cost nothing to measure however far they
+ * would expand.
+ */
+
+/** Deepest nesting of arrays and objects in a document: far beyond any valid body or scenario set. */
+export const MAX_DOCUMENT_DEPTH = 32;
+
+/** What {@link measureTree} checks; `maxChars` is optional. */
+export interface TreeLimits {
+  /** Most levels of arrays and objects (a scalar is 0, `[]` is 1, `[[1]]` is 2). */
+  readonly maxDepth: number;
+  /** Most values (arrays, objects and scalars; not keys), aliases expanded. */
+  readonly maxNodes: number;
+  /** Most text: every string and key, plus one a value, aliases expanded. */
+  readonly maxChars?: number;
+}
+
+/** The bound a document went over, and that bound's value. */
+export type TreeBound = 'depth' | 'nodes' | 'chars';
+
+/** The measures of a document within its limits, or the first bound it goes over. */
+export type TreeMeasure =
+  | { readonly ok: true; readonly depth: number; readonly nodes: number; readonly chars: number }
+  | { readonly ok: false; readonly bound: TreeBound; readonly limit: number };
+
+/** Nodes of at least this many values are measured once however often they are repeated. */
+const MEMO_NODES = 32;
+
+interface Sizes {
+  depth: number;
+  nodes: number;
+  chars: number;
+}
+
+interface Frame {
+  readonly node: object;
+  readonly keys: readonly string[] | undefined;
+  readonly values: readonly unknown[];
+  index: number;
+  readonly sizes: Sizes;
+}
+
+/**
+ * Measures a document as if every shared node were written out in full (the tree a YAML alias
+ * stands for), without expanding it: each object is measured once and its measures reused. A
+ * cycle nests without end, so it is refused as too deep. Never throws for JSON or YAML values
+ * (plain arrays, objects and scalars).
+ */
+export function measureTree(value: unknown, limits: TreeLimits): TreeMeasure {
+  const maxChars = limits.maxChars ?? Number.POSITIVE_INFINITY;
+  const memo = new Map<object, Sizes>();
+  const over = (sizes: Sizes): TreeMeasure | undefined => {
+    if (sizes.nodes > limits.maxNodes) return { ok: false, bound: 'nodes', limit: limits.maxNodes };
+    if (sizes.chars > maxChars) return { ok: false, bound: 'chars', limit: maxChars };
+    return undefined;
+  };
+  if (!isContainer(value)) {
+    const sizes = scalar(value);
+    return over(sizes) ?? { ok: true, ...sizes };
+  }
+  const stack: Frame[] = [];
+  const open = (node: object): Frame => {
+    const keys = Array.isArray(node) ? undefined : Object.keys(node);
+    const values =
+      keys === undefined ? (node as unknown[]) : keys.map((k) => (node as Record<string, unknown>)[k]);
+    return { node, keys, values, index: 0, sizes: { depth: 1, nodes: 1, chars: 1 } };
+  };
+  if (limits.maxDepth < 1) return { ok: false, bound: 'depth', limit: limits.maxDepth };
+  stack.push(open(value));
+  let done: Sizes | undefined;
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1] as Frame;
+    if (frame.index >= frame.values.length) {
+      stack.pop();
+      // Small nodes are walked again where repeated (at most MEMO_NODES steps an edge): the memo
+      // is for the large ones an alias can repeat, and costs no memory for a plain JSON body.
+      if (frame.sizes.nodes > MEMO_NODES) memo.set(frame.node, frame.sizes);
+      done = frame.sizes;
+      const parent = stack[stack.length - 1];
+      if (parent !== undefined) {
+        const failed = add(parent, frame.sizes, over);
+        if (failed !== undefined) return failed;
+      }
+      continue;
+    }
+    const child = frame.values[frame.index];
+    if (frame.keys !== undefined) frame.sizes.chars += (frame.keys[frame.index] as string).length;
+    frame.index += 1;
+    if (!isContainer(child)) {
+      const failed = add(frame, scalar(child), over);
+      if (failed !== undefined) return failed;
+      continue;
+    }
+    const known = memo.get(child);
+    if (known !== undefined) {
+      if (stack.length + known.depth > limits.maxDepth) {
+        return { ok: false, bound: 'depth', limit: limits.maxDepth };
+      }
+      const failed = add(frame, known, over);
+      if (failed !== undefined) return failed;
+      continue;
+    }
+    if (stack.length + 1 > limits.maxDepth) return { ok: false, bound: 'depth', limit: limits.maxDepth };
+    stack.push(open(child));
+  }
+  const sizes = done as Sizes;
+  return over(sizes) ?? { ok: true, ...sizes };
+}
+
+function add(
+  frame: Frame,
+  child: Sizes,
+  over: (sizes: Sizes) => TreeMeasure | undefined,
+): TreeMeasure | undefined {
+  const sizes = frame.sizes;
+  sizes.depth = Math.max(sizes.depth, child.depth + 1);
+  sizes.nodes += child.nodes;
+  sizes.chars += child.chars;
+  return over(sizes);
+}
+
+function isContainer(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+function scalar(value: unknown): Sizes {
+  return { depth: 0, nodes: 1, chars: 1 + (typeof value === 'string' ? value.length : 0) };
+}
+
+/**
+ * How deep a JSON text nests (arrays and objects), read from the text without parsing it, or
+ * `undefined` as soon as it goes deeper than `maxDepth`: a check cheap enough to run before
+ * `JSON.parse`, which would spend seconds building a deep body only to have it refused. Malformed
+ * text is measured all the same (the parser refuses it next).
+ */
+export function jsonDepthWithin(text: string, maxDepth: number): number | undefined {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i += 1;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > maxDepth) return undefined;
+      if (depth > deepest) deepest = depth;
+    } else if (c === 0x5d || c === 0x7d) depth -= 1;
+  }
+  return deepest;
+}
