@@ -1,7 +1,7 @@
 import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
 import { EchoConfigError } from './errors.ts';
-import { TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
+import { HEADER_VALUE, MAX_HEADER_VALUE_LENGTH, TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
 import { ALLOWED_TARGETS_FORM, parseAllowedTargets, type TargetRule } from './replay-guard.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
@@ -484,7 +484,6 @@ function delaySpec(raw: string): Parsed {
 }
 
 const HEADER_PREFIX = 'ECHO_HEADER_';
-const SAFE_VALUE = /^[^\r\n\0]*$/;
 
 /** Names the environment may hold that are ours but not in `VARIABLES` (used by the README test). */
 export const HEADER_VARIABLE = {
@@ -557,9 +556,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
       problems.push(
         `${name}: ${JSON.stringify(header)} frames the message or is connection-specific (HTTP/2 forbids it) and cannot be set: expected any other header name`,
       );
-    else if (!SAFE_VALUE.test(value))
+    else if (!HEADER_VALUE.test(value) || value.length > MAX_HEADER_VALUE_LENGTH)
       problems.push(
-        `${name}=${JSON.stringify(value)} is invalid: a header value must not contain CR, LF or NUL`,
+        `${name}=${JSON.stringify(value)} is invalid: expected at most ${MAX_HEADER_VALUE_LENGTH} characters of visible ASCII, Latin-1, spaces and tabs (what HTTP/1.1 and HTTP/2 carry in a header)`,
       );
     else extraHeaders.push([header, value]);
   }

@@ -443,8 +443,27 @@ test('loadConfig – ECHO_HEADER_ with a bad header name is rejected, naming var
 
 test('loadConfig – ECHO_HEADER_ value with CR, LF or NUL is rejected (no header injection)', () => {
   assert.deepEqual(problemsOf({ ECHO_HEADER_X_Inject: 'a\r\nSet-Cookie: x=1' }), [
-    'ECHO_HEADER_X_Inject="a\\r\\nSet-Cookie: x=1" is invalid: a header value must not contain CR, LF or NUL',
+    `ECHO_HEADER_X_Inject="a\\r\\nSet-Cookie: x=1" is invalid: ${HEADER_VALUE_EXPECTED}`,
   ]);
+});
+
+const HEADER_VALUE_EXPECTED =
+  'expected at most 8192 characters of visible ASCII, Latin-1, spaces and tabs (what HTTP/1.1 and HTTP/2 carry in a header)';
+
+test('loadConfig – ECHO_HEADER_ value node would refuse to write (beyond Latin-1, a control character) stops startup, as a scenario header is a 400', () => {
+  assert.deepEqual(
+    problemsOf({ ECHO_HEADER_X_V: 'é一', ECHO_HEADER_X_E: '€', ECHO_HEADER_X_C: 'a\u0001b' }).toSorted(),
+    [
+      `ECHO_HEADER_X_C="a\\u0001b" is invalid: ${HEADER_VALUE_EXPECTED}`,
+      `ECHO_HEADER_X_E="€" is invalid: ${HEADER_VALUE_EXPECTED}`,
+      `ECHO_HEADER_X_V="é一" is invalid: ${HEADER_VALUE_EXPECTED}`,
+    ],
+  );
+  assert.deepEqual(
+    loadConfig({ ECHO_HEADER_X_Latin: 'café\tok' }).extraHeaders,
+    [['X-Latin', 'café\tok']],
+    'Latin-1 and tabs are carried',
+  );
 });
 
 test('loadConfig – ECHO_HEADER_ naming a framing or connection-specific header (Content-Length, Connection, Proxy-Connection) is rejected', () => {
