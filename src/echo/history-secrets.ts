@@ -3,7 +3,7 @@
  * `ECHO_HISTORY_SECRETS=mask`): the credentials headers and the secret-named members of a JSON body
  * are replaced with `[MASKED]`. Only the view is masked: `POST /replay` re-sends the original.
  */
-import { isSecretName, MASK } from '@echo-chaos/obs';
+import { isSecretName, MASK, maskText } from '@echo-chaos/obs';
 import type { HistoryEntry } from './history.ts';
 
 /** Request headers that carry credentials, in lower case. */
@@ -34,7 +34,7 @@ export function maskedEntry(entry: HistoryEntry): HistoryEntry {
   return {
     ...toPlain(entry),
     headers,
-    body: entry.body_encoding === 'utf8' ? maskedJsonBody(entry.body) : entry.body,
+    body: entry.body_encoding === 'utf8' ? maskedJsonBody(entry.body) : maskedBinaryBody(entry.body),
   };
 }
 
@@ -51,11 +51,26 @@ function maskedJsonBody(body: string): string {
   try {
     parsed = JSON.parse(body);
   } catch {
-    return body;
+    // JSON cut at ECHO_HISTORY_MAX_BODY (or broken): no tree to walk, so the text is masked as text
+    // (`"password": ...` pairs at any escaping, bearer tokens, ...).
+    return maskText(body);
   }
   let masked = false;
   const walk = (value: unknown, depth: number): unknown => {
-    if (depth > MAX_DEPTH || typeof value !== 'object' || value === null) return value;
+    if (typeof value !== 'object' || value === null) return value;
+    if (depth > MAX_DEPTH) {
+      // Deeper than the walk goes: hidden when its text holds anything that looks like a secret.
+      let text: string;
+      try {
+        text = JSON.stringify(value);
+      } catch {
+        masked = true;
+        return MASK;
+      }
+      if (maskText(text) === text) return value;
+      masked = true;
+      return MASK;
+    }
     if (Array.isArray(value)) return value.map((item) => walk(item, depth + 1));
     // No prototype: a member named `__proto__` stays a member.
     const out: Record<string, unknown> = Object.create(null);
@@ -77,3 +92,14 @@ function maskedJsonBody(body: string): string {
     return UNPRINTABLE;
   }
 }
+
+/**
+ * A body that is not UTF-8 text is shown as base64; decoded, it may still carry a secret-named
+ * field or a token next to the bytes that made it binary. Such a body is hidden whole.
+ */
+function maskedBinaryBody(base64: string): string {
+  const text = Buffer.from(base64, 'base64').toString('latin1');
+  return maskText(text) === text ? base64 : BINARY_WITH_SECRETS;
+}
+
+export const BINARY_WITH_SECRETS = '[binary body with secrets: masked]';

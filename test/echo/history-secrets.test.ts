@@ -80,3 +80,50 @@ test('history secrets – ECHO_HISTORY_SECRETS=show shows them as received', () 
     },
     { ECHO_HISTORY_SECRETS: 'show' },
   ));
+
+/** Echoes `body` with request id `id`, then reads its history entry. */
+async function historyBodyOf(url: string, id: string, body: string | Buffer): Promise<string> {
+  const res = await fetch(`${url}/echo`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream', 'x-request-id': id },
+    body,
+  });
+  await res.arrayBuffer();
+  const history = (await (await fetch(`${url}/history`)).json()) as Entry[];
+  const entry = history.find((e) => e.request_id === id);
+  assert.ok(entry, id);
+  return entry.body;
+}
+
+test('history secrets – a JSON body cut at ECHO_HISTORY_MAX_BODY, one nesting deeper than the walk, and a binary body are masked too', () =>
+  withEcho(
+    async (echo) => {
+      // Cut: the stored prefix is no longer JSON.
+      const cut = await historyBodyOf(
+        echo.url,
+        'cut-1',
+        JSON.stringify({ password: 'CLEARPW1', pad: 'x'.repeat(2000) }),
+      );
+      assert.ok(!cut.includes('CLEARPW1'), cut.slice(0, 80));
+      assert.match(cut, /"password":\s*"?\[MASKED\]/);
+
+      // Deeper than 32 levels: hidden, while a deep body without secrets stays as sent.
+      let deep: unknown = { password: 'DEEPPW' };
+      let plain: unknown = { keep: 'me' };
+      for (let i = 0; i < 40; i++) {
+        deep = { level: deep };
+        plain = { level: plain };
+      }
+      const deepBody = await historyBodyOf(echo.url, 'deep-1', JSON.stringify(deep));
+      assert.ok(!deepBody.includes('DEEPPW'));
+      assert.equal(await historyBodyOf(echo.url, 'deep-2', JSON.stringify(plain)), JSON.stringify(plain));
+
+      // Not UTF-8 (stored as base64), with a secret next to the stray byte.
+      const binary = Buffer.concat([Buffer.from('{"password":"BINPW"}'), Buffer.from([0xff, 0x00])]);
+      const shown = await historyBodyOf(echo.url, 'bin-1', binary);
+      assert.ok(!Buffer.from(shown, 'base64').toString('latin1').includes('BINPW'), shown);
+      const harmless = Buffer.from([0xff, 0x00, 0x01, 0x02]);
+      assert.equal(await historyBodyOf(echo.url, 'bin-2', harmless), harmless.toString('base64'));
+    },
+    { ECHO_HISTORY_MAX_BODY: '1024' },
+  ));
