@@ -83,6 +83,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     genReqId: () => randomUUID(),
     return503OnClosing: false,
     clientErrorHandler,
+    // fastify's own refusals before routing (a URL that does not decode): the service's JSON shape.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      errorHandler(error, request, reply);
+    },
     forceCloseConnections: 'idle',
     routerOptions: { ignoreDuplicateSlashes: false },
     // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).
@@ -150,6 +155,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       recordOnClose(request, reply, state.metrics);
     });
     reply.header('x-request-id', request.id);
+    // HTTP/1.1 requires Host (RFC 9112, 3.2); node's own refusal would have no body (server.ts).
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      done(new EchoError('ECHO_ERR_BAD_REQUEST', ['an HTTP/1.1 request needs a Host header']));
+      return;
+    }
     reply.header('x-echo-request-count', state.requestCount);
     for (const [name, value] of extraHeaders) reply.header(name, value);
     const info = request.headers['x-echo-server-info'];

@@ -13,6 +13,7 @@ const FASTIFY_CODES: Readonly<Record<string, EchoErrorCode>> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'ECHO_ERR_BAD_REQUEST',
   FST_ERR_CTP_INVALID_TYPE: 'ECHO_ERR_BAD_REQUEST',
+  FST_ERR_BAD_URL: 'ECHO_ERR_BAD_REQUEST',
 };
 
 /** The JSON body of every error the service itself answers with. */
@@ -60,6 +61,7 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
       code = 'ECHO_ERR_CONTROL_BODY_TOO_LARGE';
     if (code === 'ECHO_ERR_BODY_TOO_LARGE' || code === 'ECHO_ERR_CONTROL_BODY_TOO_LARGE')
       message = new EchoError(code, [request.routeOptions.bodyLimit]).message;
+    if (code === 'ECHO_ERR_BAD_REQUEST') message = new EchoError(code, [error.message]).message;
     if (code === 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE')
       message = new EchoError(code, [request.headers['content-type'] ?? '(none)']).message;
   } else if (!isEchoError(error)) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type Server } from 'node:http';
 import http2, { type Http2SecureServer, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
@@ -5,6 +6,8 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import type { EchoConfig } from './config.ts';
+import { errorBody } from './error-handler.ts';
+import { EchoError } from './errors.ts';
 import {
   CONNECTIONS_CHECKING_INTERVAL_MS,
   ConnectionLimiter,
@@ -177,8 +180,32 @@ export function wireServer(app: FastifyInstance, config?: EchoConfig): void {
     handler(request, socket, head);
   });
 
+  // CONNECT (a proxy's method) is answered, not dropped: node ends the connection without a word
+  // when nobody listens.
+  server.on('connect', (request: IncomingMessage, socket: Duplex) => refuseConnect(request, socket));
+
   if (cleartext === undefined) addCloseAllConnections(server as unknown as Http2SecureServer);
   wireLimits(app, config);
+}
+
+/** A 400 in the service's JSON shape for CONNECT, then the connection ends. */
+function refuseConnect(request: IncomingMessage, socket: Duplex): void {
+  try {
+    const requestId = randomUUID();
+    const error = new EchoError('ECHO_ERR_BAD_REQUEST', [
+      `CONNECT ${request.url ?? ''} is not served: echo-chaos is not a proxy`,
+    ]);
+    const body = JSON.stringify(errorBody(error.code, error.message, requestId));
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+  } finally {
+    socket.end();
+    setTimeout(() => socket.destroy(), 1000).unref();
+  }
 }
 
 interface UpgradingServer extends Server {
@@ -214,6 +241,9 @@ function createCleartextServer(
   const h1 = http.createServer(
     {
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      // An HTTP/1.1 request without Host is refused by app.ts in the service's JSON shape; node's
+      // own refusal is a bare 400 without a body or an X-Request-ID.
+      requireHostHeader: false,
       ...((options['http'] ?? {}) as http.ServerOptions),
     },
     handler,

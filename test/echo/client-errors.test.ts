@@ -72,3 +72,30 @@ test('client errors – a body that never finishes is cut at ECHO_REQUEST_TIMEOU
   const delayed = await fetch(`${echo.url}/held`, { headers: { 'X-Echo-Delay': '2500ms' } });
   assert.equal(delayed.status, 200);
 });
+
+test('client errors – no Host, a URL that does not decode and CONNECT get the JSON shape with a request id too', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const cases: Array<[string, string, RegExp]> = [
+    ['an HTTP/1.1 request without Host', 'GET /x HTTP/1.1\r\nConnection: close\r\n\r\n', /Host/],
+    ['a URL that does not decode', 'GET /%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', /%zz/],
+    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', /not a proxy/],
+  ];
+  for (const [what, request, says] of cases) {
+    const answer = await raw(echo.port, request);
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    assert.match(head, /^HTTP\/1\.1 400 /, what);
+    assert.match(head, /\r\ncontent-type: application\/json/i, what);
+    const id = /\r\nx-request-id: ([0-9a-f-]{36})/i.exec(head)?.[1];
+    assert.ok(id, `${what}: an X-Request-ID`);
+    const error = (JSON.parse(body) as { error: { code: string; request_id: string; message: string } })
+      .error;
+    assert.equal(error.code, 'ECHO_ERR_BAD_REQUEST', what);
+    assert.equal(error.request_id, id, `${what}: the body names the same id`);
+    assert.match(error.message, says, what);
+  }
+  // HTTP/1.0 needs no Host.
+  const old = await raw(echo.port, 'GET /x HTTP/1.0\r\n\r\n');
+  assert.match(old, /^HTTP\/1\.1 200 /);
+  assert.equal((await fetch(`${echo.url}/health`)).status, 200, 'the server keeps serving');
+});
