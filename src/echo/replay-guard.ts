@@ -110,9 +110,14 @@ export function effectiveAddress(raw: string): { address: string; family: 'ipv4'
   if (isIP(address) === 4) return { address, family: 'ipv4' };
   const words = expandIPv6(address);
   if (words !== undefined) {
+    // IPv4-mapped (::ffff:a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d, RFC 2765), the well-known
+    // NAT64 prefix (64:ff9b::/96, RFC 6052) and the local-use one (64:ff9b:1::/48, RFC 8215, read
+    // as a /96, its most common length): all reach the IPv4 address in their last 32 bits.
     const mapped = words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff;
+    const translated = words.slice(0, 4).every((w) => w === 0) && words[4] === 0xffff && words[5] === 0;
     const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0);
-    if (mapped || nat64) {
+    const localNat64 = words[0] === 0x64 && words[1] === 0xff9b && words[2] === 1;
+    if (mapped || translated || nat64 || localNat64) {
       const hi = words[6] as number;
       const lo = words[7] as number;
       return { address: `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`, family: 'ipv4' };

@@ -20,6 +20,8 @@ export interface ReplayRequest {
 export interface ReplayResult {
   readonly status: number;
   readonly contentType: string | undefined;
+  /** The target's `Location` (a redirect is answered as it is, never followed). */
+  readonly location: string | undefined;
   readonly body: Readable;
 }
 
@@ -155,7 +157,13 @@ export async function replay(
       dispatcher: (options.dispatcher ?? getGlobalDispatcher()).compose(createBudgetInterceptor()),
     });
     const ct = res.headers['content-type'];
-    return { status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body: res.body };
+    const location = res.headers['location'];
+    return {
+      status: res.statusCode,
+      contentType: Array.isArray(ct) ? ct[0] : ct,
+      location: Array.isArray(location) ? location[0] : location,
+      body: res.body,
+    };
   } catch (err) {
     // The guarded connector's refusal (ECHO_ERR_REPLAY_TARGET_REFUSED), as it is.
     if (isEchoError(err)) throw err;

@@ -211,6 +211,7 @@ export async function registerServiceRoutes(
     });
     reply.code(result.status).header('x-echo-replay-of', body.id);
     if (result.contentType !== undefined) reply.type(result.contentType);
+    if (result.location !== undefined) reply.header('location', result.location);
     return reply.send(result.body);
   });
 

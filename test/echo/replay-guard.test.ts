@@ -83,6 +83,9 @@ test('replay guard – mapped and NAT64 IPv6 addresses are checked as the IPv4 a
   });
   assert.deepEqual(effectiveAddress('::ffff:a9fe:a9fe'), { address: '169.254.169.254', family: 'ipv4' });
   assert.deepEqual(effectiveAddress('64:ff9b::a9fe:a9fe'), { address: '169.254.169.254', family: 'ipv4' });
+  // IPv4-translated (RFC 2765) and the local-use NAT64 prefix (RFC 8215), as a black-box test found.
+  assert.deepEqual(effectiveAddress('::ffff:0:a9fe:a9fe'), { address: '169.254.169.254', family: 'ipv4' });
+  assert.deepEqual(effectiveAddress('64:ff9b:1::a9fe:a9fe'), { address: '169.254.169.254', family: 'ipv4' });
   assert.deepEqual(effectiveAddress('fe80::1'), { address: 'fe80::1', family: 'ipv6' });
   assert.deepEqual(effectiveAddress('10.1.2.3'), { address: '10.1.2.3', family: 'ipv4' });
 });
@@ -98,6 +101,8 @@ test('replay guard – by default any address but link-local and metadata ones, 
     '[::ffff:169.254.169.254]',
     '::ffff:a9fe:a9fe',
     '64:ff9b::a9fe:a9fe',
+    '::ffff:0:a9fe:a9fe',
+    '64:ff9b:1::a9fe:a9fe',
     'fe80::1',
     'fe80::1%lo',
     'febf::1',

@@ -170,6 +170,7 @@ test('replay targets – a redirect from the target is answered as it is, never 
   const res = await replay(echo, 'rt-5', `http://127.0.0.1:${target.port}`);
   assert.equal(res.status, 302);
   assert.equal(res.headers['content-type'], 'text/plain');
+  assert.equal(res.headers['location'], '/moved', "the target's Location comes back with it");
   assert.deepEqual(target.seen.requests, ['GET /redirect'], 'the redirect was not followed');
 });
 
