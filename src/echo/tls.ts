@@ -1,7 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { generate } from 'selfsigned';
 import type { EchoConfig } from './config.ts';
 import { EchoConfigError } from './errors.ts';
 import { HOSTNAME } from './version.ts';
@@ -90,6 +89,9 @@ export async function loadTls(config: EchoConfig, logger: Logger): Promise<TlsMa
 
 /** A self-signed certificate for this host, made in memory (EC P-256, SHA-256). */
 export async function generateSelfSigned(hostname: string = HOSTNAME): Promise<TlsMaterial> {
+  // Imported here: the x509 stack behind it is about 20 MB of resident memory that a run without a
+  // generated certificate never needs (ADR 0013).
+  const { generate } = await import('selfsigned');
   const dnsNames = ['localhost', ...(hostname !== '' && hostname !== 'localhost' ? [hostname] : [])];
   const notBefore = new Date(Date.now() - GENERATED_BACKDATE_MS);
   const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
