@@ -39,6 +39,16 @@ export const OPERATOR_VARIABLES: readonly { name: string; default: string; meani
   { name: 'PUSH_TIMEOUT_MS', default: '5000', meaning: 'Longest wait for one POST /scenario to a pod' },
   { name: 'DRAIN_TIMEOUT_MS', default: '10000', meaning: 'Longest wait for in-flight pushes on SIGTERM' },
   { name: 'LOG_LEVEL', default: 'info', meaning: 'pino log level' },
+  {
+    name: 'ECHO_ADMIN_TOKEN',
+    default: 'unset',
+    meaning: "The echo pods' admin token, sent as Authorization: Bearer with every push",
+  },
+  {
+    name: 'ECHO_ADMIN_TOKEN_FILE',
+    default: 'unset',
+    meaning: 'A file holding that token (a Secret), read once at startup',
+  },
 ];
 
 /** The `--help` text. */
