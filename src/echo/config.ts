@@ -254,7 +254,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'headersTimeoutMs',
     '10s',
     `${DURATION_FORM}, 1ms to 10m, at most ECHO_REQUEST_TIMEOUT`,
-    'How long a client may take to send its request head (HTTP/1.1 and HTTPS/1.1; for TLS the handshake too); then a 408 and the connection closes',
+    'How long a client may take to send its request head (HTTP/1.1 and HTTPS/1.1; for TLS the handshake too); then a 408 and the connection closes. Unset, it is never longer than ECHO_REQUEST_TIMEOUT',
     duration(1, 600_000),
   ),
   v(
@@ -530,9 +530,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
     requestTimeoutMs !== undefined &&
     headersTimeoutMs > requestTimeoutMs
   ) {
-    problems.push(
-      `ECHO_HEADERS_TIMEOUT=${JSON.stringify(env['ECHO_HEADERS_TIMEOUT'] ?? '10s')} is invalid: expected at most ECHO_REQUEST_TIMEOUT (${requestTimeoutMs} ms)`,
-    );
+    // The default head timeout follows a shorter request timeout; one that was set is a mistake.
+    if (env['ECHO_HEADERS_TIMEOUT'] === undefined) out['headersTimeoutMs'] = requestTimeoutMs;
+    else
+      problems.push(
+        `ECHO_HEADERS_TIMEOUT=${JSON.stringify(env['ECHO_HEADERS_TIMEOUT'] ?? '10s')} is invalid: expected at most ECHO_REQUEST_TIMEOUT (${requestTimeoutMs} ms)`,
+      );
   }
 
   // A default delay above the ceiling would be cut silently on every request: say so at startup.

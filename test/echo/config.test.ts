@@ -493,3 +493,10 @@ test('loadConfig – ECHO_HEADERS_TIMEOUT above ECHO_REQUEST_TIMEOUT is one line
     'ECHO_HEADERS_TIMEOUT="20s" is invalid: expected at most ECHO_REQUEST_TIMEOUT (10000 ms)',
   ]);
 });
+
+test('loadConfig – an ECHO_REQUEST_TIMEOUT below the default head timeout takes the head timeout down with it', () => {
+  const config = loadConfig({ ECHO_REQUEST_TIMEOUT: '4s' });
+  assert.equal(config.requestTimeoutMs, 4000);
+  assert.equal(config.headersTimeoutMs, 4000, 'the default 10s head timeout follows');
+  assert.equal(loadConfig({ ECHO_REQUEST_TIMEOUT: '30s' }).headersTimeoutMs, 10_000, 'the default otherwise');
+});
