@@ -72,7 +72,9 @@ async function inFlight(port: number): Promise<number> {
 
 test('drain – SIGTERM with 200 delayed requests, an SSE and a WebSocket client: all answered, /ready 503, clean closes, exit 0', async () => {
   const port = await freePort();
-  const child = start(port, { ECHO_DRAIN_TIMEOUT: '20s', ECHO_SSE_TICKER: '100ms' });
+  // A drain delay keeps the port open while /ready is polled on new connections: with none the
+  // listener may close before the first poll connects (a refused connection, not a 503).
+  const child = start(port, { ECHO_DRAIN_TIMEOUT: '20s', ECHO_SSE_TICKER: '100ms', ECHO_DRAIN_DELAY: '2s' });
   const exited = once(child, 'exit');
   await listening(port, 15_000);
 
