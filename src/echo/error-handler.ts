@@ -126,18 +126,29 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
       .replace(/^HPE_/, '')
       .toLowerCase()
       .replaceAll('_', ' ');
-    const echoError = new EchoError(code, code === 'ECHO_ERR_BAD_REQUEST' ? [reason] : []);
-    const requestId = randomUUID();
-    const body = JSON.stringify(errorBody(code, echoError.message, requestId));
-    if (socket.writable) {
-      socket.write(
-        `HTTP/1.1 ${echoError.statusCode} ${STATUS_CODES[echoError.statusCode]}\r\n` +
-          `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-          `X-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    }
+    writeRawError(socket, new EchoError(code, code === 'ECHO_ERR_BAD_REQUEST' ? [reason] : []));
   } finally {
     // Whatever happened above, the connection ends here and the error goes no further.
     socket.destroy();
   }
+}
+
+/**
+ * `error` as a whole HTTP/1.1 response, for a socket no request object speaks for (a parser
+ * refusal, CONNECT, a connection over the cap): the JSON error shape, a fresh `X-Request-ID`,
+ * `Connection: close`, and `extraHeaders` (`Name: value\r\n` lines).
+ */
+export function rawErrorResponse(error: EchoError, extraHeaders = ''): string {
+  const requestId = randomUUID();
+  const body = JSON.stringify(errorBody(error.code, error.message, requestId));
+  return (
+    `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
+    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `${extraHeaders}X-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/** Writes {@link rawErrorResponse} when the socket still takes it; the caller ends the socket. */
+export function writeRawError(socket: Duplex, error: EchoError): void {
+  if (socket.writable) socket.write(rawErrorResponse(error));
 }

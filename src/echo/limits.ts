@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import http2, { type Http2SecureServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { EchoConfig } from './config.ts';
-import { errorBody } from './error-handler.ts';
+import { errorBody, rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 
 // Connection limits (docs/adr/0016-connection-limits.md): the cap on open connections, the HTTP/2
@@ -158,14 +157,7 @@ const GOAWAY = Buffer.from([
 ]);
 
 function refusal503(max: number): string {
-  const error = new EchoError('ECHO_ERR_TOO_MANY_CONNECTIONS', [max]);
-  const id = randomUUID();
-  const body = JSON.stringify(errorBody('ECHO_ERR_TOO_MANY_CONNECTIONS', error.message, id));
-  return (
-    `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
-    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `Retry-After: 1\r\nX-Request-ID: ${id}\r\nConnection: close\r\n\r\n${body}`
-  );
+  return rawErrorResponse(new EchoError('ECHO_ERR_TOO_MANY_CONNECTIONS', [max]), 'Retry-After: 1\r\n');
 }
 
 /**

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type Server } from 'node:http';
 import http2, { type Http2SecureServer, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
@@ -6,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import type { EchoConfig } from './config.ts';
-import { errorBody } from './error-handler.ts';
+import { writeRawError } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import {
   CONNECTIONS_CHECKING_INTERVAL_MS,
@@ -191,17 +190,12 @@ export function wireServer(app: FastifyInstance, config?: EchoConfig): void {
 /** A 400 in the service's JSON shape for CONNECT, then the connection ends. */
 function refuseConnect(request: IncomingMessage, socket: Duplex): void {
   try {
-    const requestId = randomUUID();
-    const error = new EchoError('ECHO_ERR_BAD_REQUEST', [
-      `CONNECT ${request.url ?? ''} is not served: echo-chaos is not a proxy`,
-    ]);
-    const body = JSON.stringify(errorBody(error.code, error.message, requestId));
-    if (socket.writable) {
-      socket.write(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    }
+    writeRawError(
+      socket,
+      new EchoError('ECHO_ERR_BAD_REQUEST', [
+        `CONNECT ${request.url ?? ''} is not served: echo-chaos is not a proxy`,
+      ]),
+    );
   } finally {
     socket.end();
     setTimeout(() => socket.destroy(), 1000).unref();
