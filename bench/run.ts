@@ -370,6 +370,9 @@ type Scenario = LoadScenario | OtherScenario;
 
 const WRK50 = { tool: 'wrk', connections: 50, seconds } as const;
 const DELAY_CONNECTIONS = 1000;
+/** How long the million run waits after its last request: two `ECHO_IDLE_RECLAIM` ticks and a margin. */
+const SETTLE_S = 25;
+
 const SCENARIOS: readonly Scenario[] = [
   {
     kind: 'load',
@@ -447,7 +450,7 @@ const SCENARIOS: readonly Scenario[] = [
     kind: 'million',
     id: 'million',
     title: 'RSS after a million requests',
-    what: `\`GET ${PATH}\` against echo-chaos with its defaults (history of 100) until a million requests were served (wrk, 2 threads, 50 connections, in slices), then its RSS.`,
+    what: `\`GET ${PATH}\` against echo-chaos with its defaults (history of 100) until a million requests were served (wrk, 2 threads, 50 connections, in slices), then its RSS 2 s later and ${SETTLE_S} s later, once \`ECHO_IDLE_RECLAIM\` (10 s without a request) has given the burst's memory back (the target is read then).`,
   },
 ];
 
@@ -796,9 +799,12 @@ interface MillionResult {
   readonly target: number;
   readonly served: number;
   readonly seconds: number;
+  /** Once the service has been idle long enough for `ECHO_IDLE_RECLAIM` (10 s) to act. */
   readonly rssMb: number;
   readonly peakMb: number;
   readonly rssIdleMb: number;
+  /** 2 s after the last request. */
+  readonly rssJustAfterMb: number;
 }
 
 async function runMillion(): Promise<MillionResult> {
@@ -821,7 +827,9 @@ async function runMillion(): Promise<MillionResult> {
     }
     const seconds = (Date.now() - started) / 1000;
     await sleep(2000);
-    return { target, served, seconds, rssIdleMb, ...memory(server.child.pid) };
+    const rssJustAfterMb = memory(server.child.pid).rssMb;
+    await sleep((SETTLE_S - 2) * 1000);
+    return { target, served, seconds, rssIdleMb, rssJustAfterMb, ...memory(server.child.pid) };
   } catch (err) {
     throw withServerState(err, server);
   } finally {
@@ -1042,12 +1050,20 @@ for (const scenario of selected) {
   else if (scenario.kind === 'million' && million)
     out.push(
       table(
-        ['served', 'in', 'RSS idle before MB', 'RSS after MB', 'peak RSS MB'],
+        [
+          'served',
+          'in',
+          'RSS idle before MB',
+          'RSS 2 s after MB',
+          `RSS ${SETTLE_S} s after MB`,
+          'peak RSS MB',
+        ],
         [
           [
             million.served.toLocaleString('en'),
             `${million.seconds.toFixed(0)} s`,
             million.rssIdleMb.toFixed(0),
+            million.rssJustAfterMb.toFixed(0),
             million.rssMb.toFixed(0),
             million.peakMb.toFixed(0),
           ],

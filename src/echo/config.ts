@@ -27,6 +27,8 @@ export interface EchoConfig {
   readonly drainDelayMs: number;
   /** How long SIGTERM waits for in-flight work before closing every connection. */
   readonly drainTimeoutMs: number;
+  /** After traffic, how long without a request before the memory it left is given back; 0 never. */
+  readonly idleReclaimMs: number;
   /** HTTP/1.1: how long a client may take to send its request head; then 408 and the connection closes. */
   readonly headersTimeoutMs: number;
   /** HTTP/1.1: how long a client may take to send its whole request, body included (not the answer). */
@@ -247,6 +249,14 @@ export const VARIABLES: readonly VariableSpec[] = [
     '30s',
     `${DURATION_FORM}, at most 60m`,
     'On SIGTERM/SIGINT, once the port has closed: how long in-flight requests may take before every connection is closed',
+    duration(0, 3_600_000),
+  ),
+  v(
+    'ECHO_IDLE_RECLAIM',
+    'idleReclaimMs',
+    '10s',
+    `${DURATION_FORM}, at most 1h; 0 turns it off`,
+    'After traffic that grew the memory by 16 MiB or more, how long without a request before one full garbage collection gives the pages back to the operating system (V8 keeps them otherwise; docs/adr/0013-memory-after-bursts.md)',
     duration(0, 3_600_000),
   ),
   v(

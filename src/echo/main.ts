@@ -14,6 +14,7 @@ import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
 import { type EchoConfigError, isEchoError } from './errors.ts';
+import { startIdleReclaim } from './memory-reclaim.ts';
 import { ECHO_OBS_DEFAULTS } from './metrics.ts';
 import { http2SessionsOf } from './server.ts';
 import { type ConnectionDrain, trackConnections } from './shutdown.ts';
@@ -24,6 +25,8 @@ import { VERSION } from './version.ts';
  * stay quiet before it is closed (a busy one gets `Connection: close` on its next response instead).
  */
 const DRAIN_IDLE_MS = 1_000;
+const mb = (bytes: number): number => Math.round(bytes / 1024 / 102.4) / 10;
+
 /** After the drain timeout, how long answered-at-once requests get before every connection is cut. */
 const FINAL_GRACE_MS = 1_000;
 
@@ -86,6 +89,19 @@ async function main(): Promise<void> {
     const server = app.server as unknown as Server;
     connections = trackConnections(server, () => http2SessionsOf(server), { idleMs: DRAIN_IDLE_MS });
     await app.listen({ port: config.port, host: config.host });
+    if (config.idleReclaimMs > 0) {
+      const { echo, log } = app;
+      const reclaim = startIdleReclaim(
+        config.idleReclaimMs,
+        () => echo.requestCount,
+        ({ rssBeforeBytes, rssAfterBytes, gcMs }) =>
+          log.info(
+            { rss_before_mb: mb(rssBeforeBytes), rss_after_mb: mb(rssAfterBytes), gc_ms: Math.round(gcMs) },
+            'idle after traffic: memory given back to the operating system',
+          ),
+      );
+      echo.drain.signal.addEventListener('abort', () => reclaim.stop(), { once: true });
+    }
   } catch (err) {
     // Matched on the code, not the class (STYLE.md): one line per problem, naming the setting.
     if (isEchoError(err) && err.code === 'ECHO_ERR_CONFIG') {
