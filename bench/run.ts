@@ -122,6 +122,12 @@ const BARE_H2: ServerSpec = {
   script: 'bench/bare-echo.ts',
   env: { BARE_H2: 'true' },
 };
+const BARE_FASTIFY: ServerSpec = {
+  id: 'fastify',
+  label: 'bare fastify (no plugins, same work)',
+  script: 'bench/bare-fastify.ts',
+  env: {},
+};
 const DEFAULTS: ServerSpec = {
   id: 'defaults',
   label: 'echo-chaos, defaults (`npm start`)',
@@ -379,7 +385,7 @@ const SCENARIOS: readonly Scenario[] = [
     id: 'get',
     title: 'GET summary',
     what: `\`GET ${PATH}\`: the plain-text summary of the request. wrk, 2 threads, 50 connections.`,
-    servers: [BARE, DEFAULTS, NO_LOG],
+    servers: [BARE, DEFAULTS, NO_LOG, BARE_FASTIFY],
     load: WRK50,
   },
   {
@@ -387,7 +393,7 @@ const SCENARIOS: readonly Scenario[] = [
     id: 'post-1k',
     title: 'POST 1 KiB',
     what: 'A 1 KiB body echoed back. wrk, 2 threads, 50 connections.',
-    servers: [BARE, DEFAULTS, NO_LOG],
+    servers: [BARE, DEFAULTS, NO_LOG, BARE_FASTIFY],
     load: { ...WRK50, lua: postLua(1024) },
   },
   {
