@@ -4,15 +4,18 @@
  * and names only metrics, and labels, that a real echo-chaos and a real operator registry export.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { Registry } from 'prom-client';
 import { createOperatorMetrics } from '../../src/operator/metrics.ts';
+import { createOperatorServer } from '../../src/operator/server.ts';
 import { startEcho } from '../helpers/echo-server.ts';
+import { spec, startFixture } from '../operator/fixture.ts';
 
 const DASHBOARD = join(
   import.meta.dirname,
@@ -251,5 +254,117 @@ describe('dashboard echo-chaos.json', () => {
       'panel "Latency p50 / p99" A: label le is on none of echo_request_duration_seconds',
     ]);
     assert.throws(() => plain('rate(x[$interval])'), /unknown variable \$interval/);
+  });
+
+  test('dashboard – every query returns series from a real Prometheus scraping echo-chaos and the operator', async (t) => {
+    const probe = spawnSync('prometheus', ['--version'], { encoding: 'utf8', timeout: 10_000 });
+    if (probe.error !== undefined || probe.status !== 0) {
+      const why = 'prometheus not found on PATH (Debian package prometheus); .ci/run installs it';
+      if (process.env['CI']) assert.fail(`${why}: required in CI`);
+      t.skip(why);
+      return;
+    }
+    // A real operator (against the API double) pushing a scenario to a real echo pod.
+    const f = await startFixture(1);
+    t.after(() => f.close());
+    const operator = await f.startOperator();
+    const server = createOperatorServer({ registry: operator.registry, ready: () => operator.ready });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    await f.createScenario('flaky', spec('/flaky', 503));
+    const echo = f.echoes.get('echo-0')!;
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-prometheus-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    // The target labels a ServiceMonitor and a PodMonitor would add, as static labels.
+    const target = (job: string, address: string, pod: string) => ({
+      job_name: job,
+      static_configs: [{ targets: [address], labels: { namespace: 'default', pod } }],
+    });
+    writeFileSync(
+      join(dir, 'prometheus.yml'),
+      dump({
+        global: { scrape_interval: '1s', scrape_timeout: '1s' },
+        scrape_configs: [
+          target('echo-chaos', new URL(echo.url).host, 'echo-0'),
+          target('operator', `127.0.0.1:${(server.address() as { port: number }).port}`, 'operator-0'),
+        ],
+      }),
+    );
+    const prometheus = spawn(
+      'prometheus',
+      [
+        `--config.file=${join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let log = '';
+    prometheus.stderr.on('data', (chunk) => {
+      log = (log + String(chunk)).slice(-4000);
+    });
+    t.after(async () => {
+      if (prometheus.exitCode === null) {
+        const exited = new Promise((resolve) => prometheus.once('exit', resolve));
+        prometheus.kill('SIGTERM');
+        await exited;
+      }
+    });
+    const query = async (expr: string): Promise<Any[]> => {
+      const url = `http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(expr)}`;
+      const body: Any = await (await fetch(url)).json();
+      assert.equal(body.status, 'success', `${expr}: ${JSON.stringify(body)}`);
+      return body.data.result;
+    };
+    const deadline = Date.now() + 60_000;
+    const until = async (what: string, check: () => Promise<boolean>) => {
+      for (;;) {
+        try {
+          if (await check()) return;
+        } catch {
+          // Prometheus not listening yet.
+        }
+        if (Date.now() > deadline) assert.fail(`not within 60 s: ${what}\n${log}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    };
+    await until('both targets up', async () => (await query('sum(up)'))[0]?.value[1] === '2');
+    // Traffic between scrapes, so the rates are not empty: a plain answer, the pushed scenario's 503,
+    // a header fault, and a delayed request still in progress at a scrape (active faults).
+    const traffic = async () => {
+      await fetch(`${echo.url}/hello`);
+      await fetch(`${echo.url}/flaky`);
+      await fetch(`${echo.url}/x`, { headers: { 'X-Echo-Status': '418' } });
+    };
+    const slow = fetch(`${echo.url}/slow`, { headers: { 'X-Echo-Delay': '2500ms' } });
+    await until('the scenario and the faults are scraped', async () => {
+      await traffic();
+      const statuses = (await query(plain(queries(dashboard)[0]!.expr))).map((r) => r.metric.status);
+      return statuses.includes('503') && statuses.includes('418');
+    });
+    const results = new Map<string, Any[]>();
+    await until('every query returns a series', async () => {
+      for (const q of queries(dashboard)) {
+        if (q.where.startsWith('variable')) continue;
+        results.set(q.where, await query(plain(q.expr)));
+      }
+      return [...results.values()].every((r) => r.length > 0);
+    });
+    await slow;
+    const labels = (where: string, label: string) =>
+      (results.get(where) ?? []).map((r) => r.metric[label] as string).sort();
+    assert.ok(labels('panel "Injected faults by kind" A', 'kind').includes('status'));
+    assert.ok(labels('panel "Operator pushes and failures" A', 'result').includes('success'));
+    const ready = results.get('panel "EchoScenarios by condition" A')!;
+    const synced = ready.find((r) => r.metric.status === 'True' && r.metric.reason === 'Synced');
+    assert.equal(synced?.value[1], '1', JSON.stringify(ready));
+    const variable = queries(dashboard).find((q) => q.where === 'variable namespace')!;
+    assert.ok((await query(plain(variable.expr))).some((r) => r.metric.namespace === 'default'));
   });
 });
