@@ -58,14 +58,14 @@ function commands(block: string): Array<{ words: string[]; alternative: boolean 
   return found;
 }
 
-/** `--set` and `--kube-version` style flags of a helm command, for helm template. */
+/**
+ * A `helm install RELEASE CHART ...` as the `helm template` of this chart with the same flags (all
+ * of them: an unknown flag fails), but `--version`, which names a released chart.
+ */
 function templateFlags(args: string[]): string[] {
-  const flags: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '--set' || a === '-f' || a === '--namespace' || a === '-n') flags.push(a, args[++i]!);
-    else if (a.startsWith('--set=')) flags.push(a);
-  }
+  const flags = args.slice(4);
+  const version = flags.indexOf('--version');
+  if (version !== -1) flags.splice(version, 2);
   return flags;
 }
 
