@@ -40,6 +40,8 @@ describe('chart echo-chaos', { skip }, () => {
       ['--set', 'replicaCont=2'],
       ['--set', 'service.port=http'],
       ['--set', 'operator.enabld=true'],
+      ['--set', 'grafanaDashboard.enabeld=true'],
+      ['--set', 'grafanaDashboard.label=not a label'],
     ]) {
       assert.throws(
         () => helm(['template', 'x', CHART, ...bad]),
