@@ -14,10 +14,29 @@ export interface OperatorMetrics {
   readonly leader: Gauge;
   /** Keys waiting in the work queue, read at each scrape. */
   readonly queueDepth: Gauge;
+  /** EchoScenarios in the informer cache, by `condition`, `status` and `reason`, counted at each scrape. */
+  readonly echoScenarios: Gauge<'condition' | 'status' | 'reason'>;
 }
 
-/** Registers the operator's meters on `registry`; `queueDepth` is called at each scrape. */
-export function createOperatorMetrics(registry: Registry, queueDepth: () => number): OperatorMetrics {
+/** What `echo_chaos_operator_echoscenarios` reads of one condition of an EchoScenario. */
+export interface ConditionLike {
+  readonly type: string;
+  readonly status: string;
+  readonly reason?: string;
+}
+
+/** The condition an EchoScenario without one is counted under, as `Unknown`. */
+const READY = 'Ready';
+
+/**
+ * Registers the operator's meters on `registry`; `queueDepth` and `scenarioConditions` (the
+ * conditions of each cached EchoScenario) are called at each scrape.
+ */
+export function createOperatorMetrics(
+  registry: Registry,
+  queueDepth: () => number,
+  scenarioConditions: () => Iterable<readonly ConditionLike[] | undefined> = () => [],
+): OperatorMetrics {
   return {
     pushes: new Counter({
       name: 'echo_chaos_operator_pushes_total',
@@ -54,6 +73,25 @@ export function createOperatorMetrics(registry: Registry, queueDepth: () => numb
       registers: [registry],
       collect() {
         this.set(queueDepth());
+      },
+    }),
+    echoScenarios: new Gauge({
+      name: 'echo_chaos_operator_echoscenarios',
+      help: 'EchoScenarios by condition, status and reason (every replica counts its cache: aggregate with max).',
+      labelNames: ['condition', 'status', 'reason'],
+      registers: [registry],
+      collect() {
+        // Rebuilt at each scrape: a reason nobody has any more disappears; Ready is always there.
+        this.reset();
+        for (const status of ['True', 'False', 'Unknown'])
+          this.set({ condition: READY, status, reason: '' }, 0);
+        for (const conditions of scenarioConditions()) {
+          const list = conditions ?? [];
+          const counted = list.some((c) => c.type === READY)
+            ? list
+            : [...list, { type: READY, status: 'Unknown', reason: '' }];
+          for (const c of counted) this.inc({ condition: c.type, status: c.status, reason: c.reason ?? '' });
+        }
       },
     }),
   };

@@ -96,7 +96,12 @@ export function createOperator(options: OperatorOptions): Operator {
     baseDelayMs: options.retryBaseDelayMs ?? 200,
     maxDelayMs: options.retryMaxDelayMs,
   });
-  const metrics = createOperatorMetrics(registry, () => queue.length);
+  // `scenarios` is read only at scrape time, after the informer below exists.
+  const metrics = createOperatorMetrics(
+    registry,
+    () => queue.length,
+    () => scenarios.list().map((es) => es.status?.conditions),
+  );
   const push = createPushClient({
     timeoutMs: options.pushTimeoutMs ?? 5000,
     metrics,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -40,6 +40,8 @@ describe('chart echo-chaos', { skip }, () => {
       ['--set', 'replicaCont=2'],
       ['--set', 'service.port=http'],
       ['--set', 'operator.enabld=true'],
+      ['--set', 'grafanaDashboard.enabeld=true'],
+      ['--set', 'grafanaDashboard.label=not a label'],
     ]) {
       assert.throws(
         () => helm(['template', 'x', CHART, ...bad]),
@@ -130,6 +132,60 @@ describe('chart echo-chaos', { skip }, () => {
     assert.equal(env.ECHO_DRAIN_TIMEOUT, '30s');
     assert.equal(echo.lifecycle, undefined, 'the drain delay replaces the preStop sleep');
     assert.equal(pod.terminationGracePeriodSeconds, 5 + 30 + 5);
+  });
+
+  test('chart – Chart.yaml states the minimum Kubernetes version, and helm refuses an older cluster', () => {
+    assert.match(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'), /^kubeVersion: ">=1\.25\.0-0"$/m);
+    assert.doesNotThrow(() => render('--kube-version', '1.25.0'));
+    assert.throws(() => render('--kube-version', '1.24.9'), /incompatible with Kubernetes v1\.24\.9/);
+  });
+
+  for (const [version, form] of [
+    ['1.29.5', 'exec'],
+    ['1.30.0', 'sleep'],
+    ['1.33.1-eks-1234', 'sleep'],
+  ] as const) {
+    test(`chart – preStop on Kubernetes ${version}: the ${form} form, valid, inside the grace period`, () => {
+      const docs = render('-f', ALL_ON, '--kube-version', version);
+      assert.deepEqual(
+        docs.flatMap((d) => kubernetesProblems(d)),
+        [],
+      );
+      const [deployment] = byKind(docs, 'Deployment').filter((d) => d.metadata.name === 'echo-chaos');
+      const pod: Any = (deployment as Any).spec.template.spec;
+      const preStop = pod.containers[0].lifecycle.preStop;
+      assert.deepEqual(Object.keys(preStop), [form]);
+      const seconds = form === 'sleep' ? preStop.sleep.seconds : Number(preStop.exec.command[1]);
+      if (form === 'exec') assert.deepEqual(preStop.exec.command, ['sleep', '2']);
+      assert.equal(seconds, 2);
+      assert.equal(pod.terminationGracePeriodSeconds, 2 + 3 + 20 + 5);
+    });
+  }
+
+  test('chart – the exec sleep fallback has a sleep to run: the image is Debian-based (coreutils)', () => {
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    const stages = [...dockerfile.matchAll(/^FROM\s+(\S+)(?:\s+AS\s+(\S+))?/gim)];
+    const runtime = stages.at(-1)!;
+    // node:<version>-bookworm-slim keeps Debian's essential packages, coreutils (/bin/sleep) among them.
+    assert.match(runtime[1]!, /^node:[\d.]+-(bookworm|trixie)(-slim)?$/, `runtime image ${runtime[1]}`);
+  });
+
+  test('chart – grafanaDashboard: a ConfigMap holding dashboards/echo-chaos.json under the sidecar label', () => {
+    const file = readFileSync(join(CHART, 'dashboards', 'echo-chaos.json'), 'utf8');
+    const find = (docs: Doc[]) =>
+      (byKind(docs, 'ConfigMap') as Any[]).find((c) => c.metadata.name === 'echo-chaos-dashboard');
+    assert.equal(find(render()), undefined, 'off by default');
+    const onDefaults = find(render('--set', 'grafanaDashboard.enabled=true'));
+    assert.equal(onDefaults.metadata.labels.grafana_dashboard, '1');
+    assert.equal(onDefaults.metadata.namespace, 'default', 'the release namespace');
+    assert.deepEqual(JSON.parse(onDefaults.data['echo-chaos.json']), JSON.parse(file));
+    const custom = find(
+      render('-f', ALL_ON, '--set', 'grafanaDashboard.label=dashboards,grafanaDashboard.labelValue=echo'),
+    );
+    assert.equal(custom.metadata.labels.dashboards, 'echo');
+    assert.equal(custom.metadata.labels.grafana_dashboard, undefined);
+    assert.equal(custom.metadata.namespace, 'monitoring');
+    assert.equal(custom.metadata.annotations.grafana_folder, 'chaos');
   });
 
   test('chart – the operator: drain inside its grace period, a PDB and a PodMonitor on its metrics port', () => {

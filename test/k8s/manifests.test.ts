@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { MANIFESTS_PATH, renderManifests } from '../../scripts/gen-manifests.ts';
+import {
+  MANIFESTS_PATH,
+  OPERATOR_MANIFESTS_PATH,
+  renderManifests,
+  renderOperatorManifests,
+} from '../../scripts/gen-manifests.ts';
 import { validateScenarios } from '../../src/scenario/index.ts';
 import { helmSkip } from '../helpers/helm.ts';
 import { compileEchoScenarioValidator, readYamlDocuments } from './crd-schema.ts';
@@ -41,6 +46,52 @@ describe('manifests', () => {
       docs.flatMap((d) => kubernetesProblems(d)),
       [],
     );
+  });
+
+  test('manifests – the checked-in operator render equals the chart rendered with operator.enabled', {
+    skip: skipHelm,
+  }, () => {
+    assert.equal(
+      readFileSync(join(ROOT, OPERATOR_MANIFESTS_PATH), 'utf8'),
+      renderOperatorManifests(),
+      `${OPERATOR_MANIFESTS_PATH} is stale: run npx node scripts/gen-manifests.ts --write`,
+    );
+  });
+
+  test('manifests – manifests/operator/ adds the operator only: valid, nothing twice, all for namespace default', () => {
+    const echo = readYamlDocuments(join(ROOT, MANIFESTS_PATH));
+    const operator = readYamlDocuments(join(ROOT, OPERATOR_MANIFESTS_PATH)) as Any[];
+    assert.deepEqual(
+      operator.flatMap((d) => kubernetesProblems(d)),
+      [],
+    );
+    assert.deepEqual(operator.map((d) => d.kind).sort(), [
+      'Deployment',
+      'Role',
+      'Role',
+      'RoleBinding',
+      'RoleBinding',
+      'ServiceAccount',
+    ]);
+    const ids = (docs: Any[]) => docs.map((d) => `${d.kind}/${d.metadata.name}`);
+    const both = ids(echo).filter((id) => ids(operator).includes(id));
+    assert.deepEqual(both, [], 'an object in both files');
+    const deployment = operator.find((d) => d.kind === 'Deployment');
+    const env = Object.fromEntries(
+      deployment.spec.template.spec.containers[0].env.map((e: Any) => [e.name, e.value]),
+    );
+    assert.equal(env.WATCH_NAMESPACE, 'default');
+    assert.equal(deployment.spec.template.spec.serviceAccountName, 'echo-chaos-operator');
+    for (const binding of operator.filter((d) => d.kind === 'RoleBinding')) {
+      assert.deepEqual(binding.subjects, [
+        { kind: 'ServiceAccount', name: 'echo-chaos-operator', namespace: 'default' },
+      ]);
+    }
+    // The operator pushes to the Service the example EchoScenario targets, in the same namespace.
+    const byService = examples().find(
+      (d) => d.kind === 'EchoScenario' && d.spec.target.service !== undefined,
+    );
+    assert.equal(byService.metadata.namespace ?? 'default', 'default');
   });
 
   test('manifests – the example EchoScenarios pass the CRD schema and the echo service', () => {
