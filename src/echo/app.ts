@@ -155,10 +155,18 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       recordOnClose(request, reply, state.metrics);
     });
     reply.header('x-request-id', request.id);
-    // HTTP/1.1 requires Host (RFC 9112, 3.2); node's own refusal would have no body (server.ts).
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
-      done(new EchoError('ECHO_ERR_BAD_REQUEST', ['an HTTP/1.1 request needs a Host header']));
-      return;
+    if (request.raw.httpVersionMajor === 1) {
+      // HTTP/1.1 requires exactly one Host (RFC 9112, 3.2); node's own refusal of none would have
+      // no body (server.ts), and node keeps the first of two without a word.
+      const hosts = hostFields(request.raw.rawHeaders);
+      if (hosts !== 1 && (hosts > 1 || request.raw.httpVersionMinor === 1)) {
+        const problem =
+          hosts > 1
+            ? `a request must have one Host header, not ${hosts}`
+            : 'an HTTP/1.1 request needs a Host header';
+        done(new EchoError('ECHO_ERR_BAD_REQUEST', [problem]));
+        return;
+      }
     }
     reply.header('x-echo-request-count', state.requestCount);
     for (const [name, value] of extraHeaders) reply.header(name, value);
@@ -261,4 +269,14 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     scope.route({ method: scope.supportedMethods, url: '*', handler: echo });
   });
   return app;
+}
+
+/** How many Host field lines a request head has (node keeps only the first in `headers`). */
+function hostFields(rawHeaders: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+  }
+  return n;
 }

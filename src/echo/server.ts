@@ -171,8 +171,11 @@ export function wireServer(app: FastifyInstance, config?: EchoConfig): void {
   server.shouldUpgradeCallback = (request) =>
     (cleartext !== undefined && isH2cUpgrade(request)) || handlerFor(request) !== undefined;
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (cleartext !== undefined && isH2cUpgrade(request))
+    if (cleartext !== undefined && isH2cUpgrade(request)) {
+      const problem = http2SettingsProblem(request.headers['http2-settings']);
+      if (problem !== undefined) return refuse(socket, new EchoError('ECHO_ERR_BAD_REQUEST', [problem]));
       return cleartext.upgradeToH2c(request, socket, head);
+    }
     const handler = handlerFor(request);
     // The handler left between the callback and now (it cannot, today): nobody speaks for the path.
     if (handler === undefined) return void socket.destroy();
@@ -189,17 +192,33 @@ export function wireServer(app: FastifyInstance, config?: EchoConfig): void {
 
 /** A 400 in the service's JSON shape for CONNECT, then the connection ends. */
 function refuseConnect(request: IncomingMessage, socket: Duplex): void {
+  refuse(
+    socket,
+    new EchoError('ECHO_ERR_BAD_REQUEST', [
+      `CONNECT ${request.url ?? ''} is not served: echo-chaos is not a proxy`,
+    ]),
+  );
+}
+
+/** `error` in the service's JSON shape on a connection node has handed over, then the connection ends. */
+export function refuse(socket: Duplex, error: EchoError): void {
   try {
-    writeRawError(
-      socket,
-      new EchoError('ECHO_ERR_BAD_REQUEST', [
-        `CONNECT ${request.url ?? ''} is not served: echo-chaos is not a proxy`,
-      ]),
-    );
+    writeRawError(socket, error);
   } finally {
     socket.end();
     setTimeout(() => socket.destroy(), 1000).unref();
   }
+}
+
+/**
+ * What is wrong with an `HTTP2-Settings` header, or undefined: RFC 9113 (section 3.2.1) makes it
+ * exactly one field holding the base64url of a SETTINGS payload (6 bytes a parameter).
+ */
+export function http2SettingsProblem(value: string | string[] | undefined): string | undefined {
+  if (typeof value !== 'string') return 'HTTP2-Settings must be one header field';
+  if (!/^[A-Za-z0-9_-]*={0,2}$/.test(value) || Buffer.from(value, 'base64url').length % 6 !== 0)
+    return 'HTTP2-Settings must be the base64url of a SETTINGS payload (6 bytes a parameter)';
+  return undefined;
 }
 
 interface UpgradingServer extends Server {

@@ -1,7 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
+import { TOKEN } from './http-grammar.ts';
 import type { EchoState } from './state.ts';
 
 /** The path of the WebSocket echo. */
@@ -16,6 +18,25 @@ export const WS_CLOSE = {
   /** `ECHO_MAX_STREAMS` connections are open already. */
   TRY_AGAIN_LATER: 1013,
 } as const;
+
+/** What a WebSocket handshake lacks (RFC 6455, section 4.2.1), or undefined when ws will take it. */
+export function handshakeProblem(request: IncomingMessage): string | undefined {
+  if (request.method !== 'GET') return `a WebSocket handshake is a GET, not ${request.method}`;
+  if (String(request.headers.upgrade ?? '').toLowerCase() !== 'websocket')
+    return 'a WebSocket handshake needs Upgrade: websocket';
+  const key = request.headers['sec-websocket-key'];
+  if (typeof key !== 'string' || !/^[+/0-9A-Za-z]{22}==$/.test(key))
+    return 'Sec-WebSocket-Key must be 16 bytes in base64';
+  const version = request.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8') return 'Sec-WebSocket-Version must be 13';
+  const protocols = request.headers['sec-websocket-protocol'];
+  if (protocols !== undefined) {
+    const names = protocols.split(',').map((name) => name.trim());
+    if (names.some((name) => !TOKEN.test(name)) || new Set(names).size !== names.length)
+      return 'Sec-WebSocket-Protocol must be a list of distinct tokens';
+  }
+  return undefined;
+}
 
 /**
  * Reading from a client stops while this many bytes of its echoes wait to be written, and resumes
@@ -103,6 +124,18 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
   };
 
   state.upgradeHandlers.set(WS_PATH, (request, socket, head) => {
+    // ws refuses a bad handshake itself, but in plain text: the service answers in its JSON shape.
+    const problem = handshakeProblem(request);
+    if (problem !== undefined) {
+      const error = new EchoError('ECHO_ERR_BAD_REQUEST', [problem]);
+      try {
+        if (socket.writable) socket.write(rawErrorResponse(error, `Sec-WebSocket-Version: 13\r\n`));
+      } finally {
+        socket.end();
+        setTimeout(() => socket.destroy(), 1000).unref();
+      }
+      return;
+    }
     wss.handleUpgrade(request, socket, head, (ws) => onConnection(ws, request));
   });
 
