@@ -13,7 +13,7 @@ const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.u
   scripts: Record<string, string>;
 };
 
-test('README – the generated tables are fresh (run `node scripts/readme-tables.ts --write`)', () => {
+test('README – the generated tables are fresh (run `npm run gen:readme`)', () => {
   const fresh = renderReadme(README);
   if (fresh !== README) {
     const ours = README.split('\n');
@@ -21,7 +21,7 @@ test('README – the generated tables are fresh (run `node scripts/readme-tables
     const at = ours.findIndex((line, i) => line !== theirs[i]);
     assert.fail(
       `README.md is stale from line ${at + 1}:\n  README:    ${ours[at]}\n  generated: ${theirs[at]}\n` +
-        'run `npx node scripts/readme-tables.ts --write`',
+        'run `npm run gen:readme`',
     );
   }
 });
