@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { renderReadme } from '../scripts/readme-tables.ts';
 import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
@@ -7,8 +8,12 @@ import { ECHO_ERRORS } from '../src/echo/errors.ts';
 import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+  scripts: Record<string, string>;
+};
 
-test('README – the generated tables are fresh (run `node scripts/readme-tables.ts --write`)', () => {
+test('README – the generated tables are fresh (run `npm run gen:readme`)', () => {
   const fresh = renderReadme(README);
   if (fresh !== README) {
     const ours = README.split('\n');
@@ -16,7 +21,7 @@ test('README – the generated tables are fresh (run `node scripts/readme-tables
     const at = ours.findIndex((line, i) => line !== theirs[i]);
     assert.fail(
       `README.md is stale from line ${at + 1}:\n  README:    ${ours[at]}\n  generated: ${theirs[at]}\n` +
-        'run `npx node scripts/readme-tables.ts --write`',
+        'run `npm run gen:readme`',
     );
   }
 });
@@ -96,4 +101,50 @@ test('README – every variable and error code the prose names exists in the cod
   for (const [code] of README.matchAll(/SCENARIO_ERR_[A-Z_]+/g)) {
     assert.ok(code in SCENARIO_ERRORS, `README names ${code}, which is not in SCENARIO_ERRORS`);
   }
+});
+
+test("README – runs the repository's scripts through npm scripts, never `node <file>.ts` (the machine's Node may be 20)", () => {
+  // `npx node …` runs the project's Node 24 (the `node` devDependency); a bare `node` may not.
+  const bare = [
+    ...README.matchAll(/(?<!npx )\bnode (?:--\S+ )*((?:scripts|src|bench|examples)\/\S+\.ts)/g),
+  ].map(([, file]) => file);
+  assert.deepEqual(bare, [], 'README lines that run a .ts file with bare `node`: give each an npm script');
+  for (const [, name] of README.matchAll(/\bnpm run ([\w:-]+)/g)) {
+    assert.ok(
+      name !== undefined && Object.hasOwn(PACKAGE.scripts, name),
+      `README runs \`npm run ${name}\`, not in package.json`,
+    );
+  }
+  // Every script of scripts/ and the config-doc generator has an npm script that runs it.
+  const files = [
+    ...readdirSync(new URL('../scripts/', import.meta.url)).map((f) => `scripts/${f}`),
+    'src/obs/config-doc.ts',
+  ];
+  const commands = Object.values(PACKAGE.scripts);
+  for (const file of files) {
+    assert.ok(
+      commands.some((command) => command.startsWith(`node ${file}`)),
+      `${file} has no npm script (npm run …) that runs it`,
+    );
+  }
+  for (const name of ['gen:crd', 'gen:manifests', 'gen:readme', 'gen:config-doc', 'api-report']) {
+    assert.match(PACKAGE.scripts[name] ?? '', / --write$/, `npm run ${name} rewrites its files`);
+  }
+});
+
+test("README – `npm run release-check -- vX.Y.Z` runs on the project's Node wherever npm runs it", () => {
+  const env = { ...process.env };
+  for (const name of Object.keys(env))
+    if (name.startsWith('GITHUB_') || name.startsWith('npm_')) delete env[name];
+  const result = spawnSync('npm', ['run', '--silent', 'release-check', '--', `v${PACKAGE.version}`], {
+    cwd: new URL('..', import.meta.url),
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(result.status, 0, `${result.stdout}${result.stderr}`);
+  assert.match(
+    result.stdout,
+    new RegExp(`^release-check: v${PACKAGE.version.replaceAll('.', '\\.')} releases `, 'm'),
+  );
 });

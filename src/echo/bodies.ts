@@ -161,18 +161,27 @@ export function compressionSlots(config: { readonly maxConcurrentCompression: nu
 
 /**
  * The plain-text summary a GET without a body answers with: the request line, every header as
- * received, the client IP and a timestamp, one item a line.
+ * received, the client IP and a timestamp, one item a line. HTTP/2's `:authority` is shown as the
+ * `host` it stands for (RFC 9113 8.3.1), where it was received, unless the request also sent `host`.
  */
 export function requestSummary(raw: IncomingMessage, clientIp: string, protocol: string): string {
   let out = `${raw.method} ${raw.url} ${protocol}\n`;
   const headers = raw.rawHeaders;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
-    if (name.charCodeAt(0) === 58 /* ':' pseudo-header */) continue;
+    if (name.charCodeAt(0) === 58 /* ':' pseudo-header */) {
+      if (name === ':authority' && !hasHostHeader(headers)) out += `host: ${headers[i + 1]}\n`;
+      continue;
+    }
     out += `${name}: ${headers[i + 1]}\n`;
   }
   out += `\nClient IP: ${clientIp}\nTimestamp: ${new Date().toISOString()}\n`;
   return out;
+}
+
+function hasHostHeader(rawHeaders: readonly string[]): boolean {
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'host') return true;
+  return false;
 }
 
 /** Whether a request announces a body (so a GET with one is echoed, not summarised). */

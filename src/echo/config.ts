@@ -363,7 +363,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'scenarioFile',
     'scenarios.yaml',
     'a file path',
-    'YAML scenarios file, watched for changes; a missing default file means no scenarios',
+    'YAML scenarios file, watched for changes; a missing default file means no scenarios, an invalid one too (with a warning)',
     text,
   ),
   v(

@@ -136,7 +136,7 @@ export async function registerServiceRoutes(
         version: VERSION,
         uptime: formatUptime(uptime(state)),
         start_time: state.startedAt.toISOString(),
-        request_count: String(state.requestCount),
+        request_count: state.requestCount,
         node_version: process.version,
         admin_token_required: config.adminToken !== undefined || config.adminTokenFile !== undefined,
         lifecycle: { ...state.lifecycle },

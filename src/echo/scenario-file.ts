@@ -11,8 +11,11 @@ import type { EchoConfig } from './config.ts';
 import { EchoConfigError } from './errors.ts';
 
 /**
- * Loads `ECHO_SCENARIO_FILE` into the store and watches it. A missing default file means no
- * scenarios; a file named explicitly must exist and be valid, else startup stops.
+ * Loads `ECHO_SCENARIO_FILE` into the store and watches it. A file named explicitly must exist and
+ * be valid, else startup stops. The default file (`scenarios.yaml` in the working directory, with
+ * the variable unset) is optional: missing, it means no scenarios; invalid, a warning names the
+ * problem and the service starts without scenarios (a stray file nobody asked for is no reason to
+ * refuse to start), and it is not watched.
  */
 export function startScenarioFile(
   config: EchoConfig,
@@ -31,6 +34,13 @@ export function startScenarioFile(
   try {
     store.replace(loadScenarioFile(file, { maxDelayMs: config.maxDelayMs }));
   } catch (err) {
+    if (!config.scenarioFileExplicit) {
+      logger.warn(
+        { file, problem: describe(err) },
+        `${file} is invalid and ignored: starting without scenarios (ECHO_SCENARIO_FILE is unset; set it to this file to make it required)`,
+      );
+      return undefined;
+    }
     throw new EchoConfigError([`ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: ${describe(err)}`]);
   }
   logger.info({ file, scenarios: store.size }, 'scenarios loaded');

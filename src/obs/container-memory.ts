@@ -8,7 +8,8 @@
  *
  * The meters (read on each scrape) are `obs_container_memory_used_bytes`,
  * `obs_container_memory_limit_bytes` (`+Inf` without a limit), `obs_container_memory_headroom_ratio`
- * (the free share of the limit) and `obs_container_oom_kills_total`; an unknown figure is `NaN`.
+ * (the free share of the limit) and `obs_container_oom_kills_total`; an unknown figure has no
+ * sample (the series is absent from the scrape, as PromQL expects of an unknown value).
  */
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -209,6 +210,26 @@ export function readContainerMemory(options: ContainerMemoryOptions = {}): Conta
   }
 }
 
+/**
+ * A gauge whose unknown value (NaN) is left out of the scrape. prom-client prints NaN as `Nan`,
+ * which is not the exposition format's `NaN`; and an absent sample is what PromQL treats as
+ * unknown, where a NaN would turn every `sum` over the pods into NaN.
+ */
+class KnownGauge extends Gauge<string> {
+  override async get() {
+    const metric = await super.get();
+    return { ...metric, values: metric.values.filter((value) => !Number.isNaN(value.value)) };
+  }
+}
+
+/** The same for a counter (the OOM kills, unknown without a cgroup file that counts them). */
+class KnownCounter extends Counter<string> {
+  override async get() {
+    const metric = await super.get();
+    return { ...metric, values: metric.values.filter((value) => !Number.isNaN(value.value)) };
+  }
+}
+
 /** Registers the four container meters on `registry`; each scrape reads afresh. */
 export function registerContainerMemoryMetrics(registry: Registry, read: () => ContainerMemoryReading): void {
   // One reading per scrape, shared by the four meters: a scrape collects them in one synchronous run.
@@ -223,34 +244,34 @@ export function registerContainerMemoryMetrics(registry: Registry, read: () => C
     return cached;
   };
   const or = (value: number | undefined) => value ?? Number.NaN;
-  new Gauge({
+  new KnownGauge({
     name: CONTAINER_MEMORY_METRICS.usedBytes,
-    help: 'Memory charged to the cgroup of the process, in bytes (NaN when unknown)',
+    help: 'Memory charged to the cgroup of the process, in bytes (no sample when unknown)',
     registers: [registry],
     collect() {
       this.set(or(reading().usedBytes));
     },
   });
-  new Gauge({
+  new KnownGauge({
     name: CONTAINER_MEMORY_METRICS.limitBytes,
-    help: 'Memory limit of the cgroup of the process, in bytes (+Inf without a limit, NaN when unknown)',
+    help: 'Memory limit of the cgroup of the process, in bytes (+Inf without a limit, no sample when unknown)',
     registers: [registry],
     collect() {
       const r = reading();
       this.set(r.unlimited ? Number.POSITIVE_INFINITY : or(r.limitBytes));
     },
   });
-  new Gauge({
+  new KnownGauge({
     name: CONTAINER_MEMORY_METRICS.headroomRatio,
-    help: 'Free share of the cgroup memory limit, 0 to 1 (NaN without a limit)',
+    help: 'Free share of the cgroup memory limit, 0 to 1 (no sample without a limit)',
     registers: [registry],
     collect() {
       this.set(or(reading().headroomRatio));
     },
   });
-  new Counter({
+  new KnownCounter({
     name: CONTAINER_MEMORY_METRICS.oomKillsTotal,
-    help: 'Processes of the cgroup killed by the kernel OOM killer (NaN when unknown)',
+    help: 'Processes of the cgroup killed by the kernel OOM killer (no sample when unknown)',
     registers: [registry],
     collect() {
       // The kernel keeps the count; the counter only mirrors it.

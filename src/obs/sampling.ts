@@ -111,7 +111,9 @@ const RECORDED: ObsSamplingResult = Object.freeze({
 export function createObsSampler(config: ObsSamplingSettings | Pick<ObsConfig, 'sampling'> = {}): ObsSampler {
   const settings = settingsOf(config);
   const probability = settings.enabled ? Math.min(1, Math.max(0, settings.probability)) : 1;
-  const preferOnError = settings.enabled && settings['prefer-sampling-on-error'] && probability < 1;
+  // Also at probability 1: the spans of an unsampled parent are dropped there too, and the
+  // description then says what the setting says.
+  const preferOnError = settings.enabled && settings['prefer-sampling-on-error'];
   const unsampled = preferOnError ? RECORDED : DROPPED;
   const description = `ObsSampler{ParentBased{root=TraceIdRatio{${probability}}},preferSamplingOnError=${preferOnError}}`;
   return {

@@ -93,7 +93,8 @@ export function registerTraceGuard(app: FastifyInstance, obs: Obs): void {
         : obs.mode.get() === 'ENFORCING'
           ? 'counts; rejects requests without trace context with 400'
           : 'counts; logs requests without trace context (DRY_RUN, never rejects)',
-    never_checked: [...prefixes, base],
+    // The base path once, also when it is one of the prefixes (it is by default).
+    never_checked: [...new Set([...prefixes, base])],
     metrics: [TRACE_GUARD_METRICS.received, TRACE_GUARD_METRICS.missing],
   }));
   if (!guard.enabled) return;

@@ -23,6 +23,16 @@ export function parseCommandLine(args: readonly string[]): CommandLine {
 
 /** Every variable the operator reads (config.ts), with its default; a test keeps the two in step. */
 export const OPERATOR_VARIABLES: readonly { name: string; default: string; meaning: string }[] = [
+  {
+    name: 'KUBECONFIG',
+    default: '~/.kube/config',
+    meaning: 'The kubeconfig file(s) of the cluster; read first when set',
+  },
+  {
+    name: 'KUBERNETES_SERVICE_HOST',
+    default: 'set by Kubernetes in a pod',
+    meaning: "When set (and KUBECONFIG is not), the cluster is the pod's, with its service account",
+  },
   { name: 'WATCH_NAMESPACE', default: '(all)', meaning: 'The one namespace to watch; empty watches all' },
   { name: 'POD_NAME', default: 'host name and pid', meaning: "This replica's identity in the leader lease" },
   {
@@ -58,7 +68,8 @@ export function helpText(version: string): string {
     '',
     'Usage: echo-chaos-operator [--help | --version]',
     '',
-    'The cluster comes from KUBECONFIG (or ~/.kube/config), or from the service account inside a pod.',
+    'The cluster comes from KUBECONFIG (or ~/.kube/config), or from the service account inside a pod;',
+    'without any of them startup stops.',
     'A bad setting stops startup with one line naming it.',
     '',
     'Variables:',

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { OperatorConfigError } from './errors.ts';
 
 export interface OperatorConfig {
@@ -105,4 +106,32 @@ export function readAdminToken(config: OperatorConfig): string | undefined {
     ]);
   }
   return token;
+}
+
+/** Where the operator reads its cluster from: a kubeconfig file, or the pod's service account. */
+export type ClusterSource = 'kubeconfig' | 'in-cluster';
+
+/**
+ * Where the cluster comes from: `KUBECONFIG` when set, else the pod's service account when
+ * `KUBERNETES_SERVICE_HOST` is set (inside a pod), else `~/.kube/config` when it exists.
+ * Without any of them @kubernetes/client-node would fall back to `http://localhost:8080` and every
+ * request fail (`HTTP protocol is not allowed when skipTLSVerify is not set`), forever: startup
+ * stops instead.
+ * @param home the home directory (`HOME`, where client-node looks for `.kube/config`).
+ * @param exists whether a file exists (`fs.existsSync`; injected for tests).
+ * @throws {OperatorConfigError} `OPERATOR_ERR_CONFIG` when none is found.
+ */
+export function clusterSource(
+  env: Record<string, string | undefined>,
+  home: string | undefined,
+  exists: (path: string) => boolean,
+): ClusterSource {
+  if (env['KUBECONFIG']) return 'kubeconfig';
+  if (env['KUBERNETES_SERVICE_HOST']) return 'in-cluster';
+  if (home && exists(join(home, '.kube', 'config'))) return 'kubeconfig';
+  throw new OperatorConfigError([
+    'no kubeconfig or in-cluster config was found: KUBECONFIG is unset, ' +
+      `${home ? JSON.stringify(join(home, '.kube', 'config')) : '~/.kube/config (HOME is unset)'} does not exist ` +
+      'and KUBERNETES_SERVICE_HOST is unset (expected a kubeconfig, or a pod with a service account)',
+  ]);
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
+
 /**
  * `echo-chaos-operator`: reads its settings from the environment, its cluster from `KUBECONFIG`
  * (or the default kubeconfig) or, inside a pod, from the service account, and runs until SIGTERM
  * or SIGINT, then drains: releases the lease, finishes in-flight pushes, closes its server.
  */
 
+import { existsSync } from 'node:fs';
 import {
   createErrorUpgradeSpanProcessor,
   createObs,
@@ -23,7 +25,13 @@ import pkg from '../../package.json' with { type: 'json' };
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
-import { loadOperatorConfig, type OperatorConfig, readAdminToken } from './config.ts';
+import {
+  type ClusterSource,
+  clusterSource,
+  loadOperatorConfig,
+  type OperatorConfig,
+  readAdminToken,
+} from './config.ts';
 
 const command = parseCommandLine(process.argv.slice(2));
 if (command.kind === 'help' || command.kind === 'version') {
@@ -39,10 +47,12 @@ if (command.kind === 'usage-error') {
 let config: OperatorConfig;
 let obs: ResolvedObsConfig;
 let adminToken: string | undefined;
+let cluster: ClusterSource;
 try {
   config = loadOperatorConfig(process.env);
   adminToken = readAdminToken(config);
   obs = loadObsConfig({ env: process.env });
+  cluster = clusterSource(process.env, process.env['HOME'], existsSync);
 } catch (error) {
   if (isObsError(error) && error.code === 'OBS_ERR_CONFIG') {
     const { problems } = error as ObsConfigError;
@@ -76,7 +86,11 @@ const { KubeConfig } = await import('@kubernetes/client-node');
 const { createOperator } = await import('./operator.ts');
 const { createOperatorServer } = await import('./server.ts');
 const logger = pino(
-  obsLoggerOptions({ config: obs.config, base: { level: config.logLevel, name: 'echo-chaos-operator' } }),
+  obsLoggerOptions({
+    config: obs.config,
+    // ISO times, as the echo service writes them (one format across the bundle's logs).
+    base: { level: config.logLevel, name: 'echo-chaos-operator', timestamp: pino.stdTimeFunctions.isoTime },
+  }),
 );
 
 // obs for the metrics too: one registry holds the operator's and obs's series (config hash,
@@ -107,11 +121,8 @@ logger.info(
 );
 
 const kc = new KubeConfig();
-if (process.env['KUBERNETES_SERVICE_HOST'] !== undefined && process.env['KUBECONFIG'] === undefined) {
-  kc.loadFromCluster();
-} else {
-  kc.loadFromDefault();
-}
+if (cluster === 'in-cluster') kc.loadFromCluster();
+else kc.loadFromDefault();
 
 const operator = createOperator({
   kc,

@@ -236,3 +236,13 @@ test('metrics – promtool check metrics accepts the scrape', async (t) => {
   assert.equal(result.error, undefined);
   assert.equal(result.status, 0, `promtool check metrics:\n${result.stdout}${result.stderr}`);
 });
+
+test('metrics – no sample is NaN in any spelling (an unknown container figure has no sample, never `Nan`)', async (t) => {
+  const server = await startEcho({});
+  t.after(() => server.close());
+  const text = await scrape(server);
+  const nan = text.split('\n').filter((line) => !line.startsWith('#') && /\snan(\s|$)/i.test(line));
+  assert.deepEqual(nan, []);
+  // The container meters are there, with their HELP, whether this machine's cgroup knows a figure or not.
+  assert.match(text, /^# TYPE obs_container_memory_headroom_ratio gauge$/m);
+});

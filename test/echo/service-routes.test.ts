@@ -143,7 +143,7 @@ interface Info {
     version: string;
     uptime: string;
     start_time: string;
-    request_count: string | number;
+    request_count: number;
     node_version: string;
   };
 }
@@ -180,7 +180,7 @@ test('service routes – /info describes the request and the server', async (t) 
   assert.match(info.server.start_time, ISO_UTC);
   const startTime = Date.parse(info.server.start_time);
   assert.ok(startTime >= started - 1000 && startTime <= Date.now(), info.server.start_time);
-  assert.equal(Number(info.server.request_count), 2, 'the warm-up and this request');
+  assert.equal(info.server.request_count, 2, 'the warm-up and this request, as a number');
   assert.equal(info.server.node_version, process.version);
 });
 
@@ -250,4 +250,14 @@ test('service routes – another method is a 405 naming the allowed ones, never 
   const echoed = await fetch(`${echo.url}/control`, { method: 'POST', body: 'mirror' });
   assert.equal(await echoed.text(), 'mirror');
   assert.notEqual((await fetch(`${echo.url}/health`, { method: 'OPTIONS' })).status, 405);
+});
+
+test('service routes – /info and /health give the request count as the same type, a number', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const info = await getJson<Info>(echo, '/info');
+  const health = await getJson<{ metrics: { requests: unknown } }>(echo, '/health');
+  assert.equal(typeof info.server.request_count, 'number');
+  assert.equal(typeof health.metrics.requests, 'number');
+  assert.equal(health.metrics.requests, info.server.request_count + 1, 'one request later');
 });

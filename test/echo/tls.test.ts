@@ -185,6 +185,23 @@ test('TLS – node:http2 trusting the served certificate gets h2: summary and /i
   }
 });
 
+test('TLS – the h2 GET summary shows :authority as host, as HTTP/1.1 over TLS shows Host', async () => {
+  const session = await openH2(httpsUrl(echo.port), { ca: servedCertPem });
+  try {
+    const summary = (
+      await h2Request(session, { ':path': '/h2-host', ':authority': 'echo.example:8443' })
+    ).body.toString();
+    assert.equal(summaryLine(summary), 'GET /h2-host HTTP/2.0');
+    assert.deepEqual(
+      summary.split('\n').filter((line) => /^host:/i.test(line)),
+      ['host: echo.example:8443'],
+      summary,
+    );
+  } finally {
+    session.close();
+  }
+});
+
 test('TLS – curl -k --http2 negotiates h2 by ALPN; curl -k --http1.1 gets HTTP/1.1; same port', async (t) => {
   if (!needCurl(t)) return;
   const h2 = await curl([

@@ -69,6 +69,33 @@ test('one cleartext port – h2c prior knowledge (node:http2): summary and /info
   }
 });
 
+test('one cleartext port – the HTTP/2 GET summary shows :authority as host, where HTTP/1.1 shows Host', async () => {
+  const authority = new URL(echo.url).host;
+  const h1 = await (await fetch(`${echo.url}/h1-host`, { signal: AbortSignal.timeout(TIMEOUT_MS) })).text();
+  assert.ok(h1.split('\n').includes(`host: ${authority}`), h1);
+  const session = await openH2(echo.url);
+  try {
+    const summary = (await h2Request(session, { ':path': '/h2c-host' })).body.toString();
+    const lines = summary.split('\n');
+    assert.equal(lines[0], 'GET /h2c-host HTTP/2.0');
+    assert.deepEqual(
+      lines.filter((line) => /^host:/i.test(line)),
+      [`host: ${authority}`],
+      summary,
+    );
+    assert.doesNotMatch(summary, /^:/m, 'no pseudo-header is shown as it is');
+    // A request that names both (allowed when they agree) shows one host line.
+    const both = (await h2Request(session, { ':path': '/h2c-both', host: authority })).body.toString();
+    assert.deepEqual(
+      both.split('\n').filter((line) => /^host:/i.test(line)),
+      [`host: ${authority}`],
+      both,
+    );
+  } finally {
+    session.close();
+  }
+});
+
 test('one cleartext port – curl --http2-prior-knowledge is answered over HTTP/2', async (t) => {
   if (!needCurl(t)) return;
   const result = await curl(['--http2-prior-knowledge', ...WRITE_VERSION, `${echo.url}/prior`]);

@@ -9,8 +9,9 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { startEcho } from '../helpers/echo-server.ts';
 import { startKubeApi } from '../helpers/kube-api.ts';
-import { exitOf } from '../helpers/runtime.ts';
+import { exitOf, freePort } from '../helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -139,6 +140,28 @@ describe('Dockerfile', () => {
     assert.deepEqual(entry, ['node', '--max-semi-space-size=16', 'dist/echo/main.js']);
     assert.ok(instructions.some((i) => i.op === 'EXPOSE' && i.args === '8080'));
     assert.ok(instructions.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args)));
+  });
+
+  test('dockerfile – HEALTHCHECK probes /health on the port PORT names (8080 when unset), run against a server', async (t) => {
+    const healthcheck = parseDockerfile(dockerfile).find((i) => i.op === 'HEALTHCHECK');
+    assert.ok(healthcheck, 'a HEALTHCHECK');
+    const match = /^(?:--\S+\s+)*CMD\s+(\[.*\])$/.exec(healthcheck.args);
+    assert.ok(match, `HEALTHCHECK [options] CMD ["exec", "form"], got ${healthcheck.args}`);
+    const [program, ...args] = execForm(match[1]!);
+    assert.equal(program, 'node');
+    // As Docker runs it: the image's environment (PORT from `docker run -e`), the image's node.
+    const probe = (env: Record<string, string>) =>
+      exitOf(
+        spawn(process.execPath, args, { env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 15_000 }),
+      );
+    const echo = await startEcho();
+    t.after(() => echo.close());
+    const healthy = await probe({ PORT: String(echo.port) });
+    assert.equal(healthy.code, 0, `PORT=${echo.port}, where the service listens: ${healthy.stderr}`);
+    const closed = await freePort();
+    assert.equal((await probe({ PORT: String(closed) })).code, 1, 'PORT where nothing listens: unhealthy');
+    // Unset or empty, the service's own default.
+    assert.match(args.join(' '), /process\.env\.PORT \|\| 8080/);
   });
 
   /** The image's build steps played once on a copy of the tree; its last stage. */

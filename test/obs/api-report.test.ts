@@ -21,7 +21,7 @@ test('api report – the public surface of @echo-chaos/obs matches the checked-i
   assert.equal(
     generated,
     checkedIn,
-    'the public surface changed: review it, then run `node scripts/api-report.ts --write` and commit src/obs/obs.api.md',
+    'the public surface changed: review it, then run `npm run api-report` and commit src/obs/obs.api.md',
   );
 });
 

@@ -60,7 +60,7 @@ test('sampling – the ratio is deterministic on the trace id: 10,000 random ids
 
 test('sampling – parent-based: a sampled parent samples, an unsampled one does not, remote and local alike', () => {
   const sampler = createObsSampler({ probability: 0, 'prefer-sampling-on-error': false });
-  const all = createObsSampler({ probability: 1 });
+  const all = createObsSampler({ probability: 1, 'prefer-sampling-on-error': false });
   for (const isRemote of [true, false]) {
     assert.equal(
       decide(sampler, withParent(true, isRemote)),
@@ -89,6 +89,16 @@ test('sampling – prefer-sampling-on-error RECORDs what the ratio drops, so tha
     'disabled: the SDK default, always on',
   );
   assert.match(String(prefer), /TraceIdRatio\{0\}.*preferSamplingOnError=true/);
+  // At probability 1 (the default) the ratio drops nothing, but an unsampled parent's spans are
+  // dropped: the setting holds there too, and the description says what the setting says.
+  const atOne = createObsSampler({ probability: 1 });
+  assert.equal(decide(atOne, withParent(false, true)), SAMPLING_DECISION.RECORD, 'an unsampled parent at 1');
+  assert.equal(decide(atOne, ROOT_CONTEXT), SAMPLING_DECISION.RECORD_AND_SAMPLED);
+  assert.equal(String(atOne), 'ObsSampler{ParentBased{root=TraceIdRatio{1}},preferSamplingOnError=true}');
+  assert.equal(
+    String(createObsSampler({ probability: 1, 'prefer-sampling-on-error': false })),
+    'ObsSampler{ParentBased{root=TraceIdRatio{1}},preferSamplingOnError=false}',
+  );
   assert.doesNotThrow(() =>
     prefer.shouldSample(undefined as unknown as Context, 'zz', 'x', SpanKind.INTERNAL, {}, []),
   );
@@ -190,4 +200,21 @@ test('sampling – through real HTTP: OTEL_TRACES_SAMPLER_ARG sets the rate, inb
     prefer_sampling_on_error: true,
     applies_to: 'the SDK the application builds with createObsSampler(config)',
   });
+});
+
+test('sampling – /actuator/obs: the sampler description says what prefer-sampling-on-error is set to, at the default rate too', async (t) => {
+  for (const prefer of [true, false]) {
+    const obs = await startObsApp({ config: { sampling: { 'prefer-sampling-on-error': prefer } } });
+    t.after(() => obs.close());
+    const snapshot = (await (await fetch(`${obs.url}/actuator/obs`)).json()) as {
+      sections: Record<string, { sampler: string; prefer_sampling_on_error: boolean; probability: number }>;
+    };
+    const section = snapshot.sections['sampling']!;
+    assert.equal(section.probability, 1);
+    assert.equal(section.prefer_sampling_on_error, prefer);
+    assert.equal(
+      section.sampler,
+      `ObsSampler{ParentBased{root=TraceIdRatio{1}},preferSamplingOnError=${prefer}}`,
+    );
+  }
 });

@@ -182,3 +182,19 @@ test('trace-guard – enabled=false: no counting, no rejection', async (t) => {
   assert.deepEqual(await series(obs), []);
   assert.doesNotMatch(await (await get(obs, '/metrics')).text(), /obs_trace_/);
 });
+
+test('trace-guard – /actuator/obs lists each never-checked prefix once, the actuator base path included', async (t) => {
+  for (const [config, expected] of [
+    [{}, ['/actuator', '/health', '/ready', '/metrics']],
+    [{ actuator: { 'base-path': '/manage' } }, ['/actuator', '/health', '/ready', '/metrics', '/manage']],
+  ] as const) {
+    const obs = await startObsApp({ config }, routes);
+    t.after(() => obs.close());
+    const snapshot = (await (
+      await fetch(`${obs.url}${config.actuator?.['base-path'] ?? '/actuator'}/obs`)
+    ).json()) as {
+      sections: Record<string, { never_checked: string[] }>;
+    };
+    assert.deepEqual(snapshot.sections['trace-guard']?.never_checked, expected);
+  }
+});

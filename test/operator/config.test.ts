@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadOperatorConfig } from '../../src/operator/config.ts';
+import { clusterSource, loadOperatorConfig } from '../../src/operator/config.ts';
 import { isOperatorError } from '../../src/operator/errors.ts';
 
 test('operator config – defaults', () => {
@@ -56,4 +56,30 @@ test('operator config – the echo admin token comes from ECHO_ADMIN_TOKEN or is
     () => loadOperatorConfig({ ECHO_ADMIN_TOKEN: 'has space-secret' }),
     (err: unknown) => !String((err as Error).message).includes('space-secret'),
   );
+});
+
+test('operator config – the cluster: KUBECONFIG, else the pod (KUBERNETES_SERVICE_HOST), else ~/.kube/config, else a stop', () => {
+  const none = () => false;
+  const homeConfig = (path: string) => path === '/home/op/.kube/config';
+  assert.equal(clusterSource({ KUBECONFIG: '/k' }, '/home/op', none), 'kubeconfig');
+  assert.equal(
+    clusterSource({ KUBECONFIG: '/k', KUBERNETES_SERVICE_HOST: '10.0.0.1' }, undefined, none),
+    'kubeconfig',
+  );
+  assert.equal(clusterSource({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }, '/home/op', homeConfig), 'in-cluster');
+  assert.equal(clusterSource({ KUBECONFIG: '' }, '/home/op', homeConfig), 'kubeconfig');
+  const stop = (home: string | undefined) => {
+    try {
+      clusterSource({ KUBECONFIG: '' }, home, none);
+    } catch (error) {
+      assert.ok(isOperatorError(error) && error.code === 'OPERATOR_ERR_CONFIG');
+      return error.message;
+    }
+    assert.fail('no stop');
+  };
+  assert.match(
+    stop('/home/op'),
+    /no kubeconfig or in-cluster config was found: .*"\/home\/op\/.kube\/config" does not exist/,
+  );
+  assert.match(stop(undefined), /~\/.kube\/config \(HOME is unset\) does not exist/);
 });

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { exitOf } from '../helpers/runtime.ts';
+import { startKubeApi } from '../helpers/kube-api.ts';
+import { eventually, exitOf } from '../helpers/runtime.ts';
 
 const MAIN = new URL('../../src/operator/main.ts', import.meta.url).pathname;
 
@@ -32,4 +36,97 @@ test('echo-chaos-operator – a typo in an OBS_* variable stops startup, naming 
     result.lines[0]!,
     /^echo-chaos-operator: OBS_CARDINALTY_ENABLED .*did you mean OBS_CARDINALITY_ENABLED/,
   );
+});
+
+test('echo-chaos-operator – without a cluster (no KUBECONFIG, no ~/.kube/config, not in a pod) it stops with one line', async (t) => {
+  const home = mkdtempSync(join(tmpdir(), 'operator-home-'));
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  // Before the fix this ran forever, logging `HTTP protocol is not allowed when skipTLSVerify is not set`.
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: home, PORT: '0', HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 30_000,
+  });
+  const result = await exitOf(child);
+  const lines = result.stderr.split('\n').filter((l) => l !== '');
+  assert.equal(result.signal, null, `it did not stop by itself: ${result.stdout.slice(0, 2000)}`);
+  assert.equal(result.code, 1);
+  assert.equal(lines.length, 1, result.stderr);
+  assert.match(lines[0]!, /^echo-chaos-operator: .*no kubeconfig or in-cluster config was found/);
+  assert.ok(lines[0]!.includes(JSON.stringify(join(home, '.kube', 'config'))), lines[0]);
+  assert.match(lines[0]!, /KUBECONFIG is unset/);
+  assert.match(lines[0]!, /KUBERNETES_SERVICE_HOST is unset/);
+  assert.doesNotMatch(result.stdout + result.stderr, /skipTLSVerify/);
+});
+
+test('echo-chaos-operator – ~/.kube/config is found when KUBECONFIG is unset', async (t) => {
+  const home = mkdtempSync(join(tmpdir(), 'operator-home-'));
+  const api = await startKubeApi();
+  t.after(async () => {
+    await api.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+  mkdirSync(join(home, '.kube'));
+  writeFileSync(join(home, '.kube', 'config'), api.kubeconfigFile());
+  const watching = () => (api.requests.get('WATCH echoscenarios') ?? 0) > 0;
+  const { out, result } = await firstLogLine({ HOME: home, WATCH_NAMESPACE: 'default' }, watching);
+  assert.match(out, /"msg":"operator listening"/, result);
+  assert.ok(watching(), `it watches the cluster of ~/.kube/config: ${result}`);
+});
+
+/**
+ * Starts the operator with `env` (plus PATH, PORT 0, 127.0.0.1), waits for its "operator listening"
+ * line (and `until`, for at most 10 s), stops it with SIGTERM; returns the first line of its log and everything it wrote.
+ */
+async function firstLogLine(env: Record<string, string>, until: () => boolean = () => true) {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1', POD_NAME: 'startup-test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 30_000,
+  });
+  const exited = exitOf(child);
+  let out = '';
+  await new Promise<void>((resolve) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk;
+      if (out.includes('"msg":"operator listening"')) {
+        child.stdout.off('data', onData);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', () => resolve());
+  });
+  await eventually(until, 10_000);
+  child.kill('SIGTERM');
+  const end = await exited;
+  const result = `${out}${end.stdout}${end.stderr}`;
+  const first = JSON.parse(out.split('\n')[0] || '{}') as Record<string, unknown>;
+  return { first, out, result };
+}
+
+test('echo-chaos-operator – logs ISO 8601 UTC times, as the echo service does (not epoch milliseconds)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'operator-log-'));
+  const api = await startKubeApi();
+  t.after(async () => {
+    await api.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  writeFileSync(join(dir, 'config'), api.kubeconfigFile());
+  const before = Date.now();
+  const { out, result } = await firstLogLine({ KUBECONFIG: join(dir, 'config'), WATCH_NAMESPACE: 'default' });
+  const records = out
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.ok(
+    records.some((r) => r['msg'] === 'operator listening'),
+    result,
+  );
+  for (const record of records) {
+    assert.equal(typeof record['time'], 'string', `time is not an ISO string: ${JSON.stringify(record)}`);
+    assert.match(record['time'] as string, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    const at = Date.parse(record['time'] as string);
+    assert.ok(at >= before - 1000 && at <= Date.now() + 1000, `${record['time']} is not now`);
+  }
 });
