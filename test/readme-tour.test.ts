@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { type RunningEcho, startEcho } from './helpers/echo-server.ts';
 
@@ -149,6 +149,15 @@ test('README tour – normalizing keeps what a reader should see: statuses, coun
     normalizeOutput('echo_faults_injected_total{kind="delay"} 2'),
     'echo_faults_injected_total{kind="delay"} 1',
   );
+});
+
+test('README – every test file an HTML comment names as evidence exists', () => {
+  const named = [...README.matchAll(/<!--([\s\S]*?)-->/g)].flatMap(
+    ([, body]) => body!.match(/test\/[\w/.-]+\.test\.ts/g) ?? [],
+  );
+  assert.ok(named.length >= 10, `only ${named.length} test files named in comments`);
+  const missing = [...new Set(named)].filter((file) => !existsSync(new URL(`../${file}`, import.meta.url)));
+  assert.deepEqual(missing, [], 'README names test files that do not exist');
 });
 
 describe('README tour – every command, in order, prints what the README shows', {
