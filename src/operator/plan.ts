@@ -6,6 +6,7 @@
  */
 import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
+import { blastRadiusProblems, chooseTargets, type TargetMode } from './blast-radius.ts';
 
 export const GROUP = 'echo-chaos.dev';
 export const VERSION = 'v1alpha1';
@@ -21,6 +22,10 @@ export interface EchoScenarioTarget {
   service?: string;
   selector?: { matchLabels?: Record<string, string> };
   port?: string | number;
+  /** Blast radius (`all` when not given): see blast-radius.ts. */
+  mode?: TargetMode;
+  /** With mode `fixed`, a pod count; with `fixed-percent`, a percentage. */
+  value?: number;
 }
 
 export interface EchoScenarioCondition {
@@ -148,6 +153,7 @@ export function specProblems(es: EchoScenario): string | undefined {
       problems.push('spec.target.selector.matchLabels: must name at least one label');
     }
     if (target.port === undefined || target.port === '') problems.push('spec.target.port: required');
+    problems.push(...blastRadiusProblems(target));
   }
   const result = validateScenarios([scenarioFields(spec)]);
   if (!result.ok) {
@@ -337,6 +343,8 @@ export function planNamespace(
       states.set(name, { kind: 'Deleting', endpoints });
       continue;
     }
+    // Blast radius: only the chosen pods get it (a deleting one above clears every pod of its target).
+    endpoints = chooseTargets(endpoints, es.metadata.uid ?? name, target);
     const scenario = scenarioOf(es);
     const key = matchKey(scenario);
     const identity = `${target.service ?? JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}|${target.port}|${key}`;
