@@ -7,6 +7,7 @@
 import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
 import { blastRadiusProblems, chooseTargets, type TargetMode } from './blast-radius.ts';
+import type { EndpointStatus } from './endpoint-status.ts';
 
 export const GROUP = 'echo-chaos.dev';
 export const VERSION = 'v1alpha1';
@@ -43,6 +44,8 @@ export interface EchoScenarioStatus {
   syncedEndpoints?: number;
   totalEndpoints?: number;
   lastSyncTime?: string;
+  /** The targeted pods and the proof of each one's last push (endpoint-status.ts). */
+  endpoints?: EndpointStatus[];
 }
 
 export interface EchoScenario {

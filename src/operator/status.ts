@@ -3,6 +3,8 @@
  * of its inputs (the time included), so the same cluster state and pushes always give the same
  * status, and the operator writes it only when it says something new.
  */
+
+import { endpointStatuses, sameEndpoints } from './endpoint-status.ts';
 import type {
   EchoScenario,
   EchoScenarioCondition,
@@ -49,6 +51,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         conditions: [ready('False', state.kind, state.message)],
         syncedEndpoints: 0,
         totalEndpoints: 0,
+        endpoints: [],
         ...since,
       };
     case 'Conflict':
@@ -57,10 +60,12 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         conditions: [ready('False', 'Conflict', state.message)],
         syncedEndpoints: 0,
         totalEndpoints: state.endpoints.length,
+        endpoints: [],
         ...since,
       };
     case 'Active': {
       const total = state.endpoints.length;
+      const endpoints = endpointStatuses(state.endpoints, desired, pushes);
       let synced = 0;
       const failures: string[] = [];
       for (const endpoint of state.endpoints) {
@@ -76,6 +81,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
           conditions: [ready('False', 'PushFailed', message)],
           syncedEndpoints: synced,
           totalEndpoints: total,
+          endpoints,
           ...since,
         };
       }
@@ -85,6 +91,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         conditions: [ready('True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],
         syncedEndpoints: synced,
         totalEndpoints: total,
+        endpoints,
         lastSyncTime: timestamp(now),
       };
     }
@@ -102,6 +109,7 @@ export function sameStatus(current: EchoScenarioStatus | undefined, next: EchoSc
     current?.observedGeneration === next.observedGeneration &&
     current?.syncedEndpoints === next.syncedEndpoints &&
     current?.totalEndpoints === next.totalEndpoints &&
+    sameEndpoints(current?.endpoints, next.endpoints) &&
     untimed(current) === untimed(next)
   );
 }
