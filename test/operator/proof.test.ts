@@ -193,5 +193,19 @@ describe(`proof per pod and blast radius against ${CLUSTER ? 'the KUBECONFIG clu
       assert.equal(scenario?.responses[0]?.status, 502);
     }
     for (const pod of pods.filter((p) => !chosen.includes(p))) assert.deepEqual(await f.scenariosOf(pod), []);
+
+    // Narrowed to one: the first of the same ranking, so one of the two; the other is cleared.
+    await f.patchScenario('half', { spec: { target: { ...target, mode: 'one', value: null } } });
+    await until('one pod holds /half', async () => (await holding('/half')).length === 1);
+    const [one] = await holding('/half');
+    assert.ok(chosen.includes(one!), `${one} is one of ${chosen.join(', ')}`);
+    await until('Synced 1/1', async () => {
+      const r = await f.readiness('half');
+      return r.observedGeneration === 3 && r.ready?.reason === 'Synced' && r.totalEndpoints === 1;
+    });
+    assert.deepEqual(
+      (await endpointsOf(f, 'half')).map((e) => e.pod),
+      [one],
+    );
   });
 });
