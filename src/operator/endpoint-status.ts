@@ -3,27 +3,13 @@
  * its last push: whether a read-back showed it holding the array it should, the hash it answered,
  * when, and the last error.
  */
-import type { Endpoint, NamespacePlan } from './plan.ts';
+import type { Endpoint, EndpointStatus, NamespacePlan } from './plan.ts';
 import type { PushRecord } from './push-ledger.ts';
 
 /** Most pods listed in `status.endpoints` (the counts cover all): a status stays small. */
 export const MAX_STATUS_ENDPOINTS = 100;
 /** Longest `lastError` kept. */
 export const MAX_ENDPOINT_ERROR_LENGTH = 1024;
-
-/** One entry of `status.endpoints`. */
-export interface EndpointStatus {
-  pod: string;
-  ip: string;
-  /** True only when a read-back after the last push answered the hash of the array the pod should hold. */
-  synced: boolean;
-  /** The content hash the pod answered on its last read-back; `''` when none was read back. */
-  hash: string;
-  /** When a read-back last proved the pod holds its array; left out before the first. */
-  lastSyncTime?: string;
-  /** The last push's or read-back's failure; `''` when there is none. */
-  lastError: string;
-}
 
 /**
  * The entries of `endpoints`: unsynced ones first, then by pod name, at most

@@ -7,7 +7,6 @@
 import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
 import { blastRadiusProblems, chooseTargets, type TargetMode } from './blast-radius.ts';
-import type { EndpointStatus } from './endpoint-status.ts';
 
 export const GROUP = 'echo-chaos.dev';
 export const VERSION = 'v1alpha1';
@@ -36,6 +35,20 @@ export interface EchoScenarioCondition {
   message: string;
   lastTransitionTime?: string;
   observedGeneration?: number;
+}
+
+/** One entry of `status.endpoints`: a targeted pod and the proof of its last push (endpoint-status.ts). */
+export interface EndpointStatus {
+  pod: string;
+  ip: string;
+  /** True only when a read-back after the last push answered the hash of the array the pod should hold. */
+  synced: boolean;
+  /** The content hash the pod answered on its last read-back; `''` when none was read back. */
+  hash: string;
+  /** When a read-back last proved the pod holds its array; left out before the first. */
+  lastSyncTime?: string;
+  /** The last push's or read-back's failure; `''` when there is none. */
+  lastError: string;
 }
 
 export interface EchoScenarioStatus {
