@@ -64,7 +64,7 @@ export interface OperatorOptions {
   readonly retryBaseDelayMs?: number;
   /** Longest retry delay, in ms. Default 30000. */
   readonly retryMaxDelayMs?: number;
-  /** Timeout of one push, in ms. Default 5000. */
+  /** Timeout of one push, and of its read-back, in ms. Default 5000. */
   readonly pushTimeoutMs?: number;
   /** The echo pods' `ECHO_ADMIN_TOKEN`, sent with every push as `Authorization: Bearer`. */
   readonly adminToken?: string | undefined;

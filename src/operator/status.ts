@@ -32,7 +32,8 @@ export interface StatusInput {
 /**
  * The status the EchoScenario should have: `observedGeneration`, one `Ready` condition (its reason
  * `Synced`, `Invalid`, `TargetNotFound`, `Conflict` or `PushFailed`), `syncedEndpoints`,
- * `totalEndpoints`, and `lastSyncTime` (now when Synced, else the one it had). The condition's
+ * `totalEndpoints`, `endpoints` (each targeted pod and its proof, endpoint-status.ts), and
+ * `lastSyncTime` (now when Synced, else the one it had). The condition's
  * `lastTransitionTime` is now when its `status` changes, else the one it had.
  * @returns `undefined` while pushes are still under way and none has failed: nothing to say yet.
  */
