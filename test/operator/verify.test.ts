@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { isOperatorError } from '../../src/operator/errors.ts';
+import { scenarioOf } from '../../src/operator/plan.ts';
 import { createPushClient } from '../../src/operator/push-client.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from '../../src/operator/verify.ts';
 import { scenarioSetHash, validateScenarios } from '../../src/scenario/index.ts';
@@ -76,4 +77,32 @@ test('verify – without an ETag the array read back is hashed; a bad answer is 
       return true;
     });
   }
+});
+
+test('verify – every scenario field an EchoScenario may carry reads back with the hash the operator computes', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const rich = scenarioOf({
+    metadata: { name: 'rich' },
+    spec: {
+      target: { service: 'echo', port: 'http' },
+      pathPattern: 're:/api/v[0-9]+/orders',
+      method: ['get', 'POST'],
+      headers: { 'X-Tenant': 'acme' },
+      query: { page: 're:[0-9]+' },
+      body: { jsonPointer: '/order/id', value: '7' },
+      cycle: false,
+      responses: [
+        { status: 503, delay: '100-500ms', body: 'down', headers: { 'Retry-After': '1' }, repeat: 2 },
+        { status: 200 },
+      ],
+    },
+  });
+  const plain = scenarioOf({
+    metadata: { name: 'plain' },
+    spec: { target: { service: 'echo', port: 'http' }, path: '/a', responses: [{ status: 418 }] },
+  });
+  const array = [rich, plain];
+  const verified = createVerifiedPush(push, readBack);
+  assert.equal(await verified(endpoint(echo.port), array, JSON.stringify(array)), scenarioSetHash(array));
 });
