@@ -7,6 +7,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
+import { MAX_FIXED_PODS, TARGET_MODES } from '../src/operator/blast-radius.ts';
+import { MAX_STATUS_ENDPOINTS } from '../src/operator/endpoint-status.ts';
 import { type JsonSchemaObject, ScenarioSchema, toOpenApiV3Schema } from '../src/scenario/index.ts';
 
 export const CRD_GROUP = 'echo-chaos.dev';
@@ -34,6 +36,29 @@ const targetSchema: JsonSchemaObject = {
     'selector matches (echo-chaos as a sidecar), plus the port of the echo container.',
   required: ['port'],
   oneOf: [{ required: ['service'] }, { required: ['selector'] }],
+  // The blast radius's rules, as value validation: value required with fixed and fixed-percent and
+  // only with them; a percentage at most 100.
+  allOf: [
+    {
+      anyOf: [
+        { required: ['value'] },
+        { not: { required: ['mode'] } },
+        { properties: { mode: { enum: ['all', 'one'] } } },
+      ],
+    },
+    {
+      anyOf: [
+        { not: { required: ['value'] } },
+        { required: ['mode'], properties: { mode: { enum: ['fixed', 'fixed-percent'] } } },
+      ],
+    },
+    {
+      anyOf: [
+        { not: { required: ['mode'], properties: { mode: { enum: ['fixed-percent'] } } } },
+        { properties: { value: { maximum: 100 } } },
+      ],
+    },
+  ],
   properties: {
     service: {
       type: 'string',
@@ -71,6 +96,62 @@ const targetSchema: JsonSchemaObject = {
       minLength: 1,
       maxLength: 15,
       pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+    },
+    mode: {
+      type: 'string',
+      description:
+        'Blast radius: which of the ready target pods get this scenario. all (the default): every one; ' +
+        'one: a single pod; fixed: value pods; fixed-percent: value percent of them, rounded up. The pods ' +
+        'are ranked by a hash of their uid and this EchoScenario uid and the first ones taken, so the same ' +
+        'pods stay chosen across reconciles and operator restarts; status.endpoints lists the chosen pods only.',
+      enum: [...TARGET_MODES],
+    },
+    value: {
+      type: 'integer',
+      format: 'int32',
+      description:
+        `With mode fixed, how many pods (1-${MAX_FIXED_PODS}; more than there are means all of them); with ` +
+        'fixed-percent, the percentage of pods (1-100). Required with those two modes, not allowed with the others.',
+      minimum: 1,
+      maximum: MAX_FIXED_PODS,
+    },
+  },
+};
+
+const endpointStatusSchema: JsonSchemaObject = {
+  type: 'object',
+  description: 'One targeted pod, and whether it was seen to hold its scenarios.',
+  required: ['pod', 'ip', 'synced'],
+  properties: {
+    pod: { type: 'string', description: 'Name of the pod.', maxLength: 253 },
+    ip: {
+      type: 'string',
+      description: 'The pod IP the operator pushes to and reads back from.',
+      maxLength: 64,
+    },
+    synced: {
+      type: 'boolean',
+      description:
+        'True only when GET /scenario on the pod, read back after the last push, answered the content ' +
+        'hash of the array pushed (its ETag). False while a push or its read-back fails or differs, or is still under way.',
+    },
+    hash: {
+      type: 'string',
+      description:
+        'Content hash of the scenario array the pod answered on its last read-back (sha256-<hex>, its GET ' +
+        '/scenario ETag); empty when it was not read back.',
+      maxLength: 80,
+    },
+    lastSyncTime: {
+      type: 'string',
+      format: 'date-time',
+      description: 'When the pod was last seen, on a read-back, to hold the array it should.',
+    },
+    lastError: {
+      type: 'string',
+      description:
+        'Why the last push or read-back failed, or the pod holds other scenarios; empty once synced.',
+      maxLength: 1024,
     },
   },
 };
@@ -125,9 +206,24 @@ const statusSchema: JsonSchemaObject = {
       type: 'integer',
       format: 'int32',
       minimum: 0,
-      description: 'Ready target pods that received the current scenarios.',
+      description:
+        'Targeted pods that were read back holding the current scenarios (see endpoints[].synced).',
     },
-    totalEndpoints: { type: 'integer', format: 'int32', minimum: 0, description: 'Ready target pods.' },
+    totalEndpoints: {
+      type: 'integer',
+      format: 'int32',
+      minimum: 0,
+      description: 'Ready target pods chosen by spec.target.mode (all of them by default).',
+    },
+    endpoints: {
+      type: 'array',
+      description:
+        `The targeted pods (the ones spec.target.mode chose), each with its proof of sync; at most ${MAX_STATUS_ENDPOINTS}, ` +
+        'unsynced ones first, then by pod name (the counts cover all).',
+      maxItems: MAX_STATUS_ENDPOINTS,
+      'x-kubernetes-list-type': 'atomic',
+      items: endpointStatusSchema,
+    },
     lastSyncTime: {
       type: 'string',
       format: 'date-time',

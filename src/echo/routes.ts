@@ -17,6 +17,7 @@ import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { loadUndici, parseReplayRequest, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
+import { ifNoneMatchHits, scenarioETag } from './scenario-etag.ts';
 import { connectionLimiter } from './server.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
@@ -217,7 +218,14 @@ export async function registerServiceRoutes(
 
   registerControls(app, state);
 
-  app.get('/scenario', async () => scenarios.list());
+  // The ETag is the set's content hash: the operator reads it back after each push (a 304 proves it).
+  app.get('/scenario', async (request, reply) => {
+    const list = scenarios.list();
+    const etag = scenarioETag(list);
+    reply.header('etag', etag);
+    if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send();
+    return list;
+  });
   registerScenarioState(app, state);
 
   // YAML is accepted by /scenario alone, so its parser lives in a scope of its own.

@@ -18,6 +18,16 @@ export const OPERATOR_ERRORS = {
     message: 'POST %s: %s',
     when: 'Pushing scenarios to an echo pod failed (unreachable, timed out or not a 2xx answer); the EchoScenario reports `PushFailed` with this message and the push is retried with backoff',
   },
+  OPERATOR_ERR_READ_BACK: {
+    status: 502,
+    message: 'GET %s: %s',
+    when: "Reading an echo pod's scenarios back after a push failed (unreachable, timed out, not a 200 or 304, or a 200 that is not a JSON array); the pod counts as not synced and the push is retried with backoff",
+  },
+  OPERATOR_ERR_NOT_APPLIED: {
+    status: 502,
+    message: 'GET %s: the pod holds %s, not the %s pushed',
+    when: 'An echo pod answered a push with a 2xx but reading its scenarios back gave another content hash (it dropped or changed the push); the pod counts as not synced and the push is retried with backoff',
+  },
 } as const;
 
 /** A code of the operator. */

@@ -35,6 +35,7 @@ import {
 import { createPushClient } from './push-client.ts';
 import { PushLedger } from './push-ledger.ts';
 import { buildStatus, sameStatus } from './status.ts';
+import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
 import { WorkQueue } from './work-queue.ts';
 
 /** The subset of a pino logger the operator writes to. */
@@ -63,7 +64,7 @@ export interface OperatorOptions {
   readonly retryBaseDelayMs?: number;
   /** Longest retry delay, in ms. Default 30000. */
   readonly retryMaxDelayMs?: number;
-  /** Timeout of one push, in ms. Default 5000. */
+  /** Timeout of one push, and of its read-back, in ms. Default 5000. */
   readonly pushTimeoutMs?: number;
   /** The echo pods' `ECHO_ADMIN_TOKEN`, sent with every push as `Authorization: Bearer`. */
   readonly adminToken?: string | undefined;
@@ -107,6 +108,11 @@ export function createOperator(options: OperatorOptions): Operator {
     metrics,
     adminToken: options.adminToken,
   });
+  // Every push is read back (GET /scenario, its ETag): a 2xx alone proves nothing.
+  const verifiedPush = createVerifiedPush(
+    push,
+    createReadBackClient({ timeoutMs: options.pushTimeoutMs ?? 5000, adminToken: options.adminToken }),
+  );
   const ledger = new PushLedger();
   const ns = options.namespace;
   const nsPath = ns === undefined ? '' : `/namespaces/${ns}`;
@@ -209,14 +215,16 @@ export function createOperator(options: OperatorOptions): Operator {
         continue;
       }
       try {
-        await push(endpoint, body);
-        ledger.succeeded(endpoint, namespace, body, owners);
+        const hash = await verifiedPush(endpoint, array, body);
+        ledger.succeeded(endpoint, namespace, body, owners, { hash, at: now() });
         logger.info(
           { namespace, pod: name, port: endpoint.port, scenarios: array.length },
           'scenarios pushed',
         );
       } catch (error) {
         ledger.pushFailed(endpoint, namespace, owners, (error as Error).message);
+        const held = heldHashOf(error);
+        if (held !== undefined) ledger.readBackDiffers(endpoint.key, held);
         errors.push((error as Error).message);
       }
     }
@@ -227,7 +235,7 @@ export function createOperator(options: OperatorOptions): Operator {
       if (p.endpoint.podName !== name || desired.has(key)) continue;
       if (p.body !== '[]' && p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
         try {
-          await push(p.endpoint, '[]');
+          await verifiedPush(p.endpoint, [], '[]');
           logger.info({ namespace, pod: name, port: p.endpoint.port }, 'scenarios cleared');
         } catch (error) {
           ledger.clearFailed(key, (error as Error).message);

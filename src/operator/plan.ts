@@ -6,6 +6,7 @@
  */
 import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
+import { blastRadiusProblems, chooseTargets, type TargetMode } from './blast-radius.ts';
 
 export const GROUP = 'echo-chaos.dev';
 export const VERSION = 'v1alpha1';
@@ -21,6 +22,10 @@ export interface EchoScenarioTarget {
   service?: string;
   selector?: { matchLabels?: Record<string, string> };
   port?: string | number;
+  /** Blast radius (`all` when not given): see blast-radius.ts. */
+  mode?: TargetMode;
+  /** With mode `fixed`, a pod count; with `fixed-percent`, a percentage. */
+  value?: number;
 }
 
 export interface EchoScenarioCondition {
@@ -32,12 +37,28 @@ export interface EchoScenarioCondition {
   observedGeneration?: number;
 }
 
+/** One entry of `status.endpoints`: a targeted pod and the proof of its last push (endpoint-status.ts). */
+export interface EndpointStatus {
+  pod: string;
+  ip: string;
+  /** True only when a read-back after the last push answered the hash of the array the pod should hold. */
+  synced: boolean;
+  /** The content hash the pod answered on its last read-back; `''` when none was read back. */
+  hash: string;
+  /** When a read-back last proved the pod holds its array; left out before the first. */
+  lastSyncTime?: string;
+  /** The last push's or read-back's failure; `''` when there is none. */
+  lastError: string;
+}
+
 export interface EchoScenarioStatus {
   observedGeneration?: number;
   conditions?: EchoScenarioCondition[];
   syncedEndpoints?: number;
   totalEndpoints?: number;
   lastSyncTime?: string;
+  /** The targeted pods and the proof of each one's last push (endpoint-status.ts). */
+  endpoints?: EndpointStatus[];
 }
 
 export interface EchoScenario {
@@ -148,6 +169,7 @@ export function specProblems(es: EchoScenario): string | undefined {
       problems.push('spec.target.selector.matchLabels: must name at least one label');
     }
     if (target.port === undefined || target.port === '') problems.push('spec.target.port: required');
+    problems.push(...blastRadiusProblems(target));
   }
   const result = validateScenarios([scenarioFields(spec)]);
   if (!result.ok) {
@@ -337,6 +359,8 @@ export function planNamespace(
       states.set(name, { kind: 'Deleting', endpoints });
       continue;
     }
+    // Blast radius: only the chosen pods get it (a deleting one above clears every pod of its target).
+    endpoints = chooseTargets(endpoints, es.metadata.uid ?? name, target);
     const scenario = scenarioOf(es);
     const key = matchKey(scenario);
     const identity = `${target.service ?? JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}|${target.port}|${key}`;

@@ -15,12 +15,22 @@ export interface Pushed {
   readonly owners: readonly string[];
 }
 
+/** What the last read-backs of an endpoint's `GET /scenario` showed (see verify.ts). */
+export interface EndpointProof {
+  /** The content hash the endpoint answered on its last read-back. */
+  readonly hash?: string;
+  /** When a read-back last proved it holds the array pushed. */
+  readonly syncedAt?: Date;
+}
+
 /** What the status of an EchoScenario needs from the ledger. */
 export interface PushRecord {
-  /** Whether the endpoint holds the array it should, pushed and not failed since. */
+  /** Whether the endpoint holds the array it should, pushed, read back and not failed since. */
   holds(want: DesiredEndpoint): boolean;
   /** The endpoint's last push failure, if its last push failed. */
   failure(key: string): string | undefined;
+  /** What its read-backs showed; `undefined` before the first. */
+  proof(key: string): EndpointProof | undefined;
 }
 
 export class PushLedger implements PushRecord {
@@ -28,6 +38,8 @@ export class PushLedger implements PushRecord {
   readonly #pushed = new Map<string, Pushed>();
   /** Endpoint key → the message of its last failed push. */
   readonly #failed = new Map<string, string>();
+  /** Endpoint key → what its read-backs showed. */
+  readonly #proofs = new Map<string, EndpointProof>();
 
   holds(want: DesiredEndpoint): boolean {
     return this.#pushed.get(want.endpoint.key)?.body === JSON.stringify(want.scenarios);
@@ -42,10 +54,26 @@ export class PushLedger implements PushRecord {
     return this.#failed.get(key);
   }
 
-  /** `endpoint` now holds `body`. */
-  succeeded(endpoint: Endpoint, namespace: string, body: string, owners: readonly string[]): void {
+  proof(key: string): EndpointProof | undefined {
+    return this.#proofs.get(key);
+  }
+
+  /** `endpoint` now holds `body`: a read-back at `at` answered its content hash `hash`. */
+  succeeded(
+    endpoint: Endpoint,
+    namespace: string,
+    body: string,
+    owners: readonly string[],
+    proof?: { hash: string; at: Date },
+  ): void {
     this.#pushed.set(endpoint.key, { body, endpoint, namespace, owners });
     this.#failed.delete(endpoint.key);
+    if (proof !== undefined) this.#proofs.set(endpoint.key, { hash: proof.hash, syncedAt: proof.at });
+  }
+
+  /** A read-back answered `hash`, which is not what was pushed. */
+  readBackDiffers(key: string, hash: string): void {
+    this.#proofs.set(key, { ...this.#proofs.get(key), hash });
   }
 
   /**
@@ -73,11 +101,12 @@ export class PushLedger implements PushRecord {
   forget(key: string): void {
     this.#pushed.delete(key);
     this.#failed.delete(key);
+    this.#proofs.delete(key);
   }
 
   /** Every endpoint of a pod, by its uid (the pod is gone). */
   forgetPod(uid: string): void {
-    for (const key of [...this.#pushed.keys(), ...this.#failed.keys()]) {
+    for (const key of [...this.#pushed.keys(), ...this.#failed.keys(), ...this.#proofs.keys()]) {
       if (key.startsWith(`${uid}:`)) this.forget(key);
     }
   }
@@ -105,5 +134,6 @@ export class PushLedger implements PushRecord {
   clear(): void {
     this.#pushed.clear();
     this.#failed.clear();
+    this.#proofs.clear();
   }
 }

@@ -3,6 +3,8 @@
  * of its inputs (the time included), so the same cluster state and pushes always give the same
  * status, and the operator writes it only when it says something new.
  */
+
+import { endpointStatuses, sameEndpoints } from './endpoint-status.ts';
 import type {
   EchoScenario,
   EchoScenarioCondition,
@@ -30,7 +32,8 @@ export interface StatusInput {
 /**
  * The status the EchoScenario should have: `observedGeneration`, one `Ready` condition (its reason
  * `Synced`, `Invalid`, `TargetNotFound`, `Conflict` or `PushFailed`), `syncedEndpoints`,
- * `totalEndpoints`, and `lastSyncTime` (now when Synced, else the one it had). The condition's
+ * `totalEndpoints`, `endpoints` (each targeted pod and its proof, endpoint-status.ts), and
+ * `lastSyncTime` (now when Synced, else the one it had). The condition's
  * `lastTransitionTime` is now when its `status` changes, else the one it had.
  * @returns `undefined` while pushes are still under way and none has failed: nothing to say yet.
  */
@@ -49,6 +52,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         conditions: [ready('False', state.kind, state.message)],
         syncedEndpoints: 0,
         totalEndpoints: 0,
+        endpoints: [],
         ...since,
       };
     case 'Conflict':
@@ -57,10 +61,12 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         conditions: [ready('False', 'Conflict', state.message)],
         syncedEndpoints: 0,
         totalEndpoints: state.endpoints.length,
+        endpoints: [],
         ...since,
       };
     case 'Active': {
       const total = state.endpoints.length;
+      const endpoints = endpointStatuses(state.endpoints, desired, pushes);
       let synced = 0;
       const failures: string[] = [];
       for (const endpoint of state.endpoints) {
@@ -76,6 +82,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
           conditions: [ready('False', 'PushFailed', message)],
           syncedEndpoints: synced,
           totalEndpoints: total,
+          endpoints,
           ...since,
         };
       }
@@ -85,6 +92,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         conditions: [ready('True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],
         syncedEndpoints: synced,
         totalEndpoints: total,
+        endpoints,
         lastSyncTime: timestamp(now),
       };
     }
@@ -102,6 +110,7 @@ export function sameStatus(current: EchoScenarioStatus | undefined, next: EchoSc
     current?.observedGeneration === next.observedGeneration &&
     current?.syncedEndpoints === next.syncedEndpoints &&
     current?.totalEndpoints === next.totalEndpoints &&
+    sameEndpoints(current?.endpoints, next.endpoints) &&
     untimed(current) === untimed(next)
   );
 }

@@ -45,6 +45,7 @@ export {
   type WatchScenarioFileOptions,
   watchScenarioFile,
 } from './file.ts';
+export { canonicalJson, scenarioSetHash } from './hash.ts';
 export {
   type Compiled,
   compilePathPattern,

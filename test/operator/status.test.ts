@@ -48,7 +48,9 @@ function build(input: Partial<StatusInput> & Pick<StatusInput, 'state'>): EchoSc
 test('status – every endpoint holds its array: Ready True, Synced, counts, lastSyncTime now', () => {
   const endpoints = [endpoint('p'), endpoint('q')];
   const ledger = new PushLedger();
-  for (const e of endpoints) ledger.succeeded(e, 'ns', JSON.stringify([SCENARIO]), ['a']);
+  const at = new Date(EARLIER);
+  for (const e of endpoints)
+    ledger.succeeded(e, 'ns', JSON.stringify([SCENARIO]), ['a'], { hash: 'sha256-x', at });
   assert.deepEqual(build({ ...active(endpoints), pushes: ledger }), {
     observedGeneration: 3,
     conditions: [
@@ -63,6 +65,14 @@ test('status – every endpoint holds its array: Ready True, Synced, counts, las
     ],
     syncedEndpoints: 2,
     totalEndpoints: 2,
+    endpoints: ['p', 'q'].map((pod) => ({
+      pod,
+      ip: '10.0.0.1',
+      synced: true,
+      hash: 'sha256-x',
+      lastSyncTime: EARLIER,
+      lastError: '',
+    })),
     lastSyncTime: NOW_TEXT,
   });
 });
@@ -128,6 +138,7 @@ test('status – Invalid, TargetNotFound and Conflict: Ready False with the plan
         ],
         syncedEndpoints: 0,
         totalEndpoints: total,
+        endpoints: [],
       },
       state.kind,
     );
@@ -194,4 +205,58 @@ test('status – sameStatus sees every change but the timestamps', () => {
   assert.equal(sameStatus(base, otherMessage), false);
   const otherReason = build({ state: { kind: 'Invalid', message: 'Service echo not found' } })!;
   assert.equal(sameStatus(base, otherReason), false);
+});
+
+test('status – endpoints: a pod that read back another hash is listed first, unsynced, with its hash and error', () => {
+  const endpoints = [endpoint('a-synced'), endpoint('b-dropped'), endpoint('c-pending')];
+  const ledger = new PushLedger();
+  const at = new Date(EARLIER);
+  ledger.succeeded(endpoints[0]!, 'ns', JSON.stringify([SCENARIO]), ['a'], { hash: 'sha256-new', at });
+  ledger.succeeded(endpoints[1]!, 'ns', '[]', [], { hash: 'sha256-old', at });
+  ledger.pushFailed(
+    endpoints[1]!,
+    'ns',
+    ['a'],
+    'GET http://10.0.0.1:8080/scenario: the pod holds sha256-old, not the sha256-new pushed',
+  );
+  ledger.readBackDiffers(endpoints[1]!.key, 'sha256-old');
+  const status = build({ ...active(endpoints), pushes: ledger });
+  assert.equal(status?.syncedEndpoints, 1);
+  assert.equal(status?.conditions?.[0]?.reason, 'PushFailed');
+  assert.deepEqual(status?.endpoints, [
+    {
+      pod: 'b-dropped',
+      ip: '10.0.0.1',
+      synced: false,
+      hash: 'sha256-old',
+      lastSyncTime: EARLIER,
+      lastError: 'GET http://10.0.0.1:8080/scenario: the pod holds sha256-old, not the sha256-new pushed',
+    },
+    { pod: 'c-pending', ip: '10.0.0.1', synced: false, hash: '', lastError: '' },
+    {
+      pod: 'a-synced',
+      ip: '10.0.0.1',
+      synced: true,
+      hash: 'sha256-new',
+      lastSyncTime: EARLIER,
+      lastError: '',
+    },
+  ]);
+});
+
+test('status – endpoints are compared without their read-back times; a change of a pod’s hash is news', () => {
+  const entry = { pod: 'p', ip: '10.0.0.1', synced: true, hash: 'sha256-a', lastError: '' };
+  const base: EchoScenarioStatus = { observedGeneration: 3, syncedEndpoints: 1, totalEndpoints: 1 };
+  assert.equal(
+    sameStatus(
+      { ...base, endpoints: [{ ...entry, lastSyncTime: EARLIER }] },
+      { ...base, endpoints: [{ ...entry, lastSyncTime: NOW_TEXT }] },
+    ),
+    true,
+  );
+  assert.equal(
+    sameStatus({ ...base, endpoints: [entry] }, { ...base, endpoints: [{ ...entry, hash: 'sha256-b' }] }),
+    false,
+  );
+  assert.equal(sameStatus(base, { ...base, endpoints: [entry] }), false);
 });

@@ -1,0 +1,54 @@
+/**
+ * `status.endpoints`: each pod an EchoScenario targets (its blast radius chose), with the proof of
+ * its last push: whether a read-back showed it holding the array it should, the hash it answered,
+ * when, and the last error.
+ */
+import type { Endpoint, EndpointStatus, NamespacePlan } from './plan.ts';
+import type { PushRecord } from './push-ledger.ts';
+
+/** Most pods listed in `status.endpoints` (the counts cover all): a status stays small. */
+export const MAX_STATUS_ENDPOINTS = 100;
+/** Longest `lastError` kept. */
+export const MAX_ENDPOINT_ERROR_LENGTH = 1024;
+
+/**
+ * The entries of `endpoints`: unsynced ones first, then by pod name, at most
+ * {@link MAX_STATUS_ENDPOINTS}.
+ */
+export function endpointStatuses(
+  endpoints: readonly Endpoint[],
+  desired: NamespacePlan['desired'],
+  pushes: PushRecord,
+): EndpointStatus[] {
+  const entries = endpoints.map((endpoint): EndpointStatus => {
+    const want = desired.get(endpoint.key);
+    const proof = pushes.proof(endpoint.key);
+    const entry: EndpointStatus = {
+      pod: endpoint.podName,
+      ip: endpoint.ip,
+      synced: want !== undefined && pushes.holds(want),
+      hash: proof?.hash ?? '',
+      lastError: (pushes.failure(endpoint.key) ?? '').slice(0, MAX_ENDPOINT_ERROR_LENGTH),
+    };
+    if (proof?.syncedAt !== undefined) entry.lastSyncTime = timestamp(proof.syncedAt);
+    return entry;
+  });
+  return entries
+    .sort((a, b) => Number(a.synced) - Number(b.synced) || (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0))
+    .slice(0, MAX_STATUS_ENDPOINTS);
+}
+
+/** Whether two lists say the same, read-back times aside (a re-push of the same array is no news). */
+export function sameEndpoints(
+  current: readonly EndpointStatus[] | undefined,
+  next: readonly EndpointStatus[] | undefined,
+): boolean {
+  const untimed = (list: readonly EndpointStatus[] | undefined) =>
+    JSON.stringify(list?.map(({ lastSyncTime: _t, ...rest }) => rest));
+  return untimed(current) === untimed(next);
+}
+
+/** A Kubernetes `Time`: RFC 3339 in UTC, whole seconds. */
+function timestamp(at: Date): string {
+  return at.toISOString().replace(/\.\d+Z$/, 'Z');
+}

@@ -1,0 +1,97 @@
+/**
+ * Proof of a push: after `POST /scenario`, the operator reads the pod's `GET /scenario` back with
+ * `If-None-Match` naming the content hash of the array it pushed. A 304 (or a 200 whose `ETag`, or
+ * whose array's own hash, is that hash) proves the pod holds it; anything else is a failure of the
+ * push, retried with backoff, so a pod that answers 200 and keeps its old scenarios is never counted
+ * as synced.
+ */
+import { scenarioSetHash } from '../scenario/index.ts';
+import { OperatorError } from './errors.ts';
+import type { Endpoint } from './plan.ts';
+import type { Push } from './push-client.ts';
+
+/** Reads back what `endpoint` holds: the content hash of its scenario set. */
+export type ReadBack = (endpoint: Endpoint, expectedHash: string) => Promise<string>;
+
+/** Pushes `scenarios` (`body` is their JSON) and proves it: resolves with the hash read back. */
+export type VerifiedPush = (
+  endpoint: Endpoint,
+  scenarios: readonly unknown[],
+  body: string,
+) => Promise<string>;
+
+export interface ReadBackClientOptions {
+  /** Timeout of one read-back, in ms. */
+  readonly timeoutMs: number;
+  readonly adminToken?: string | undefined;
+}
+
+/** Most bytes of a `GET /scenario` body read when it has no usable `ETag` (an echo without one). */
+export const MAX_READ_BACK_BYTES = 8 * 1024 * 1024;
+
+const HASH_ETAG = /^"(sha256-[0-9a-f]{64})"$/;
+
+export function createReadBackClient(options: ReadBackClientOptions): ReadBack {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (options.adminToken !== undefined) headers['authorization'] = `Bearer ${options.adminToken}`;
+  return async function readBack(endpoint, expectedHash) {
+    const url = `http://${endpoint.ip}:${endpoint.port}/scenario`;
+    try {
+      const res = await fetch(url, {
+        headers: { ...headers, 'if-none-match': `"${expectedHash}"` },
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+      if (res.status === 304) {
+        await res.body?.cancel();
+        return expectedHash;
+      }
+      if (res.status !== 200) {
+        const text = await res.text();
+        throw new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+      }
+      const tagged = HASH_ETAG.exec(res.headers.get('etag') ?? '')?.[1];
+      if (tagged !== undefined) {
+        await res.body?.cancel();
+        return tagged;
+      }
+      const length = Number(res.headers.get('content-length') ?? 0);
+      if (length > MAX_READ_BACK_BYTES)
+        throw new Error(`a body of ${length} bytes, above ${MAX_READ_BACK_BYTES}`);
+      const text = await res.text();
+      if (text.length > MAX_READ_BACK_BYTES) throw new Error(`a body above ${MAX_READ_BACK_BYTES} bytes`);
+      const list = JSON.parse(text) as unknown;
+      if (!Array.isArray(list)) throw new Error('a body that is not a JSON array');
+      return scenarioSetHash(list);
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      throw new OperatorError('OPERATOR_ERR_READ_BACK', [url, cause ?? (error as Error).message], {
+        cause: error,
+      });
+    }
+  };
+}
+
+/** The hash a pod answered when a read-back found it holding something else. */
+export interface NotApplied extends OperatorError {
+  readonly heldHash: string;
+}
+
+/** The hash `error` says the pod holds, when it is a read-back that differed. */
+export function heldHashOf(error: unknown): string | undefined {
+  return (error as Partial<NotApplied> | null)?.heldHash;
+}
+
+/** Push, then read back: rejects with `OPERATOR_ERR_PUSH`, `OPERATOR_ERR_READ_BACK` or `OPERATOR_ERR_NOT_APPLIED`. */
+export function createVerifiedPush(push: Push, readBack: ReadBack): VerifiedPush {
+  return async function verifiedPush(endpoint, scenarios, body) {
+    const expected = scenarioSetHash(scenarios);
+    await push(endpoint, body);
+    const held = await readBack(endpoint, expected);
+    if (held !== expected) {
+      const url = `http://${endpoint.ip}:${endpoint.port}/scenario`;
+      const error = new OperatorError('OPERATOR_ERR_NOT_APPLIED', [url, held, expected]);
+      throw Object.assign(error, { heldHash: held });
+    }
+    return held;
+  };
+}

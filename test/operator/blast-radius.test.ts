@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import {
+  blastRadiusProblems,
+  chooseTargets,
+  chosenCount,
+  MAX_FIXED_PODS,
+} from '../../src/operator/blast-radius.ts';
+import { type EchoScenario, planNamespace, specProblems } from '../../src/operator/plan.ts';
+
+const endpoints = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ key: `pod-${i}:8080`, podUid: `pod-${i}` }));
+const uids = (list: ReadonlyArray<{ podUid: string }>) => list.map((e) => e.podUid).sort();
+
+test('blast radius – how many pods each mode chooses', () => {
+  assert.equal(chosenCount({}, 7), 7);
+  assert.equal(chosenCount({ mode: 'all' }, 7), 7);
+  assert.equal(chosenCount({ mode: 'one' }, 7), 1);
+  assert.equal(chosenCount({ mode: 'one' }, 0), 0);
+  assert.equal(chosenCount({ mode: 'fixed', value: 3 }, 7), 3);
+  assert.equal(chosenCount({ mode: 'fixed', value: 30 }, 7), 7);
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 50 }, 4), 2);
+  // Rounded up: any percentage of a non-empty target is at least one pod.
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 10 }, 3), 1);
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 50 }, 5), 3);
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 100 }, 5), 5);
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 50 }, 0), 0);
+});
+
+test('blast radius – the choice depends on the pods and the resource only, not on their order', () => {
+  const all = endpoints(10);
+  const chosen = uids(chooseTargets(all, 'es-1', { mode: 'fixed', value: 3 }));
+  assert.equal(chosen.length, 3);
+  assert.deepEqual(uids(chooseTargets([...all].reverse(), 'es-1', { mode: 'fixed', value: 3 })), chosen);
+  // Another EchoScenario ranks the pods otherwise: over 20 of them, not all choose the same 3.
+  const choices = new Set(
+    Array.from({ length: 20 }, (_, i) =>
+      uids(chooseTargets(all, `es-${i}`, { mode: 'fixed', value: 3 })).join(),
+    ),
+  );
+  assert.ok(choices.size > 1);
+});
+
+test('blast radius – a pod that comes or goes moves at most one pod in or out of the choice', () => {
+  const all = endpoints(10);
+  const chosen = uids(chooseTargets(all, 'es-1', { mode: 'fixed', value: 4 }));
+  const grown = uids(
+    chooseTargets([...all, { key: 'new:8080', podUid: 'new' }], 'es-1', { mode: 'fixed', value: 4 }),
+  );
+  assert.ok(chosen.filter((uid) => grown.includes(uid)).length >= 3);
+  // An unchosen pod going away changes nothing.
+  const unchosen = all.find((e) => !chosen.includes(e.podUid))!;
+  const shrunk = all.filter((e) => e !== unchosen);
+  assert.deepEqual(uids(chooseTargets(shrunk, 'es-1', { mode: 'fixed', value: 4 })), chosen);
+  // A chosen pod going away is replaced by one; the other three stay.
+  const gone = all.filter((e) => e.podUid !== chosen[0]);
+  const after = uids(chooseTargets(gone, 'es-1', { mode: 'fixed', value: 4 }));
+  assert.equal(after.length, 4);
+  assert.deepEqual(
+    chosen.slice(1).filter((uid) => after.includes(uid)),
+    chosen.slice(1),
+  );
+});
+
+test('blast radius – mode and value are checked: value required, in range, and only where it means something', () => {
+  assert.deepEqual(blastRadiusProblems({}), []);
+  assert.deepEqual(blastRadiusProblems({ mode: 'one' }), []);
+  assert.deepEqual(blastRadiusProblems({ mode: 'fixed', value: MAX_FIXED_PODS }), []);
+  assert.deepEqual(blastRadiusProblems({ mode: 'fixed-percent', value: 100 }), []);
+  const cases: Array<[object, RegExp]> = [
+    [{ mode: 'some' }, /spec\.target\.mode: must be one of all, one, fixed, fixed-percent, got "some"/],
+    [{ mode: 'fixed' }, /spec\.target\.value: required with mode fixed/],
+    [{ mode: 'fixed-percent' }, /spec\.target\.value: required with mode fixed-percent/],
+    [{ mode: 'fixed', value: 0 }, /a pod count, an integer from 1 to 10000, got 0/],
+    [{ mode: 'fixed', value: MAX_FIXED_PODS + 1 }, /got 10001/],
+    [{ mode: 'fixed-percent', value: 101 }, /a percentage, an integer from 1 to 100, got 101/],
+    [{ mode: 'fixed-percent', value: 2.5 }, /got 2\.5/],
+    [{ mode: 'fixed', value: '3' }, /got "3"/],
+    [{ mode: 'one', value: 1 }, /spec\.target\.value: only with mode fixed or fixed-percent/],
+    [{ value: 1 }, /only with mode fixed or fixed-percent/],
+  ];
+  for (const [target, message] of cases) {
+    const problems = blastRadiusProblems(target);
+    assert.equal(problems.length, 1, JSON.stringify(target));
+    assert.match(problems[0]!, message);
+  }
+});
+
+function pod(i: number): V1Pod {
+  return {
+    metadata: { name: `p${i}`, uid: `uid-${i}`, labels: { app: 'echo' } },
+    spec: { containers: [{ name: 'echo', ports: [{ name: 'http', containerPort: 8080 }] }] },
+    status: { phase: 'Running', podIP: `10.0.0.${i}`, conditions: [{ type: 'Ready', status: 'True' }] },
+  };
+}
+
+function es(name: string, target: object): EchoScenario {
+  return {
+    metadata: { name, uid: `es-${name}`, creationTimestamp: '2026-01-01T00:00:00Z' as unknown as Date },
+    spec: { target, path: `/${name}`, responses: [{ status: 503 }] },
+  };
+}
+
+test('blast radius – the plan pushes a fixed-percent EchoScenario to its chosen pods only; an invalid mode is Invalid', () => {
+  const pods = [0, 1, 2, 3].map(pod);
+  const selector = { selector: { matchLabels: { app: 'echo' } }, port: 'http' };
+  const plan = planNamespace(
+    [
+      es('half', { ...selector, mode: 'fixed-percent', value: 50 }),
+      es('bad', { ...selector, mode: 'fixed' }),
+    ],
+    pods,
+    [],
+    [],
+  );
+  const half = plan.scenarios.get('half');
+  assert.equal(half?.kind, 'Active');
+  const targeted = half.kind === 'Active' ? half.endpoints.map((e) => e.podUid).sort() : [];
+  assert.equal(targeted.length, 2);
+  assert.deepEqual([...plan.desired.values()].map((d) => d.endpoint.podUid).sort(), targeted);
+  assert.deepEqual(
+    uids(
+      chooseTargets(
+        pods.map((p) => ({ podUid: p.metadata!.uid! })),
+        'es-half',
+        { mode: 'fixed-percent', value: 50 },
+      ),
+    ),
+    targeted,
+  );
+  const bad = plan.scenarios.get('bad');
+  assert.equal(bad?.kind, 'Invalid');
+  assert.match(bad.kind === 'Invalid' ? bad.message : '', /spec\.target\.value: required with mode fixed/);
+  assert.match(specProblems(es('x', { ...selector, mode: 'all', value: 3 })) ?? '', /only with mode fixed/);
+});
