@@ -49,6 +49,9 @@ export function valueComments(yaml: string): Map<string, string> {
   return comments;
 }
 
+const asObject = (v: Json | undefined): Schema =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? v : {};
+
 /** The schema of the value at `path`, following `properties` and local `$ref`s. */
 function schemaAt(root: Schema, path: readonly string[]): Schema | undefined {
   const deref = (s: Json | undefined): Schema | undefined => {
@@ -62,7 +65,11 @@ function schemaAt(root: Schema, path: readonly string[]): Schema | undefined {
         (at, part) => (at !== null && typeof at === 'object' && !Array.isArray(at) ? at[part] : undefined),
         root,
       );
-    return { ...deref(target), ...Object.fromEntries(Object.entries(s).filter(([k]) => k !== '$ref')) };
+    const referenced = deref(target) ?? {};
+    const own = Object.fromEntries(Object.entries(s).filter(([k]) => k !== '$ref'));
+    // Properties beside a $ref add to the referenced ones.
+    const properties = { ...asObject(referenced['properties']), ...asObject(own['properties']) };
+    return { ...referenced, ...own, properties };
   };
   let at = deref(root);
   for (const key of path) {

@@ -25,8 +25,18 @@ export const REPO_URL = 'https://github.com/echo-chaos/echo-chaos';
 export const REPO_BLOB = `${REPO_URL}/blob/main/`;
 export const REPO_TREE = `${REPO_URL}/tree/main/`;
 
-const DIRECTIVE = /<!--\s*@section:\s*(.*?)\s*-->/g;
-const LIST = /<!--\s*@list:\s*(.*?)\s*-->/g;
+/** A directive is a line of its own, outside code blocks: elsewhere it is text (this comment, an ADR). */
+const DIRECTIVE_LINE = /^\s*<!--\s*@(section|list):\s*(.*?)\s*-->\s*$/;
+
+/** The directives of a page: kind, argument text and line. */
+function directivesOf(text: string): { kind: string; text: string; line: number }[] {
+  const lines = text.split('\n');
+  const inFence = fenced(lines);
+  return lines.flatMap((line, at) => {
+    const m = inFence[at] ? null : DIRECTIVE_LINE.exec(line);
+    return m ? [{ kind: m[1]!, text: m[2]!, line: at }] : [];
+  });
+}
 
 // --- Slugs ------------------------------------------------------------------------------------
 
@@ -249,8 +259,8 @@ export function buildIndex(dir = DOCS_DIR): SiteIndex {
   const index: SiteIndex = new Map();
   for (const page of sitePages(dir)) {
     const text = readFileSync(join(dir, page), 'utf8');
-    for (const [, directive] of text.matchAll(DIRECTIVE)) {
-      const request = parseDirective(directive!);
+    for (const directive of directivesOf(text).filter((d) => d.kind === 'section')) {
+      const request = parseDirective(directive.text);
       // A few rows of a table show no section; an intro shows its section's own text.
       if (request.rows !== undefined) continue;
       const section = sectionOf(request);
@@ -344,14 +354,17 @@ export function siteLink(target: string, origin: string, page: string, index: Si
 
 /** A page's markdown with every directive expanded and every link made a link of the site. */
 export function expandPage(page: string, text: string, index: SiteIndex): string {
-  const own = rewriteLinks(text.split('\n'), `docs/${page}`, page, index).join('\n');
-  return own
-    .replace(DIRECTIVE, (_, directive: string) => {
-      const request = parseDirective(directive);
-      const section = sectionOf(request);
-      return rewriteLinks(section.lines, request.file, page, index).join('\n').trim();
-    })
-    .replace(LIST, (_, dir: string) => listOf(dir, page));
+  const lines = rewriteLinks(text.split('\n'), `docs/${page}`, page, index);
+  for (const directive of directivesOf(text).reverse()) {
+    let expanded: string;
+    if (directive.kind === 'list') expanded = listOf(directive.text, page);
+    else {
+      const request = parseDirective(directive.text);
+      expanded = rewriteLinks(sectionOf(request).lines, request.file, page, index).join('\n').trim();
+    }
+    lines.splice(directive.line, 1, expanded);
+  }
+  return lines.join('\n');
 }
 
 /** `<!--@list: docs/adr-->`: a bullet per page of a docs folder, its title linked. */
@@ -377,7 +390,9 @@ export function titledPages(dir: string): { file: string; title: string }[] {
 
 /** The files a page's directives read (so the dev server reloads the page when one changes). */
 export function sourcesOf(text: string): string[] {
-  return [...text.matchAll(DIRECTIVE)].map(([, d]) => join(ROOT, parseDirective(d!).file));
+  return directivesOf(text)
+    .filter((d) => d.kind === 'section')
+    .map((d) => join(ROOT, parseDirective(d.text).file));
 }
 
 /**
