@@ -333,6 +333,8 @@ function escapeForVue(text: string): string {
     .replace(/\{\{/g, '&#123;&#123;');
 }
 
+const IMAGE = /\.(?:png|jpe?g|gif|svg|webp|avif)$/i;
+
 /** Where a link written in `origin` to `target` goes on the site, seen from `page`. */
 export function siteLink(target: string, origin: string, page: string, index: SiteIndex): string {
   if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('/')) return target;
@@ -348,6 +350,9 @@ export function siteLink(target: string, origin: string, page: string, index: Si
   if (file.startsWith('docs/') && file.endsWith('.md') && existsSync(join(ROOT, file)))
     return to(file.slice('docs/'.length), anchor);
   if (file.startsWith('..')) throw new Error(`a link in ${origin} leaves the repository: ${target}`);
+  // A picture is bundled from where it is (Vite copies it into the site's assets), so a README's
+  // picture shows on the site too; a GitHub page of it would not.
+  if (IMAGE.test(file) && existsSync(join(ROOT, file))) return posix.relative(pageDir, file);
   const isDir = existsSync(join(ROOT, file)) && statSync(join(ROOT, file)).isDirectory();
   return `${isDir ? REPO_TREE : REPO_BLOB}${file}${anchor === '' ? '' : `#${anchor}`}`;
 }

@@ -141,6 +141,8 @@ test('docs sections – links go to the page that shows their target, else to th
     '../adr/0004-operator-choices.md',
   );
   assert.equal(from('https://fast-check.dev'), 'https://fast-check.dev');
+  assert.equal(from('docs/public/screenshots/web-ws.png'), '../public/screenshots/web-ws.png', 'a picture');
+  assert.equal(from('docs/nothing.png'), `${REPO_BLOB}docs/nothing.png`, 'a picture that is not there');
   assert.throws(() => from('../../outside.md'), /leaves the repository/);
 });
 
