@@ -2,8 +2,8 @@
  * `.github/workflows/release.yml` cannot run here, so its structure is checked: each check below
  * returns the problems it sees, the real workflow must have none, and every check is shown to
  * notice a broken copy (the mutation table), so none of them passes vacuously. actionlint runs on it
- * when present. This file: the trigger, the CI gate, the npm packages, permissions, pinned actions
- * and the scripts the steps name; test/release-workflow-ghcr.test.ts: the image and the chart;
+ * when present. This file: the trigger, the CI gate, the npm packages, the docs site (GitHub Pages),
+ * permissions, pinned actions and the scripts the steps name; test/release-workflow-ghcr.test.ts: the image and the chart;
  * test/release-check.test.ts: the release preflight the workflow runs.
  */
 import assert from 'node:assert/strict';
@@ -41,11 +41,19 @@ const WORKFLOW_PATH = join(ROOT, '.github', 'workflows', 'release.yml');
 interface Repo {
   readonly scripts: Record<string, string>;
   readonly exists: (path: string) => boolean;
+  /** Where `npm run docs:build` writes the site: docs/ plus the outDir of its VitePress config. */
+  readonly docsOutDir: string;
 }
 
 function readRepo(): Repo {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-  return { scripts: pkg.scripts ?? {}, exists: (path) => existsSync(join(ROOT, path)) };
+  const config = readFileSync(join(ROOT, 'docs', '.vitepress', 'config.ts'), 'utf8');
+  const outDir = /^\s*outDir:\s*'([^']+)'/m.exec(config)?.[1] ?? '(no outDir in docs/.vitepress/config.ts)';
+  return {
+    scripts: pkg.scripts ?? {},
+    exists: (path) => existsSync(join(ROOT, path)),
+    docsOutDir: `docs/${outDir.replace(/^\.\//, '').replace(/\/$/, '')}`,
+  };
 }
 
 /** What `npm run build` writes (scripts/build.ts): the root's dist/ and each package built to publish. */
@@ -54,6 +62,7 @@ const BUILD = /^\s*npm run build\s*$/m;
 /** The preflight that also reads the built manifests. */
 const BUILT_PREFLIGHT = /node scripts\/release-check\.ts --built\b/;
 const OBS_PUBLISH = /npm publish \.\/src\/obs\/dist\b/;
+const DOCS_BUILD = /^\s*npm run docs:build\s*$/m;
 const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 // --- The checks -------------------------------------------------------------------------------
@@ -172,6 +181,42 @@ const CHECKS: Record<string, Check<Repo>> = {
     return problems;
   },
 
+  'the docs job builds the site for the Pages base path after the suite, and the pages job deploys it'(
+    wf,
+    repo,
+  ) {
+    const job = jobOf(wf, 'docs');
+    if (job === undefined) return ['no job docs'];
+    const problems: string[] = [];
+    if (!needsOf(job).includes('ci')) problems.push('docs does not need ci');
+    const node = using(job, 'actions/setup-node')[0];
+    if (String(node?.with?.['node-version']) !== '24') problems.push('docs does not set up Node 24');
+    const install = runIndex(job, /^\s*npm ci\b/m);
+    const build = runIndex(job, DOCS_BUILD);
+    const configure = usesIndex(job, 'actions/configure-pages');
+    const upload = usesIndex(job, 'actions/upload-pages-artifact');
+    if (build === -1) problems.push('no step runs npm run docs:build');
+    if (install === -1 || install > build) problems.push('npm ci does not run before npm run docs:build');
+    if (configure === -1 || configure > build)
+      problems.push('actions/configure-pages does not run before the build (its base path)');
+    const id = stepsOf(job)[configure]?.id;
+    const base = String(envAt(wf, job, stepsOf(job)[build], 'DOCS_BASE') ?? '');
+    if (id === undefined || !base.includes(gha(`steps.${id}.outputs.base_path`)))
+      problems.push("the build's DOCS_BASE is not configure-pages' base_path");
+    if (upload === -1 || upload < build) problems.push('the site is not uploaded after it is built');
+    else if (String(stepsOf(job)[upload].with?.path).replace(/\/$/, '') !== repo.docsOutDir)
+      problems.push(`the upload is not the build's outDir ${repo.docsOutDir}`);
+    const pages = jobOf(wf, 'pages');
+    if (pages === undefined) return [...problems, 'no job pages'];
+    if (!needsOf(pages).includes('docs')) problems.push('pages does not need docs');
+    if (usesIndex(pages, 'actions/deploy-pages') === -1)
+      problems.push('pages does not run actions/deploy-pages');
+    const environment = typeof pages.environment === 'string' ? pages.environment : pages.environment?.name;
+    if (environment !== 'github-pages')
+      problems.push('pages does not deploy to the github-pages environment');
+    return problems;
+  },
+
   'permissions: none by default, each job its own, writes only where it publishes'(wf) {
     const problems: string[] = [];
     const top = wf?.permissions;
@@ -183,6 +228,8 @@ const CHECKS: Record<string, Check<Repo>> = {
       image: { packages: 'write' },
       npm: { 'id-token': 'write' },
       chart: { packages: 'write' },
+      docs: { pages: 'read' },
+      pages: { pages: 'write', 'id-token': 'write' },
     };
     for (const [name, job] of every(wf)) {
       const granted = job.permissions;
@@ -405,6 +452,78 @@ const MUTATIONS: Mutation<Repo>[] = [
     what: 'default registry',
     wf: (wf) => delete step(wf, 'npm', /setup-node/).with['registry-url'],
     expect: /registry-url/,
+  },
+  {
+    check: 'the docs job',
+    what: 'docs before the suite',
+    wf: (wf) => delete wf.jobs.docs.needs,
+    expect: /docs does not need ci/,
+  },
+  {
+    check: 'the docs job',
+    what: 'no build',
+    wf: (wf) => (step(wf, 'docs', DOCS_BUILD).run = 'true'),
+    expect: /no step runs npm run docs:build/,
+  },
+  {
+    check: 'the docs job',
+    what: 'the build before npm ci',
+    wf: (wf) => moveStep(wf, 'docs', /^\s*npm ci\b/m),
+    expect: /npm ci does not run before/,
+  },
+  {
+    check: 'the docs job',
+    what: 'configure-pages after the build',
+    wf: (wf) => moveStep(wf, 'docs', /configure-pages/),
+    expect: /configure-pages does not run before the build/,
+  },
+  {
+    check: 'the docs job',
+    what: 'the default base path (/echo-chaos/) whatever the repository',
+    wf: (wf) => delete step(wf, 'docs', DOCS_BUILD).env,
+    expect: /DOCS_BASE is not configure-pages' base_path/,
+  },
+  {
+    check: 'the docs job',
+    what: 'the upload of another folder',
+    wf: (wf) => (step(wf, 'docs', /upload-pages-artifact/).with.path = 'docs/dist'),
+    expect: /the upload is not the build's outDir docs\/\.vitepress\/dist/,
+  },
+  {
+    check: 'the docs job',
+    what: 'the upload before the build',
+    wf: (wf) => moveStep(wf, 'docs', /upload-pages-artifact/, /configure-pages/),
+    expect: /not uploaded after it is built/,
+  },
+  {
+    check: 'the docs job',
+    what: 'a deploy before the build',
+    wf: (wf) => delete wf.jobs.pages.needs,
+    expect: /pages does not need docs/,
+  },
+  {
+    check: 'the docs job',
+    what: 'no deploy',
+    wf: (wf) => (wf.jobs.pages.steps = [{ run: 'true' }]),
+    expect: /pages does not run actions\/deploy-pages/,
+  },
+  {
+    check: 'the docs job',
+    what: 'no environment',
+    wf: (wf) => delete wf.jobs.pages.environment,
+    expect: /github-pages environment/,
+  },
+  {
+    check: 'permissions',
+    what: 'no id-token for the Pages deploy',
+    wf: (wf) => delete wf.jobs.pages.permissions['id-token'],
+    expect: /job pages lacks id-token: write/,
+  },
+  {
+    check: 'permissions',
+    what: 'pages: write for the build',
+    wf: (wf) => (wf.jobs.docs.permissions.pages = 'write'),
+    expect: /job docs has pages: write/,
   },
   {
     check: 'permissions',

@@ -1,0 +1,138 @@
+// The docs site (VitePress): `npm run docs:build` writes it to docs/.vitepress/dist (gitignored).
+// Pages include the READMEs' sections with <!--@section: FILE#anchor--> (scripts/docs-site.ts), so
+// the READMEs stay the one source; test/docs/site.test.ts builds the site and checks every link.
+import { defineConfig } from 'vitepress';
+import { expandForSearch, REPO_URL, sectionsPlugin, titledPages } from '../../scripts/docs-site.ts';
+
+const DOCS_DIR = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
+
+/** A project site on GitHub Pages lives under /<repository>/; DOCS_BASE overrides it (a fork's). */
+const base = process.env['DOCS_BASE'] ?? '/echo-chaos/';
+
+const adrs = titledPages('docs/adr').map(({ file, title }) => ({
+  text: title.replace(/^\d+\.\s*/, `${file.slice(0, 4)} `),
+  link: `/adr/${file.replace(/\.md$/, '')}`,
+}));
+
+const obsFeatures: [string, string][] = [
+  ['Request context', 'request-context'],
+  ['Timeout budget (deadline propagation)', 'timeout-budget'],
+  ['Enforcement mode (dry run)', 'enforcement'],
+  ['Cardinality firewall', 'cardinality'],
+  ['Structured logs and PII masking', 'logging'],
+  ['Exception fingerprints', 'exception-fingerprints'],
+  ['Trace-context guard', 'trace-guard'],
+  ['Sampling', 'sampling'],
+  ['Wide events', 'wide-events'],
+  ['Retry amplification', 'retry'],
+  ['Request priority', 'priority'],
+  ['Multi-tenant context', 'tenant'],
+  ['Health and readiness', 'health'],
+  ['Dependency health map', 'dependencies'],
+  ['Request fan-out', 'fan-out'],
+  ['Kafka', 'kafka'],
+  ['Resilience', 'resilience'],
+  ['Database N+1 and slow queries', 'db'],
+  ['Background jobs', 'jobs'],
+  ['Cache observability', 'cache'],
+  ['Feature flags', 'feature-flags'],
+  ['Continuous profiling', 'profiling'],
+  ['SLO-as-code', 'slo'],
+  ['Container memory', 'container-memory'],
+  ['Graceful drain and flush', 'shutdown'],
+  ['Live diagnostics', 'diagnostics'],
+  ['Actuator routes', 'actuator'],
+  ['API', 'api'],
+];
+
+export default defineConfig({
+  title: 'echo-chaos',
+  description: 'HTTP echo and fault-injection service, observability library and Kubernetes operator',
+  base,
+  lang: 'en',
+  // Built and checked by test/docs/site.test.ts; nothing of the build reaches the network.
+  outDir: '.vitepress/dist',
+  cacheDir: '.vitepress/cache',
+  cleanUrls: false,
+  lastUpdated: false,
+  // VitePress fails the build on a link to a page that does not exist (anchors are checked by the
+  // test), except links to a running service (http://localhost:8080/..., the README's tour).
+  ignoreDeadLinks: 'localhostLinks',
+  markdown: { theme: { light: 'github-light', dark: 'github-dark' } },
+  vite: { plugins: [sectionsPlugin(DOCS_DIR)] },
+  themeConfig: {
+    nav: [
+      { text: 'Getting started', link: '/getting-started' },
+      { text: 'Service', link: '/service/' },
+      { text: 'Faults', link: '/faults/' },
+      { text: 'obs', link: '/obs/' },
+      { text: 'Kubernetes', link: '/kubernetes/' },
+      { text: 'Decisions', link: '/decisions' },
+    ],
+    socialLinks: [{ icon: 'github', link: REPO_URL }],
+    search: {
+      provider: 'local',
+      options: {
+        // Search reads the page files itself: give it the pages with their sections included.
+        _render: (src, env, md) => md.render(expandForSearch(DOCS_DIR, env.path, src), env),
+      },
+    },
+    outline: { level: [2, 3] },
+    sidebar: [
+      {
+        text: 'The service',
+        items: [
+          { text: 'Getting started', link: '/getting-started' },
+          { text: 'Overview', link: '/service/' },
+          { text: 'Control headers', link: '/service/control-headers' },
+          { text: 'Endpoints', link: '/service/endpoints' },
+          { text: 'Scenarios', link: '/scenarios' },
+          { text: 'History and replay', link: '/service/history-replay' },
+          { text: 'WebSocket and SSE', link: '/service/websocket-sse' },
+          { text: 'Protocols and TLS', link: '/service/protocols' },
+          { text: 'Shutdown', link: '/service/shutdown' },
+          { text: 'Configuration', link: '/service/configuration' },
+          { text: 'Errors', link: '/service/errors' },
+          { text: 'Security', link: '/security' },
+        ],
+      },
+      {
+        text: 'Faults',
+        items: [
+          { text: 'Overview and telemetry', link: '/faults/' },
+          { text: 'Delay and latency', link: '/faults/delay' },
+          { text: 'Status', link: '/faults/status' },
+          { text: 'Error (reset, close, timeout)', link: '/faults/error' },
+          { text: 'Chaos', link: '/faults/chaos' },
+          { text: 'Slow and broken bodies', link: '/faults/bodies' },
+          { text: 'Size and compression', link: '/faults/size-compression' },
+          { text: 'Readiness and liveness', link: '/faults/lifecycle' },
+        ],
+      },
+      {
+        text: 'obs',
+        collapsed: true,
+        items: [
+          { text: 'Overview and configuration', link: '/obs/' },
+          ...obsFeatures.map(([text, page]) => ({ text, link: `/obs/${page}` })),
+        ],
+      },
+      {
+        text: 'Kubernetes',
+        items: [
+          { text: 'The bundle', link: '/kubernetes/' },
+          { text: 'Chart values', link: '/kubernetes/chart-values' },
+          { text: 'The operator', link: '/kubernetes/operator' },
+        ],
+      },
+      {
+        text: 'Project',
+        items: [
+          { text: 'Benchmarks', link: '/benchmarks' },
+          { text: 'Development', link: '/development' },
+        ],
+      },
+      { text: 'Decisions (ADRs)', collapsed: true, items: [{ text: 'All', link: '/decisions' }, ...adrs] },
+    ],
+  },
+});

@@ -1,0 +1,5 @@
+// The default theme, with room for the reference tables (custom.css).
+import DefaultTheme from 'vitepress/theme';
+import './custom.css';
+
+export default DefaultTheme;

@@ -1,0 +1,143 @@
+/**
+ * The docs site (docs/, VitePress): it builds offline, no link or anchor in it is broken, the
+ * generated chart-values page is fresh, and every section of the READMEs it is made from is on a
+ * page. One build for the file (about 15 s idle, longer on a loaded machine).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { CHART_VALUES_PAGE, renderChartValues } from '../../scripts/docs-chart-values.ts';
+import { buildIndex, githubSlug, headingsOf, REPO_BLOB, REPO_TREE, ROOT } from '../../scripts/docs-site.ts';
+import { brokenLinks } from './links.ts';
+
+const BASE = '/echo-chaos/';
+const VITEPRESS = join(ROOT, 'node_modules', 'vitepress', 'bin', 'vitepress.js');
+/** The files the site is made from: each heading of theirs must be on a page. */
+const SOURCES = [
+  'README.md',
+  'src/obs/README.md',
+  'src/operator/README.md',
+  'bench/README.md',
+  'bench/RESULTS.md',
+];
+
+/** Runs the build (the command `npm run docs:build` runs) into `outDir`; resolves with its output. */
+function build(outDir: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [VITEPRESS, 'build', 'docs', '--outDir', outDir], {
+      cwd: ROOT,
+      env: { ...process.env, DOCS_BASE: BASE, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('docs site', () => {
+  const outDir = mkdtempSync(join(tmpdir(), 'echo-chaos-docs-'));
+  let built: { code: number | null; output: string };
+  before(async () => {
+    built = await build(outDir);
+  });
+  process.on('exit', () => rmSync(outDir, { recursive: true, force: true }));
+
+  test('docs site – npm run docs:build builds every page, offline', () => {
+    assert.equal(built.code, 0, built.output);
+    for (const page of ['index.html', 'faults/delay.html', 'obs/slo.html', 'kubernetes/chart-values.html']) {
+      assert.ok(readFileSync(join(outDir, page), 'utf8').includes('<main'), `${page} was not built`);
+    }
+  });
+
+  test('docs site – no internal link, anchor or asset is broken, and every repository link names a file', () => {
+    assert.equal(built.code, 0, 'the build failed');
+    const problems = brokenLinks({
+      outDir,
+      base: BASE,
+      repoPrefixes: [REPO_BLOB, REPO_TREE],
+      repoRoot: ROOT,
+    });
+    assert.deepEqual(problems, []);
+  });
+
+  test('docs site – the included sections are rendered, with their tables and the screenshots', () => {
+    assert.equal(built.code, 0, 'the build failed');
+    const delay = readFileSync(join(outDir, 'faults', 'delay.html'), 'utf8');
+    assert.match(delay, /<code>X-Echo-Jitter<\/code>/, 'the X-Echo-Jitter row of the control-header table');
+    assert.match(delay, /<code>ECHO_MAX_DELAY<\/code>/, 'the ECHO_MAX_DELAY row of the settings table');
+    assert.doesNotMatch(delay, /<code>X-Echo-Chaos<\/code>/, 'a row the page did not ask for');
+    assert.doesNotMatch(delay, /@section/, 'a directive left unexpanded');
+    const ws = readFileSync(join(outDir, 'service', 'websocket-sse.html'), 'utf8');
+    assert.match(ws, /src="\/echo-chaos\/screenshots\/web-ws\.png"/);
+    const values = readFileSync(join(outDir, 'kubernetes', 'chart-values.html'), 'utf8');
+    assert.match(values, /<code>operator\.watchAllNamespaces<\/code>/);
+  });
+
+  test('docs site – the chart-values page is fresh (npm run gen:chart-values)', () => {
+    assert.equal(
+      readFileSync(CHART_VALUES_PAGE, 'utf8'),
+      renderChartValues(),
+      'docs/kubernetes/chart-values.md is stale: npm run gen:chart-values',
+    );
+  });
+
+  test('docs site – every section of the READMEs it is made from is on a page', () => {
+    const index = buildIndex();
+    const missing: string[] = [];
+    for (const file of SOURCES) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      for (const h of headingsOf(text).filter((h) => h.level > 1)) {
+        const anchor = githubSlug(h.raw);
+        if (!index.has(`${file}#${anchor}`)) missing.push(`${file}#${anchor}`);
+      }
+    }
+    assert.deepEqual(missing, [], 'add a <!--@section: ...--> of each to a page of docs/');
+  });
+});
+
+test('docs site – the link check notices a missing page, asset, anchor, base and repository file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-links-'));
+  try {
+    mkdirSync(join(dir, 'guide'));
+    writeFileSync(join(dir, 'style.css'), '');
+    writeFileSync(join(dir, 'guide', 'a.html'), '<main><h2 id="here">Here</h2></main>');
+    const links = [
+      'href="/echo-chaos/guide/a.html#here"',
+      'href="./a.html"',
+      'href="#here"',
+      'href="../style.css"',
+      'href="https://example.org/elsewhere"',
+      `href="${REPO_BLOB}README.md"`,
+      'href="/echo-chaos/guide/missing.html"',
+      'src="/echo-chaos/missing.png"',
+      'href="./a.html#gone"',
+      'href="/guide/a.html"',
+      `href="${REPO_BLOB}src/nothing-here.ts"`,
+    ];
+    writeFileSync(
+      join(dir, 'guide', 'b.html'),
+      `<main id="top">${links.map((l) => `<a ${l}>x</a>`).join('')}</main>`,
+    );
+    const problems = brokenLinks({ outDir: dir, base: BASE, repoPrefixes: [REPO_BLOB], repoRoot: ROOT });
+    assert.deepEqual(problems, [
+      'guide/b.html: href="#here" (guide/b.html has no id "here")',
+      'guide/b.html: href="/echo-chaos/guide/missing.html" (no such file in the built site)',
+      'guide/b.html: src="/echo-chaos/missing.png" (no such file in the built site)',
+      'guide/b.html: href="./a.html#gone" (guide/a.html has no id "gone")',
+      'guide/b.html: href="/guide/a.html" (outside the site\'s base /echo-chaos/)',
+      `guide/b.html: href="${REPO_BLOB}src/nothing-here.ts" (the repository has no src/nothing-here.ts)`,
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
