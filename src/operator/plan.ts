@@ -6,6 +6,7 @@
  */
 import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
+import { type AbortWhen, lifecycleProblems, type StopReason } from './lifecycle.ts';
 
 export const GROUP = 'echo-chaos.dev';
 export const VERSION = 'v1alpha1';
@@ -38,6 +39,10 @@ export interface EchoScenarioStatus {
   syncedEndpoints?: number;
   totalEndpoints?: number;
   lastSyncTime?: string;
+  /** When this generation first ran (lifecycle.ts). */
+  startTime?: string;
+  /** `startTime + spec.duration`. */
+  expiresAt?: string;
 }
 
 export interface EchoScenario {
@@ -56,6 +61,10 @@ export interface EchoScenario {
     body?: unknown;
     cycle?: unknown;
     responses?: unknown;
+    /** Lifecycle (lifecycle.ts): how long it runs, whether it is suspended, when it aborts. */
+    duration?: unknown;
+    suspend?: unknown;
+    abortWhen?: AbortWhen;
   };
   status?: EchoScenarioStatus;
 }
@@ -75,6 +84,16 @@ export type ScenarioState =
   | { readonly kind: 'TargetNotFound'; readonly message: string }
   | { readonly kind: 'Conflict'; readonly message: string; readonly endpoints: readonly Endpoint[] }
   | { readonly kind: 'Active'; readonly endpoints: readonly Endpoint[] }
+  /**
+   * Valid but off its pods (expired, suspended or aborted: lifecycle.ts): left out of every array like a
+   * deleting one; `endpoints` are pushed their arrays without it.
+   */
+  | {
+      readonly kind: 'Stopped';
+      readonly reason: StopReason;
+      readonly message: string;
+      readonly endpoints: readonly Endpoint[];
+    }
   /**
    * `metadata.deletionTimestamp` is set: left out of every array, as if gone. `endpoints` are its
    * target's ready endpoints now, which must hold their arrays without it before its finalizer goes.
@@ -149,6 +168,7 @@ export function specProblems(es: EchoScenario): string | undefined {
     }
     if (target.port === undefined || target.port === '') problems.push('spec.target.port: required');
   }
+  problems.push(...lifecycleProblems(spec as Record<string, unknown> | undefined));
   const result = validateScenarios([scenarioFields(spec)]);
   if (!result.ok) {
     for (const p of result.problems)
@@ -291,6 +311,8 @@ export function planNamespace(
   pods: readonly V1Pod[],
   services: readonly V1Service[],
   endpointSlices: readonly V1EndpointSlice[],
+  /** Why a valid EchoScenario is off its pods (lifecycle.ts), or `undefined` when it runs. */
+  stopped: (es: EchoScenario) => { reason: StopReason; message: string } | undefined = () => undefined,
 ): NamespacePlan {
   const states = new Map<string, ScenarioState>();
   const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[]; owners: string[] }>();
@@ -316,6 +338,7 @@ export function planNamespace(
       continue;
     }
     const target = es.spec!.target!;
+    const stop = deleting ? undefined : stopped(es);
     let endpoints: Endpoint[];
     if (target.service !== undefined) {
       if (!services.some((s) => s.metadata?.name === target.service)) {
@@ -323,7 +346,9 @@ export function planNamespace(
           name,
           deleting
             ? { kind: 'Deleting', endpoints: [] }
-            : { kind: 'TargetNotFound', message: `Service ${target.service} not found` },
+            : stop !== undefined
+              ? { kind: 'Stopped', ...stop, endpoints: [] }
+              : { kind: 'TargetNotFound', message: `Service ${target.service} not found` },
         );
         continue;
       }
@@ -335,6 +360,11 @@ export function planNamespace(
       // Its endpoints must be pushed their arrays without it, `[]` when nothing else is left.
       for (const endpoint of endpoints) entry(endpoint);
       states.set(name, { kind: 'Deleting', endpoints });
+      continue;
+    }
+    if (stop !== undefined) {
+      for (const endpoint of endpoints) entry(endpoint);
+      states.set(name, { kind: 'Stopped', ...stop, endpoints });
       continue;
     }
     const scenario = scenarioOf(es);

@@ -25,6 +25,8 @@ export interface StatusInput {
   /** What the pushes did. */
   readonly pushes: PushRecord;
   readonly now: Date;
+  /** Its run (lifecycle.ts): `startTime` and `expiresAt`, written while it runs or once it stopped. */
+  readonly lifecycle?: { readonly startTime?: string | undefined; readonly expiresAt?: string | undefined };
 }
 
 /**
@@ -40,8 +42,19 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
     readyCondition(es, status, reason, message, now);
   const generation = es.metadata.generation ?? 0;
   const lastSyncTime = es.status?.lastSyncTime;
-  const since = lastSyncTime === undefined ? {} : { lastSyncTime };
+  const since = {
+    ...(lastSyncTime === undefined ? {} : { lastSyncTime }),
+    ...runTimes(input),
+  };
   switch (state.kind) {
+    case 'Stopped':
+      return {
+        observedGeneration: generation,
+        conditions: [ready('False', state.reason, state.message)],
+        syncedEndpoints: 0,
+        totalEndpoints: state.endpoints.length,
+        ...since,
+      };
     case 'Invalid':
     case 'TargetNotFound':
       return {
@@ -86,6 +99,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         syncedEndpoints: synced,
         totalEndpoints: total,
         lastSyncTime: timestamp(now),
+        ...runTimes(input),
       };
     }
   }
@@ -102,8 +116,28 @@ export function sameStatus(current: EchoScenarioStatus | undefined, next: EchoSc
     current?.observedGeneration === next.observedGeneration &&
     current?.syncedEndpoints === next.syncedEndpoints &&
     current?.totalEndpoints === next.totalEndpoints &&
+    current?.startTime === next.startTime &&
+    current?.expiresAt === next.expiresAt &&
     untimed(current) === untimed(next)
   );
+}
+
+/**
+ * `startTime` and `expiresAt`: the run's own while it runs (Active) or once it stopped; in any other
+ * state (no pod to run on yet) only what the status of this generation already says.
+ */
+function runTimes(input: StatusInput): { startTime?: string; expiresAt?: string } {
+  const { echoScenario: es, state, lifecycle } = input;
+  const times =
+    state.kind === 'Active' || state.kind === 'Stopped'
+      ? lifecycle
+      : es.status?.observedGeneration === (es.metadata.generation ?? 0)
+        ? es.status
+        : undefined;
+  return {
+    ...(times?.startTime === undefined ? {} : { startTime: times.startTime }),
+    ...(times?.expiresAt === undefined ? {} : { expiresAt: times.expiresAt }),
+  };
 }
 
 function readyCondition(
