@@ -9,7 +9,7 @@
  * starts a new run with a fresh clock. An `Aborted` condition holds until the spec changes.
  */
 import { parseDurationMs } from '@echo-chaos/obs';
-import type { EchoScenario } from './plan.ts';
+import type { EchoScenario, EchoScenarioStatus } from './plan.ts';
 
 /** Why an EchoScenario is off its pods although valid and present. */
 export type StopReason = 'Expired' | 'Suspended' | 'Aborted';
@@ -138,6 +138,17 @@ export function lifecycleOf(es: EchoScenario, now: Date, aborted?: { message: st
     expiresAt,
     expiresInMs: expires === undefined ? undefined : expires.getTime() - now.getTime(),
   };
+}
+
+/**
+ * The status as a merge patch: `startTime` and `expiresAt` that `next` no longer has (suspended, or
+ * a new run without a duration) are set to null, which removes them.
+ */
+export function clearingRunTimes(current: EchoScenarioStatus | undefined, next: EchoScenarioStatus): EchoScenarioStatus {
+  const patch: Record<string, unknown> = { ...next };
+  for (const key of ['startTime', 'expiresAt'] as const)
+    if (next[key] === undefined && current?.[key] !== undefined) patch[key] = null;
+  return patch as EchoScenarioStatus;
 }
 
 /** A Kubernetes `Time`: RFC 3339 in UTC, whole seconds. */

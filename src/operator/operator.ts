@@ -22,7 +22,7 @@ import { createEchoScenarioApi } from './echo-scenario-api.ts';
 import { EventRecorder, transitionOf } from './events.ts';
 import { ResilientInformer } from './informer.ts';
 import { LeaderElector } from './leader.ts';
-import { lifecycleOf, MAX_TIMER_MS } from './lifecycle.ts';
+import { clearingRunTimes, lifecycleOf, MAX_TIMER_MS } from './lifecycle.ts';
 import { createOperatorMetrics } from './metrics.ts';
 import {
   type EchoScenario,
@@ -330,7 +330,7 @@ export function createOperator(options: OperatorOptions): Operator {
     });
     // Undefined: pushes still under way; each one re-enqueues this key when it ends.
     if (next === undefined || sameStatus(es.status, next)) return;
-    if (!(await api.writeStatus(namespace, name, next))) return;
+    if (!(await api.writeStatus(namespace, name, clearingRunTimes(es.status, next)))) return;
     // Stopped just now (expired, aborted): its pods get their arrays without it.
     if (state.kind === 'Stopped')
       for (const endpoint of state.endpoints) queue.add(`pod:${namespace}/${endpoint.podName}`);
