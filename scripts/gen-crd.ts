@@ -89,7 +89,8 @@ const lifecycleProperties: Record<string, JsonSchemaObject> = {
   },
   suspend: {
     type: 'boolean',
-    description: 'true removes the scenario from its pods (reason Suspended) until set back; that starts a new run.',
+    description:
+      'true removes the scenario from its pods (reason Suspended) until set back; that starts a new run.',
   },
   abortWhen: {
     type: 'object',

@@ -23,10 +23,17 @@ export function evaluate(
   const values: number[] = [];
   if (d?.resultType === 'scalar' && Array.isArray(d.result)) values.push(Number(d.result[1]));
   if (d?.resultType === 'vector' && Array.isArray(d.result)) {
-    for (const sample of d.result as Array<{ value?: [number, string] }>) values.push(Number(sample.value?.[1]));
+    for (const sample of d.result as Array<{ value?: [number, string] }>)
+      values.push(Number(sample.value?.[1]));
   }
   const compare = (v: number) =>
-    comparison === '>' ? v > threshold : comparison === '>=' ? v >= threshold : comparison === '<' ? v < threshold : v <= threshold;
+    comparison === '>'
+      ? v > threshold
+      : comparison === '>='
+        ? v >= threshold
+        : comparison === '<'
+          ? v < threshold
+          : v <= threshold;
   const finite = values.filter((v) => !Number.isNaN(v));
   const hit = finite.find(compare);
   return { holds: hit !== undefined, value: hit ?? finite[0] };
@@ -36,7 +43,10 @@ export function evaluate(
 export async function queryPrometheus(baseUrl: string, query: string, timeoutMs: number): Promise<unknown> {
   const url = new URL('api/v1/query', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   url.searchParams.set('query', query);
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+  const res = await fetch(url, {
+    signal: AbortSignal.timeout(timeoutMs),
+    headers: { accept: 'application/json' },
+  });
   const text = await res.text();
   if (text.length > MAX_BODY_BYTES) throw new Error(`answer over ${MAX_BODY_BYTES} bytes`);
   let body: { status?: string; data?: unknown; error?: string };
@@ -45,7 +55,8 @@ export async function queryPrometheus(baseUrl: string, query: string, timeoutMs:
   } catch {
     throw new Error(`HTTP ${res.status}, not JSON`);
   }
-  if (!res.ok || body.status !== 'success') throw new Error(`HTTP ${res.status}: ${body.error ?? 'query failed'}`);
+  if (!res.ok || body.status !== 'success')
+    throw new Error(`HTTP ${res.status}: ${body.error ?? 'query failed'}`);
   return body.data;
 }
 
@@ -129,7 +140,11 @@ export class AbortWatcher {
       }
       let result: ReturnType<typeof evaluate>;
       try {
-        result = evaluate(await queryPrometheus(prometheusUrl, String(abort.query), queryTimeoutMs), comparison, threshold);
+        result = evaluate(
+          await queryPrometheus(prometheusUrl, String(abort.query), queryTimeoutMs),
+          comparison,
+          threshold,
+        );
       } catch (error) {
         logger.warn({ echoScenario: es.metadata.name, err: String(error) }, 'abortWhen query failed');
         fail(`abortWhen query failed: ${(error as Error).message}`);

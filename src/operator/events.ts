@@ -64,12 +64,7 @@ export class EventRecorder {
   }
 
   /** Records an Event on `es`; never throws (a failure is logged). */
-  async record(
-    es: EchoScenario,
-    type: 'Normal' | 'Warning',
-    reason: string,
-    message: string,
-  ): Promise<void> {
+  async record(es: EchoScenario, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const { core, logger, instance } = this.#options;
     const now = this.#options.now();
     const uid = es.metadata.uid ?? `${es.metadata.namespace}/${es.metadata.name}`;
@@ -97,7 +92,8 @@ export class EventRecorder {
           },
           type,
           reason,
-          message: message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : message,
+          message:
+            message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : message,
           source: { component: 'echo-chaos-operator' },
           reportingComponent: 'echo-chaos.dev/operator',
           reportingInstance: instance.slice(0, 128),

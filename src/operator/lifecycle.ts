@@ -65,7 +65,11 @@ export function lifecycleProblems(spec: Record<string, unknown> | undefined): st
   if (abort !== undefined) {
     if (typeof abort !== 'object' || abort === null) problems.push('spec.abortWhen: must be an object');
     else {
-      if (typeof abort.query !== 'string' || abort.query.trim() === '' || abort.query.length > MAX_QUERY_LENGTH)
+      if (
+        typeof abort.query !== 'string' ||
+        abort.query.trim() === '' ||
+        abort.query.length > MAX_QUERY_LENGTH
+      )
         problems.push(`spec.abortWhen.query: must be a PromQL query of 1 to ${MAX_QUERY_LENGTH} characters`);
       if (typeof abort.threshold !== 'number' || !Number.isFinite(abort.threshold))
         problems.push('spec.abortWhen.threshold: must be a number');
@@ -74,7 +78,9 @@ export function lifecycleProblems(spec: Record<string, unknown> | undefined): st
       if (abort.for !== undefined) {
         const ms = typeof abort.for === 'string' ? parseDurationMs(abort.for) : undefined;
         if (ms === undefined || ms > MAX_FOR_MS)
-          problems.push(`spec.abortWhen.for: must be a duration of at most 1d, got ${JSON.stringify(abort.for)}`);
+          problems.push(
+            `spec.abortWhen.for: must be a duration of at most 1d, got ${JSON.stringify(abort.for)}`,
+          );
       }
     }
   }
@@ -144,7 +150,10 @@ export function lifecycleOf(es: EchoScenario, now: Date, aborted?: { message: st
  * The status as a merge patch: `startTime` and `expiresAt` that `next` no longer has (suspended, or
  * a new run without a duration) are set to null, which removes them.
  */
-export function clearingRunTimes(current: EchoScenarioStatus | undefined, next: EchoScenarioStatus): EchoScenarioStatus {
+export function clearingRunTimes(
+  current: EchoScenarioStatus | undefined,
+  next: EchoScenarioStatus,
+): EchoScenarioStatus {
   const patch: Record<string, unknown> = { ...next };
   for (const key of ['startTime', 'expiresAt'] as const)
     if (next[key] === undefined && current?.[key] !== undefined) patch[key] = null;

@@ -317,7 +317,7 @@ export function createOperator(options: OperatorOptions): Operator {
     }
     const run = lifecycle(es);
     // Expiry: look again when the duration runs out (re-armed at most every MAX_TIMER_MS).
-    if (run.expiresInMs !== undefined && state.kind === 'Active')
+    if (run.expiresInMs !== undefined)
       queue.addAfter(`es:${namespace}/${name}`, Math.min(run.expiresInMs + 50, MAX_TIMER_MS));
     else queue.cancelAfter(`es:${namespace}/${name}`);
     const next = buildStatus({

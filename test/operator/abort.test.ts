@@ -39,7 +39,11 @@ describe('operator steady-state abort', () => {
       async () => (await prometheus!.query('up{job="echo"}')).result[0]?.value[1] === '1',
       WITHIN_MS,
     );
-    await f.startOperator({ prometheusUrl: prometheus.url, abortPollIntervalMs: 500, abortQueryTimeoutMs: 400 });
+    await f.startOperator({
+      prometheusUrl: prometheus.url,
+      abortPollIntervalMs: 500,
+      abortQueryTimeoutMs: 400,
+    });
     await f.createScenario('guarded', {
       ...spec('/guarded'),
       abortWhen: { query: QUERY, comparison: '>', threshold: 5, for: '1s' },
@@ -67,7 +71,11 @@ describe('operator steady-state abort', () => {
 
     // Over it: aborted, and the pod cleared.
     await errors(5);
-    await until('Aborted', async () => (await f!.readiness('guarded')).ready?.reason === 'Aborted', WITHIN_MS);
+    await until(
+      'Aborted',
+      async () => (await f!.readiness('guarded')).ready?.reason === 'Aborted',
+      WITHIN_MS,
+    );
     const aborted = await f.readiness('guarded');
     assert.equal(aborted.ready?.status, 'False');
     assert.match(aborted.ready?.message ?? '', /abortWhen held for 1s: .* = \d+ > 5/);
@@ -82,6 +90,10 @@ describe('operator steady-state abort', () => {
     // …until the spec changes: a threshold the errors do not reach starts a new run.
     await f.patchScenario('guarded', { spec: { abortWhen: { query: QUERY, threshold: 1000, for: '1s' } } });
     await until('pushed again', async () => (await paths(f!, 'echo-0')) === '/guarded', WITHIN_MS);
-    await until('Synced again', async () => (await f!.readiness('guarded')).ready?.reason === 'Synced', WITHIN_MS);
+    await until(
+      'Synced again',
+      async () => (await f!.readiness('guarded')).ready?.reason === 'Synced',
+      WITHIN_MS,
+    );
   });
 });

@@ -16,7 +16,11 @@ import { WorkQueue } from '../../src/operator/work-queue.ts';
 const T0 = new Date('2026-11-24T12:00:00Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 
-function es(spec: Record<string, unknown> = {}, status?: EchoScenario['status'], generation = 1): EchoScenario {
+function es(
+  spec: Record<string, unknown> = {},
+  status?: EchoScenario['status'],
+  generation = 1,
+): EchoScenario {
   return {
     metadata: { name: 'exp', namespace: 'default', generation, creationTimestamp: T0 },
     spec: { target: { service: 'echo', port: 'http' }, path: '/x', responses: [{ status: 503 }], ...spec },

@@ -42,10 +42,14 @@ describe('operator experiment lifecycle', () => {
     f = await startFixture(2);
     await f.startOperator();
     await f.createScenario('short', { ...spec('/short'), duration: '2s' });
-    await until('Synced with startTime and expiresAt', async () => {
-      const r = await f.readiness('short');
-      return r.ready?.reason === 'Synced' && (r as RunStatus).expiresAt !== undefined;
-    }, WITHIN_MS).catch(async (error) => {
+    await until(
+      'Synced with startTime and expiresAt',
+      async () => {
+        const r = await f.readiness('short');
+        return r.ready?.reason === 'Synced' && (r as RunStatus).expiresAt !== undefined;
+      },
+      WITHIN_MS,
+    ).catch(async (error) => {
       // Already expired on a slow machine is fine too: the next wait says so.
       if ((await f.readiness('short')).ready?.reason !== 'Expired') throw error;
     });
@@ -73,7 +77,11 @@ describe('operator experiment lifecycle', () => {
     // A spec change starts a new run: pushed again, a fresh clock.
     await f.patchScenario('short', { spec: { duration: '1h' } });
     await until('pushed again', () => everyPodHolds(f, '/short'), WITHIN_MS);
-    await until('Synced again', async () => (await f.readiness('short')).ready?.reason === 'Synced', WITHIN_MS);
+    await until(
+      'Synced again',
+      async () => (await f.readiness('short')).ready?.reason === 'Synced',
+      WITHIN_MS,
+    );
     const again = (await f.readiness('short')) as RunStatus;
     assert.ok(new Date(again.startTime!).getTime() >= new Date(started.startTime!).getTime());
     assert.equal(new Date(again.expiresAt!).getTime() - new Date(again.startTime!).getTime(), 3_600_000);
@@ -88,7 +96,11 @@ describe('operator experiment lifecycle', () => {
 
     await f.patchScenario('pausable', { spec: { suspend: true } });
     await until('cleared', () => everyPodHolds(f, ''), WITHIN_MS);
-    await until('Suspended', async () => (await f.readiness('pausable')).ready?.reason === 'Suspended', WITHIN_MS);
+    await until(
+      'Suspended',
+      async () => (await f.readiness('pausable')).ready?.reason === 'Suspended',
+      WITHIN_MS,
+    );
     const suspended = (await f.readiness('pausable')) as RunStatus;
     assert.equal(suspended.startTime, undefined, 'no run while suspended');
 
@@ -109,7 +121,10 @@ describe('operator experiment lifecycle', () => {
     const suspendedEvent = events.items.find((e) => e.reason === 'Suspended');
     assert.equal(suspendedEvent?.type, 'Normal');
     assert.equal(suspendedEvent?.involvedObject.apiVersion, 'echo-chaos.dev/v1alpha1');
-    assert.ok(suspendedEvent?.involvedObject.uid, 'the event names the object uid (kubectl describe matches on it)');
+    assert.ok(
+      suspendedEvent?.involvedObject.uid,
+      'the event names the object uid (kubectl describe matches on it)',
+    );
     assert.equal(suspendedEvent?.source?.component, 'echo-chaos-operator');
   });
 
