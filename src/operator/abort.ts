@@ -7,8 +7,12 @@
  */
 import { parseDurationMs } from '@echo-chaos/obs';
 import type { AbortWhen, Comparison } from './lifecycle.ts';
-import type { OperatorLogger } from './operator.ts';
 import type { EchoScenario } from './plan.ts';
+
+/** operator.ts's logger (not imported from there: no cycle). */
+interface OperatorLogger {
+  warn(obj: object, msg?: string): void;
+}
 
 /** Longest Prometheus answer read, in bytes. */
 const MAX_BODY_BYTES = 1 << 20;

@@ -6,8 +6,13 @@
  * {@link MAX_EVENTS_PER_MINUTE} a minute, so a flapping target cannot flood the API.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
-import type { OperatorLogger } from './operator.ts';
 import type { EchoScenario, EchoScenarioStatus } from './plan.ts';
+
+/** operator.ts's logger (not imported from there: no cycle). */
+interface OperatorLogger {
+  debug(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
 
 /** Most Events one EchoScenario gets per minute; more are dropped (and logged at debug). */
 export const MAX_EVENTS_PER_MINUTE = 10;
@@ -47,7 +52,7 @@ export function transitionOf(
 
 export interface EventRecorderOptions {
   readonly core: CoreV1Api;
-  readonly logger: OperatorLogger;
+  readonly logger: Pick<OperatorLogger, 'debug' | 'warn'>;
   /** `reportingInstance`: this replica's identity. */
   readonly instance: string;
   readonly now: () => Date;

@@ -9,7 +9,21 @@
  * starts a new run with a fresh clock. An `Aborted` condition holds until the spec changes.
  */
 import { parseDurationMs } from '@echo-chaos/obs';
-import type { EchoScenario, EchoScenarioStatus } from './plan.ts';
+
+/** What the lifecycle reads of an EchoScenario (plan.ts's type, without importing it: no cycle). */
+interface EchoScenario {
+  metadata: { generation?: number };
+  spec?: object;
+  status?: EchoScenarioStatus;
+}
+
+/** What the lifecycle reads and writes of an EchoScenario's status. */
+interface EchoScenarioStatus {
+  observedGeneration?: number;
+  conditions?: Array<{ type: string; reason: string; message: string; observedGeneration?: number }>;
+  startTime?: string;
+  expiresAt?: string;
+}
 
 /** Why an EchoScenario is off its pods although valid and present. */
 export type StopReason = 'Expired' | 'Suspended' | 'Aborted';
@@ -100,7 +114,7 @@ export function durationMs(es: EchoScenario): number | undefined {
 export function lifecycleOf(es: EchoScenario, now: Date, aborted?: { message: string }): Lifecycle {
   const spec = es.spec as Record<string, unknown> | undefined;
   const generation = es.metadata.generation ?? 0;
-  const status = es.status as (EchoScenario['status'] & { startTime?: string }) | undefined;
+  const status = es.status;
   if (spec?.['suspend'] === true) {
     return {
       stopped: 'Suspended',
@@ -150,14 +164,11 @@ export function lifecycleOf(es: EchoScenario, now: Date, aborted?: { message: st
  * The status as a merge patch: `startTime` and `expiresAt` that `next` no longer has (suspended, or
  * a new run without a duration) are set to null, which removes them.
  */
-export function clearingRunTimes(
-  current: EchoScenarioStatus | undefined,
-  next: EchoScenarioStatus,
-): EchoScenarioStatus {
-  const patch: Record<string, unknown> = { ...next };
+export function clearingRunTimes<S extends EchoScenarioStatus>(current: S | undefined, next: S): S {
+  const patch: Record<string, unknown> = { ...(next as object) };
   for (const key of ['startTime', 'expiresAt'] as const)
     if (next[key] === undefined && current?.[key] !== undefined) patch[key] = null;
-  return patch as EchoScenarioStatus;
+  return patch as unknown as S;
 }
 
 /** A Kubernetes `Time`: RFC 3339 in UTC, whole seconds. */

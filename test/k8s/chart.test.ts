@@ -183,6 +183,7 @@ describe('chart echo-chaos', { skip }, () => {
       },
       { apiGroups: [''], resources: ['pods', 'services'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
     const [leaseRole] = byKind(docs, 'Role') as Any[];
     assert.deepEqual(leaseRole.rules, [
