@@ -103,9 +103,12 @@ export class AbortWatcher {
     await this.#running;
   }
 
+  /** One timer at a time; a tick never overlaps another (a stop and a start while one runs). */
   #schedule(): void {
+    clearTimeout(this.#timer);
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
+      if (this.#running !== undefined) return;
       this.#running = this.tick().finally(() => {
         this.#running = undefined;
         this.#schedule();
