@@ -62,6 +62,8 @@ export class EventRecorder {
   readonly #options: EventRecorderOptions;
   /** Object uid → start of its window and Events in it. */
   readonly #windows = new Map<string, { start: number; count: number }>();
+  /** Object uid → the last transition recorded (reason and generation). */
+  readonly #last = new Map<string, string>();
   #sequence = 0;
 
   constructor(options: EventRecorderOptions) {
@@ -114,9 +116,31 @@ export class EventRecorder {
     }
   }
 
-  /** Forgets an object's window (it is gone). */
+  /**
+   * Records the Event of a transition once: a status written twice from a cache that had not seen
+   * the first write yet (the same reason for the same generation) tells it only the first time.
+   */
+  async recordTransition(
+    es: EchoScenario,
+    generation: number,
+    event: { type: 'Normal' | 'Warning'; reason: string; message: string },
+  ): Promise<void> {
+    const uid = es.metadata.uid ?? `${es.metadata.namespace}/${es.metadata.name}`;
+    const key = `${event.reason}@${generation}`;
+    if (this.#last.get(uid) === key) return;
+    this.#last.delete(uid);
+    if (this.#last.size >= MAX_TRACKED) {
+      const oldest = this.#last.keys().next().value;
+      if (oldest !== undefined) this.#last.delete(oldest);
+    }
+    this.#last.set(uid, key);
+    await this.record(es, event.type, event.reason, event.message);
+  }
+
+  /** Forgets an object (it is gone). */
   forget(uid: string): void {
     this.#windows.delete(uid);
+    this.#last.delete(uid);
   }
 
   #admit(uid: string, nowMs: number): boolean {

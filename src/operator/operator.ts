@@ -335,8 +335,7 @@ export function createOperator(options: OperatorOptions): Operator {
     if (state.kind === 'Stopped')
       for (const endpoint of state.endpoints) queue.add(`pod:${namespace}/${endpoint.podName}`);
     const transition = transitionOf(es.status, next);
-    if (transition !== undefined)
-      await events.record(es, transition.type, transition.reason, transition.message);
+    if (transition !== undefined) await events.recordTransition(es, next.observedGeneration ?? 0, transition);
     logger.info(
       {
         namespace,

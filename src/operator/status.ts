@@ -31,7 +31,8 @@ export interface StatusInput {
 
 /**
  * The status the EchoScenario should have: `observedGeneration`, one `Ready` condition (its reason
- * `Synced`, `Invalid`, `TargetNotFound`, `Conflict` or `PushFailed`), `syncedEndpoints`,
+ * `Synced`, `Invalid`, `TargetNotFound`, `Conflict`, `PushFailed`, or the lifecycle's `Expired`,
+ * `Suspended` or `Aborted`), `syncedEndpoints`,
  * `totalEndpoints`, and `lastSyncTime` (now when Synced, else the one it had). The condition's
  * `lastTransitionTime` is now when its `status` changes, else the one it had.
  * @returns `undefined` while pushes are still under way and none has failed: nothing to say yet.

@@ -5,13 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { V1Pod, V1Service } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1Pod, type V1Service } from '@kubernetes/client-node';
 import { evaluate } from '../../src/operator/abort.ts';
-import { transitionOf } from '../../src/operator/events.ts';
+import { EventRecorder, transitionOf } from '../../src/operator/events.ts';
 import { lifecycleOf, lifecycleProblems } from '../../src/operator/lifecycle.ts';
 import { type EchoScenario, planNamespace, specProblems } from '../../src/operator/plan.ts';
 import { buildStatus } from '../../src/operator/status.ts';
 import { WorkQueue } from '../../src/operator/work-queue.ts';
+import { startKubeApi } from '../helpers/kube-api.ts';
 
 const T0 = new Date('2026-11-24T12:00:00Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
@@ -190,4 +191,40 @@ test('work queue – addAfter keeps one timer per key (the sooner), cancelAfter 
   queue.addAfter('c', 60_000);
   queue.shutDown();
   assert.equal(queue.delayed, 0);
+});
+
+test('events – against the API double: one Event per transition, at most 10 a minute per object', async () => {
+  const api = await startKubeApi();
+  try {
+    const kc = new KubeConfig();
+    kc.loadFromOptions(api.kubeConfigOptions());
+    const core = kc.makeApiClient(CoreV1Api);
+    let clock = T0;
+    const silent = { debug() {}, warn() {} };
+    const recorder = new EventRecorder({ core, logger: silent, instance: 'operator-0', now: () => clock });
+    const target = { ...es(), apiVersion: 'echo-chaos.dev/v1alpha1', kind: 'EchoScenario' };
+    target.metadata = { ...target.metadata, uid: 'uid-exp' };
+    const pushed = {
+      type: 'Normal' as const,
+      reason: 'Pushed',
+      message: 'scenario pushed to 2 of 2 endpoints',
+    };
+    await recorder.recordTransition(target, 1, pushed);
+    await recorder.recordTransition(target, 1, pushed);
+    await recorder.recordTransition(target, 2, pushed);
+    const reasons = async () =>
+      (await core.listNamespacedEvent({ namespace: 'default' })).items.map((e) => e.reason);
+    assert.deepEqual(await reasons(), ['Pushed', 'Pushed']);
+    const [event] = (await core.listNamespacedEvent({ namespace: 'default' })).items;
+    assert.equal(event?.involvedObject.uid, 'uid-exp');
+    assert.equal(event?.type, 'Normal');
+    assert.equal(event?.count, 1);
+    for (let i = 0; i < 20; i++) await recorder.record(target, 'Warning', 'PushFailed', `try ${i}`);
+    assert.equal((await reasons()).length, 10, 'capped at 10 a minute');
+    clock = at(61);
+    await recorder.record(target, 'Warning', 'PushFailed', 'a minute later');
+    assert.equal((await reasons()).length, 11);
+  } finally {
+    await api.close();
+  }
 });
