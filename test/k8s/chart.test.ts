@@ -143,6 +143,7 @@ describe('chart echo-chaos', { skip }, () => {
     const drainMs = Number(env.DRAIN_TIMEOUT_MS);
     assert.ok(drainMs >= 1000, `DRAIN_TIMEOUT_MS ${env.DRAIN_TIMEOUT_MS}`);
     assert.ok(pod.terminationGracePeriodSeconds * 1000 > drainMs, 'the drain ends inside the grace period');
+    assert.equal(env.PROMETHEUS_URL, 'http://prometheus-operated.monitoring:9090', 'operator.prometheusUrl');
     const labels = operator.spec.selector.matchLabels;
     const pdbs = byKind(objects, 'PodDisruptionBudget') as Any[];
     assert.ok(pdbs.some((p) => JSON.stringify(p.spec.selector.matchLabels) === JSON.stringify(labels)));
