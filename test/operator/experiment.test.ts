@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
-import { type Fixture, spec, startFixture, until } from './fixture.ts';
+import { deadPort, type Fixture, spec, startFixture, until } from './fixture.ts';
 
 /** Generous: a loaded 2-core machine, or a real cluster. */
 const WITHIN_MS = 20_000;
@@ -143,5 +143,41 @@ describe('operator experiment lifecycle', () => {
     await until('echo-8 reconciled', async () => (await paths(f, 'echo-8')) === '', WITHIN_MS);
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(await eventReasons(f, 'lost'), ['TargetNotFound']);
+  });
+
+  test('experiment – a failing pod and a conflict each tell their Warning Event once', async () => {
+    f = await startFixture(1);
+    await f.startOperator({ retryBaseDelayMs: 100, retryMaxDelayMs: 1000 });
+    await f.addPod('echo-dead', await deadPort());
+    await f.createScenario('first', spec('/same'));
+    await until(
+      'PushFailed',
+      async () => (await f.readiness('first')).ready?.reason === 'PushFailed',
+      WITHIN_MS,
+    );
+    await f.createScenario('second', spec('/same', 500));
+    await until(
+      'Conflict',
+      async () => (await f.readiness('second')).ready?.reason === 'Conflict',
+      WITHIN_MS,
+    );
+    // Retries (about ten in 1.5 s) tell nothing new.
+    await new Promise((r) => setTimeout(r, 1500));
+    await f.deletePod('echo-dead');
+    await until('Synced', async () => (await f.readiness('first')).ready?.reason === 'Synced', WITHIN_MS);
+    await until(
+      'events',
+      async () =>
+        // (a Pushed before the PushFailed when the cache had not seen the dead pod yet)
+        /^(Pushed )?PushFailed Pushed$/.test((await eventReasons(f, 'first')).join(' ')) &&
+        (await eventReasons(f, 'second')).join(' ') === 'Conflict',
+      WITHIN_MS,
+    );
+    const events = await f.core.listNamespacedEvent({ namespace: f.namespace });
+    assert.equal(events.items.find((e) => e.reason === 'PushFailed')?.type, 'Warning');
+    assert.match(
+      events.items.find((e) => e.reason === 'Conflict')?.message ?? '',
+      /older EchoScenario first/,
+    );
   });
 });
