@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DURATION_PATTERN } from '@echo-chaos/obs';
 import { dump } from 'js-yaml';
 import { MAX_FIXED_PODS, TARGET_MODES } from '../src/operator/blast-radius.ts';
 import { MAX_STATUS_ENDPOINTS } from '../src/operator/endpoint-status.ts';
@@ -156,6 +157,47 @@ const endpointStatusSchema: JsonSchemaObject = {
   },
 };
 
+/** The experiment lifecycle (src/operator/lifecycle.ts): duration, suspend, steady-state abort. */
+const lifecycleProperties: Record<string, JsonSchemaObject> = {
+  duration: {
+    type: 'string',
+    description:
+      'How long the experiment runs (a ceiling), e.g. 10m: from status.startTime on, after it the scenario is ' +
+      'removed from its pods and Ready turns False with reason Expired; the resource stays. A spec change ' +
+      'starts a new run.',
+    maxLength: 32,
+    pattern: `^${DURATION_PATTERN}$`,
+  },
+  suspend: {
+    type: 'boolean',
+    description:
+      'true removes the scenario from its pods (reason Suspended) until set back; that starts a new run.',
+  },
+  abortWhen: {
+    type: 'object',
+    description:
+      "Steady-state check: when the operator's Prometheus (PROMETHEUS_URL) answers query with a value that " +
+      'compares with threshold for the whole of for, the scenario is removed from its pods (reason Aborted) ' +
+      'until the spec changes.',
+    required: ['query', 'threshold'],
+    properties: {
+      query: { type: 'string', description: 'PromQL instant query.', minLength: 1, maxLength: 4096 },
+      comparison: {
+        type: 'string',
+        description: 'How a sample compares with threshold (any sample of a vector). Default >.',
+        enum: ['>', '>=', '<', '<='],
+      },
+      threshold: { type: 'number', description: 'The value the query is compared with.' },
+      for: {
+        type: 'string',
+        description: 'How long the condition must hold (at every poll), e.g. 30s. Default 0: the first poll.',
+        maxLength: 32,
+        pattern: `^${DURATION_PATTERN}$`,
+      },
+    },
+  },
+};
+
 const conditionSchema: JsonSchemaObject = {
   type: 'object',
   description: 'One aspect of the current state (metav1.Condition).',
@@ -176,7 +218,8 @@ const conditionSchema: JsonSchemaObject = {
     },
     reason: {
       type: 'string',
-      description: 'CamelCase reason: Synced, Invalid, Conflict, TargetNotFound or PushFailed.',
+      description:
+        'CamelCase reason: Synced, Invalid, Conflict, TargetNotFound, PushFailed, Expired, Suspended or Aborted.',
       minLength: 1,
       maxLength: 1024,
       pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
@@ -229,6 +272,16 @@ const statusSchema: JsonSchemaObject = {
       format: 'date-time',
       description: 'When the scenarios were last pushed to every target pod.',
     },
+    startTime: {
+      type: 'string',
+      format: 'date-time',
+      description: 'When this generation of the spec first ran (a spec change starts a new run).',
+    },
+    expiresAt: {
+      type: 'string',
+      format: 'date-time',
+      description: 'startTime plus spec.duration: when the scenario is removed from its pods.',
+    },
   },
 };
 
@@ -255,6 +308,7 @@ export function echoScenarioSchema(): JsonSchemaObject {
         oneOf: [{ required: ['path'] }, { required: ['pathPattern'] }],
         properties: {
           target: targetSchema,
+          ...lifecycleProperties,
           ...Object.fromEntries(Object.entries(scenario.properties).filter(([name]) => name !== 'name')),
         },
       },
@@ -296,6 +350,19 @@ export function echoScenarioCrd(): JsonSchemaObject {
               jsonPath: '.spec.target.service',
             },
             { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+            {
+              name: 'Reason',
+              type: 'string',
+              priority: 1,
+              jsonPath: ".status.conditions[?(@.type=='Ready')].reason",
+            },
+            { name: 'Started', type: 'date', jsonPath: '.status.startTime' },
+            {
+              name: 'Expires',
+              type: 'string',
+              description: 'When spec.duration runs out (status.expiresAt).',
+              jsonPath: '.status.expiresAt',
+            },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: { openAPIV3Schema: echoScenarioSchema() },

@@ -59,6 +59,13 @@ export const OPERATOR_VARIABLES: readonly { name: string; default: string; meani
     default: 'unset',
     meaning: 'A file holding that token (a Secret), read once at startup',
   },
+  {
+    name: 'PROMETHEUS_URL',
+    default: 'unset',
+    meaning: 'The Prometheus (http or https URL) that spec.abortWhen queries',
+  },
+  { name: 'ABORT_POLL_INTERVAL_MS', default: '10000', meaning: 'How often abortWhen queries run (>= 1000)' },
+  { name: 'ABORT_QUERY_TIMEOUT_MS', default: '5000', meaning: 'Timeout of one abortWhen query' },
 ];
 
 /** The `--help` text. */

@@ -34,6 +34,12 @@ export interface OperatorConfig {
   readonly adminToken: string | undefined;
   /** `ECHO_ADMIN_TOKEN_FILE`: the same, read from this file by {@link readAdminToken} (a Secret). */
   readonly adminTokenFile: string | undefined;
+  /** `PROMETHEUS_URL`: the Prometheus that `spec.abortWhen` queries (http or https); unset, none. */
+  readonly prometheusUrl: string | undefined;
+  /** `ABORT_POLL_INTERVAL_MS`, default 10000, at least 1000: how often `abortWhen` queries run. */
+  readonly abortPollIntervalMs: number;
+  /** `ABORT_QUERY_TIMEOUT_MS`, default 5000, at least 100 and below the poll interval. */
+  readonly abortQueryTimeoutMs: number;
 }
 
 /**
@@ -66,7 +72,16 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
     logLevel: env['LOG_LEVEL'] || 'info',
     adminToken: env['ECHO_ADMIN_TOKEN']?.trim() || undefined,
     adminTokenFile: env['ECHO_ADMIN_TOKEN_FILE']?.trim() || undefined,
+    prometheusUrl: env['PROMETHEUS_URL']?.trim() || undefined,
+    abortPollIntervalMs: int('ABORT_POLL_INTERVAL_MS', 10_000, 1000),
+    abortQueryTimeoutMs: int('ABORT_QUERY_TIMEOUT_MS', 5000, 100),
   };
+  if (config.prometheusUrl !== undefined && !httpUrl(config.prometheusUrl))
+    problems.push(
+      `PROMETHEUS_URL must be an http or https URL such as http://prometheus:9090, got ${JSON.stringify(config.prometheusUrl)}`,
+    );
+  if (config.abortQueryTimeoutMs >= config.abortPollIntervalMs)
+    problems.push('ABORT_QUERY_TIMEOUT_MS must be shorter than ABORT_POLL_INTERVAL_MS');
   // The value is a credential: never quoted.
   if (config.adminToken !== undefined && !ADMIN_TOKEN.test(config.adminToken))
     problems.push('ECHO_ADMIN_TOKEN must be visible ASCII characters without spaces');
@@ -78,6 +93,15 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
   }
   if (problems.length > 0) throw new OperatorConfigError(problems);
   return config;
+}
+
+function httpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 /** What `Authorization: Bearer` can carry (the echo service accepts the same). */

@@ -136,6 +136,9 @@ const operator = createOperator({
   pushTimeoutMs: config.pushTimeoutMs,
   adminToken,
   registry,
+  prometheusUrl: config.prometheusUrl,
+  abortPollIntervalMs: config.abortPollIntervalMs,
+  abortQueryTimeoutMs: config.abortQueryTimeoutMs,
 });
 let draining = false;
 const server = createOperatorServer({

@@ -17,19 +17,24 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
+import { AbortWatcher } from './abort.ts';
 import { createEchoScenarioApi } from './echo-scenario-api.ts';
+import { EventRecorder, transitionOf } from './events.ts';
 import { ResilientInformer } from './informer.ts';
 import { LeaderElector } from './leader.ts';
+import { clearingRunTimes, lifecycleOf, MAX_TIMER_MS } from './lifecycle.ts';
 import { createOperatorMetrics } from './metrics.ts';
 import {
   type EchoScenario,
   type Endpoint,
   FINALIZER,
   GROUP,
+  isDeleting,
   isPodReady,
   type NamespacePlan,
   PLURAL,
   planNamespace,
+  specProblems,
   VERSION,
 } from './plan.ts';
 import { createPushClient } from './push-client.ts';
@@ -73,6 +78,12 @@ export interface OperatorOptions {
   /** Each operator its own registry by default. */
   readonly registry?: Registry;
   readonly now?: () => Date;
+  /** `PROMETHEUS_URL`: where `spec.abortWhen` queries go; unset, such EchoScenarios get an event. */
+  readonly prometheusUrl?: string | undefined;
+  /** `ABORT_POLL_INTERVAL_MS`: how often `abortWhen` queries run. Default 10000. */
+  readonly abortPollIntervalMs?: number;
+  /** `ABORT_QUERY_TIMEOUT_MS`: timeout of one query. Default 5000. */
+  readonly abortQueryTimeoutMs?: number;
 }
 
 export interface Operator {
@@ -114,6 +125,16 @@ export function createOperator(options: OperatorOptions): Operator {
     createReadBackClient({ timeoutMs: options.pushTimeoutMs ?? 5000, adminToken: options.adminToken }),
   );
   const ledger = new PushLedger();
+  const events = new EventRecorder({ core, logger, instance: options.identity, now });
+  /** `<ns>/<name>` → an abort this leader decided, for that generation, until its status says so. */
+  const aborted = new Map<string, { generation: number; message: string }>();
+  const abortedOf = (es: EchoScenario) => {
+    const key = `${es.metadata.namespace}/${es.metadata.name}`;
+    const entry = aborted.get(key);
+    if (entry !== undefined && entry.generation !== (es.metadata.generation ?? 0)) aborted.delete(key);
+    return entry?.generation === (es.metadata.generation ?? 0) ? entry : undefined;
+  };
+  const lifecycle = (es: EchoScenario) => lifecycleOf(es, now(), abortedOf(es));
   const ns = options.namespace;
   const nsPath = ns === undefined ? '' : `/namespaces/${ns}`;
 
@@ -134,7 +155,14 @@ export function createOperator(options: OperatorOptions): Operator {
             namespace: ns,
             plural: PLURAL,
           }),
-    onEvent: (_type, obj) => enqueueNamespace(obj.metadata.namespace ?? ''),
+    onEvent: (type, obj) => {
+      if (type === 'delete') {
+        queue.cancelAfter(`es:${obj.metadata.namespace}/${obj.metadata.name}`);
+        aborted.delete(`${obj.metadata.namespace}/${obj.metadata.name}`);
+        events.forget(obj.metadata.uid ?? '');
+      }
+      enqueueNamespace(obj.metadata.namespace ?? '');
+    },
     onRestart: restarted(PLURAL),
   });
   const pods = new ResilientInformer<V1Pod>({
@@ -190,6 +218,10 @@ export function createOperator(options: OperatorOptions): Operator {
       pods.list(namespace),
       services.list(namespace),
       endpointSlices.list(namespace),
+      (es) => {
+        const { stopped, message } = lifecycle(es);
+        return stopped === undefined ? undefined : { reason: stopped, message };
+      },
     );
   }
 
@@ -285,7 +317,7 @@ export function createOperator(options: OperatorOptions): Operator {
 
   async function reconcileScenario(namespace: string, name: string): Promise<void> {
     const es = scenarios.get(name, namespace);
-    if (es === undefined) return;
+    if (es === undefined) return queue.cancelAfter(`es:${namespace}/${name}`);
     const { scenarios: states, desired } = plan(namespace);
     const state = states.get(name);
     if (state === undefined) return;
@@ -296,10 +328,27 @@ export function createOperator(options: OperatorOptions): Operator {
       if (!(await api.setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
       logger.debug({ namespace, echoScenario: name }, 'finalizer added');
     }
-    const next = buildStatus({ echoScenario: es, state, desired, pushes: ledger, now: now() });
+    const run = lifecycle(es);
+    // Expiry: look again when the duration runs out (re-armed at most every MAX_TIMER_MS).
+    if (run.expiresInMs !== undefined)
+      queue.addAfter(`es:${namespace}/${name}`, Math.min(run.expiresInMs + 50, MAX_TIMER_MS));
+    else queue.cancelAfter(`es:${namespace}/${name}`);
+    const next = buildStatus({
+      echoScenario: es,
+      state,
+      desired,
+      pushes: ledger,
+      now: now(),
+      lifecycle: run,
+    });
     // Undefined: pushes still under way; each one re-enqueues this key when it ends.
     if (next === undefined || sameStatus(es.status, next)) return;
-    if (!(await api.writeStatus(namespace, name, next))) return;
+    if (!(await api.writeStatus(namespace, name, clearingRunTimes(es.status, next)))) return;
+    // Stopped just now (expired, aborted): its pods get their arrays without it.
+    if (state.kind === 'Stopped')
+      for (const endpoint of state.endpoints) queue.add(`pod:${namespace}/${endpoint.podName}`);
+    const transition = transitionOf(es.status, next);
+    if (transition !== undefined) await events.recordTransition(es, next.observedGeneration ?? 0, transition);
     logger.info(
       {
         namespace,
@@ -379,11 +428,40 @@ export function createOperator(options: OperatorOptions): Operator {
         ledger.clear();
         enqueueAll();
         wake();
+        abortWatcher.start();
       } else {
+        void abortWatcher.stop();
         leading = new Promise<void>((resolve) => {
           wake = resolve;
         });
       }
+    },
+  });
+
+  const abortWatcher = new AbortWatcher({
+    prometheusUrl: options.prometheusUrl,
+    intervalMs: options.abortPollIntervalMs ?? 10_000,
+    queryTimeoutMs: options.abortQueryTimeoutMs ?? 5000,
+    logger,
+    now,
+    candidates: () =>
+      scenarios
+        .list()
+        .filter(
+          (es) =>
+            es.spec?.abortWhen !== undefined &&
+            !isDeleting(es) &&
+            specProblems(es) === undefined &&
+            lifecycle(es).stopped === undefined,
+        ),
+    onAbort: (es, message) => {
+      const key = `${es.metadata.namespace}/${es.metadata.name}`;
+      aborted.set(key, { generation: es.metadata.generation ?? 0, message });
+      logger.warn({ echoScenario: es.metadata.name, namespace: es.metadata.namespace, message }, 'aborted');
+      queue.add(`es:${key}`);
+    },
+    onError: (es, message) => {
+      void events.record(es, 'Warning', 'AbortCheckFailed', message);
     },
   });
 
@@ -403,6 +481,7 @@ export function createOperator(options: OperatorOptions): Operator {
     },
     async stop(stopOptions = {}) {
       stopping = true;
+      await abortWatcher.stop();
       queue.shutDown();
       wake();
       await Promise.allSettled([...inFlight]);

@@ -7,6 +7,7 @@
 import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
 import { blastRadiusProblems, chooseTargets, type TargetMode } from './blast-radius.ts';
+import { type AbortWhen, lifecycleProblems, type StopReason } from './lifecycle.ts';
 
 export const GROUP = 'echo-chaos.dev';
 export const VERSION = 'v1alpha1';
@@ -59,6 +60,10 @@ export interface EchoScenarioStatus {
   lastSyncTime?: string;
   /** The targeted pods and the proof of each one's last push (endpoint-status.ts). */
   endpoints?: EndpointStatus[];
+  /** When this generation first ran (lifecycle.ts). */
+  startTime?: string;
+  /** `startTime + spec.duration`. */
+  expiresAt?: string;
 }
 
 export interface EchoScenario {
@@ -77,6 +82,10 @@ export interface EchoScenario {
     body?: unknown;
     cycle?: unknown;
     responses?: unknown;
+    /** Lifecycle (lifecycle.ts): how long it runs, whether it is suspended, when it aborts. */
+    duration?: unknown;
+    suspend?: unknown;
+    abortWhen?: AbortWhen;
   };
   status?: EchoScenarioStatus;
 }
@@ -96,6 +105,16 @@ export type ScenarioState =
   | { readonly kind: 'TargetNotFound'; readonly message: string }
   | { readonly kind: 'Conflict'; readonly message: string; readonly endpoints: readonly Endpoint[] }
   | { readonly kind: 'Active'; readonly endpoints: readonly Endpoint[] }
+  /**
+   * Valid but off its pods (expired, suspended or aborted: lifecycle.ts): left out of every array like a
+   * deleting one; `endpoints` are pushed their arrays without it.
+   */
+  | {
+      readonly kind: 'Stopped';
+      readonly reason: StopReason;
+      readonly message: string;
+      readonly endpoints: readonly Endpoint[];
+    }
   /**
    * `metadata.deletionTimestamp` is set: left out of every array, as if gone. `endpoints` are its
    * target's ready endpoints now, which must hold their arrays without it before its finalizer goes.
@@ -171,6 +190,7 @@ export function specProblems(es: EchoScenario): string | undefined {
     if (target.port === undefined || target.port === '') problems.push('spec.target.port: required');
     problems.push(...blastRadiusProblems(target));
   }
+  problems.push(...lifecycleProblems(spec as Record<string, unknown> | undefined));
   const result = validateScenarios([scenarioFields(spec)]);
   if (!result.ok) {
     for (const p of result.problems)
@@ -313,6 +333,8 @@ export function planNamespace(
   pods: readonly V1Pod[],
   services: readonly V1Service[],
   endpointSlices: readonly V1EndpointSlice[],
+  /** Why a valid EchoScenario is off its pods (lifecycle.ts), or `undefined` when it runs. */
+  stopped: (es: EchoScenario) => { reason: StopReason; message: string } | undefined = () => undefined,
 ): NamespacePlan {
   const states = new Map<string, ScenarioState>();
   const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[]; owners: string[] }>();
@@ -338,6 +360,7 @@ export function planNamespace(
       continue;
     }
     const target = es.spec!.target!;
+    const stop = deleting ? undefined : stopped(es);
     let endpoints: Endpoint[];
     if (target.service !== undefined) {
       if (!services.some((s) => s.metadata?.name === target.service)) {
@@ -345,7 +368,9 @@ export function planNamespace(
           name,
           deleting
             ? { kind: 'Deleting', endpoints: [] }
-            : { kind: 'TargetNotFound', message: `Service ${target.service} not found` },
+            : stop !== undefined
+              ? { kind: 'Stopped', ...stop, endpoints: [] }
+              : { kind: 'TargetNotFound', message: `Service ${target.service} not found` },
         );
         continue;
       }
@@ -359,7 +384,13 @@ export function planNamespace(
       states.set(name, { kind: 'Deleting', endpoints });
       continue;
     }
-    // Blast radius: only the chosen pods get it (a deleting one above clears every pod of its target).
+    // A stopped experiment is cleared from every pod of its target, as a deleting one above.
+    if (stop !== undefined) {
+      for (const endpoint of endpoints) entry(endpoint);
+      states.set(name, { kind: 'Stopped', ...stop, endpoints });
+      continue;
+    }
+    // Blast radius: only the chosen pods get it.
     endpoints = chooseTargets(endpoints, es.metadata.uid ?? name, target);
     const scenario = scenarioOf(es);
     const key = matchKey(scenario);

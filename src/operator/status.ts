@@ -27,13 +27,15 @@ export interface StatusInput {
   /** What the pushes did. */
   readonly pushes: PushRecord;
   readonly now: Date;
+  /** Its run (lifecycle.ts): `startTime` and `expiresAt`, written while it runs or once it stopped. */
+  readonly lifecycle?: { readonly startTime?: string | undefined; readonly expiresAt?: string | undefined };
 }
 
 /**
  * The status the EchoScenario should have: `observedGeneration`, one `Ready` condition (its reason
- * `Synced`, `Invalid`, `TargetNotFound`, `Conflict` or `PushFailed`), `syncedEndpoints`,
- * `totalEndpoints`, `endpoints` (each targeted pod and its proof, endpoint-status.ts), and
- * `lastSyncTime` (now when Synced, else the one it had). The condition's
+ * `Synced`, `Invalid`, `TargetNotFound`, `Conflict`, `PushFailed`, or the lifecycle's `Expired`,
+ * `Suspended` or `Aborted`), `syncedEndpoints`, `totalEndpoints`, `endpoints` (each targeted pod and
+ * its proof, endpoint-status.ts), and `lastSyncTime` (now when Synced, else the one it had). The condition's
  * `lastTransitionTime` is now when its `status` changes, else the one it had.
  * @returns `undefined` while pushes are still under way and none has failed: nothing to say yet.
  */
@@ -43,8 +45,19 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
     readyCondition(es, status, reason, message, now);
   const generation = es.metadata.generation ?? 0;
   const lastSyncTime = es.status?.lastSyncTime;
-  const since = lastSyncTime === undefined ? {} : { lastSyncTime };
+  const since = {
+    ...(lastSyncTime === undefined ? {} : { lastSyncTime }),
+    ...runTimes(input),
+  };
   switch (state.kind) {
+    case 'Stopped':
+      return {
+        observedGeneration: generation,
+        conditions: [ready('False', state.reason, state.message)],
+        syncedEndpoints: 0,
+        totalEndpoints: state.endpoints.length,
+        ...since,
+      };
     case 'Invalid':
     case 'TargetNotFound':
       return {
@@ -94,6 +107,7 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         totalEndpoints: total,
         endpoints,
         lastSyncTime: timestamp(now),
+        ...runTimes(input),
       };
     }
   }
@@ -111,8 +125,28 @@ export function sameStatus(current: EchoScenarioStatus | undefined, next: EchoSc
     current?.syncedEndpoints === next.syncedEndpoints &&
     current?.totalEndpoints === next.totalEndpoints &&
     sameEndpoints(current?.endpoints, next.endpoints) &&
+    current?.startTime === next.startTime &&
+    current?.expiresAt === next.expiresAt &&
     untimed(current) === untimed(next)
   );
+}
+
+/**
+ * `startTime` and `expiresAt`: the run's own while it runs (Active) or once it stopped; in any other
+ * state (no pod to run on yet) only what the status of this generation already says.
+ */
+function runTimes(input: StatusInput): { startTime?: string; expiresAt?: string } {
+  const { echoScenario: es, state, lifecycle } = input;
+  const times =
+    state.kind === 'Active' || state.kind === 'Stopped'
+      ? lifecycle
+      : es.status?.observedGeneration === (es.metadata.generation ?? 0)
+        ? es.status
+        : undefined;
+  return {
+    ...(times?.startTime === undefined ? {} : { startTime: times.startTime }),
+    ...(times?.expiresAt === undefined ? {} : { expiresAt: times.expiresAt }),
+  };
 }
 
 function readyCondition(

@@ -23,6 +23,7 @@ export class WorkQueue {
   readonly #processing = new Set<string>();
   readonly #failures = new Map<string, number>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #later = new Map<string, NodeJS.Timeout>();
   #waiters: Array<(key: string | undefined) => void> = [];
   #shutDown = false;
 
@@ -58,6 +59,41 @@ export class WorkQueue {
     return delayMs;
   }
 
+  /**
+   * Adds `key` once `delayMs` have passed (a requeue-after): at most one such timer per key, the
+   * sooner one kept. Cleared by {@link cancelAfter} and {@link shutDown}.
+   */
+  addAfter(key: string, delayMs: number): void {
+    if (this.#shutDown) return;
+    const due = Date.now() + delayMs;
+    const existing = this.#later.get(key) as (NodeJS.Timeout & { due?: number }) | undefined;
+    if (existing !== undefined) {
+      if ((existing.due ?? 0) <= due) return;
+      clearTimeout(existing);
+    }
+    const timer = setTimeout(
+      () => {
+        this.#later.delete(key);
+        this.add(key);
+      },
+      Math.max(0, delayMs),
+    ) as NodeJS.Timeout & { due?: number };
+    timer.due = due;
+    timer.unref();
+    this.#later.set(key, timer);
+  }
+
+  /** Drops `key`'s requeue-after timer (its object is gone). */
+  cancelAfter(key: string): void {
+    clearTimeout(this.#later.get(key));
+    this.#later.delete(key);
+  }
+
+  /** Keys with a requeue-after timer. */
+  get delayed(): number {
+    return this.#later.size;
+  }
+
   /** How many times in a row `key` has failed. */
   failures(key: string): number {
     return this.#failures.get(key) ?? 0;
@@ -86,6 +122,8 @@ export class WorkQueue {
     this.#shutDown = true;
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
+    for (const timer of this.#later.values()) clearTimeout(timer);
+    this.#later.clear();
     const waiters = this.#waiters;
     this.#waiters = [];
     for (const resolve of waiters) resolve(undefined);

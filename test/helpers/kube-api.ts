@@ -1,7 +1,7 @@
 /**
  * An in-process Kubernetes API server double for tests: node:http on 127.0.0.1 and a free port,
  * speaking the real REST and watch protocol, so the real `@kubernetes/client-node` talks to it as it
- * would to a cluster. It keeps pods, services, endpointslices (discovery.k8s.io/v1), leases
+ * would to a cluster. It keeps pods, services, events (core v1), endpointslices (discovery.k8s.io/v1), leases
  * (coordination.k8s.io/v1) and echoscenarios (echo-chaos.dev/v1alpha1, with a status subresource),
  * and the cluster-scoped namespaces and nodes (nodes with a status subresource; deleting a namespace
  * deletes only the Namespace object).
@@ -122,6 +122,7 @@ const RESOURCES: Record<string, ResourceType> = {
   },
   namespaces: { group: '', version: 'v1', kind: 'Namespace', statusSubresource: false, clusterScoped: true },
   nodes: { group: '', version: 'v1', kind: 'Node', statusSubresource: true, clusterScoped: true },
+  events: { group: '', version: 'v1', kind: 'Event', statusSubresource: false },
   echoscenarios: {
     group: 'echo-chaos.dev',
     version: 'v1alpha1',

@@ -199,6 +199,7 @@ describe('chart echo-chaos', { skip }, () => {
     const drainMs = Number(env.DRAIN_TIMEOUT_MS);
     assert.ok(drainMs >= 1000, `DRAIN_TIMEOUT_MS ${env.DRAIN_TIMEOUT_MS}`);
     assert.ok(pod.terminationGracePeriodSeconds * 1000 > drainMs, 'the drain ends inside the grace period');
+    assert.equal(env.PROMETHEUS_URL, 'http://prometheus-operated.monitoring:9090', 'operator.prometheusUrl');
     const labels = operator.spec.selector.matchLabels;
     const pdbs = byKind(objects, 'PodDisruptionBudget') as Any[];
     assert.ok(pdbs.some((p) => JSON.stringify(p.spec.selector.matchLabels) === JSON.stringify(labels)));
@@ -239,6 +240,7 @@ describe('chart echo-chaos', { skip }, () => {
       },
       { apiGroups: [''], resources: ['pods', 'services'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
     const [leaseRole] = byKind(docs, 'Role') as Any[];
     assert.deepEqual(leaseRole.rules, [

@@ -83,3 +83,26 @@ test('operator config – the cluster: KUBECONFIG, else the pod (KUBERNETES_SERV
   );
   assert.match(stop(undefined), /~\/.kube\/config \(HOME is unset\) does not exist/);
 });
+
+test('operator config – PROMETHEUS_URL and the abortWhen poll: defaults, and one line per bad value', () => {
+  const config = loadOperatorConfig({});
+  assert.equal(config.prometheusUrl, undefined);
+  assert.equal(config.abortPollIntervalMs, 10_000);
+  assert.equal(config.abortQueryTimeoutMs, 5000);
+  assert.equal(
+    loadOperatorConfig({ PROMETHEUS_URL: 'http://prometheus.monitoring:9090' }).prometheusUrl,
+    'http://prometheus.monitoring:9090',
+  );
+  assert.throws(
+    () => loadOperatorConfig({ PROMETHEUS_URL: 'prometheus:9090' }),
+    /PROMETHEUS_URL must be an http or https URL such as http:\/\/prometheus:9090, got "prometheus:9090"/,
+  );
+  assert.throws(
+    () => loadOperatorConfig({ ABORT_POLL_INTERVAL_MS: '10' }),
+    /ABORT_POLL_INTERVAL_MS must be an integer >= 1000/,
+  );
+  assert.throws(
+    () => loadOperatorConfig({ ABORT_POLL_INTERVAL_MS: '2000', ABORT_QUERY_TIMEOUT_MS: '2000' }),
+    /ABORT_QUERY_TIMEOUT_MS must be shorter than ABORT_POLL_INTERVAL_MS/,
+  );
+});
