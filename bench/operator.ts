@@ -230,7 +230,7 @@ async function startOperator(api: KubeApi, label: string): Promise<Child> {
     metricsUrl: `http://127.0.0.1:${port}/metrics`,
     async stop() {
       child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
       const code = await exited;
       clearTimeout(timer);
       return code;
