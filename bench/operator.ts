@@ -483,7 +483,8 @@ async function runSize(size: Size): Promise<PhaseResult[]> {
     return results;
   } finally {
     const code = await child?.stop();
-    if (code !== undefined && code !== 0) log(`${label}: the operator exited with ${code} on SIGTERM`);
+    if (code === null) log(`${label}: the operator did not end within 30 s of SIGTERM and was killed`);
+    else if (code !== undefined && code !== 0) log(`${label}: the operator exited with ${code} on SIGTERM`);
     await Promise.all(pods.map((p) => new Promise<void>((resolve) => p.server.close(() => resolve()))));
     await api.close();
   }
