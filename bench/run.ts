@@ -1080,16 +1080,19 @@ for (const scenario of selected) {
 }
 const markdown = `${out.join('\n').trimEnd()}\n`;
 if (write) {
-  // A soak section (bench/soak.ts) survives a new bench run.
+  // A soak section (bench/soak.ts) and the operator's block (bench/operator.ts) survive a new bench run.
   let soak = '';
+  let operator = '';
   try {
     const previous = readFileSync(resultsPath, 'utf8');
     const i = previous.indexOf('\n## Soak');
     if (i !== -1) soak = previous.slice(i);
+    const block = /<!-- bench:operator -->\n[\s\S]*?<!-- \/bench:operator -->\n/.exec(previous)?.[0];
+    if (block !== undefined && !soak.includes(block)) operator = `\n${block}`;
   } catch {
     // first run
   }
-  writeFileSync(resultsPath, markdown + soak);
+  writeFileSync(resultsPath, markdown + operator + soak);
   log(`wrote ${resultsPath}`);
 } else {
   process.stdout.write(`\n${markdown}`);

@@ -6,6 +6,8 @@
  * lives, removed once a deleted one is off every endpoint) and writes its status. Only the Lease
  * holder runs workers.
  */
+
+import { setImmediate } from 'node:timers/promises';
 import {
   CoordinationV1Api,
   CoreV1Api,
@@ -405,6 +407,10 @@ export function createOperator(options: OperatorOptions): Operator {
       await run;
       inFlight.delete(run);
       queue.done(key);
+      // A reconcile that writes nothing makes no I/O and a waiting key comes on a resolved promise:
+      // without this turn a backlog is drained in one microtask chain, starving watches, the lease,
+      // push answers (their timeout fires first) and probes (issue #16).
+      await setImmediate();
     }
   }
 
