@@ -347,6 +347,24 @@ export function planNamespace(
     desired.set(endpoint.key, found);
     return found;
   };
+  // Many EchoScenarios share a target: its endpoints are worked out once a plan (issue #16).
+  const serviceNames = new Set(services.map((s) => s.metadata?.name));
+  const targets = new Map<string, readonly Endpoint[]>();
+  const endpointsOf = (target: EchoScenarioTarget): readonly Endpoint[] => {
+    const id =
+      target.service !== undefined
+        ? `service\0${target.service}\0${target.port}`
+        : `selector\0${JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}\0${target.port}`;
+    let found = targets.get(id);
+    if (found === undefined) {
+      found =
+        target.service !== undefined
+          ? serviceEndpoints(target.service, target.port!, endpointSlices, pods)
+          : selectorEndpoints(target.selector!.matchLabels!, target.port!, pods);
+      targets.set(id, found);
+    }
+    return found;
+  };
 
   for (const es of [...scenarios].sort(byAge)) {
     const name = es.metadata.name ?? '';
@@ -361,9 +379,9 @@ export function planNamespace(
     }
     const target = es.spec!.target!;
     const stop = deleting ? undefined : stopped(es);
-    let endpoints: Endpoint[];
+    let endpoints: readonly Endpoint[];
     if (target.service !== undefined) {
-      if (!services.some((s) => s.metadata?.name === target.service)) {
+      if (!serviceNames.has(target.service)) {
         states.set(
           name,
           deleting
@@ -374,10 +392,8 @@ export function planNamespace(
         );
         continue;
       }
-      endpoints = serviceEndpoints(target.service, target.port!, endpointSlices, pods);
-    } else {
-      endpoints = selectorEndpoints(target.selector!.matchLabels!, target.port!, pods);
     }
+    endpoints = endpointsOf(target);
     if (deleting) {
       // Its endpoints must be pushed their arrays without it, `[]` when nothing else is left.
       for (const endpoint of endpoints) entry(endpoint);

@@ -42,7 +42,8 @@ export class PushLedger implements PushRecord {
   readonly #proofs = new Map<string, EndpointProof>();
 
   holds(want: DesiredEndpoint): boolean {
-    return this.#pushed.get(want.endpoint.key)?.body === JSON.stringify(want.scenarios);
+    const pushed = this.#pushed.get(want.endpoint.key);
+    return pushed !== undefined && pushed.body === bodyOf(want.scenarios);
   }
 
   /** The JSON array the endpoint holds, as far as this leader knows. */
@@ -136,4 +137,18 @@ export class PushLedger implements PushRecord {
     this.#failed.clear();
     this.#proofs.clear();
   }
+}
+
+/**
+ * The JSON body of a desired array, made once per array: a plan's array is asked about by the status
+ * of every EchoScenario it holds (300 scenarios on 200 pods were 60,000 stringifications a plan).
+ */
+const bodies = new WeakMap<object, string>();
+function bodyOf(scenarios: readonly unknown[]): string {
+  let body = bodies.get(scenarios);
+  if (body === undefined) {
+    body = JSON.stringify(scenarios);
+    bodies.set(scenarios, body);
+  }
+  return body;
 }
