@@ -56,6 +56,9 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         conditions: [ready('False', state.reason, state.message)],
         syncedEndpoints: 0,
         totalEndpoints: state.endpoints.length,
+        // Taken off every pod: none holds it. An empty list replaces the last run's (a merge patch
+        // keeps a field it does not name, and a kept list never compared equal: a write loop).
+        endpoints: [],
         ...since,
       };
     case 'Invalid':

@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
-import { deadPort, type Fixture, spec, startFixture, until } from './fixture.ts';
+import { GROUP, PLURAL, VERSION } from '../../src/operator/plan.ts';
+import type { KubeObject } from '../helpers/kube-api.ts';
+import { CLUSTER, deadPort, type Fixture, spec, startFixture, until } from './fixture.ts';
 
 /** Generous: a loaded 2-core machine, or a real cluster. */
 const WITHIN_MS = 20_000;
@@ -64,10 +66,23 @@ describe('operator experiment lifecycle', () => {
     assert.equal(expired.ready?.status, 'False');
     assert.match(expired.ready?.message ?? '', /2s ran out/);
     await until('every pod cleared', () => everyPodHolds(f, ''), WITHIN_MS);
-    // Expired stays expired (no new run without a spec change).
+    // Expired stays expired (no new run without a spec change), and it settles: one status write
+    // for the transition, then none (a stopped experiment's status once kept being rewritten).
     await new Promise((r) => setTimeout(r, 1500));
+    const statusWrites = () => (CLUSTER ? 0 : (f.api.requests.get('PATCH echoscenarios/status') ?? 0));
+    const settled = statusWrites();
+    await new Promise((r) => setTimeout(r, 1500));
+    const later = await objectOf(f, 'short');
+    assert.equal(statusWrites(), settled, 'no status write once expired (API double)');
     assert.equal((await f.readiness('short')).ready?.reason, 'Expired');
     assert.equal(await everyPodHolds(f, ''), true);
+    const endpoints =
+      (later.status as { endpoints?: Array<{ synced: boolean }> } | undefined)?.endpoints ?? [];
+    assert.deepEqual(
+      endpoints.filter((e) => e.synced),
+      [],
+      'no pod is listed as holding an experiment that was taken off every pod',
+    );
     await until(
       'events Pushed then Expired',
       async () => (await eventReasons(f, 'short')).join(' ') === 'Pushed Expired',
@@ -181,3 +196,14 @@ describe('operator experiment lifecycle', () => {
     );
   });
 });
+
+/** The EchoScenario as the API server holds it. */
+async function objectOf(fixture: Fixture, name: string): Promise<KubeObject> {
+  return (await fixture.custom.getNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: fixture.namespace,
+    plural: PLURAL,
+    name,
+  })) as KubeObject;
+}
