@@ -29,7 +29,7 @@ COPY --from=build /app/dist ./dist
 USER 10001:10001
 EXPOSE 8080
 # The port the service listens on: PORT (docker run -e PORT=...), else its default 8080.
-HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "const tls = (process.env.ENABLE_TLS || '').toLowerCase() === 'true'; require(tls ? 'node:https' : 'node:http').get({ host: '127.0.0.1', port: process.env.PORT || 8080, path: '/health', rejectUnauthorized: false, timeout: 2500 }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1)).on('timeout', () => process.exit(1))"]
 # Exec form: node is PID 1 and receives SIGTERM itself, so the drain runs.
 # A young generation of at most 2 x 16 MiB (ADR 0013): Node 24's default grows it to 128 MiB under a
 # burst of delayed requests and never gives that memory back.

@@ -15,7 +15,7 @@ import { EchoConfigError } from './errors.ts';
  * be valid, else startup stops. The default file (`scenarios.yaml` in the working directory, with
  * the variable unset) is optional: missing, it means no scenarios; invalid, a warning names the
  * problem and the service starts without scenarios (a stray file nobody asked for is no reason to
- * refuse to start), and it is not watched.
+ * refuse to start). Either way it is watched, so a default file written or fixed later is applied.
  */
 export function startScenarioFile(
   config: EchoConfig,
@@ -29,7 +29,7 @@ export function startScenarioFile(
         `ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: the file does not exist`,
       ]);
     }
-    return undefined;
+    return watch(file, config, store, logger);
   }
   try {
     store.replace(loadScenarioFile(file, { maxDelayMs: config.maxDelayMs }));
@@ -37,13 +37,18 @@ export function startScenarioFile(
     if (!config.scenarioFileExplicit) {
       logger.warn(
         { file, problem: describe(err) },
-        `${file} is invalid and ignored: starting without scenarios (ECHO_SCENARIO_FILE is unset; set it to this file to make it required)`,
+        `${file} is invalid and ignored until it is fixed: starting without scenarios (ECHO_SCENARIO_FILE is unset; set it to this file to make it required)`,
       );
-      return undefined;
+      return watch(file, config, store, logger);
     }
     throw new EchoConfigError([`ECHO_SCENARIO_FILE=${JSON.stringify(file)} is invalid: ${describe(err)}`]);
   }
   logger.info({ file, scenarios: store.size }, 'scenarios loaded');
+  return watch(file, config, store, logger);
+}
+
+/** Watches the file; each valid change replaces the store's set. */
+function watch(file: string, config: EchoConfig, store: ScenarioStore, logger: Logger): { close(): void } {
   return watchScenarioFile(file, {
     maxDelayMs: config.maxDelayMs,
     // The set just loaded: a change made between that load and the watcher's first read is then

@@ -159,3 +159,18 @@ export function clusterSource(
       'and KUBERNETES_SERVICE_HOST is unset (expected a kubeconfig, or a pod with a service account)',
   ]);
 }
+
+/**
+ * What makes a kubeconfig's current cluster unusable, or undefined: none at all, or a plain
+ * `http://` server without `insecure-skip-tls-verify` (client-node refuses every request to it,
+ * `HTTP protocol is not allowed when skipTLSVerify is not set`, and the operator would retry forever).
+ */
+export function clusterProblem(
+  cluster: { readonly server?: string; readonly skipTLSVerify?: boolean } | null | undefined,
+): string | undefined {
+  if (cluster === null || cluster === undefined || !cluster.server)
+    return 'the kubeconfig names no current cluster (current-context, or a cluster with a server)';
+  if (cluster.server.startsWith('http://') && cluster.skipTLSVerify !== true)
+    return `the server ${cluster.server} is plain HTTP: client-node talks to it only with insecure-skip-tls-verify: true on the cluster (expected an https:// server)`;
+  return undefined;
+}

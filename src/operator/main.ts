@@ -27,6 +27,7 @@ import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import {
   type ClusterSource,
+  clusterProblem,
   clusterSource,
   loadOperatorConfig,
   type OperatorConfig,
@@ -121,8 +122,21 @@ logger.info(
 );
 
 const kc = new KubeConfig();
-if (cluster === 'in-cluster') kc.loadFromCluster();
-else kc.loadFromDefault();
+try {
+  if (cluster === 'in-cluster') kc.loadFromCluster();
+  else kc.loadFromDefault();
+  const problem = clusterProblem(kc.getCurrentCluster());
+  if (problem !== undefined) throw new Error(problem);
+} catch (error) {
+  const where =
+    cluster === 'in-cluster'
+      ? "the pod's service account"
+      : `KUBECONFIG=${JSON.stringify(process.env['KUBECONFIG'] ?? '~/.kube/config')}`;
+  process.stderr.write(
+    `echo-chaos-operator: cannot use the cluster from ${where}: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
+  process.exit(1);
+}
 
 const operator = createOperator({
   kc,

@@ -53,11 +53,20 @@ test('default scenario file – an invalid scenarios.yaml in the working directo
     });
     const warning = records.find((r) => r['level'] === 40 && String(r['msg']).includes('scenarios.yaml'));
     assert.ok(warning, `a warning about scenarios.yaml: ${JSON.stringify(records)}`);
-    assert.match(String(warning['msg']), /invalid and ignored: starting without scenarios/);
+    assert.match(String(warning['msg']), /invalid and ignored until it is fixed: starting without scenarios/);
     assert.match(String(warning['problem']), /status/);
     assert.match(String(warning['problem']), /999/);
     assert.deepEqual(await (await fetch(`${url}/scenario`)).json(), []);
     assert.equal((await fetch(`${url}/orders`)).status, 200, 'served by the echo, not a scenario');
+    // Fixed while the service runs: the file is watched, the fix is applied.
+    writeFileSync(join(cwd, 'scenarios.yaml'), '- path: /orders\n  responses:\n    - status: 418\n');
+    const deadline = Date.now() + 20_000;
+    let status = 0;
+    while (Date.now() < deadline && status !== 418) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await fetch(`${url}/orders`)).status;
+    }
+    assert.equal(status, 418, 'the fixed default file was applied');
   } finally {
     child.kill('SIGTERM');
     await exited;

@@ -160,6 +160,12 @@ describe('Dockerfile', () => {
     assert.equal(healthy.code, 0, `PORT=${echo.port}, where the service listens: ${healthy.stderr}`);
     const closed = await freePort();
     assert.equal((await probe({ PORT: String(closed) })).code, 1, 'PORT where nothing listens: unhealthy');
+    // With ENABLE_TLS=true the port speaks TLS only: the probe must too (a self-signed certificate).
+    const tlsEcho = await startEcho({ ENABLE_TLS: 'true' });
+    t.after(() => tlsEcho.close());
+    const tlsHealthy = await probe({ PORT: String(tlsEcho.port), ENABLE_TLS: 'true' });
+    assert.equal(tlsHealthy.code, 0, `ENABLE_TLS=true: ${tlsHealthy.stderr}`);
+    assert.equal((await probe({ PORT: String(tlsEcho.port) })).code, 1, 'plain HTTP to the TLS port: unhealthy');
     // Unset or empty, the service's own default.
     assert.match(args.join(' '), /process\.env\.PORT \|\| 8080/);
   });

@@ -130,3 +130,36 @@ test('echo-chaos-operator – logs ISO 8601 UTC times, as the echo service does 
     assert.ok(at >= before - 1000 && at <= Date.now() + 1000, `${record['time']} is not now`);
   }
 });
+
+test('echo-chaos-operator – a KUBECONFIG that does not exist, or names a plain-HTTP server without skipping TLS checks, stops with one line', async (t) => {
+  const missing = await run({ KUBECONFIG: '/nonexistent/kubeconfig', PORT: '0', HOST: '127.0.0.1' });
+  assert.equal(missing.code, 1, missing.stderr);
+  assert.equal(missing.lines.length, 1, missing.stderr);
+  assert.match(
+    missing.lines[0]!,
+    /^echo-chaos-operator: cannot use the cluster from KUBECONFIG="\/nonexistent\/kubeconfig": .*ENOENT/,
+  );
+
+  const dir = mkdtempSync(join(tmpdir(), 'operator-kubeconfig-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'config');
+  writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]',
+      'users: [{name: u, user: {token: t}}]',
+      'contexts: [{name: x, context: {cluster: c, user: u}}]',
+      'current-context: x',
+      '',
+    ].join('\n'),
+  );
+  const plain = await run({ KUBECONFIG: file, PORT: '0', HOST: '127.0.0.1' });
+  assert.equal(plain.code, 1, plain.stderr);
+  assert.equal(plain.lines.length, 1, plain.stderr);
+  assert.match(
+    plain.lines[0]!,
+    /the server http:\/\/127\.0\.0\.1:1 is plain HTTP: .*insecure-skip-tls-verify: true/,
+  );
+});
