@@ -165,7 +165,11 @@ describe('Dockerfile', () => {
     t.after(() => tlsEcho.close());
     const tlsHealthy = await probe({ PORT: String(tlsEcho.port), ENABLE_TLS: 'true' });
     assert.equal(tlsHealthy.code, 0, `ENABLE_TLS=true: ${tlsHealthy.stderr}`);
-    assert.equal((await probe({ PORT: String(tlsEcho.port) })).code, 1, 'plain HTTP to the TLS port: unhealthy');
+    assert.equal(
+      (await probe({ PORT: String(tlsEcho.port) })).code,
+      1,
+      'plain HTTP to the TLS port: unhealthy',
+    );
     // Unset or empty, the service's own default.
     assert.match(args.join(' '), /process\.env\.PORT \|\| 8080/);
   });
