@@ -8,6 +8,8 @@ export interface OperatorMetrics {
   readonly pushSeconds: Histogram;
   /** Reconciles of a work-queue key, by `kind` (`pod`, `echoscenario`) and `result` (`success`, `error`). */
   readonly reconciles: Counter<'kind' | 'result'>;
+  /** Duration of one reconcile of a work-queue key, by `kind` (`pod`, `echoscenario`), in seconds. */
+  readonly reconcileSeconds: Histogram<'kind'>;
   /** Informer restarts after a dropped or failed watch, by `resource`. */
   readonly watchRestarts: Counter<'resource'>;
   /** 1 while this replica holds the lease. */
@@ -54,6 +56,13 @@ export function createOperatorMetrics(
       name: 'echo_chaos_operator_reconciles_total',
       help: 'Reconciles of a work-queue key, by kind and result.',
       labelNames: ['kind', 'result'],
+      registers: [registry],
+    }),
+    reconcileSeconds: new Histogram({
+      name: 'echo_chaos_operator_reconcile_duration_seconds',
+      help: 'Duration of one reconcile of a work-queue key (planning, pushes and status writes), by kind.',
+      labelNames: ['kind'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers: [registry],
     }),
     watchRestarts: new Counter({

@@ -390,19 +390,22 @@ export function createOperator(options: OperatorOptions): Operator {
         continue;
       }
       const kind = key.startsWith('pod:') ? 'pod' : 'echoscenario';
-      const run = reconcile(key).then(
-        () => {
-          queue.forget(key);
-          metrics.reconciles.inc({ kind, result: 'success' });
-        },
-        (error: unknown) => {
-          const delayMs = queue.addRateLimited(key);
-          metrics.reconciles.inc({ kind, result: 'error' });
-          // A 409 is a write from a stale cache (e.g. a finalizer patch): routine, retried.
-          const level = (error as { code?: number }).code === 409 ? 'debug' : 'warn';
-          logger[level]({ key, delayMs, err: (error as Error).message }, 'reconcile failed; retrying');
-        },
-      );
+      const timed = metrics.reconcileSeconds.startTimer({ kind });
+      const run = reconcile(key)
+        .finally(() => timed())
+        .then(
+          () => {
+            queue.forget(key);
+            metrics.reconciles.inc({ kind, result: 'success' });
+          },
+          (error: unknown) => {
+            const delayMs = queue.addRateLimited(key);
+            metrics.reconciles.inc({ kind, result: 'error' });
+            // A 409 is a write from a stale cache (e.g. a finalizer patch): routine, retried.
+            const level = (error as { code?: number }).code === 409 ? 'debug' : 'warn';
+            logger[level]({ key, delayMs, err: (error as Error).message }, 'reconcile failed; retrying');
+          },
+        );
       inFlight.add(run);
       await run;
       inFlight.delete(run);

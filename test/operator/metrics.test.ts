@@ -53,6 +53,13 @@ describe(`operator metrics against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the A
         const text = await scrape();
         return count(text, 'False', 'Conflict') === 0 && count(text, 'True', 'Synced') === 2;
       });
+      // Every reconcile is timed, by kind (issue #16: reconcile duration histograms).
+      const text = await scrape();
+      assert.match(text, /# TYPE echo_chaos_operator_reconcile_duration_seconds histogram/);
+      for (const kind of ['pod', 'echoscenario']) {
+        const timed = sample(text, 'echo_chaos_operator_reconcile_duration_seconds_count', { kind });
+        assert.ok(timed > 0, `${kind} reconciles timed: ${timed}`);
+      }
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
