@@ -153,7 +153,10 @@ export async function registerServiceRoutes(
 
   app.get('/metrics', async (request, reply) => {
     reply.type(metrics.registry.contentType);
-    const own = await metrics.registry.metrics();
+    // prom-client spells an unknown value `Nan` (e.g. the event-loop lag before its first sample);
+    // the exposition format's is `NaN`, which Prometheus parses either way but promtool and strict
+    // parsers do not.
+    const own = (await metrics.registry.metrics()).replace(/ Nan$/gm, ' NaN');
     if (state.metricsText === undefined) return own;
     // The OpenTelemetry meters: a failure to collect them never fails the scrape of the others.
     const more = await state.metricsText().catch((error: unknown) => {

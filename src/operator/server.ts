@@ -31,7 +31,8 @@ export function createOperatorServer(options: OperatorServerOptions): Server {
     }
     if (path === '/metrics') {
       options.registry.metrics().then(
-        (text) => reply(200, text, options.registry.contentType),
+        // prom-client spells an unknown value `Nan`; the exposition format's is `NaN`.
+        (text) => reply(200, text.replace(/ Nan$/gm, ' NaN'), options.registry.contentType),
         (error: unknown) => reply(500, `${String(error)}\n`),
       );
       return;
