@@ -32,6 +32,7 @@ import { jobOfContext } from './jobs.ts';
 import { MASK_LIMITS, maskLogLine } from './masking.ts';
 import type { Obs } from './obs.ts';
 import { currentRequestContext, currentTimeoutBudget } from './request-context.ts';
+import { remainingMs } from './timeout-budget.ts';
 
 /** The name of the request id on log lines and in problem bodies (fastify's `requestIdLogLabel`). */
 export const REQUEST_ID_LOG_LABEL = 'request_id';
@@ -102,6 +103,44 @@ export function contextFields(): ContextLogFields {
   }
 }
 
+/**
+ * Everything obs adds to one line, in one object ({@link activeTraceFields}, {@link budgetFields},
+ * {@link contextFields}, in that order): the mixin runs for every line, so it fills one object
+ * rather than spreading three.
+ */
+function lineFields(): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  try {
+    const span = trace.getSpanContext(context.active());
+    if (span !== undefined && isSpanContextValid(span)) {
+      fields.trace_id = span.traceId;
+      fields.span_id = span.spanId;
+      fields.trace_flags = `0${(span.traceFlags & 0xff).toString(16)}`.slice(-2);
+    }
+  } catch {
+    // no trace fields
+  }
+  try {
+    const store = currentRequestContext();
+    if (store === undefined) return fields;
+    const budget = store.budget;
+    if (budget !== undefined) fields.timeout_remaining_ms = remainingMs(budget.deadlineEpochMs, Date.now());
+    const job = jobOfContext(store);
+    if (job !== undefined) {
+      fields[REQUEST_ID_LOG_LABEL] = store.requestId;
+      fields.job = job;
+    }
+    if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
+    if (store.priority !== undefined) fields.priority = store.priority;
+    if (store.tenant !== undefined) fields.tenant = store.tenant;
+    const flags = requestFlagFields();
+    if (flags !== undefined) fields.feature_flags = flags;
+  } catch {
+    // no context fields
+  }
+  return fields;
+}
+
 // ---------------------------------------------------------------------------------------------
 // pino and fastify options
 
@@ -142,8 +181,8 @@ export function obsLoggerOptions(input: ObsLoggerOptionsInput = {}): LoggerOptio
   const options: LoggerOptions = {
     ...base,
     mixin(mergeObject, level, logger) {
-      const own = baseMixin === undefined ? {} : baseMixin(mergeObject, level, logger);
-      return { ...activeTraceFields(), ...budgetFields(), ...contextFields(), ...own };
+      const fields = lineFields();
+      return baseMixin === undefined ? fields : Object.assign(fields, baseMixin(mergeObject, level, logger));
     },
   };
   if (logging['pii-masking-enabled']) {

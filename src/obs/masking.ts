@@ -86,6 +86,84 @@ const QUERY_PAIR = new RegExp(`(?<![A-Za-z0-9_.-])(${SECRET_NAME_SOURCE})=[^&\\s
 /** `Authorization: Basic ...`, `password: hunter2`: a secret name and a colon mask the rest of the line. */
 const COLON_PAIR = new RegExp(`(?<![A-Za-z0-9_.-])(${SECRET_NAME_SOURCE})([ \\t]*:[ \\t]*)[^\\r\\n]+`, 'gi');
 
+/**
+ * Keywords (lower case) whose presence may mean a secret, by their first letter: a superset of what
+ * {@link MAYBE_SECRET} matches (`pass` for `password`/`passwd`, `api` for `api-key`, …) and
+ * `buffer` for a serialized Buffer.
+ */
+const SECRET_STARTS: ReadonlyArray<readonly string[] | undefined> = (() => {
+  const table: Array<string[] | undefined> = [];
+  const words = ['bearer', 'buffer', 'eyj', 'pwd', 'pass', 'private', 'secret', 'session', 'token'];
+  for (const word of [...words, 'api', 'authori', 'cookie']) {
+    const first = word.charCodeAt(0);
+    const list = table[first] ?? [];
+    list.push(word);
+    table[first] = list;
+  }
+  return table;
+})();
+
+/** What each ASCII character is to {@link mayHoldSecret}. */
+const OTHER = 0;
+const DIGIT = 1;
+const SEPARATOR = 2;
+const AT = 3;
+const WORD_START = 4;
+const CHARS = (() => {
+  const table = new Uint8Array(128);
+  for (let c = 0x30; c <= 0x39; c++) table[c] = DIGIT;
+  table[0x20] = SEPARATOR;
+  table[0x2d] = SEPARATOR;
+  table[0x40] = AT;
+  SECRET_STARTS.forEach((words, c) => {
+    if (words === undefined) return;
+    table[c] = WORD_START;
+    table[c - 0x20] = WORD_START;
+  });
+  return table;
+})();
+
+function startsWithWord(text: string, at: number, word: string): boolean {
+  if (at + word.length > text.length) return false;
+  // ASCII letters only: `| 0x20` lowers A-Z and maps no other character onto a-z.
+  for (let k = 1; k < word.length; k++)
+    if ((text.charCodeAt(at + k) | 0x20) !== word.charCodeAt(k)) return false;
+  return true;
+}
+
+/**
+ * A fast, one-pass test that is true whenever {@link MAYBE_SECRET}, {@link hasCard} or a serialized
+ * Buffer could match (it may be true when none does): an `@`, a keyword of {@link SECRET_STARTS} in
+ * any case, or nine digits in a row with single spaces or dashes between them (the fewest an SSN
+ * or a card number has). Almost every log line holds none of them, so masking it costs this scan.
+ */
+export function mayHoldSecret(text: string): boolean {
+  let digits = 0;
+  let separated = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const kind = c < 0x80 ? CHARS[c] : OTHER;
+    if (kind === OTHER) {
+      digits = 0;
+      continue;
+    }
+    if (kind === DIGIT) {
+      if (++digits >= 9) return true;
+      separated = false;
+    } else if (kind === SEPARATOR && digits > 0 && !separated) {
+      separated = true;
+    } else {
+      digits = 0;
+      separated = false;
+      if (kind === AT) return true;
+      if (kind === WORD_START) {
+        for (const word of SECRET_STARTS[c | 0x20]!) if (startsWithWord(text, i, word)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /** The Luhn checksum of a digit string: how card numbers are told from order ids. */
 export function luhnValid(digits: string): boolean {
   let sum = 0;
@@ -179,7 +257,7 @@ export function maskText(text: string): string {
       note = `…[TRUNCATED ${s.length - cutAt} chars]`;
       s = s.slice(0, cutAt);
     }
-    if (!MAYBE_SECRET.test(s) && !hasCard(s)) return s + note;
+    if (!mayHoldSecret(s) || (!MAYBE_SECRET.test(s) && !hasCard(s))) return s + note;
     s = maskJsonPairs(s);
     s = s.replace(QUERY_PAIR, (_all, name: string) => `${name}=${MASK}`);
     s = s.replace(COLON_PAIR, (_all, name: string, colon: string) => `${name}${colon}${MASK}`);
@@ -322,6 +400,7 @@ export function maskSecrets(value: unknown): unknown {
  */
 export function maskLogLine(line: string): string {
   try {
+    if (!mayHoldSecret(line)) return line;
     if (!MAYBE_SECRET.test(line) && !line.includes('"type":"Buffer"') && !hasCard(line)) return line;
     const newline = line.endsWith('\n') ? '\n' : '';
     if (line.length > MASK_LIMITS.maxLineChars) {
