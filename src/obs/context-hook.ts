@@ -55,6 +55,30 @@ function otelContextActive(): boolean {
   return context.with(PROBE, () => context.active() === PROBE);
 }
 
+/** Where `@opentelemetry/api` 1.x keeps its global context manager (and its other globals). */
+const OTEL_GLOBALS = Symbol.for('opentelemetry.js.api.1');
+let probedManager: unknown;
+let probed = false;
+
+/**
+ * {@link otelContextActive}, probed once per registered context manager rather than for every
+ * request: without a registered manager there is none, and the same manager gives the same answer
+ * (an SDK enables its manager before it registers it).
+ */
+function otelContextActiveCached(): boolean {
+  const manager = (globalThis as { [OTEL_GLOBALS]?: { context?: unknown } })[OTEL_GLOBALS]?.context;
+  if (manager === undefined) return false;
+  if (manager !== probedManager) {
+    probed = otelContextActive();
+    probedManager = manager;
+  }
+  return probed;
+}
+
+function ignoreBaggage(): void {
+  // no context manager: no context would carry the baggage
+}
+
 /** The request-context machinery of one obs instance. */
 export interface ContextKit {
   /** Shared by every request context of this instance; features set their header names on it. */
@@ -148,10 +172,12 @@ export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
       const scope: InboundScope = {
         request,
         store,
-        baggage(key, value) {
-          entries ??= [];
-          entries.push([key, value]);
-        },
+        baggage: otelContextActiveCached()
+          ? (key, value) => {
+              entries ??= [];
+              entries.push([key, value]);
+            }
+          : ignoreBaggage,
         attribute:
           span === undefined
             ? ignoreAttribute
@@ -167,7 +193,7 @@ export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
           shared.failed(`inbound ${feature}`, error);
         }
       }
-      if (entries !== undefined && otelContextActive()) {
+      if (entries !== undefined) {
         const active = context.active();
         let baggage = propagation.getBaggage(active) ?? propagation.createBaggage();
         for (const [key, value] of entries) baggage = baggage.setEntry(key, { value });

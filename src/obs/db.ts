@@ -31,7 +31,7 @@ import { contextKit } from './context-hook.ts';
 import { maskText } from './masking.ts';
 import type { Obs } from './obs.ts';
 import { currentRequestContext } from './request-context.ts';
-import { UNMATCHED_ROUTE } from './trace-guard.ts';
+import { routeOf } from './route.ts';
 import { WarningLimiter } from './warning-limiter.ts';
 
 const FEATURE = 'db';
@@ -288,8 +288,7 @@ export interface DbOptions {
 }
 
 function endpointOf(request: FastifyRequest): string {
-  const pattern = request.routeOptions.url;
-  return pattern === undefined || pattern === '' ? UNMATCHED_ROUTE : pattern;
+  return routeOf(request);
 }
 
 /**

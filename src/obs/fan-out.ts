@@ -22,7 +22,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Histogram } from 'prom-client';
 import { contextKit } from './context-hook.ts';
 import type { Obs } from './obs.ts';
-import { UNMATCHED_ROUTE } from './trace-guard.ts';
+import { routeOf } from './route.ts';
 import { WarningLimiter } from './warning-limiter.ts';
 
 const FEATURE = 'fan-out';
@@ -56,10 +56,14 @@ export const MAX_FAN_OUT_ENDPOINTS = 1000;
 /** Endpoints listed in the snapshot's `top_endpoints`. */
 const TOP_ENDPOINTS = 10;
 
+/** Where a request's tally is kept, on the request itself. */
+const TALLY = Symbol('echo-chaos.obs.fan-out');
+
 /** The outbound calls of one request, shared by every copy of its context. */
 export class FanOutTally {
   calls = 0;
-  readonly #hosts = new Set<string>();
+  // Made on the first call with a host: most requests call nothing.
+  #hosts: Set<string> | undefined;
   #other = false;
 
   /** Counts one call; `host` (`host[:port]`) when the transport knows it. */
@@ -67,6 +71,7 @@ export class FanOutTally {
     this.calls += 1;
     if (host === undefined || host === '') return;
     const key = host.slice(0, MAX_HOST_LENGTH).toLowerCase();
+    this.#hosts ??= new Set();
     if (this.#hosts.has(key)) return;
     if (this.#hosts.size < MAX_TRACKED_HOSTS) this.#hosts.add(key);
     else this.#other = true;
@@ -74,7 +79,7 @@ export class FanOutTally {
 
   /** Distinct hosts called: at most {@link MAX_TRACKED_HOSTS} plus one (`other`). */
   get dependencies(): number {
-    return this.#hosts.size + (this.#other ? 1 : 0);
+    return (this.#hosts?.size ?? 0) + (this.#other ? 1 : 0);
   }
 }
 
@@ -91,8 +96,7 @@ interface EndpointFigures {
 }
 
 function endpointOf(request: FastifyRequest): string {
-  const pattern = request.routeOptions.url;
-  return pattern === undefined || pattern === '' ? UNMATCHED_ROUTE : pattern;
+  return routeOf(request);
 }
 
 /**
@@ -156,8 +160,9 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
     registers: [obs.registry],
   });
 
-  // Keyed by the request: the onResponse hook finds what its context counted.
-  const counted = new WeakMap<FastifyRequest, FanOutTally>();
+  // On the request (a property, not a WeakMap keyed by it: ephemeron tables cost every request and
+  // every GC): the onResponse hook finds what its context counted.
+  type Counted = FastifyRequest & { [TALLY]?: FanOutTally | undefined };
   // The request's active span, by tally: the per-call hook keeps its attributes current.
   const spans = new WeakMap<FanOutTally, Span>();
   const kit = contextKit(obs);
@@ -168,7 +173,7 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
     }
     const tally = new FanOutTally();
     store.state[FEATURE] = tally;
-    counted.set(request, tally);
+    (request as Counted)[TALLY] = tally;
     const span = trace.getActiveSpan();
     if (span !== undefined) spans.set(tally, span);
     attribute(FAN_OUT_SPAN_ATTRIBUTES.fanOut, 0);
@@ -230,9 +235,9 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
 
   app.addHook('onResponse', (request, _reply, done) => {
     try {
-      const tally = counted.get(request);
+      const tally = (request as Counted)[TALLY];
       if (tally !== undefined) {
-        counted.delete(request);
+        (request as Counted)[TALLY] = undefined;
         const endpoint = endpointOf(request);
         const calls = tally.calls;
         const hosts = tally.dependencies;

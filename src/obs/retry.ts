@@ -16,7 +16,7 @@ import { contextKit } from './context-hook.ts';
 import type { Obs } from './obs.ts';
 import { inboundRetryDepth, MAX_RETRY_DEPTH, RETRY_DEPTH_BAGGAGE_KEY } from './retry-depth.ts';
 import { helperFiguresOf, type RetryState } from './retry-helper.ts';
-import { UNMATCHED_ROUTE } from './trace-guard.ts';
+import { routeOf } from './route.ts';
 import { WarningLimiter } from './warning-limiter.ts';
 
 /** Names of the meters of retry amplification. */
@@ -106,7 +106,7 @@ export function registerRetry(obs: Obs, options: RetryRegistrationOptions = {}):
   kit.propagation.retryDepthHeader = header;
   const headerKey = header.toLowerCase();
   kit.addContributor('retry', ({ request, store, baggage, attribute }) => {
-    const endpoint = request.routeOptions?.url ?? UNMATCHED_ROUTE;
+    const endpoint = routeOf(request);
     const carried = propagation.getBaggage(context.active())?.getEntry(RETRY_DEPTH_BAGGAGE_KEY)?.value;
     const inbound = inboundRetryDepth(request.headers[headerKey], carried);
     for (const source of inbound.invalid) {

@@ -12,10 +12,12 @@
  * the actuator routes (`obs.actuator.base-path`, whatever the prefixes say), CORS preflight requests
  * (a browser cannot add `traceparent` to them) and requests that `enabled-when` skips.
  */
+
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import { OBS_ERRORS, type ObsErrorCode } from './errors.ts';
 import type { Obs } from './obs.ts';
+import { routeOf } from './route.ts';
 
 /** Names of the meters of this feature. */
 export const TRACE_GUARD_METRICS = {
@@ -27,7 +29,7 @@ export const TRACE_CONTEXT_MISSING_CODE = 'OBS_ERR_TRACE_CONTEXT_MISSING' satisf
 /** The HTTP status of a rejected request. */
 export const TRACE_CONTEXT_MISSING_STATUS = OBS_ERRORS[TRACE_CONTEXT_MISSING_CODE].status;
 /** The `route` label of a request that matches no route. */
-export const UNMATCHED_ROUTE = 'unmatched';
+export { UNMATCHED_ROUTE } from './route.ts';
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
 const ZERO_TRACE_ID = '0'.repeat(32);
@@ -126,8 +128,7 @@ export function registerTraceGuard(app: FastifyInstance, obs: Obs): void {
     let reject = false;
     try {
       if (checked(request)) {
-        const pattern = request.routeOptions.url;
-        const route = pattern === undefined || pattern === '' ? UNMATCHED_ROUTE : pattern;
+        const route = routeOf(request);
         const valid = isValidTraceparent(request.headers.traceparent);
         const counter = valid ? received : missing;
         // The registry's guard admits the route (once per recording).
