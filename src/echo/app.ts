@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
+import { lazyChildLoggerFactory } from './access-log.ts';
 import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
 import { FaultGate, registerAppliedFaults } from './applied.ts';
 import { recordOnClose, registerCompletion } from './completion.ts';
@@ -78,6 +79,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     loggerInstance: logger as FastifyBaseLogger,
     // echo-chaos writes its own request lines (LOG_REQUESTS and friends).
     logController: new LogController({ disableRequestLogging: true }),
+    // A request's pino child is made only when something logs through `request.log`; the access
+    // lines do not (access-log.ts).
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: config.maxBodyBytes,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),

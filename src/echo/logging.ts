@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { accessLog } from './access-log.ts';
 import type { EchoConfig } from './config.ts';
 
 declare module 'fastify' {
@@ -71,6 +72,7 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
   // `request.ip` is undefined, and the completion line would name no one.
   const remoteOf = (request: FastifyRequest) => request.echoRemote ?? request.ip ?? '-';
   const logsRequestLine = config.logRequests || config.logHeaders;
+  const access = accessLog(app.log);
   if (logsRequestLine || config.logTransaction) {
     app.addHook('onRequest', (request, _reply, done) => {
       const remote = request.ip ?? '-';
@@ -78,7 +80,7 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
       if (logsRequestLine) {
         const line = `${remote} ${request.method} ${request.url}`;
         if (config.logHeaders) request.log.info({ headers: request.headers }, line);
-        else request.log.info(line);
+        else access.info(request, line);
       }
       done();
     });
@@ -111,7 +113,10 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
       const status = reply.statusCode;
       const durationMs = Math.round(reply.elapsedTime * 1000) / 1000;
       if (config.logRequests) {
-        request.log.info(`${remoteOf(request)} ${request.method} ${request.url} - ${status} ${durationMs}ms`);
+        access.info(
+          request,
+          `${remoteOf(request)} ${request.method} ${request.url} - ${status} ${durationMs}ms`,
+        );
       }
       if (config.logTransaction) {
         const sse = UNLOGGED_BODY_PATHS.has(pathOf(request));

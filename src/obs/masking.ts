@@ -134,31 +134,46 @@ function startsWithWord(text: string, at: number, word: string): boolean {
 /**
  * A fast, one-pass test that is true whenever {@link MAYBE_SECRET}, {@link hasCard} or a serialized
  * Buffer could match (it may be true when none does): an `@`, a keyword of {@link SECRET_STARTS} in
- * any case, or nine digits in a row with single spaces or dashes between them (the fewest an SSN
- * or a card number has). Almost every log line holds none of them, so masking it costs this scan.
+ * any case, 13 digits in a row with single spaces or dashes between them (the fewest a card number
+ * has), or digit groups shaped like an SSN (`123-45-6789`). Almost every log line holds none of
+ * them (a request id's UUID cannot: its groups are 4 characters or more), so masking it costs this
+ * scan.
  */
 export function mayHoldSecret(text: string): boolean {
-  let digits = 0;
+  // A run of digits with single spaces or dashes between them (a card: 13 to 19 digits) ...
+  let run = 0;
   let separated = false;
+  // ... and the lengths of the last three groups of digits between single dashes (an SSN: a group
+  // of 3 or more digits, one of exactly 2, one of 4 or more, as `\d{3}-\d{2}-\d{4}` matches).
+  let before = 0;
+  let previous = 0;
+  let group = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     const kind = c < 0x80 ? CHARS[c] : OTHER;
-    if (kind === OTHER) {
-      digits = 0;
+    if (kind === DIGIT) {
+      if (++run >= 13) return true;
+      separated = false;
+      if (++group >= 4 && previous === 2 && before >= 3) return true;
       continue;
     }
-    if (kind === DIGIT) {
-      if (++digits >= 9) return true;
-      separated = false;
-    } else if (kind === SEPARATOR && digits > 0 && !separated) {
+    if (kind === SEPARATOR && run > 0 && !separated) {
       separated = true;
-    } else {
-      digits = 0;
-      separated = false;
-      if (kind === AT) return true;
-      if (kind === WORD_START) {
-        for (const word of SECRET_STARTS[c | 0x20]!) if (startsWithWord(text, i, word)) return true;
+      if (c === 0x2d && group > 0) {
+        before = previous;
+        previous = group;
+        group = 0;
+      } else {
+        before = previous = group = 0;
       }
+      continue;
+    }
+    run = 0;
+    separated = false;
+    before = previous = group = 0;
+    if (kind === AT) return true;
+    if (kind === WORD_START) {
+      for (const word of SECRET_STARTS[c | 0x20]!) if (startsWithWord(text, i, word)) return true;
     }
   }
   return false;
