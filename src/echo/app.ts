@@ -153,8 +153,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.addHook('onRequest', (request, reply, done) => {
     state.requestCount++;
     state.inFlight++;
-    // One listener a request for everything that waits for its end.
-    reply.raw.once('close', () => {
+    // One listener a request for everything that waits for its end. `on`, not `once`: a response
+    // emits 'close' once (node guards it), and `once` allocates a wrapper per request.
+    reply.raw.on('close', () => {
       state.inFlight--;
       recordOnClose(request, reply, state.metrics);
     });

@@ -136,7 +136,8 @@ export function trackConnections(
       connection.busy++;
       connection.requests++;
     }
-    response.once('close', () => {
+    // `on`: a response emits 'close' once, and `once` would allocate a wrapper per request.
+    response.on('close', () => {
       pending.delete(response);
       if (connection === undefined) return;
       connection.busy--;

@@ -119,7 +119,11 @@ export function registerTimeoutBudget(obs: Obs): void {
       invalid.inc({ header });
     }
     established[result.budget.source] += 1;
-    const budget: ContextBudget = { ...result.budget, policy };
+    const budget: ContextBudget = {
+      deadlineEpochMs: result.budget.deadlineEpochMs,
+      source: result.budget.source,
+      policy,
+    };
     store.budget = budget;
     baggage(DEADLINE_BAGGAGE_KEY, String(budget.deadlineEpochMs));
     attribute(TIMEOUT_BUDGET_SPAN_ATTRIBUTES.deadline, budget.deadlineEpochMs);

@@ -42,6 +42,19 @@ export interface BudgetResult {
 /** Longest header value parsed; anything longer is malformed (bounds the work per request). */
 const MAX_HEADER_CHARS = 64;
 const DIGITS = /^[0-9]+$/;
+/** No malformed header: shared, so a request with none allocates no array. */
+const NO_INVALID_HEADERS: readonly string[] = Object.freeze([]);
+const DEADLINE_HEADER_KEY = DEADLINE_HEADER.toLowerCase();
+// The configured inbound header, lower-cased once rather than on every request.
+let inboundName = '';
+let inboundKey = '';
+function inboundHeaderKey(name: string): string {
+  if (name !== inboundName) {
+    inboundKey = name.toLowerCase();
+    inboundName = name;
+  }
+  return inboundKey;
+}
 
 /**
  * A header value as whole milliseconds: `undefined` when absent, `null` when malformed (not a
@@ -65,13 +78,13 @@ export function establishBudget(
   config: TimeoutBudgetConfig,
   nowMs: number,
 ): BudgetResult {
-  const invalidHeaders: string[] = [];
+  let invalidHeaders: readonly string[] = NO_INVALID_HEADERS;
   const maximum = config['maximum-budget'];
   const margin = config['safety-margin'];
   const bounded = (remaining: number) => Math.min(maximum, Math.max(0, remaining));
 
-  const absolute = parseMillisHeader(headers[DEADLINE_HEADER.toLowerCase()]);
-  if (absolute === null) invalidHeaders.push(DEADLINE_HEADER);
+  const absolute = parseMillisHeader(headers[DEADLINE_HEADER_KEY]);
+  if (absolute === null) invalidHeaders = [DEADLINE_HEADER];
   else if (absolute !== undefined) {
     return {
       budget: { deadlineEpochMs: nowMs + bounded(absolute - nowMs), source: 'deadline-header' },
@@ -80,8 +93,8 @@ export function establishBudget(
   }
 
   const inbound = config['inbound-header'];
-  const remaining = parseMillisHeader(headers[inbound.toLowerCase()]);
-  if (remaining === null) invalidHeaders.push(inbound);
+  const remaining = parseMillisHeader(headers[inboundHeaderKey(inbound)]);
+  if (remaining === null) invalidHeaders = [...invalidHeaders, inbound];
   else if (remaining !== undefined) {
     return {
       budget: { deadlineEpochMs: nowMs + bounded(remaining - margin), source: 'remaining-header' },
