@@ -35,12 +35,12 @@ import {
   isPodReady,
   type NamespacePlan,
   PLURAL,
-  planNamespace,
   specProblems,
   VERSION,
 } from './plan.ts';
+import { Planner } from './planner.ts';
 import { createPushClient } from './push-client.ts';
-import { PushLedger } from './push-ledger.ts';
+import { bodyOf, PushLedger } from './push-ledger.ts';
 import { buildStatus, sameStatus } from './status.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
 import { WorkQueue } from './work-queue.ts';
@@ -163,7 +163,10 @@ export function createOperator(options: OperatorOptions): Operator {
         aborted.delete(`${obj.metadata.namespace}/${obj.metadata.name}`);
         events.forget(obj.metadata.uid ?? '');
       }
-      enqueueNamespace(obj.metadata.namespace ?? '');
+      // Itself; what its change does to other EchoScenarios and to pods, the next plan reports.
+      const namespace = obj.metadata.namespace ?? '';
+      queue.add(`es:${namespace}/${obj.metadata.name}`);
+      for (const pod of planner.scenarioChanged(type, obj)) queue.add(`pod:${namespace}/${pod}`);
     },
     onRestart: restarted(PLURAL),
   });
@@ -175,8 +178,9 @@ export function createOperator(options: OperatorOptions): Operator {
     onEvent: (type, pod) => {
       const namespace = pod.metadata?.namespace ?? '';
       if (type === 'delete') ledger.forgetPod(pod.metadata?.uid ?? '');
+      // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
+      planner.podChanged(type, pod);
       queue.add(`pod:${namespace}/${pod.metadata?.name}`);
-      for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
     },
     onRestart: restarted('pods'),
   });
@@ -185,7 +189,10 @@ export function createOperator(options: OperatorOptions): Operator {
     path: `/api/v1${nsPath}/services`,
     list: () =>
       ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns }),
-    onEvent: (_type, svc) => enqueueNamespace(svc.metadata?.namespace ?? ''),
+    onEvent: (_type, svc) => {
+      const namespace = svc.metadata?.namespace ?? '';
+      for (const es of planner.serviceChanged(svc)) queue.add(`es:${namespace}/${es}`);
+    },
     onRestart: restarted('services'),
   });
   const endpointSlices = new ResilientInformer<V1EndpointSlice>({
@@ -195,10 +202,30 @@ export function createOperator(options: OperatorOptions): Operator {
       ns === undefined
         ? discovery.listEndpointSliceForAllNamespaces()
         : discovery.listNamespacedEndpointSlice({ namespace: ns }),
-    onEvent: (_type, slice) => enqueueNamespace(slice.metadata?.namespace ?? ''),
+    onEvent: (type, slice) => {
+      const namespace = slice.metadata?.namespace ?? '';
+      for (const pod of planner.sliceChanged(type, slice)) queue.add(`pod:${namespace}/${pod}`);
+    },
     onRestart: restarted('endpointslices'),
   });
   const informers = [scenarios, pods, services, endpointSlices];
+  // Plans kept between reconciles, made again only after a change they read (issue #16).
+  const planner = new Planner({
+    caches: {
+      scenarios: (namespace) => scenarios.list(namespace),
+      pod: (name, namespace) => pods.get(name, namespace),
+      service: (name, namespace) => services.get(name, namespace),
+      slice: (name, namespace) => endpointSlices.get(name, namespace),
+    },
+    stopped: (es) => {
+      const { stopped, message } = lifecycle(es);
+      return stopped === undefined ? undefined : { reason: stopped, message };
+    },
+    onChange: (namespace, changedScenarios, changedPods) => {
+      for (const name of changedScenarios) queue.add(`es:${namespace}/${name}`);
+      for (const name of changedPods) queue.add(`pod:${namespace}/${name}`);
+    },
+  });
 
   function enqueueNamespace(namespace: string): void {
     for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
@@ -215,29 +242,24 @@ export function createOperator(options: OperatorOptions): Operator {
   }
 
   function plan(namespace: string) {
-    return planNamespace(
-      scenarios.list(namespace),
-      pods.list(namespace),
-      services.list(namespace),
-      endpointSlices.list(namespace),
-      (es) => {
-        const { stopped, message } = lifecycle(es);
-        return stopped === undefined ? undefined : { reason: stopped, message };
-      },
-    );
+    return planner.plan(namespace);
   }
 
   async function reconcilePod(namespace: string, name: string): Promise<void> {
-    const { desired } = plan(namespace);
+    const { desired, byPod } = plan(namespace);
     const pod = pods.get(name, namespace);
     const uid = pod?.metadata?.uid;
     const errors: string[] = [];
+    // The EchoScenarios whose status or finalizer may depend on what this pod holds: those whose
+    // target holds it, and those that its endpoints held before (enqueued if something changed).
+    const before = ledger.ofPod(namespace, name);
+    const affected = new Set(before.flatMap(([, p]) => p.owners));
+    let changed = false;
     // Endpoints of this pod name that should hold something.
-    const wanted = [...desired.values()].filter(
-      (d) => d.endpoint.podName === name && d.endpoint.podUid === uid,
-    );
+    const wanted = (byPod.get(name) ?? []).filter((d) => d.endpoint.podUid === uid);
     for (const { endpoint, scenarios: array, owners } of wanted) {
-      const body = JSON.stringify(array);
+      // One text per array: the ledger keeps this very string, so `holds` compares it by reference.
+      const body = bodyOf(array);
       if (ledger.body(endpoint.key) === body) continue;
       // Only what carries the finalizer is pushed, so no deletion can skip the clean-up: an
       // EchoScenario waits for its `es:` reconcile to add it (that change enqueues this pod again).
@@ -248,6 +270,7 @@ export function createOperator(options: OperatorOptions): Operator {
         logger.debug({ namespace, pod: name, waitingFor: unguarded }, 'push waits for finalizers');
         continue;
       }
+      changed = true;
       try {
         const hash = await verifiedPush(endpoint, array, body);
         ledger.succeeded(endpoint, namespace, body, owners, { hash, at: now() });
@@ -265,8 +288,9 @@ export function createOperator(options: OperatorOptions): Operator {
     // Endpoints of this pod that held something and should no longer: clear them if the pod is still
     // the same and ready; forget them if it is gone or restarted (a new container starts empty), or
     // if they already got `[]` (from the plan, while a deleting EchoScenario still targeted them).
-    for (const [key, p] of ledger.inNamespace(namespace)) {
-      if (p.endpoint.podName !== name || desired.has(key)) continue;
+    for (const [key, p] of before) {
+      if (desired.has(key)) continue;
+      changed = true;
       if (p.body !== '[]' && p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
         try {
           await verifiedPush(p.endpoint, [], '[]');
@@ -280,7 +304,10 @@ export function createOperator(options: OperatorOptions): Operator {
       ledger.forget(key);
     }
     ledger.forgetStaleFailures(uid, desired);
-    for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
+    if (changed) {
+      for (const es of planner.scenariosOfPod(namespace, name)) affected.add(es);
+      for (const es of affected) queue.add(`es:${namespace}/${es}`);
+    }
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
 
@@ -318,9 +345,20 @@ export function createOperator(options: OperatorOptions): Operator {
   }
 
   async function reconcileScenario(namespace: string, name: string): Promise<void> {
+    // Planned first, also for one that is gone: a new plan reports what its change changed.
+    let current = plan(namespace);
     const es = scenarios.get(name, namespace);
     if (es === undefined) return queue.cancelAfter(`es:${namespace}/${name}`);
-    const { scenarios: states, desired } = plan(namespace);
+    // Its run may have stopped (expired, aborted) or started since the plan: then plan again.
+    const stop = current.stops.get(name);
+    if (stop !== undefined) {
+      const { stopped, message } = lifecycle(es);
+      if (stop !== (stopped === undefined ? '' : `${stopped}: ${message}`)) {
+        planner.invalidate(namespace);
+        current = plan(namespace);
+      }
+    }
+    const { scenarios: states, desired } = current;
     const state = states.get(name);
     if (state === undefined) return;
     // No status writes to a deleting object: only its finalizer is left to settle.
@@ -435,6 +473,7 @@ export function createOperator(options: OperatorOptions): Operator {
       if (isLeader) {
         // Another leader may have pushed since: start from nothing known and push everything.
         ledger.clear();
+        planner.reset();
         enqueueAll();
         wake();
         abortWatcher.start();
