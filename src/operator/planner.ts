@@ -55,9 +55,9 @@ export interface PlannerOptions {
 /** A namespace's plan, with the indexes reconciles read. */
 export interface Plan extends NamespacePlan {
   /** Pod name → its endpoints' desired entries. */
-  readonly byPod: ReadonlyMap<string, readonly DesiredEndpoint[]>;
+  readonly byPod: Map<string, readonly DesiredEndpoint[]>;
   /** EchoScenario name → the stop (`reason: message`) this plan took for it, `''` when it runs. */
-  readonly stops: ReadonlyMap<string, string>;
+  readonly stops: Map<string, string>;
 }
 
 interface Target {
@@ -87,6 +87,8 @@ interface Namespace {
   readonly slices: Map<string, { service: string; pods: readonly string[] }>;
   /** Owner list (joined) → the array last planned for it, so an unchanged array stays one object. */
   arrays: Map<string, Scenario[]>;
+  /** Endpoint key → how many deleting or stopped EchoScenarios of the plan target it. */
+  clearing: Map<string, number>;
 }
 
 export class Planner {
@@ -115,6 +117,7 @@ export class Planner {
         slicesByService: new Map(),
         slices: new Map(),
         arrays: new Map(),
+        clearing: new Map(),
       };
       this.#namespaces.set(namespace, found);
     }
@@ -133,7 +136,7 @@ export class Planner {
       this.#specs.delete(es.metadata.uid ?? '');
       if (before !== undefined) this.#leave(ns, name, before.target);
       ns.scenarios.delete(name);
-      ns.dirty = true;
+      if (!this.#dropDeleted(ns, name)) ns.dirty = true;
       return [];
     }
     const fingerprint = scenarioFingerprint(es);
@@ -281,11 +284,48 @@ export class Planner {
       else list.push(entry);
     }
     ns.arrays = arrays;
+    ns.clearing = new Map();
+    for (const state of planned.scenarios.values()) {
+      if (state.kind !== 'Deleting' && state.kind !== 'Stopped') continue;
+      for (const e of state.endpoints) ns.clearing.set(e.key, (ns.clearing.get(e.key) ?? 0) + 1);
+    }
     const plan: Plan = { scenarios: planned.scenarios, desired, byPod, stops };
     const previous = ns.plan;
     ns.plan = plan;
     this.#report(namespace, previous, plan);
     return plan;
+  }
+
+  /**
+   * A deleting EchoScenario is gone (its finalizer released): taken out of the current plan without
+   * planning again. A deleting one claims nothing and is in no array, so the plan without it differs
+   * only in its state and in the `[]` entries of endpoints nothing else targets (those pods are
+   * reported: their ledger entries are forgotten). Returns false when the plan must be made again.
+   */
+  #dropDeleted(ns: Namespace, name: string): boolean {
+    const plan = ns.plan;
+    const state = plan?.scenarios.get(name);
+    if (plan === undefined || ns.dirty || state?.kind !== 'Deleting') return false;
+    const pods = new Set<string>();
+    for (const endpoint of state.endpoints) {
+      const left = (ns.clearing.get(endpoint.key) ?? 1) - 1;
+      if (left > 0) {
+        ns.clearing.set(endpoint.key, left);
+        continue;
+      }
+      ns.clearing.delete(endpoint.key);
+      const want = plan.desired.get(endpoint.key);
+      if (want === undefined || want.owners.length > 0) continue;
+      plan.desired.delete(endpoint.key);
+      const list = plan.byPod.get(endpoint.podName)?.filter((d) => d.endpoint.key !== endpoint.key) ?? [];
+      if (list.length === 0) plan.byPod.delete(endpoint.podName);
+      else plan.byPod.set(endpoint.podName, list);
+      pods.add(endpoint.podName);
+    }
+    plan.scenarios.delete(name);
+    plan.stops.delete(name);
+    if (pods.size > 0) this.#options.onChange(ns.name, [], pods);
+    return true;
   }
 
   #report(namespace: string, previous: Plan | undefined, plan: Plan): void {

@@ -215,3 +215,35 @@ test('planner – the finalizer coming names the pods of its target (their pushe
   assert.deepEqual(w.putScenario(guarded).sort(), ['a-0', 'a-1']);
   assert.deepEqual(w.putScenario(structuredClone(guarded)), [], 'still guarded: nothing');
 });
+
+test('planner – a deleting EchoScenario that goes is taken out without planning again; the result is a fresh plan', () => {
+  const w = world();
+  for (const name of ['a-0', 'a-1']) w.putPod(pod(name, { app: 'a' }));
+  w.putPod(pod('b-0', { app: 'b' }));
+  w.putScenario(es('s1', '/1', a));
+  w.putScenario(es('s2', '/2', a, '2026-01-01T00:00:01Z'));
+  w.putScenario(es('sb', '/b', b));
+  const deleting = (e: EchoScenario): EchoScenario => ({
+    ...e,
+    metadata: { ...e.metadata, deletionTimestamp: new Date(), finalizers: [FINALIZER] },
+  });
+  w.putScenario(deleting(es('s1', '/1', a)));
+  w.putScenario(deleting(es('sb', '/b', b)));
+  let plan = w.planner.plan(NS);
+  assert.deepEqual(paths(plan), { 'a-0': '/2', 'a-1': '/2', 'b-0': '' });
+  const builds = w.planner.builds;
+  // s1 gone: a-0 and a-1 still hold s2; sb gone: b-0 holds nothing of anyone (reported, to forget it).
+  w.deleteScenario('s1');
+  w.deleteScenario('sb');
+  plan = w.planner.plan(NS);
+  assert.equal(w.planner.builds, builds, 'not planned again');
+  assert.deepEqual(w.reports.at(-1), { scenarios: [], pods: ['b-0'] });
+  assert.deepEqual(paths(plan), { 'a-0': '/2', 'a-1': '/2' });
+  const fresh = w.fresh();
+  assert.deepEqual(plan.desired, fresh.desired);
+  assert.deepEqual(plan.scenarios, fresh.scenarios);
+  // One that was not deleting: planned again.
+  w.deleteScenario('s2');
+  assert.deepEqual(paths(w.planner.plan(NS)), {});
+  assert.equal(w.planner.builds, builds + 1);
+});
