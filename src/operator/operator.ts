@@ -42,6 +42,7 @@ import { Planner } from './planner.ts';
 import { createPushClient } from './push-client.ts';
 import { bodyOf, PushLedger } from './push-ledger.ts';
 import { buildStatus, sameStatus } from './status.ts';
+import { stripMetadata, stripPod, stripService, stripSlice } from './strip.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
 import { WorkQueue } from './work-queue.ts';
 
@@ -169,6 +170,7 @@ export function createOperator(options: OperatorOptions): Operator {
       for (const pod of planner.scenarioChanged(type, obj)) queue.add(`pod:${namespace}/${pod}`);
     },
     onRestart: restarted(PLURAL),
+    strip: stripMetadata,
   });
   const pods = new ResilientInformer<V1Pod>({
     kc,
@@ -183,6 +185,7 @@ export function createOperator(options: OperatorOptions): Operator {
       queue.add(`pod:${namespace}/${pod.metadata?.name}`);
     },
     onRestart: restarted('pods'),
+    strip: stripPod,
   });
   const services = new ResilientInformer<V1Service>({
     kc,
@@ -194,6 +197,7 @@ export function createOperator(options: OperatorOptions): Operator {
       for (const es of planner.serviceChanged(svc)) queue.add(`es:${namespace}/${es}`);
     },
     onRestart: restarted('services'),
+    strip: stripService,
   });
   const endpointSlices = new ResilientInformer<V1EndpointSlice>({
     kc,
@@ -207,6 +211,7 @@ export function createOperator(options: OperatorOptions): Operator {
       for (const pod of planner.sliceChanged(type, slice)) queue.add(`pod:${namespace}/${pod}`);
     },
     onRestart: restarted('endpointslices'),
+    strip: stripSlice,
   });
   const informers = [scenarios, pods, services, endpointSlices];
   // Plans kept between reconciles, made again only after a change they read (issue #16).
