@@ -263,6 +263,9 @@ async function operatorCounters(url: string): Promise<Map<string, number>> {
             : `watch restarts ${m[5]}`;
       counters.set(key, Number(m[6]));
     }
+    // What of the RSS is the JS heap (prom-client's default metrics), to tell caches from the rest.
+    for (const m of text.matchAll(/^nodejs_heap_size_(used|total)_bytes (\d+(?:\.\d+)?(?:e\+\d+)?)/gm))
+      counters.set(`heap ${m[1]} MB`, Math.round(Number(m[2]) / 1e6));
   } catch {
     // left empty: the phase still reports what the double and the stand-ins counted
   }
