@@ -359,7 +359,7 @@ export function createOperator(options: OperatorOptions): Operator {
     if (stop !== undefined) {
       const { stopped, message } = lifecycle(es);
       if (stop !== (stopped === undefined ? '' : `${stopped}: ${message}`)) {
-        planner.invalidate(namespace);
+        planner.invalidate(namespace, name);
         current = plan(namespace);
       }
     }

@@ -85,10 +85,33 @@ interface Namespace {
   readonly slicesByService: Map<string, Set<string>>;
   /** Slice name → its Service and the pods it names. */
   readonly slices: Map<string, { service: string; pods: readonly string[] }>;
-  /** Owner list (joined) → the array last planned for it, so an unchanged array stays one object. */
-  arrays: Map<string, Scenario[]>;
-  /** Endpoint key → how many deleting or stopped EchoScenarios of the plan target it. */
-  clearing: Map<string, number>;
+  /** Plans per set of targets that share pods: conflicts and arrays never cross such sets. */
+  components: Map<string, Component>;
+  /** Target id → the key of its component (`LOOSE` for EchoScenarios without a valid target). */
+  componentOf: Map<string, string>;
+  /** A target came or went, or its endpoints changed: the sets are worked out again. */
+  partitionDirty: boolean;
+  /** Targets whose endpoints changed since the sets were last worked out. */
+  readonly changed: Set<string>;
+}
+
+/** The component of the EchoScenarios without a valid target. */
+const LOOSE = '\0loose';
+
+/** A set of targets that share pods, and its own plan. */
+interface Component {
+  dirty: boolean;
+  planned:
+    | {
+        readonly scenarios: Map<string, ScenarioState>;
+        readonly desired: Map<string, DesiredEndpoint>;
+        readonly stops: Map<string, string>;
+        /** Owner list (joined) → its array, so an unchanged array stays one object across plans. */
+        readonly arrays: Map<string, Scenario[]>;
+        /** Endpoint key → how many deleting or stopped EchoScenarios of the plan target it. */
+        readonly clearing: Map<string, number>;
+      }
+    | undefined;
 }
 
 export class Planner {
@@ -96,8 +119,10 @@ export class Planner {
   readonly #namespaces = new Map<string, Namespace>();
   /** EchoScenario uid → its spec's fingerprint and what planning derived from it. */
   readonly #specs = new Map<string, { fingerprint: string; derived: DerivedSpec }>();
-  /** Plans made, for tests and the bench: how often planning ran. */
+  /** Plans made (of one component each), for tests: how often planning ran. */
   builds = 0;
+  /** EchoScenarios planned, summed over those plans. */
+  planned = 0;
 
   constructor(options: PlannerOptions) {
     this.#options = options;
@@ -116,8 +141,10 @@ export class Planner {
         podsByLabel: new Map(),
         slicesByService: new Map(),
         slices: new Map(),
-        arrays: new Map(),
-        clearing: new Map(),
+        components: new Map(),
+        componentOf: new Map(),
+        partitionDirty: true,
+        changed: new Set(),
       };
       this.#namespaces.set(namespace, found);
     }
@@ -134,25 +161,28 @@ export class Planner {
     const before = ns.scenarios.get(name);
     if (type === 'delete') {
       this.#specs.delete(es.metadata.uid ?? '');
-      if (before !== undefined) this.#leave(ns, name, before.target);
       ns.scenarios.delete(name);
-      if (!this.#dropDeleted(ns, name)) ns.dirty = true;
+      if (!this.#dropDeleted(ns, name, before?.target ?? '')) this.#markDirty(ns, before?.target ?? '');
+      if (before !== undefined) this.#leave(ns, name, before.target);
       return [];
     }
     const fingerprint = scenarioFingerprint(es);
     const guarded = (es.metadata.finalizers ?? []).includes(FINALIZER);
     const target = this.#targetOf(es);
     if (before?.fingerprint !== fingerprint) {
-      ns.dirty = true;
+      if (before !== undefined) this.#markDirty(ns, before.target);
       if (before !== undefined && before.target !== target) this.#leave(ns, name, before.target);
       if (target !== '') {
         let entry = ns.targets.get(target);
         if (entry === undefined) {
           entry = { target: es.spec!.target!, members: new Set(), endpoints: undefined, pods: new Set() };
           ns.targets.set(target, entry);
+          ns.changed.add(target);
+          ns.partitionDirty = true;
         }
         entry.members.add(name);
       }
+      this.#markDirty(ns, target);
     }
     ns.scenarios.set(name, { fingerprint, target, guarded });
     if (before === undefined || before.guarded === guarded) return [];
@@ -220,9 +250,10 @@ export class Planner {
     return members;
   }
 
-  /** Plan again on the next ask (a stop that differs from the plan's, another leader's pushes). */
-  invalidate(namespace: string): void {
-    this.#ns(namespace).dirty = true;
+  /** Plan EchoScenario `name`'s component again on the next ask (its stop differs from the plan's). */
+  invalidate(namespace: string, name: string): void {
+    const ns = this.#ns(namespace);
+    this.#markDirty(ns, ns.scenarios.get(name)?.target ?? '');
   }
 
   /** Forgets the last plans: the next reports everything in it (a new leader starts from nothing). */
@@ -230,6 +261,7 @@ export class Planner {
     for (const ns of this.#namespaces.values()) {
       ns.plan = undefined;
       ns.dirty = true;
+      for (const component of ns.components.values()) component.dirty = true;
     }
   }
 
@@ -243,16 +275,61 @@ export class Planner {
     return found;
   }
 
-  /** The namespace's plan, made again if something it reads changed since the last. */
+  /**
+   * The namespace's plan: each component's own, made again if something it reads changed since the
+   * last, merged (components share no endpoint, so their entries never collide).
+   */
   plan(namespace: string): Plan {
     const ns = this.#ns(namespace);
     if (!ns.dirty && ns.plan !== undefined) return ns.plan;
     ns.dirty = false;
-    this.builds++;
-    const stops = new Map<string, string>();
+    if (ns.partitionDirty) this.#partition(ns);
     const caches = this.#options.caches;
-    const planned = planScenarios(caches.scenarios(namespace), {
-      serviceExists: (name) => caches.service(name, namespace) !== undefined,
+    const members = new Map<string, EchoScenario[]>();
+    for (const es of caches.scenarios(namespace)) {
+      const target = ns.scenarios.get(es.metadata.name ?? '')?.target ?? '';
+      const key = ns.componentOf.get(target) ?? LOOSE;
+      const list = members.get(key);
+      if (list === undefined) members.set(key, [es]);
+      else list.push(es);
+    }
+    const scenarios = new Map<string, ScenarioState>();
+    const desired = new Map<string, DesiredEndpoint>();
+    const byPod = new Map<string, DesiredEndpoint[]>();
+    const stops = new Map<string, string>();
+    for (const [key, component] of ns.components) {
+      if (component.dirty || component.planned === undefined)
+        this.#planComponent(ns, component, members.get(key) ?? []);
+      component.dirty = false;
+      const planned = component.planned!;
+      for (const [name, state] of planned.scenarios) scenarios.set(name, state);
+      for (const [name, stop] of planned.stops) stops.set(name, stop);
+      for (const [k, entry] of planned.desired) {
+        desired.set(k, entry);
+        const list = byPod.get(entry.endpoint.podName);
+        if (list === undefined) byPod.set(entry.endpoint.podName, [entry]);
+        else list.push(entry);
+      }
+    }
+    const plan: Plan = { scenarios, desired, byPod, stops };
+    const previous = ns.plan;
+    ns.plan = plan;
+    this.#report(namespace, previous, plan);
+    return plan;
+  }
+
+  #planComponent(ns: Namespace, component: Component, scenarios: readonly EchoScenario[]): void {
+    if (scenarios.length === 0) {
+      const empty = { scenarios: new Map(), desired: new Map(), stops: new Map() };
+      component.planned = { ...empty, arrays: new Map(), clearing: new Map() };
+      return;
+    }
+    this.builds++;
+    this.planned += scenarios.length;
+    const caches = this.#options.caches;
+    const stops = new Map<string, string>();
+    const planned = planScenarios(scenarios, {
+      serviceExists: (name) => caches.service(name, ns.name) !== undefined,
       endpointsOf: (target) => {
         const entry = ns.targets.get(targetIdOf(target));
         // Every valid EchoScenario's target is indexed on its event; this is only a fallback.
@@ -267,33 +344,76 @@ export class Planner {
     });
     // Equal arrays become one array, the same one as last plan's when nothing in it changed.
     const arrays = new Map<string, Scenario[]>();
-    const byPod = new Map<string, DesiredEndpoint[]>();
     const desired = new Map<string, DesiredEndpoint>();
     for (const [key, want] of planned.desired) {
       const id = want.owners.join('\n');
       let array = arrays.get(id);
       if (array === undefined) {
-        const last = ns.arrays.get(id);
+        const last = component.planned?.arrays.get(id);
         array = last !== undefined && sameItems(last, want.scenarios) ? last : want.scenarios;
         arrays.set(id, array);
       }
-      const entry = { endpoint: want.endpoint, scenarios: array, owners: want.owners };
-      desired.set(key, entry);
-      const list = byPod.get(want.endpoint.podName);
-      if (list === undefined) byPod.set(want.endpoint.podName, [entry]);
-      else list.push(entry);
+      desired.set(key, { endpoint: want.endpoint, scenarios: array, owners: want.owners });
     }
-    ns.arrays = arrays;
-    ns.clearing = new Map();
+    const clearing = new Map<string, number>();
     for (const state of planned.scenarios.values()) {
       if (state.kind !== 'Deleting' && state.kind !== 'Stopped') continue;
-      for (const e of state.endpoints) ns.clearing.set(e.key, (ns.clearing.get(e.key) ?? 0) + 1);
+      for (const e of state.endpoints) clearing.set(e.key, (clearing.get(e.key) ?? 0) + 1);
     }
-    const plan: Plan = { scenarios: planned.scenarios, desired, byPod, stops };
-    const previous = ns.plan;
-    ns.plan = plan;
-    this.#report(namespace, previous, plan);
-    return plan;
+    component.planned = { scenarios: planned.scenarios, desired, stops, arrays, clearing };
+  }
+
+  /** Which targets share pods: each such set is a component (union-find over endpoint keys). */
+  #partition(ns: Namespace): void {
+    const parent = new Map<string, string>();
+    const find = (id: string): string => {
+      let root = id;
+      while (parent.get(root) !== root) root = parent.get(root)!;
+      parent.set(id, root);
+      return root;
+    };
+    const owner = new Map<string, string>();
+    for (const [id, entry] of ns.targets) {
+      parent.set(id, id);
+      for (const endpoint of this.#endpoints(ns, entry)) {
+        const first = owner.get(endpoint.key);
+        if (first === undefined) owner.set(endpoint.key, id);
+        else {
+          const [a, b] = [find(first), find(id)];
+          if (a !== b) parent.set(b, a);
+        }
+      }
+    }
+    const groups = new Map<string, string[]>();
+    for (const id of ns.targets.keys()) {
+      const root = find(id);
+      const group = groups.get(root);
+      if (group === undefined) groups.set(root, [id]);
+      else group.push(id);
+    }
+    const components = new Map<string, Component>();
+    const componentOf = new Map<string, string>([['', LOOSE]]);
+    components.set(LOOSE, ns.components.get(LOOSE) ?? { dirty: true, planned: undefined });
+    for (const ids of groups.values()) {
+      const key = ids.sort().join('\n');
+      const old = ns.components.get(key);
+      const component = old ?? { dirty: true, planned: undefined };
+      if (ids.some((id) => ns.changed.has(id))) component.dirty = true;
+      components.set(key, component);
+      for (const id of ids) componentOf.set(id, key);
+    }
+    ns.components = components;
+    ns.componentOf = componentOf;
+    ns.changed.clear();
+    ns.partitionDirty = false;
+  }
+
+  #markDirty(ns: Namespace, target: string): void {
+    ns.dirty = true;
+    const key = ns.componentOf.get(target);
+    const component = key === undefined ? undefined : ns.components.get(key);
+    if (component === undefined) ns.partitionDirty = true;
+    else component.dirty = true;
   }
 
   /**
@@ -302,28 +422,31 @@ export class Planner {
    * only in its state and in the `[]` entries of endpoints nothing else targets (those pods are
    * reported: their ledger entries are forgotten). Returns false when the plan must be made again.
    */
-  #dropDeleted(ns: Namespace, name: string): boolean {
+  #dropDeleted(ns: Namespace, name: string, target: string): boolean {
     const plan = ns.plan;
+    const key = ns.componentOf.get(target);
+    const planned = key === undefined ? undefined : ns.components.get(key)?.planned;
     const state = plan?.scenarios.get(name);
-    if (plan === undefined || ns.dirty || state?.kind !== 'Deleting') return false;
+    if (plan === undefined || planned === undefined || ns.dirty || state?.kind !== 'Deleting') return false;
+    if (planned.scenarios.get(name) !== state) return false;
     const pods = new Set<string>();
     for (const endpoint of state.endpoints) {
-      const left = (ns.clearing.get(endpoint.key) ?? 1) - 1;
+      const left = (planned.clearing.get(endpoint.key) ?? 1) - 1;
       if (left > 0) {
-        ns.clearing.set(endpoint.key, left);
+        planned.clearing.set(endpoint.key, left);
         continue;
       }
-      ns.clearing.delete(endpoint.key);
+      planned.clearing.delete(endpoint.key);
       const want = plan.desired.get(endpoint.key);
       if (want === undefined || want.owners.length > 0) continue;
       plan.desired.delete(endpoint.key);
+      planned.desired.delete(endpoint.key);
       const list = plan.byPod.get(endpoint.podName)?.filter((d) => d.endpoint.key !== endpoint.key) ?? [];
       if (list.length === 0) plan.byPod.delete(endpoint.podName);
       else plan.byPod.set(endpoint.podName, list);
       pods.add(endpoint.podName);
     }
-    plan.scenarios.delete(name);
-    plan.stops.delete(name);
+    for (const map of [plan.scenarios, planned.scenarios, plan.stops, planned.stops]) map.delete(name);
     if (pods.size > 0) this.#options.onChange(ns.name, [], pods);
     return true;
   }
@@ -379,11 +502,16 @@ export class Planner {
     const entry = ns.targets.get(target);
     if (entry === undefined) return;
     entry.members.delete(name);
-    if (entry.members.size === 0) ns.targets.delete(target);
+    if (entry.members.size > 0) return;
+    ns.targets.delete(target);
+    ns.partitionDirty = true;
   }
 
   #invalidate(ns: Namespace, entry: Target): void {
     entry.endpoints = undefined;
+    const id = targetIdOf(entry.target);
+    ns.changed.add(id);
+    ns.partitionDirty = true;
     if (entry.members.size > 0) ns.dirty = true;
   }
 

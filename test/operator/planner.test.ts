@@ -242,8 +242,33 @@ test('planner – a deleting EchoScenario that goes is taken out without plannin
   const fresh = w.fresh();
   assert.deepEqual(plan.desired, fresh.desired);
   assert.deepEqual(plan.scenarios, fresh.scenarios);
-  // One that was not deleting: planned again.
+  // One that was not deleting (the last on its target): its pods are left with nothing.
   w.deleteScenario('s2');
   assert.deepEqual(paths(w.planner.plan(NS)), {});
-  assert.equal(w.planner.builds, builds + 1);
+  assert.deepEqual(w.reports.at(-1), { scenarios: [], pods: ['a-0', 'a-1'] });
+});
+
+test('planner – a change in one target plans only the EchoScenarios of its own set of targets sharing pods', () => {
+  const w = world();
+  for (const name of ['a-0', 'a-1']) w.putPod(pod(name, { app: 'a', tier: 'x' }));
+  for (const name of ['b-0', 'b-1']) w.putPod(pod(name, { app: 'b' }));
+  for (let i = 0; i < 3; i++) w.putScenario(es(`sa${i}`, `/a${i}`, a));
+  for (let i = 0; i < 4; i++) w.putScenario(es(`sb${i}`, `/b${i}`, b));
+  w.planner.plan(NS);
+  assert.equal(w.planner.planned, 7);
+  // A new spec in target a: the three of a planned, not the four of b.
+  w.putScenario({ ...es('sa0', '/a0-new', a), metadata: { ...es('sa0', '', a).metadata, generation: 2 } });
+  w.planner.plan(NS);
+  assert.equal(w.planner.planned, 7 + 3);
+  // A pod of b changes readiness: b's four.
+  w.putPod(pod('b-1', { app: 'b' }, '10.0.0.9'));
+  w.planner.plan(NS);
+  assert.equal(w.planner.planned, 7 + 3 + 4);
+  // A selector that takes pods of a (tier=x) joins a's set: conflicts across them are still seen.
+  w.putScenario(es('sx', '/a1', { selector: { matchLabels: { tier: 'x' } } }, '2026-01-01T00:00:09Z'));
+  const plan = w.planner.plan(NS);
+  assert.equal(plan.scenarios.get('sx')?.kind, 'Conflict');
+  assert.equal(w.planner.planned, 7 + 3 + 4 + 4, 'a and the new selector, one set');
+  assert.deepEqual(plan.scenarios, w.fresh().scenarios);
+  assert.deepEqual(plan.desired, w.fresh().desired);
 });
