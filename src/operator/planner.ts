@@ -6,8 +6,10 @@
  * - each target's ready endpoints (a Service's from its own slices, a selector's from the pods with
  *   its labels), worked out again only after an event that touches that target: a pod whose labels
  *   (before or after) it selects or whose name its slices name, a slice of its Service, its Service;
- * - the namespace's plan, made again only after such a change or a change of an EchoScenario's spec,
- *   deletion or age (status writes and finalizers do not touch it), on the next reconcile that asks.
+ * - a plan per component, a set of targets that share pods (conflicts and arrays never cross such
+ *   sets), made again only after such a change to one of its targets or a change of one of its
+ *   EchoScenarios' spec, deletion or age (status writes and finalizers do not touch it), on the next
+ *   reconcile that asks; the namespace's plan is their merge.
  *
  * Each new plan is compared with the last: the EchoScenarios whose state changed and the pods whose
  * arrays changed (or that lost an endpoint) are reported, so the operator enqueues only those.
