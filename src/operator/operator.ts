@@ -46,6 +46,9 @@ import { stripMetadata, stripPod, stripService, stripSlice } from './strip.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
 import { WorkQueue } from './work-queue.ts';
 
+/** How long a pod's array must stay the same before it is pushed, by default (`pushQuietMs`). */
+const QUIET_MS = 50;
+
 /** The subset of a pino logger the operator writes to. */
 export interface OperatorLogger {
   debug(obj: object, msg?: string): void;
@@ -78,6 +81,11 @@ export interface OperatorOptions {
   readonly adminToken?: string | undefined;
   /** Default 4. */
   readonly workers?: number;
+  /**
+   * How long a pod's array must have stayed the same before it is pushed (a burst of changes, seen in
+   * several chunks, is pushed once), in ms; a push waits at most 20 times this, and at least 1 s. Default 50.
+   */
+  readonly pushQuietMs?: number;
   /** Each operator its own registry by default. */
   readonly registry?: Registry;
   readonly now?: () => Date;
@@ -179,7 +187,10 @@ export function createOperator(options: OperatorOptions): Operator {
       ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns }),
     onEvent: (type, pod) => {
       const namespace = pod.metadata?.namespace ?? '';
-      if (type === 'delete') ledger.forgetPod(pod.metadata?.uid ?? '');
+      if (type === 'delete') {
+        ledger.forgetPod(pod.metadata?.uid ?? '');
+        settling.delete(`pod:${namespace}/${pod.metadata?.name}`);
+      }
       // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
       planner.podChanged(type, pod);
       queue.add(`pod:${namespace}/${pod.metadata?.name}`);
@@ -228,9 +239,23 @@ export function createOperator(options: OperatorOptions): Operator {
     },
     onChange: (namespace, changedScenarios, changedPods) => {
       for (const name of changedScenarios) queue.add(`es:${namespace}/${name}`);
-      for (const name of changedPods) queue.add(`pod:${namespace}/${name}`);
+      const at = performance.now();
+      for (const name of changedPods) {
+        const key = `pod:${namespace}/${name}`;
+        settling.set(key, { changedAt: at, since: settling.get(key)?.since });
+        queue.add(key);
+      }
     },
   });
+  /**
+   * Pod key → when a plan last changed its array, and since when its push has been put off: a burst of
+   * changes arrives in several chunks of watch events, and a pod pushed between two of them is pushed
+   * again (issue #16). A push waits until its array has not changed for `quietMs`, at most
+   * `maxQuietMs` in all.
+   */
+  const settling = new Map<string, { changedAt: number; since: number | undefined }>();
+  const quietMs = options.pushQuietMs ?? QUIET_MS;
+  const maxQuietMs = Math.max(1000, 20 * quietMs);
 
   function enqueueNamespace(namespace: string): void {
     for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
@@ -252,6 +277,17 @@ export function createOperator(options: OperatorOptions): Operator {
 
   async function reconcilePod(namespace: string, name: string): Promise<void> {
     const { desired, byPod } = plan(namespace);
+    const key = `pod:${namespace}/${name}`;
+    const pending = settling.get(key);
+    if (pending !== undefined) {
+      const at = performance.now();
+      const quietFor = at - pending.changedAt;
+      pending.since ??= at;
+      if (quietFor < quietMs && at - pending.since < maxQuietMs) {
+        queue.addAfter(key, quietMs - quietFor);
+        return;
+      }
+    }
     const pod = pods.get(name, namespace);
     const uid = pod?.metadata?.uid;
     const errors: string[] = [];
@@ -313,6 +349,8 @@ export function createOperator(options: OperatorOptions): Operator {
       for (const es of planner.scenariosOfPod(namespace, name)) affected.add(es);
       for (const es of affected) queue.add(`es:${namespace}/${es}`);
     }
+    // Done with what the plan said; a change since (during the pushes) stays pending.
+    if (pending !== undefined && settling.get(key)?.changedAt === pending.changedAt) settling.delete(key);
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
 

@@ -134,3 +134,31 @@ test('operator – a label change moving a pod out of a selector clears it; the 
   );
   await until('a-1 holds /a again', async () => (await paths('a-1')) === '/a');
 });
+
+for (const [quietMs, most] of [
+  [300, 3],
+  [0, undefined],
+] as const)
+  test(`operator – a burst of updates to many EchoScenarios is pushed ${most === undefined ? 'more than once per pod without a quiet period' : 'once per pod'} (pushQuietMs ${quietMs})`, async () => {
+    f = await startFixture(3);
+    // 300 ms: far more than the gaps between the chunks of watch events of the burst here.
+    const operator = await f.startOperator({ pushQuietMs: quietMs });
+    const names = Array.from({ length: 20 }, (_, i) => `burst-${i}`);
+    for (const name of names) await f.createScenario(name, spec(`/${name}`, 503));
+    const holdAll = (status: number) => async () => {
+      for (const pod of ['echo-0', 'echo-1', 'echo-2']) {
+        const held = (await f.scenariosOf(pod)) as Array<{ responses: Array<{ status: number }> }>;
+        if (held.length !== names.length || held.some((s) => s.responses[0]?.status !== status)) return false;
+      }
+      return true;
+    };
+    await until('every pod holds all 20', holdAll(503), TIMEOUT_MS * 5);
+    const before = await settled(operator);
+    await Promise.all(names.map((name) => f.patchScenario(name, { spec: spec(`/${name}`, 500) })));
+    await until('every pod holds all 20 updated', holdAll(500), TIMEOUT_MS * 5);
+    const after = await settled(operator);
+    if (most !== undefined) assert.equal(after.pushes - before.pushes, most, 'one push per pod');
+    // Without it, the pods pushed between two chunks of the burst are pushed again (what the test above
+    // would catch without the quiet period).
+    else assert.ok(after.pushes - before.pushes > 3, `${after.pushes - before.pushes} pushes`);
+  });
