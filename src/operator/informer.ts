@@ -18,6 +18,8 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
   readonly list: () => Promise<KubernetesListObject<T>>;
   readonly onEvent: (type: 'add' | 'update' | 'delete', obj: T) => void;
   readonly onRestart?: (error: unknown, delayMs: number) => void;
+  /** Trims an arriving object in place to what is read of it (strip.ts), before `onEvent`. */
+  readonly strip?: (obj: T) => void;
   readonly baseDelayMs?: number;
   readonly maxDelayMs?: number;
 }
@@ -39,6 +41,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     for (const type of ['add', 'update', 'delete'] as const) {
       this.#informer.on(type, (obj) => {
         this.#failures = 0;
+        if (type !== 'delete') options.strip?.(obj);
         options.onEvent(type, obj);
       });
     }

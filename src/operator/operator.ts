@@ -35,15 +35,19 @@ import {
   isPodReady,
   type NamespacePlan,
   PLURAL,
-  planNamespace,
   specProblems,
   VERSION,
 } from './plan.ts';
+import { Planner } from './planner.ts';
 import { createPushClient } from './push-client.ts';
-import { PushLedger } from './push-ledger.ts';
+import { bodyOf, PushLedger } from './push-ledger.ts';
 import { buildStatus, sameStatus } from './status.ts';
+import { stripMetadata, stripPod, stripService, stripSlice } from './strip.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
 import { WorkQueue } from './work-queue.ts';
+
+/** How long a pod's array must stay the same before it is pushed, by default (`pushQuietMs`). */
+const QUIET_MS = 50;
 
 /** The subset of a pino logger the operator writes to. */
 export interface OperatorLogger {
@@ -77,6 +81,11 @@ export interface OperatorOptions {
   readonly adminToken?: string | undefined;
   /** Default 4. */
   readonly workers?: number;
+  /**
+   * How long a pod's array must have stayed the same before it is pushed (a burst of changes, seen in
+   * several chunks, is pushed once), in ms; a push waits at most 20 times this, and at least 1 s. Default 50.
+   */
+  readonly pushQuietMs?: number;
   /** Each operator its own registry by default. */
   readonly registry?: Registry;
   readonly now?: () => Date;
@@ -163,9 +172,13 @@ export function createOperator(options: OperatorOptions): Operator {
         aborted.delete(`${obj.metadata.namespace}/${obj.metadata.name}`);
         events.forget(obj.metadata.uid ?? '');
       }
-      enqueueNamespace(obj.metadata.namespace ?? '');
+      // Itself; what its change does to other EchoScenarios and to pods, the next plan reports.
+      const namespace = obj.metadata.namespace ?? '';
+      queue.add(`es:${namespace}/${obj.metadata.name}`);
+      for (const pod of planner.scenarioChanged(type, obj)) queue.add(`pod:${namespace}/${pod}`);
     },
     onRestart: restarted(PLURAL),
+    strip: stripMetadata,
   });
   const pods = new ResilientInformer<V1Pod>({
     kc,
@@ -174,19 +187,28 @@ export function createOperator(options: OperatorOptions): Operator {
       ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns }),
     onEvent: (type, pod) => {
       const namespace = pod.metadata?.namespace ?? '';
-      if (type === 'delete') ledger.forgetPod(pod.metadata?.uid ?? '');
+      if (type === 'delete') {
+        ledger.forgetPod(pod.metadata?.uid ?? '');
+        settling.delete(`pod:${namespace}/${pod.metadata?.name}`);
+      }
+      // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
+      planner.podChanged(type, pod);
       queue.add(`pod:${namespace}/${pod.metadata?.name}`);
-      for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
     },
     onRestart: restarted('pods'),
+    strip: stripPod,
   });
   const services = new ResilientInformer<V1Service>({
     kc,
     path: `/api/v1${nsPath}/services`,
     list: () =>
       ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns }),
-    onEvent: (_type, svc) => enqueueNamespace(svc.metadata?.namespace ?? ''),
+    onEvent: (_type, svc) => {
+      const namespace = svc.metadata?.namespace ?? '';
+      for (const es of planner.serviceChanged(svc)) queue.add(`es:${namespace}/${es}`);
+    },
     onRestart: restarted('services'),
+    strip: stripService,
   });
   const endpointSlices = new ResilientInformer<V1EndpointSlice>({
     kc,
@@ -195,10 +217,45 @@ export function createOperator(options: OperatorOptions): Operator {
       ns === undefined
         ? discovery.listEndpointSliceForAllNamespaces()
         : discovery.listNamespacedEndpointSlice({ namespace: ns }),
-    onEvent: (_type, slice) => enqueueNamespace(slice.metadata?.namespace ?? ''),
+    onEvent: (type, slice) => {
+      const namespace = slice.metadata?.namespace ?? '';
+      for (const pod of planner.sliceChanged(type, slice)) queue.add(`pod:${namespace}/${pod}`);
+    },
     onRestart: restarted('endpointslices'),
+    strip: stripSlice,
   });
   const informers = [scenarios, pods, services, endpointSlices];
+  // Plans kept between reconciles, made again only after a change they read (issue #16).
+  const planner = new Planner({
+    caches: {
+      scenarios: (namespace) => scenarios.list(namespace),
+      pod: (name, namespace) => pods.get(name, namespace),
+      service: (name, namespace) => services.get(name, namespace),
+      slice: (name, namespace) => endpointSlices.get(name, namespace),
+    },
+    stopped: (es) => {
+      const { stopped, message } = lifecycle(es);
+      return stopped === undefined ? undefined : { reason: stopped, message };
+    },
+    onChange: (namespace, changedScenarios, changedPods) => {
+      for (const name of changedScenarios) queue.add(`es:${namespace}/${name}`);
+      const at = performance.now();
+      for (const name of changedPods) {
+        const key = `pod:${namespace}/${name}`;
+        settling.set(key, { changedAt: at, since: settling.get(key)?.since });
+        queue.add(key);
+      }
+    },
+  });
+  /**
+   * Pod key → when a plan last changed its array, and since when its push has been put off: a burst of
+   * changes arrives in several chunks of watch events, and a pod pushed between two of them is pushed
+   * again (issue #16). A push waits until its array has not changed for `quietMs`, at most
+   * `maxQuietMs` in all.
+   */
+  const settling = new Map<string, { changedAt: number; since: number | undefined }>();
+  const quietMs = options.pushQuietMs ?? QUIET_MS;
+  const maxQuietMs = Math.max(1000, 20 * quietMs);
 
   function enqueueNamespace(namespace: string): void {
     for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
@@ -215,29 +272,35 @@ export function createOperator(options: OperatorOptions): Operator {
   }
 
   function plan(namespace: string) {
-    return planNamespace(
-      scenarios.list(namespace),
-      pods.list(namespace),
-      services.list(namespace),
-      endpointSlices.list(namespace),
-      (es) => {
-        const { stopped, message } = lifecycle(es);
-        return stopped === undefined ? undefined : { reason: stopped, message };
-      },
-    );
+    return planner.plan(namespace);
   }
 
   async function reconcilePod(namespace: string, name: string): Promise<void> {
-    const { desired } = plan(namespace);
+    const { desired, byPod } = plan(namespace);
+    const key = `pod:${namespace}/${name}`;
+    const pending = settling.get(key);
+    if (pending !== undefined) {
+      const at = performance.now();
+      const quietFor = at - pending.changedAt;
+      pending.since ??= at;
+      if (quietFor < quietMs && at - pending.since < maxQuietMs) {
+        queue.addAfter(key, quietMs - quietFor);
+        return;
+      }
+    }
     const pod = pods.get(name, namespace);
     const uid = pod?.metadata?.uid;
     const errors: string[] = [];
+    // The EchoScenarios whose status or finalizer may depend on what this pod holds: those whose
+    // target holds it, and those that its endpoints held before (enqueued if something changed).
+    const before = ledger.ofPod(namespace, name);
+    const affected = new Set(before.flatMap(([, p]) => p.owners));
+    let changed = false;
     // Endpoints of this pod name that should hold something.
-    const wanted = [...desired.values()].filter(
-      (d) => d.endpoint.podName === name && d.endpoint.podUid === uid,
-    );
+    const wanted = (byPod.get(name) ?? []).filter((d) => d.endpoint.podUid === uid);
     for (const { endpoint, scenarios: array, owners } of wanted) {
-      const body = JSON.stringify(array);
+      // One text per array: the ledger keeps this very string, so `holds` compares it by reference.
+      const body = bodyOf(array);
       if (ledger.body(endpoint.key) === body) continue;
       // Only what carries the finalizer is pushed, so no deletion can skip the clean-up: an
       // EchoScenario waits for its `es:` reconcile to add it (that change enqueues this pod again).
@@ -248,6 +311,7 @@ export function createOperator(options: OperatorOptions): Operator {
         logger.debug({ namespace, pod: name, waitingFor: unguarded }, 'push waits for finalizers');
         continue;
       }
+      changed = true;
       try {
         const hash = await verifiedPush(endpoint, array, body);
         ledger.succeeded(endpoint, namespace, body, owners, { hash, at: now() });
@@ -265,8 +329,9 @@ export function createOperator(options: OperatorOptions): Operator {
     // Endpoints of this pod that held something and should no longer: clear them if the pod is still
     // the same and ready; forget them if it is gone or restarted (a new container starts empty), or
     // if they already got `[]` (from the plan, while a deleting EchoScenario still targeted them).
-    for (const [key, p] of ledger.inNamespace(namespace)) {
-      if (p.endpoint.podName !== name || desired.has(key)) continue;
+    for (const [key, p] of before) {
+      if (desired.has(key)) continue;
+      changed = true;
       if (p.body !== '[]' && p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
         try {
           await verifiedPush(p.endpoint, [], '[]');
@@ -280,7 +345,12 @@ export function createOperator(options: OperatorOptions): Operator {
       ledger.forget(key);
     }
     ledger.forgetStaleFailures(uid, desired);
-    for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
+    if (changed) {
+      for (const es of planner.scenariosOfPod(namespace, name)) affected.add(es);
+      for (const es of affected) queue.add(`es:${namespace}/${es}`);
+    }
+    // Done with what the plan said; a change since (during the pushes) stays pending.
+    if (pending !== undefined && settling.get(key)?.changedAt === pending.changedAt) settling.delete(key);
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
 
@@ -318,9 +388,20 @@ export function createOperator(options: OperatorOptions): Operator {
   }
 
   async function reconcileScenario(namespace: string, name: string): Promise<void> {
+    // Planned first, also for one that is gone: a new plan reports what its change changed.
+    let current = plan(namespace);
     const es = scenarios.get(name, namespace);
     if (es === undefined) return queue.cancelAfter(`es:${namespace}/${name}`);
-    const { scenarios: states, desired } = plan(namespace);
+    // Its run may have stopped (expired, aborted) or started since the plan: then plan again.
+    const stop = current.stops.get(name);
+    if (stop !== undefined) {
+      const { stopped, message } = lifecycle(es);
+      if (stop !== (stopped === undefined ? '' : `${stopped}: ${message}`)) {
+        planner.invalidate(namespace, name);
+        current = plan(namespace);
+      }
+    }
+    const { scenarios: states, desired } = current;
     const state = states.get(name);
     if (state === undefined) return;
     // No status writes to a deleting object: only its finalizer is left to settle.
@@ -435,6 +516,7 @@ export function createOperator(options: OperatorOptions): Operator {
       if (isLeader) {
         // Another leader may have pushed since: start from nothing known and push everything.
         ledger.clear();
+        planner.reset();
         enqueueAll();
         wake();
         abortWatcher.start();

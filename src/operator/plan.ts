@@ -158,7 +158,8 @@ export function isDeleting(es: EchoScenario): boolean {
   return es.metadata.deletionTimestamp !== undefined && es.metadata.deletionTimestamp !== null;
 }
 
-function selects(selector: Record<string, string>, pod: V1Pod): boolean {
+/** Whether a pod's labels match every term of a selector (an empty one selects nothing). */
+export function selects(selector: Record<string, string>, pod: V1Pod): boolean {
   const labels = pod.metadata?.labels ?? {};
   const terms = Object.entries(selector);
   return terms.length > 0 && terms.every(([k, v]) => labels[k] === v);
@@ -263,7 +264,7 @@ function describeMatch(scenario: Scenario): string {
 }
 
 /** The ready endpoints of a pod selector: pods from the cache, their container port. */
-function selectorEndpoints(
+export function selectorEndpoints(
   selector: Record<string, string>,
   port: string | number,
   pods: readonly V1Pod[],
@@ -298,9 +299,25 @@ function serviceEndpoints(
   pods: readonly V1Pod[],
 ): Endpoint[] {
   const byName = new Map(pods.map((p) => [p.metadata?.name ?? '', p]));
+  return sliceEndpoints(
+    slices.filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === service),
+    port,
+    (name) => byName.get(name),
+  );
+}
+
+/**
+ * {@link serviceEndpoints} from a Service's own slices and a pod lookup by name (planner.ts keeps
+ * both indexed).
+ */
+export function sliceEndpoints(
+  serviceSlices: readonly V1EndpointSlice[],
+  port: string | number,
+  podNamed: (name: string) => V1Pod | undefined,
+): Endpoint[] {
   const endpoints = new Map<string, Endpoint>();
-  const ours = slices
-    .filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === service && s.addressType !== 'FQDN')
+  const ours = serviceSlices
+    .filter((s) => s.addressType !== 'FQDN')
     // IPv4 slices first, so a dual-stack pod is reached on its IPv4 address; then by name, stably.
     .sort(
       (a, b) =>
@@ -313,7 +330,7 @@ function serviceEndpoints(
       const ip = ep.addresses?.[0];
       const ref = ep.targetRef;
       if (ip === undefined || ref?.kind !== 'Pod' || ref.name === undefined) continue;
-      const pod = byName.get(ref.name);
+      const pod = podNamed(ref.name);
       if (pod === undefined || pod.metadata?.deletionTimestamp !== undefined) continue;
       if (ref.uid !== undefined && ref.uid !== pod.metadata?.uid) continue;
       const uid = pod.metadata?.uid ?? '';
@@ -336,6 +353,66 @@ export function planNamespace(
   /** Why a valid EchoScenario is off its pods (lifecycle.ts), or `undefined` when it runs. */
   stopped: (es: EchoScenario) => { reason: StopReason; message: string } | undefined = () => undefined,
 ): NamespacePlan {
+  // Many EchoScenarios share a target: its endpoints are worked out once a plan (issue #16).
+  const serviceNames = new Set(services.map((s) => s.metadata?.name));
+  const targets = new Map<string, readonly Endpoint[]>();
+  return planScenarios(scenarios, {
+    serviceExists: (name) => serviceNames.has(name),
+    endpointsOf: (target) => {
+      const id = targetIdOf(target);
+      let found = targets.get(id);
+      if (found === undefined) {
+        found =
+          target.service !== undefined
+            ? serviceEndpoints(target.service, target.port!, endpointSlices, pods)
+            : selectorEndpoints(target.selector!.matchLabels!, target.port!, pods);
+        targets.set(id, found);
+      }
+      return found;
+    },
+    specOf: deriveSpec,
+    stopped,
+  });
+}
+
+/** Where an EchoScenario's pods are: the Service or the selector, and the port (valid targets only). */
+export function targetIdOf(target: EchoScenarioTarget): string {
+  return target.service !== undefined
+    ? `service\0${target.service}\0${target.port}`
+    : `selector\0${JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}\0${target.port}`;
+}
+
+/** What planning needs of an EchoScenario's spec: its problems, else its scenario and match key. */
+export interface DerivedSpec {
+  readonly problems: string | undefined;
+  readonly scenario?: Scenario;
+  readonly matchKey?: string;
+}
+
+/** {@link DerivedSpec} of `es`, worked out now (planner.ts keeps them per spec). */
+export function deriveSpec(es: EchoScenario): DerivedSpec {
+  const problems = specProblems(es);
+  if (problems !== undefined) return { problems };
+  const scenario = scenarioOf(es);
+  return { problems, scenario, matchKey: matchKey(scenario) };
+}
+
+/** What {@link planScenarios} asks of the cluster; planNamespace answers from lists, planner.ts from indexes. */
+export interface PlanContext {
+  serviceExists(name: string): boolean;
+  /** The ready endpoints of a valid target. */
+  endpointsOf(target: EchoScenarioTarget): readonly Endpoint[];
+  specOf(es: EchoScenario): DerivedSpec;
+  /** Why a valid EchoScenario is off its pods (lifecycle.ts), or `undefined` when it runs. */
+  stopped(es: EchoScenario): { reason: StopReason; message: string } | undefined;
+}
+
+/**
+ * Plans a set of EchoScenarios: every one of a namespace, or (planner.ts) every one whose targets
+ * share pods. Conflicts are only possible within such a set.
+ */
+export function planScenarios(scenarios: readonly EchoScenario[], context: PlanContext): NamespacePlan {
+  const { serviceExists, endpointsOf, specOf, stopped } = context;
   const states = new Map<string, ScenarioState>();
   const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[]; owners: string[] }>();
   /** endpoint key → match key (see `matchKey`) → owning EchoScenario name. */
@@ -347,29 +424,19 @@ export function planNamespace(
     desired.set(endpoint.key, found);
     return found;
   };
-  // Many EchoScenarios share a target: its endpoints are worked out once a plan (issue #16).
-  const serviceNames = new Set(services.map((s) => s.metadata?.name));
-  const targets = new Map<string, readonly Endpoint[]>();
-  const endpointsOf = (target: EchoScenarioTarget): readonly Endpoint[] => {
-    const id =
-      target.service !== undefined
-        ? `service\0${target.service}\0${target.port}`
-        : `selector\0${JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}\0${target.port}`;
-    let found = targets.get(id);
-    if (found === undefined) {
-      found =
-        target.service !== undefined
-          ? serviceEndpoints(target.service, target.port!, endpointSlices, pods)
-          : selectorEndpoints(target.selector!.matchLabels!, target.port!, pods);
-      targets.set(id, found);
-    }
-    return found;
-  };
 
+  // A match key no other EchoScenario has cannot conflict: it needs no claims (issue #16: at 1,000
+  // EchoScenarios on 500 pods, half a million map entries a plan).
+  const keyCounts = new Map<string, number>();
+  for (const es of scenarios) {
+    const key = specOf(es).matchKey;
+    if (key !== undefined) keyCounts.set(key, (keyCounts.get(key) ?? 0) + 1);
+  }
   for (const es of [...scenarios].sort(byAge)) {
     const name = es.metadata.name ?? '';
     const deleting = isDeleting(es);
-    const problems = specProblems(es);
+    const spec = specOf(es);
+    const problems = spec.problems;
     if (problems !== undefined) {
       states.set(
         name,
@@ -381,7 +448,7 @@ export function planNamespace(
     const stop = deleting ? undefined : stopped(es);
     let endpoints: readonly Endpoint[];
     if (target.service !== undefined) {
-      if (!serviceNames.has(target.service)) {
+      if (!serviceExists(target.service)) {
         states.set(
           name,
           deleting
@@ -408,11 +475,17 @@ export function planNamespace(
     }
     // Blast radius: only the chosen pods get it.
     endpoints = chooseTargets(endpoints, es.metadata.uid ?? name, target);
-    const scenario = scenarioOf(es);
-    const key = matchKey(scenario);
-    const identity = `${target.service ?? JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}|${target.port}|${key}`;
-    let owner = targetClaims.get(identity);
-    for (const endpoint of endpoints) owner ??= claims.get(endpoint.key)?.get(key);
+    const scenario = spec.scenario!;
+    const key = spec.matchKey!;
+    const shared = (keyCounts.get(key) ?? 0) > 1;
+    const identity = shared
+      ? `${target.service ?? JSON.stringify(Object.entries(target.selector!.matchLabels!).sort())}|${target.port}|${key}`
+      : '';
+    let owner = shared ? targetClaims.get(identity) : undefined;
+    for (const endpoint of endpoints) {
+      if (owner !== undefined || !shared) break;
+      owner = claims.get(endpoint.key)?.get(key);
+    }
     if (owner !== undefined) {
       states.set(name, {
         kind: 'Conflict',
@@ -421,7 +494,7 @@ export function planNamespace(
       });
       continue;
     }
-    targetClaims.set(identity, name);
+    if (shared) targetClaims.set(identity, name);
     if (endpoints.length === 0) {
       const what = target.service === undefined ? 'the selector' : `Service ${target.service}`;
       states.set(name, {
@@ -431,8 +504,11 @@ export function planNamespace(
       continue;
     }
     for (const endpoint of endpoints) {
-      const keys = claims.get(endpoint.key) ?? new Map<string, string>();
-      claims.set(endpoint.key, keys.set(key, name));
+      if (shared) {
+        const keys = claims.get(endpoint.key);
+        if (keys === undefined) claims.set(endpoint.key, new Map([[key, name]]));
+        else keys.set(key, name);
+      }
       const wanted = entry(endpoint);
       wanted.scenarios.push(scenario);
       wanted.owners.push(name);

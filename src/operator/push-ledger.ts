@@ -40,6 +40,25 @@ export class PushLedger implements PushRecord {
   readonly #failed = new Map<string, string>();
   /** Endpoint key → what its read-backs showed. */
   readonly #proofs = new Map<string, EndpointProof>();
+  /** `<ns>/<owner>` → the keys of the endpoints whose `owners` name it (`mayHold` without a scan). */
+  readonly #byOwner = new Map<string, Set<string>>();
+  /** `<ns>/<pod name>` → the keys of its endpoints pushed to. */
+  readonly #byPod = new Map<string, Set<string>>();
+
+  #set(key: string, pushed: Pushed): void {
+    this.#unset(key);
+    this.#pushed.set(key, pushed);
+    for (const owner of pushed.owners) addTo(this.#byOwner, `${pushed.namespace}/${owner}`, key);
+    addTo(this.#byPod, `${pushed.namespace}/${pushed.endpoint.podName}`, key);
+  }
+
+  #unset(key: string): void {
+    const before = this.#pushed.get(key);
+    if (before === undefined) return;
+    this.#pushed.delete(key);
+    for (const owner of before.owners) deleteFrom(this.#byOwner, `${before.namespace}/${owner}`, key);
+    deleteFrom(this.#byPod, `${before.namespace}/${before.endpoint.podName}`, key);
+  }
 
   holds(want: DesiredEndpoint): boolean {
     const pushed = this.#pushed.get(want.endpoint.key);
@@ -67,7 +86,7 @@ export class PushLedger implements PushRecord {
     owners: readonly string[],
     proof?: { hash: string; at: Date },
   ): void {
-    this.#pushed.set(endpoint.key, { body, endpoint, namespace, owners });
+    this.#set(endpoint.key, { body, endpoint, namespace, owners });
     this.#failed.delete(endpoint.key);
     if (proof !== undefined) this.#proofs.set(endpoint.key, { hash: proof.hash, syncedAt: proof.at });
   }
@@ -84,7 +103,7 @@ export class PushLedger implements PushRecord {
    */
   pushFailed(endpoint: Endpoint, namespace: string, owners: readonly string[], message: string): void {
     const before = this.#pushed.get(endpoint.key)?.owners ?? [];
-    this.#pushed.set(endpoint.key, {
+    this.#set(endpoint.key, {
       body: '',
       endpoint,
       namespace,
@@ -100,7 +119,7 @@ export class PushLedger implements PushRecord {
 
   /** The endpoint holds nothing of ours, or is gone: nothing to remember. */
   forget(key: string): void {
-    this.#pushed.delete(key);
+    this.#unset(key);
     this.#failed.delete(key);
     this.#proofs.delete(key);
   }
@@ -124,11 +143,15 @@ export class PushLedger implements PushRecord {
     for (const entry of this.#pushed) if (entry[1].namespace === namespace) yield entry;
   }
 
+  /** The endpoints of pod `podName` in `namespace` pushed to, by key. */
+  ofPod(namespace: string, podName: string): Array<[string, Pushed]> {
+    const keys = this.#byPod.get(`${namespace}/${podName}`);
+    return keys === undefined ? [] : [...keys].map((key) => [key, this.#pushed.get(key)!]);
+  }
+
   /** Whether an endpoint in `namespace` may still hold EchoScenario `name`'s scenario. */
   mayHold(namespace: string, name: string): boolean {
-    for (const p of this.#pushed.values())
-      if (p.namespace === namespace && p.owners.includes(name)) return true;
-    return false;
+    return (this.#byOwner.get(`${namespace}/${name}`)?.size ?? 0) > 0;
   }
 
   /** Forgets everything (another leader may have pushed since). */
@@ -136,7 +159,22 @@ export class PushLedger implements PushRecord {
     this.#pushed.clear();
     this.#failed.clear();
     this.#proofs.clear();
+    this.#byOwner.clear();
+    this.#byPod.clear();
   }
+}
+
+function addTo(index: Map<string, Set<string>>, at: string, key: string): void {
+  const keys = index.get(at);
+  if (keys === undefined) index.set(at, new Set([key]));
+  else keys.add(key);
+}
+
+function deleteFrom(index: Map<string, Set<string>>, at: string, key: string): void {
+  const keys = index.get(at);
+  if (keys === undefined) return;
+  keys.delete(key);
+  if (keys.size === 0) index.delete(at);
 }
 
 /**
@@ -144,7 +182,7 @@ export class PushLedger implements PushRecord {
  * of every EchoScenario it holds (300 scenarios on 200 pods were 60,000 stringifications a plan).
  */
 const bodies = new WeakMap<object, string>();
-function bodyOf(scenarios: readonly unknown[]): string {
+export function bodyOf(scenarios: readonly unknown[]): string {
   let body = bodies.get(scenarios);
   if (body === undefined) {
     body = JSON.stringify(scenarios);

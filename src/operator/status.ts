@@ -82,7 +82,6 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
       };
     case 'Active': {
       const total = state.endpoints.length;
-      const endpoints = endpointStatuses(state.endpoints, desired, pushes);
       let synced = 0;
       const failures: string[] = [];
       for (const endpoint of state.endpoints) {
@@ -91,6 +90,9 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
         const failure = pushes.failure(endpoint.key);
         if (failure !== undefined) failures.push(`${endpoint.podName}: ${failure}`);
       }
+      // Pushes under way: nothing to say, and no per-pod list to build (issue #16: asked after each push).
+      if (failures.length === 0 && synced < total) return undefined;
+      const endpoints = endpointStatuses(state.endpoints, desired, pushes);
       if (failures.length > 0) {
         const message = `${failures.length} of ${total} endpoints failed: ${failures.join('; ')}`;
         return {
@@ -102,7 +104,6 @@ export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined 
           ...since,
         };
       }
-      if (synced < total) return undefined;
       return {
         observedGeneration: generation,
         conditions: [ready('True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],

@@ -83,8 +83,14 @@ export function heldHashOf(error: unknown): string | undefined {
 
 /** Push, then read back: rejects with `OPERATOR_ERR_PUSH`, `OPERATOR_ERR_READ_BACK` or `OPERATOR_ERR_NOT_APPLIED`. */
 export function createVerifiedPush(push: Push, readBack: ReadBack): VerifiedPush {
+  // A plan gives every pod with the same EchoScenarios one array (planner.ts): hashed once, not per pod.
+  const hashes = new WeakMap<object, string>();
   return async function verifiedPush(endpoint, scenarios, body) {
-    const expected = scenarioSetHash(scenarios);
+    let expected = hashes.get(scenarios);
+    if (expected === undefined) {
+      expected = scenarioSetHash(scenarios);
+      hashes.set(scenarios, expected);
+    }
     await push(endpoint, body);
     const held = await readBack(endpoint, expected);
     if (held !== expected) {
