@@ -47,6 +47,11 @@ export const OPERATOR_VARIABLES: readonly { name: string; default: string; meani
   { name: 'PORT', default: '8081', meaning: 'Port of /metrics, /healthz and /readyz' },
   { name: 'HOST', default: '0.0.0.0', meaning: 'Address to listen on' },
   { name: 'PUSH_TIMEOUT_MS', default: '5000', meaning: 'Longest wait for one POST /scenario to a pod' },
+  {
+    name: 'WORKERS',
+    default: '4',
+    meaning: 'Reconciles (so pushes to pods) at once, 1 to 64; a slow pod holds one of them',
+  },
   { name: 'DRAIN_TIMEOUT_MS', default: '10000', meaning: 'Longest wait for in-flight pushes on SIGTERM' },
   { name: 'LOG_LEVEL', default: 'info', meaning: 'pino log level' },
   {

@@ -26,6 +26,11 @@ export interface OperatorConfig {
   readonly host: string;
   /** `PUSH_TIMEOUT_MS`, default 5000. */
   readonly pushTimeoutMs: number;
+  /**
+   * `WORKERS`, default 4, 1 to 64: keys reconciled at once, so pushes (and their read-backs) under
+   * way at once; a pod's push runs in its own reconcile, so a slow pod holds one worker, never the rest.
+   */
+  readonly workers: number;
   /** `DRAIN_TIMEOUT_MS`, default 10000: longest wait for in-flight pushes on SIGTERM. */
   readonly drainTimeoutMs: number;
   /** `LOG_LEVEL`, default `info`. */
@@ -68,6 +73,7 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
     port: int('PORT', 8081, 0),
     host: env['HOST'] || '0.0.0.0',
     pushTimeoutMs: int('PUSH_TIMEOUT_MS', 5000, 1),
+    workers: int('WORKERS', 4, 1),
     drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 10_000, 0),
     logLevel: env['LOG_LEVEL'] || 'info',
     adminToken: env['ECHO_ADMIN_TOKEN']?.trim() || undefined,
@@ -88,6 +94,8 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
   if (config.adminToken !== undefined && config.adminTokenFile !== undefined)
     problems.push('ECHO_ADMIN_TOKEN and ECHO_ADMIN_TOKEN_FILE are both set: expected one of them');
   if (config.port > 65535) problems.push(`PORT must be at most 65535, got ${config.port}`);
+  if (config.workers > MAX_WORKERS)
+    problems.push(`WORKERS must be at most ${MAX_WORKERS}, got ${config.workers}`);
   if (config.leaseRetryIntervalMs >= config.leaseDurationSeconds * 1000) {
     problems.push('LEASE_RETRY_INTERVAL_MS must be shorter than LEASE_DURATION_SECONDS');
   }
@@ -103,6 +111,9 @@ function httpUrl(text: string): boolean {
     return false;
   }
 }
+
+/** The ceiling of `WORKERS`. */
+const MAX_WORKERS = 64;
 
 /** What `Authorization: Bearer` can carry (the echo service accepts the same). */
 const ADMIN_TOKEN = /^[\x21-\x7e]+$/;

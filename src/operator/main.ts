@@ -148,6 +148,7 @@ const operator = createOperator({
   leaseDurationSeconds: config.leaseDurationSeconds,
   leaseRetryIntervalMs: config.leaseRetryIntervalMs,
   pushTimeoutMs: config.pushTimeoutMs,
+  workers: config.workers,
   adminToken,
   registry,
   prometheusUrl: config.prometheusUrl,

@@ -11,6 +11,14 @@ test('operator config – defaults', () => {
   assert.equal(config.namespace, undefined);
   assert.equal(config.leaseDurationSeconds, 15);
   assert.equal(config.port, 8081);
+  assert.equal(config.workers, 4);
+});
+
+test('operator config – WORKERS is a whole number from 1 to 64', () => {
+  assert.equal(loadOperatorConfig({ WORKERS: '16' }).workers, 16);
+  for (const bad of ['0', '65', 'x', '2.5']) {
+    assert.throws(() => loadOperatorConfig({ WORKERS: bad }), /WORKERS must be/, bad);
+  }
 });
 
 test('operator config – every problem is listed at once, with a stable code', () => {
