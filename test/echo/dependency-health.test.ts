@@ -1,18 +1,34 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { createServer } from 'node:http';
 import { test } from 'node:test';
-import Fastify from 'fastify';
 import { startEcho } from '../helpers/echo-server.ts';
 import { send } from '../helpers/http.ts';
 
-/** A port nothing listens on: bound, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
+/**
+ * A dependency on a port of its own that fails every call at the transport (the connection is
+ * closed before any answer) until `recover()`, then answers 200. It holds its port throughout: a
+ * port merely released could be taken by another test's server before the replays reach it.
+ */
+async function flakyDependency(): Promise<{ port: number; recover(): void; close(): Promise<void> }> {
+  let failing = true;
+  const server = createServer((request, response) => {
+    if (failing) request.socket.destroy();
+    else response.end('back');
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return {
+    port,
+    recover() {
+      failing = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 interface Health {
@@ -28,8 +44,10 @@ async function health(url: string): Promise<{ code: number; body: Health }> {
   return { code: res.status, body: JSON.parse(res.body.toString()) as Health };
 }
 
-test('echo dependency health – replays to a closed port turn /actuator/health DEGRADED; the target recovering brings it back UP', async (t) => {
-  const port = await closedPort();
+test('echo dependency health – replays to a failing target turn /actuator/health DEGRADED; the target recovering brings it back UP', async (t) => {
+  const dependency = await flakyDependency();
+  t.after(() => dependency.close());
+  const port = dependency.port;
   const echo = await startEcho({
     OBS_DEPENDENCIES_HEALTH_MINIMUM_CALLS: '3',
     OBS_DEPENDENCIES_HEALTH_ERROR_RATE_THRESHOLD: '0.5',
@@ -60,13 +78,10 @@ test('echo dependency health – replays to a closed port turn /actuator/health 
     /obs_dependency_requests_total\{dep="replay-target",method="GET",status="none",outcome="transport_error"\} 3/,
   );
 
-  // The target recovers: a service comes up on its port. The failures stay in the sliding window
+  // The target recovers: it answers from now on. The failures stay in the sliding window
   // (obs.dependencies.health.window, 1m by default), so "back" takes enough successful calls to
   // bring the ratio below the threshold (3 errors in 7 calls), or the window passing.
-  const recovered = Fastify();
-  recovered.all('/*', async () => 'back');
-  await recovered.listen({ port, host: '127.0.0.1' });
-  t.after(() => recovered.close());
+  dependency.recover();
   for (let i = 0; i < 3; i++) assert.equal((await replay(`http://127.0.0.1:${port}`)).status, 200);
   assert.equal(
     (await health(echo.url)).body.components.dependencies?.status,
