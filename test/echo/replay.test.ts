@@ -444,7 +444,9 @@ test('replay – a target slower than ECHO_REPLAY_TIMEOUT is a 504 ECHO_ERR_UPST
   const res = await postReplay(a, { id: 'slow-1', target: b.url, modify_headers: { 'X-Echo-Delay': '2s' } });
   const elapsed = Date.now() - started;
   assertError(res, 504, 'ECHO_ERR_UPSTREAM_TIMEOUT');
-  assert.ok(elapsed >= 250 && elapsed < 1500, `answered after ${elapsed} ms, expected about 300 ms`);
+  // Answered at its own timeout, not after the target's 2 s: the bound says which, with room for a
+  // loaded machine.
+  assert.ok(elapsed >= 250 && elapsed < 1900, `answered after ${elapsed} ms, expected about 300 ms`);
   // The target did get the request (it was just too slow).
   assert.deepEqual(
     (await history(b)).map((e) => e.path),

@@ -56,13 +56,17 @@ test('operator – a backlog of reconciles that write nothing lets the event loo
     if (sampling) setImmediate(() => void sample());
   };
   setImmediate(() => void sample());
-  // A Service change enqueues every EchoScenario that targets it; none needs a write.
-  await f.core.patchNamespacedService(
-    { name: 'echo', namespace: f.namespace, body: { metadata: { annotations: { touched: 'yes' } } } },
-    merge,
-  );
-  await until('the backlog reconciled', () => perTurn.reduce((n, k) => n + k, 0) >= SCENARIOS, 30_000);
-  sampling = false;
+  try {
+    // A Service change enqueues every EchoScenario that targets it; none needs a write.
+    await f.core.patchNamespacedService(
+      { name: 'echo', namespace: f.namespace, body: { metadata: { annotations: { touched: 'yes' } } } },
+      merge,
+    );
+    await until('the backlog reconciled', () => perTurn.reduce((n, k) => n + k, 0) >= SCENARIOS, 30_000);
+  } finally {
+    // Also when the wait fails: a sampling loop left running keeps the file from ever ending.
+    sampling = false;
+  }
   const most = Math.max(...perTurn);
   assert.ok(
     most <= 8,
