@@ -40,16 +40,21 @@ export const REQUEST_ID_LOG_LABEL = 'request_id';
 // ---------------------------------------------------------------------------------------------
 // Trace context
 
+/** Adds the ids of the active span to `fields`, when there is a valid one. May throw. */
+function addTraceFields(fields: Record<string, unknown>): void {
+  const span = trace.getSpanContext(context.active());
+  if (span === undefined || !isSpanContextValid(span)) return;
+  fields.trace_id = span.traceId;
+  fields.span_id = span.spanId;
+  fields.trace_flags = `0${(span.traceFlags & 0xff).toString(16)}`.slice(-2);
+}
+
 /** The ids of the active span, for a log line: `{trace_id, span_id, trace_flags}`, or `{}`. */
 export function activeTraceFields(): { trace_id?: string; span_id?: string; trace_flags?: string } {
   try {
-    const span = trace.getSpanContext(context.active());
-    if (span === undefined || !isSpanContextValid(span)) return {};
-    return {
-      trace_id: span.traceId,
-      span_id: span.spanId,
-      trace_flags: `0${(span.traceFlags & 0xff).toString(16)}`.slice(-2),
-    };
+    const fields: Record<string, unknown> = {};
+    addTraceFields(fields);
+    return fields;
   } catch {
     return {};
   }
@@ -77,6 +82,23 @@ export type ContextLogFields = {
   feature_flags?: Record<string, string>;
 };
 
+/** Adds the carried context of `store` to `fields` ({@link contextFields}). May throw. */
+function addContextFields(
+  store: NonNullable<ReturnType<typeof currentRequestContext>>,
+  fields: Record<string, unknown>,
+): void {
+  const job = jobOfContext(store);
+  if (job !== undefined) {
+    fields[REQUEST_ID_LOG_LABEL] = store.requestId;
+    fields.job = job;
+  }
+  if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
+  if (store.priority !== undefined) fields.priority = store.priority;
+  if (store.tenant !== undefined) fields.tenant = store.tenant;
+  const flags = requestFlagFields();
+  if (flags !== undefined) fields.feature_flags = flags;
+}
+
 /**
  * The carried context of the current request, for a log line: `retry_depth`, `priority`, `tenant`
  * and `feature_flags` as their features set them, or `{}`. In a background job's run (`obs.job`),
@@ -87,16 +109,7 @@ export function contextFields(): ContextLogFields {
     const store = currentRequestContext();
     if (store === undefined) return {};
     const fields: ContextLogFields = {};
-    const job = jobOfContext(store);
-    if (job !== undefined) {
-      fields[REQUEST_ID_LOG_LABEL] = store.requestId;
-      fields.job = job;
-    }
-    if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
-    if (store.priority !== undefined) fields.priority = store.priority;
-    if (store.tenant !== undefined) fields.tenant = store.tenant;
-    const flags = requestFlagFields();
-    if (flags !== undefined) fields.feature_flags = flags;
+    addContextFields(store, fields);
     return fields;
   } catch {
     return {};
@@ -111,12 +124,7 @@ export function contextFields(): ContextLogFields {
 function lineFields(): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   try {
-    const span = trace.getSpanContext(context.active());
-    if (span !== undefined && isSpanContextValid(span)) {
-      fields.trace_id = span.traceId;
-      fields.span_id = span.spanId;
-      fields.trace_flags = `0${(span.traceFlags & 0xff).toString(16)}`.slice(-2);
-    }
+    addTraceFields(fields);
   } catch {
     // no trace fields
   }
@@ -125,16 +133,7 @@ function lineFields(): Record<string, unknown> {
     if (store === undefined) return fields;
     const budget = store.budget;
     if (budget !== undefined) fields.timeout_remaining_ms = remainingMs(budget.deadlineEpochMs, Date.now());
-    const job = jobOfContext(store);
-    if (job !== undefined) {
-      fields[REQUEST_ID_LOG_LABEL] = store.requestId;
-      fields.job = job;
-    }
-    if (store.retryDepth !== undefined) fields.retry_depth = store.retryDepth;
-    if (store.priority !== undefined) fields.priority = store.priority;
-    if (store.tenant !== undefined) fields.tenant = store.tenant;
-    const flags = requestFlagFields();
-    if (flags !== undefined) fields.feature_flags = flags;
+    addContextFields(store, fields);
   } catch {
     // no context fields
   }
