@@ -6,7 +6,7 @@
  * process (`src/operator/main.ts`, its kubeconfig pointing at the double), so its RSS is its own.
  *
  *   node bench/operator.ts [--size 10x10,50x100,200x300] [--pods N --scenarios M] [--timeout 120]
- *                          [--cpu-prof] [--keep-going] [--write|--no-write]
+ *                          [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]
  *
  * Per size, three phases: create every EchoScenario at once, update every one, delete every one.
  * Each phase measures the time until every stand-in holds exactly the desired scenario set
@@ -26,6 +26,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { scenarioSetHash } from '../src/scenario/index.ts';
 import { type KubeApi, type KubeObject, startKubeApi } from '../test/helpers/kube-api.ts';
 import { table } from './lib.ts';
 
@@ -39,7 +40,7 @@ const value = (name: string): string | undefined => {
   return i === -1 ? undefined : argv[i + 1];
 };
 const usage =
-  'node bench/operator.ts [--size 10x10,50x100,200x300] [--pods N --scenarios M] [--timeout 120] [--cpu-prof] [--keep-going] [--write|--no-write]\n';
+  'node bench/operator.ts [--size 10x10,50x100,200x300] [--pods N --scenarios M] [--timeout 120] [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]\n';
 if (flag('help')) {
   process.stdout.write(usage);
   process.exit(0);
@@ -84,6 +85,19 @@ const write = !flag('no-write');
 const root = new URL('..', import.meta.url).pathname;
 const resultsPath = join(root, 'bench', 'RESULTS.md');
 const MAIN = join(root, 'src', 'operator', 'main.ts');
+/**
+ * The node flags `npm run operator` gives it (package.json), so the operator is measured as it runs.
+ * `--node-flags "…"` replaces them, to compare (e.g. `--node-flags ""` for node's defaults).
+ */
+const NODE_FLAGS: string[] = (() => {
+  const given = value('node-flags');
+  if (given !== undefined) return given.split(' ').filter(Boolean);
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  const words = pkg.scripts['operator']?.split(' ') ?? [];
+  return words.slice(1).filter((w) => w.startsWith('--'));
+})();
 const tmp = mkdtempSync(join(tmpdir(), 'echo-chaos-bench-operator-'));
 const NS = 'default';
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -98,6 +112,8 @@ interface StandIn {
   server: Server;
   scenarios: unknown[];
   fingerprint: string;
+  /** The `ETag` echo's `GET /scenario` sends: the content hash of what it holds (src/scenario/hash.ts). */
+  etag: string;
   posts: number;
 }
 
@@ -110,6 +126,21 @@ function fingerprintOf(scenarios: unknown[]): string {
     })
     .sort()
     .join(',');
+}
+
+/**
+ * The ETag of a pushed array, by its text: in a phase every pod gets the same body, hashed once (the
+ * stand-ins share this process with the API double; the operator is what is measured).
+ */
+const etags = new Map<string, string>();
+function etagOf(text: string, parsed: unknown[]): string {
+  let etag = etags.get(text);
+  if (etag === undefined) {
+    etag = `"${scenarioSetHash(parsed)}"`;
+    if (etags.size >= 16) etags.clear();
+    etags.set(text, etag);
+  }
+  return etag;
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -126,7 +157,16 @@ function standInServer(pod: StandIn): Server {
       res.end(text);
     };
     if (req.url !== '/scenario') return reply(404, { error: 'not found' });
-    if (req.method === 'GET') return reply(200, pod.scenarios);
+    if (req.method === 'GET') {
+      // As echo answers it (src/echo/routes.ts): the content hash as ETag, 304 when the operator's
+      // If-None-Match names it, so a read-back costs the operator no body to parse and hash.
+      res.setHeader('etag', pod.etag);
+      if (req.headers['if-none-match'] === pod.etag) {
+        res.writeHead(304);
+        return res.end();
+      }
+      return reply(200, pod.scenarios);
+    }
     if (req.method !== 'POST') return reply(405, { error: 'method not allowed' });
     readBody(req).then(
       (text) => {
@@ -140,6 +180,7 @@ function standInServer(pod: StandIn): Server {
         pod.posts++;
         pod.scenarios = parsed;
         pod.fingerprint = fingerprintOf(parsed);
+        pod.etag = etagOf(text, parsed);
         reply(200, { scenarios: parsed.length });
       },
       () => res.destroy(),
@@ -192,8 +233,16 @@ async function startOperator(api: KubeApi, label: string): Promise<Child> {
   const logPath = join(tmp, `operator-${label}.log`);
   const out = openSync(logPath, 'w');
   const args = cpuProf
-    ? ['--cpu-prof', '--cpu-prof-dir', tmp, '--cpu-prof-name', `operator-${label}.cpuprofile`, MAIN]
-    : [MAIN];
+    ? [
+        ...NODE_FLAGS,
+        '--cpu-prof',
+        '--cpu-prof-dir',
+        tmp,
+        '--cpu-prof-name',
+        `operator-${label}.cpuprofile`,
+        MAIN,
+      ]
+    : [...NODE_FLAGS, MAIN];
   // As `npm run operator` runs it, with the defaults (lease 15 s, renewed every 2 s, pushes 5 s).
   const child = spawn(process.execPath, args, {
     env: {
@@ -359,6 +408,7 @@ async function runSize(size: Size): Promise<PhaseResult[]> {
         server: undefined as unknown as Server,
         scenarios: [],
         fingerprint: '',
+        etag: `"${scenarioSetHash([])}"`,
         posts: 0,
       };
       pod.server = standInServer(pod);
@@ -540,7 +590,7 @@ const lines = [
     .map((x) => x.toFixed(2))
     .join(
       ', ',
-    )} (a shared machine). How it is measured: [README.md](README.md#operator-at-fleet-scale-npm-run-benchoperator-issue-16).`,
+    )} (a shared machine). The operator ran as \`node ${[...NODE_FLAGS, 'src/operator/main.ts'].join(' ')}\`. How it is measured: [README.md](README.md#operator-at-fleet-scale-npm-run-benchoperator-issue-16).`,
   '',
   table(
     [

@@ -3,7 +3,8 @@
  * its last push: whether a read-back showed it holding the array it should, the hash it answered,
  * when, and the last error.
  */
-import type { Endpoint, EndpointStatus, NamespacePlan } from './plan.ts';
+import { createHash } from 'node:crypto';
+import type { EchoScenarioStatus, Endpoint, EndpointStatus, NamespacePlan } from './plan.ts';
 import type { PushRecord } from './push-ledger.ts';
 
 /** Most pods listed in `status.endpoints` (the counts cover all): a status stays small. */
@@ -38,14 +39,35 @@ export function endpointStatuses(
     .slice(0, MAX_STATUS_ENDPOINTS);
 }
 
-/** Whether two lists say the same, read-back times aside (a re-push of the same array is no news). */
+/** Where a cached status keeps the digest of the `endpoints` it had (see {@link compactEndpoints}). */
+const DIGEST = Symbol('echo-chaos.endpointsDigest');
+type Compacted = EchoScenarioStatus & { [DIGEST]?: string };
+
+/** A digest of what a list says, read-back times aside (a re-push of the same array is no news). */
+export function endpointsDigest(list: readonly EndpointStatus[] | undefined): string {
+  if (list === undefined) return '';
+  const untimed = JSON.stringify(list.map(({ lastSyncTime: _t, ...rest }) => rest));
+  return createHash('sha1').update(untimed).digest('base64');
+}
+
+/**
+ * A status as the informer cache keeps it: its `endpoints` (up to {@link MAX_STATUS_ENDPOINTS} pods
+ * each, most of an EchoScenario's size: 100 MB for 1,000 EchoScenarios over 500 pods) replaced by
+ * their digest, the one thing the operator reads of them ({@link sameEndpoints}). In place.
+ */
+export function compactEndpoints(status: EchoScenarioStatus): void {
+  if (status.endpoints === undefined) return;
+  (status as Compacted)[DIGEST] = endpointsDigest(status.endpoints);
+  delete status.endpoints;
+}
+
+/** Whether `next` says what `current`'s endpoints said (compacted or not), read-back times aside. */
 export function sameEndpoints(
-  current: readonly EndpointStatus[] | undefined,
+  current: EchoScenarioStatus | undefined,
   next: readonly EndpointStatus[] | undefined,
 ): boolean {
-  const untimed = (list: readonly EndpointStatus[] | undefined) =>
-    JSON.stringify(list?.map(({ lastSyncTime: _t, ...rest }) => rest));
-  return untimed(current) === untimed(next);
+  const had = (current as Compacted | undefined)?.[DIGEST] ?? endpointsDigest(current?.endpoints);
+  return had === endpointsDigest(next);
 }
 
 /** A Kubernetes `Time`: RFC 3339 in UTC, whole seconds. */

@@ -20,6 +20,7 @@ import {
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { AbortWatcher } from './abort.ts';
+import { reuseApiConnections } from './api-connections.ts';
 import { createEchoScenarioApi } from './echo-scenario-api.ts';
 import { EventRecorder, transitionOf } from './events.ts';
 import { ResilientInformer } from './informer.ts';
@@ -39,10 +40,10 @@ import {
   VERSION,
 } from './plan.ts';
 import { Planner } from './planner.ts';
-import { createPushClient } from './push-client.ts';
+import { createPodDispatcher, createPushClient } from './push-client.ts';
 import { bodyOf, PushLedger } from './push-ledger.ts';
 import { buildStatus, sameStatus } from './status.ts';
-import { stripMetadata, stripPod, stripService, stripSlice } from './strip.ts';
+import { stripEchoScenario, stripPod, stripService, stripSlice } from './strip.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
 import { WorkQueue } from './work-queue.ts';
 
@@ -109,6 +110,7 @@ export interface Operator {
 
 export function createOperator(options: OperatorOptions): Operator {
   const { kc, logger } = options;
+  reuseApiConnections(kc);
   const now = options.now ?? (() => new Date());
   const registry = options.registry ?? new Registry();
   const custom = kc.makeApiClient(CustomObjectsApi);
@@ -125,15 +127,21 @@ export function createOperator(options: OperatorOptions): Operator {
     () => queue.length,
     () => scenarios.list().map((es) => es.status?.conditions),
   );
+  const podDispatcher = createPodDispatcher();
   const push = createPushClient({
     timeoutMs: options.pushTimeoutMs ?? 5000,
     metrics,
     adminToken: options.adminToken,
+    dispatcher: podDispatcher,
   });
   // Every push is read back (GET /scenario, its ETag): a 2xx alone proves nothing.
   const verifiedPush = createVerifiedPush(
     push,
-    createReadBackClient({ timeoutMs: options.pushTimeoutMs ?? 5000, adminToken: options.adminToken }),
+    createReadBackClient({
+      timeoutMs: options.pushTimeoutMs ?? 5000,
+      adminToken: options.adminToken,
+      dispatcher: podDispatcher,
+    }),
   );
   const ledger = new PushLedger();
   const events = new EventRecorder({ core, logger, instance: options.identity, now });
@@ -178,7 +186,7 @@ export function createOperator(options: OperatorOptions): Operator {
       for (const pod of planner.scenarioChanged(type, obj)) queue.add(`pod:${namespace}/${pod}`);
     },
     onRestart: restarted(PLURAL),
-    strip: stripMetadata,
+    strip: stripEchoScenario,
   });
   const pods = new ResilientInformer<V1Pod>({
     kc,
@@ -579,6 +587,8 @@ export function createOperator(options: OperatorOptions): Operator {
       await elector.stop(!stopOptions.crash);
       await Promise.all(informers.map((i) => i.stop()));
       await Promise.allSettled(workers);
+      // Idle pod connections closed (a push still under way was awaited above).
+      await podDispatcher.close().catch(() => undefined);
     },
   };
 }

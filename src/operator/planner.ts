@@ -345,17 +345,22 @@ export class Planner {
       },
     });
     // Equal arrays become one array, the same one as last plan's when nothing in it changed.
+    // Their owner lists too: the push ledger keeps one per pod (1,000 names on 500 pods: 5 MB).
     const arrays = new Map<string, Scenario[]>();
+    const ownerLists = new Map<string, string[]>();
     const desired = new Map<string, DesiredEndpoint>();
     for (const [key, want] of planned.desired) {
       const id = want.owners.join('\n');
       let array = arrays.get(id);
-      if (array === undefined) {
+      let owners = ownerLists.get(id);
+      if (array === undefined || owners === undefined) {
         const last = component.planned?.arrays.get(id);
         array = last !== undefined && sameItems(last, want.scenarios) ? last : want.scenarios;
+        owners = want.owners;
         arrays.set(id, array);
+        ownerLists.set(id, owners);
       }
-      desired.set(key, { endpoint: want.endpoint, scenarios: array, owners: want.owners });
+      desired.set(key, { endpoint: want.endpoint, scenarios: array, owners });
     }
     const clearing = new Map<string, number>();
     for (const state of planned.scenarios.values()) {

@@ -2,6 +2,7 @@
  * The one call the operator makes to an echo pod: `POST /scenario` with the whole array the
  * endpoint should hold (a POST replaces all of a pod's scenarios), timed and counted.
  */
+import { Agent, type Dispatcher, fetch } from 'undici';
 import { OperatorError } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { Endpoint } from './plan.ts';
@@ -15,6 +16,18 @@ export interface PushClientOptions {
   readonly metrics: Pick<OperatorMetrics, 'pushes' | 'pushSeconds'>;
   /** Sent as `Authorization: Bearer <adminToken>`: what echo pods with `ECHO_ADMIN_TOKEN` need. */
   readonly adminToken?: string | undefined;
+  /** The connections to pods (see {@link createPodDispatcher}); undici's global one when left out. */
+  readonly dispatcher?: Dispatcher | undefined;
+}
+
+/**
+ * The operator's connections to echo pods, shared by pushes and read-backs: one connection per pod
+ * (undici's `Client`, not a `Pool`, whose queue alone is 16 KiB: with hundreds of pods, megabytes),
+ * kept alive between a push and its read-back and closed after 10 s idle, so a fleet's sockets do not
+ * outlive its changes.
+ */
+export function createPodDispatcher(): Agent {
+  return new Agent({ connections: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 10_000 });
 }
 
 export function createPushClient(options: PushClientOptions): Push {
@@ -30,6 +43,7 @@ export function createPushClient(options: PushClientOptions): Push {
         headers,
         body,
         signal: AbortSignal.timeout(options.timeoutMs),
+        ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
       });
       const text = await res.text();
       if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);

@@ -128,7 +128,7 @@ export function sameStatus(current: EchoScenarioStatus | undefined, next: EchoSc
     current?.observedGeneration === next.observedGeneration &&
     current?.syncedEndpoints === next.syncedEndpoints &&
     current?.totalEndpoints === next.totalEndpoints &&
-    sameEndpoints(current?.endpoints, next.endpoints) &&
+    sameEndpoints(current, next.endpoints) &&
     current?.startTime === next.startTime &&
     current?.expiresAt === next.expiresAt &&
     untimed(current) === untimed(next)

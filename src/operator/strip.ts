@@ -5,6 +5,8 @@
  * are most of its size, and the operator reads none of it.
  */
 import type { KubernetesObject, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import { compactEndpoints } from './endpoint-status.ts';
+import type { EchoScenario } from './plan.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
@@ -17,6 +19,12 @@ export function stripMetadata(obj: KubernetesObject): void {
     const { [LAST_APPLIED]: _, ...rest } = metadata.annotations;
     metadata.annotations = rest;
   }
+}
+
+/** An EchoScenario: metadata slimmed, `status.endpoints` kept as a digest (endpoint-status.ts). */
+export function stripEchoScenario(es: EchoScenario): void {
+  stripMetadata(es);
+  if (es.status !== undefined) compactEndpoints(es.status);
 }
 
 /**

@@ -5,6 +5,7 @@
  * push, retried with backoff, so a pod that answers 200 and keeps its old scenarios is never counted
  * as synced.
  */
+import { type Dispatcher, fetch } from 'undici';
 import { scenarioSetHash } from '../scenario/index.ts';
 import { OperatorError } from './errors.ts';
 import type { Endpoint } from './plan.ts';
@@ -24,6 +25,8 @@ export interface ReadBackClientOptions {
   /** Timeout of one read-back, in ms. */
   readonly timeoutMs: number;
   readonly adminToken?: string | undefined;
+  /** The connections to pods, shared with the pushes (push-client.ts `createPodDispatcher`). */
+  readonly dispatcher?: Dispatcher | undefined;
 }
 
 /** Most bytes of a `GET /scenario` body read when it has no usable `ETag` (an echo without one). */
@@ -40,6 +43,7 @@ export function createReadBackClient(options: ReadBackClientOptions): ReadBack {
       const res = await fetch(url, {
         headers: { ...headers, 'if-none-match': `"${expectedHash}"` },
         signal: AbortSignal.timeout(options.timeoutMs),
+        ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
       });
       if (res.status === 304) {
         await res.body?.cancel();

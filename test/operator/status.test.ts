@@ -9,6 +9,7 @@ import type {
 } from '../../src/operator/plan.ts';
 import { PushLedger } from '../../src/operator/push-ledger.ts';
 import { buildStatus, READY, type StatusInput, sameStatus } from '../../src/operator/status.ts';
+import { stripEchoScenario } from '../../src/operator/strip.ts';
 
 const NOW = new Date('2026-03-01T12:00:00.750Z');
 const NOW_TEXT = '2026-03-01T12:00:00Z';
@@ -259,4 +260,31 @@ test('status – endpoints are compared without their read-back times; a change 
     false,
   );
   assert.equal(sameStatus(base, { ...base, endpoints: [entry] }), false);
+});
+
+test('status – a cached status keeps its endpoints as a digest: sameStatus answers as with the list', () => {
+  const endpoints = [endpoint('a'), endpoint('b')];
+  const ledger = new PushLedger();
+  for (const e of endpoints)
+    ledger.succeeded(e, 'ns', JSON.stringify([SCENARIO]), ['a'], { hash: 'sha256-new', at: new Date(EARLIER) });
+  const written = build({ ...active(endpoints), pushes: ledger })!;
+  assert.equal(written.endpoints?.length, 2);
+  // As the informer cache holds it once the write comes back (strip.ts).
+  const inCache = es(structuredClone(written));
+  stripEchoScenario(inCache);
+  assert.equal(inCache.status?.endpoints, undefined, 'the list itself is not kept');
+  assert.equal(inCache.status?.syncedEndpoints, 2);
+  // The same list, read back again later: no news.
+  ledger.succeeded(endpoints[0]!, 'ns', JSON.stringify([SCENARIO]), ['a'], {
+    hash: 'sha256-new',
+    at: new Date('2026-03-09T00:00:00Z'),
+  });
+  const again = build({ ...active(endpoints), pushes: ledger })!;
+  assert.notDeepEqual(again.endpoints, written.endpoints, 'a later read-back time');
+  assert.equal(sameStatus(inCache.status, again), true);
+  // Pod b answered another hash: its entry changes, and so does the answer.
+  ledger.readBackDiffers(endpoints[1]!.key, 'sha256-other');
+  const changed = build({ ...active(endpoints), pushes: ledger })!;
+  assert.equal(sameStatus(inCache.status, changed), false);
+  assert.equal(sameStatus(written, changed), false);
 });

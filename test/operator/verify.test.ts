@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isOperatorError } from '../../src/operator/errors.ts';
 import { scenarioOf } from '../../src/operator/plan.ts';
-import { createPushClient } from '../../src/operator/push-client.ts';
+import { createPodDispatcher, createPushClient } from '../../src/operator/push-client.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from '../../src/operator/verify.ts';
 import { scenarioSetHash, validateScenarios } from '../../src/scenario/index.ts';
 import { startEcho } from '../helpers/echo-server.ts';
@@ -105,4 +106,33 @@ test('verify – every scenario field an EchoScenario may carry reads back with 
   const array = [rich, plain];
   const verified = createVerifiedPush(push, readBack);
   assert.equal(await verified(endpoint(echo.port), array, JSON.stringify(array)), scenarioSetHash(array));
+});
+
+test('verify – with the pod dispatcher a push and its read-backs share one connection, closed with it', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const sockets: Array<{ closed: boolean }> = [];
+  echo.app.server.on('connection', (socket) => {
+    const entry = { closed: false };
+    sockets.push(entry);
+    socket.on('close', () => {
+      entry.closed = true;
+    });
+  });
+  const dispatcher = createPodDispatcher();
+  const metrics = { pushes: { inc() {} }, pushSeconds: { startTimer: () => () => 0 } } as never;
+  const verified = createVerifiedPush(
+    createPushClient({ timeoutMs: 5000, metrics, dispatcher }),
+    createReadBackClient({ timeoutMs: 5000, dispatcher }),
+  );
+  for (const status of [503, 502, 501]) {
+    const result = validateScenarios([{ path: '/a', responses: [{ status }] }]);
+    assert.ok(result.ok);
+    await verified(endpoint(echo.port), result.scenarios, JSON.stringify(result.scenarios));
+  }
+  assert.equal(sockets.length, 1, 'three pushes and three read-backs, one connection');
+  await dispatcher.close();
+  // Closing the dispatcher closes its idle connection (long before echo's keep-alive timeout).
+  for (let waited = 0; !sockets[0]!.closed && waited < 10_000; waited += 20) await sleep(20);
+  assert.equal(sockets[0]!.closed, true);
 });
