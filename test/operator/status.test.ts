@@ -266,7 +266,10 @@ test('status – a cached status keeps its endpoints as a digest: sameStatus ans
   const endpoints = [endpoint('a'), endpoint('b')];
   const ledger = new PushLedger();
   for (const e of endpoints)
-    ledger.succeeded(e, 'ns', JSON.stringify([SCENARIO]), ['a'], { hash: 'sha256-new', at: new Date(EARLIER) });
+    ledger.succeeded(e, 'ns', JSON.stringify([SCENARIO]), ['a'], {
+      hash: 'sha256-new',
+      at: new Date(EARLIER),
+    });
   const written = build({ ...active(endpoints), pushes: ledger })!;
   assert.equal(written.endpoints?.length, 2);
   // As the informer cache holds it once the write comes back (strip.ts).
