@@ -73,26 +73,29 @@ export interface FeatureFlagHook {
 
 /** The flags evaluated while serving one request: the last result of each, bounded. */
 export class RequestFlags {
-  readonly #flags = new Map<string, string>();
+  /** Made on the first evaluation: most requests evaluate no flag, and pay no map. */
+  #flags: Map<string, string> | undefined;
   /** Evaluations of flags past {@link MAX_FLAGS_PER_REQUEST} distinct ones, not kept. */
   dropped = 0;
 
   /** Keeps the result of a flag (replacing an earlier one of the same flag). */
   record(key: string, result: string): void {
-    if (!this.#flags.has(key) && this.#flags.size >= MAX_FLAGS_PER_REQUEST) {
+    this.#flags ??= new Map();
+    const flags = this.#flags;
+    if (!flags.has(key) && flags.size >= MAX_FLAGS_PER_REQUEST) {
       this.dropped += 1;
       return;
     }
-    this.#flags.set(key, result);
+    flags.set(key, result);
   }
 
   /** `{ key: variant }`, as the log lines show it. */
   toJSON(): Record<string, string> {
-    return Object.fromEntries(this.#flags);
+    return this.#flags === undefined ? {} : Object.fromEntries(this.#flags);
   }
 
   get size(): number {
-    return this.#flags.size;
+    return this.#flags?.size ?? 0;
   }
 }
 
