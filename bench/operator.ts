@@ -5,7 +5,7 @@
  * keeping what `POST /scenario` sends and answering `GET /scenario`); the real operator runs as a child
  * process (`src/operator/main.ts`, its kubeconfig pointing at the double), so its RSS is its own.
  *
- *   node bench/operator.ts [--size 10x10,50x100,200x300] [--pods N --scenarios M] [--timeout 120]
+ *   node bench/operator.ts [--size 10x10,50x100,200x300,500x1000] [--pods N --scenarios M] [--timeout 120]
  *                          [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]
  *
  * Per size, three phases: create every EchoScenario at once, update every one, delete every one.
@@ -41,7 +41,7 @@ const value = (name: string): string | undefined => {
   return i === -1 ? undefined : argv[i + 1];
 };
 const usage =
-  'node bench/operator.ts [--size 10x10,50x100,200x300] [--pods N --scenarios M] [--timeout 120] [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]\n';
+  'node bench/operator.ts [--size 10x10,50x100,200x300,500x1000] [--pods N --scenarios M] [--timeout 120] [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]\n';
 if (flag('help')) {
   process.stdout.write(usage);
   process.exit(0);
@@ -70,7 +70,7 @@ if (value('pods') !== undefined || value('scenarios') !== undefined) {
     },
   ];
 } else {
-  sizes = (value('size') ?? '10x10,50x100,200x300').split(',').map((text) => {
+  sizes = (value('size') ?? '10x10,50x100,200x300,500x1000').split(',').map((text) => {
     const m = /^(\d+)x(\d+)$/.exec(text.trim());
     if (!m) {
       process.stderr.write(`bench:operator: --size ${text}: expected PODSxSCENARIOS, e.g. 200x300\n`);
