@@ -287,10 +287,6 @@ export interface DbOptions {
   readonly nowMs?: () => number;
 }
 
-function endpointOf(request: FastifyRequest): string {
-  return routeOf(request);
-}
-
 /**
  * Adds the request side of `obs.db` to a fastify app: the `db` snapshot section, and (when
  * `obs.db.enabled`) the request context's tally and the figures observed when each response has
@@ -313,7 +309,7 @@ export function registerDb(app: FastifyInstance, obs: Obs, options: DbOptions = 
     }
     const entry: RequestDb = {
       tally: new DbTally(),
-      endpoint: endpointOf(request),
+      endpoint: routeOf(request),
       instrumentation: state,
       span: trace.getActiveSpan(),
       flagged: false,

@@ -95,10 +95,6 @@ interface EndpointFigures {
   max: number;
 }
 
-function endpointOf(request: FastifyRequest): string {
-  return routeOf(request);
-}
-
 /**
  * Adds request fan-out to a fastify app: its part of the request context, the per-call count, the
  * meters and warning on each finished response, and the `fan-out` snapshot section (hooks and
@@ -238,7 +234,7 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
       const tally = (request as Counted)[TALLY];
       if (tally !== undefined) {
         (request as Counted)[TALLY] = undefined;
-        const endpoint = endpointOf(request);
+        const endpoint = routeOf(request);
         const calls = tally.calls;
         const hosts = tally.dependencies;
         fanOut.observe({ endpoint }, calls);
