@@ -303,7 +303,7 @@ async function operatorCounters(url: string): Promise<Map<string, number>> {
   try {
     const text = await (await fetch(url, { signal: AbortSignal.timeout(10_000) })).text();
     for (const m of text.matchAll(
-      /^echo_chaos_operator_(reconciles_total\{kind="(\w+)",result="(\w+)"\}|pushes_total\{result="(\w+)"\}|watch_restarts_total\{resource="(\w+)"\}) (\d+)/gm,
+      /^echo_operator_(reconciles_total\{kind="(\w+)",result="(\w+)"\}|pushes_total\{result="(\w+)"\}|watch_restarts_total\{resource="(\w+)"\}) (\d+)/gm,
     )) {
       const key =
         m[2] !== undefined

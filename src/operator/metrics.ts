@@ -1,4 +1,4 @@
-/** The operator's meters, all `echo_chaos_operator_*`, on the registry it is given. */
+/** The operator's meters, all `echo_operator_*`, on the registry it is given. */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export interface OperatorMetrics {
@@ -20,7 +20,7 @@ export interface OperatorMetrics {
   readonly echoScenarios: Gauge<'condition' | 'status' | 'reason'>;
 }
 
-/** What `echo_chaos_operator_echoscenarios` reads of one condition of an EchoScenario. */
+/** What `echo_operator_echoscenarios` reads of one condition of an EchoScenario. */
 export interface ConditionLike {
   readonly type: string;
   readonly status: string;
@@ -41,43 +41,43 @@ export function createOperatorMetrics(
 ): OperatorMetrics {
   return {
     pushes: new Counter({
-      name: 'echo_chaos_operator_pushes_total',
+      name: 'echo_operator_pushes_total',
       help: 'Scenario arrays POSTed to echo endpoints, by result.',
       labelNames: ['result'],
       registers: [registry],
     }),
     pushSeconds: new Histogram({
-      name: 'echo_chaos_operator_push_duration_seconds',
+      name: 'echo_operator_push_duration_seconds',
       help: 'Duration of one POST /scenario to an echo endpoint.',
       buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
       registers: [registry],
     }),
     reconciles: new Counter({
-      name: 'echo_chaos_operator_reconciles_total',
+      name: 'echo_operator_reconciles_total',
       help: 'Reconciles of a work-queue key, by kind and result.',
       labelNames: ['kind', 'result'],
       registers: [registry],
     }),
     reconcileSeconds: new Histogram({
-      name: 'echo_chaos_operator_reconcile_duration_seconds',
+      name: 'echo_operator_reconcile_duration_seconds',
       help: 'Duration of one reconcile of a work-queue key (planning, pushes and status writes), by kind.',
       labelNames: ['kind'],
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers: [registry],
     }),
     watchRestarts: new Counter({
-      name: 'echo_chaos_operator_watch_restarts_total',
+      name: 'echo_operator_watch_restarts_total',
       help: 'Informer restarts after a dropped or failed watch, by resource.',
       labelNames: ['resource'],
       registers: [registry],
     }),
     leader: new Gauge({
-      name: 'echo_chaos_operator_leader',
+      name: 'echo_operator_leader',
       help: '1 while this replica holds the lease.',
       registers: [registry],
     }),
     queueDepth: new Gauge({
-      name: 'echo_chaos_operator_queue_depth',
+      name: 'echo_operator_queue_depth',
       help: 'Keys waiting in the work queue.',
       registers: [registry],
       collect() {
@@ -85,7 +85,7 @@ export function createOperatorMetrics(
       },
     }),
     echoScenarios: new Gauge({
-      name: 'echo_chaos_operator_echoscenarios',
+      name: 'echo_operator_echoscenarios',
       help: 'EchoScenarios by condition, status and reason (every replica counts its cache: aggregate with max).',
       labelNames: ['condition', 'status', 'reason'],
       registers: [registry],

@@ -223,7 +223,7 @@ describe('dashboard echo-chaos.json', () => {
   });
 
   test('dashboard – every query names metrics and labels the service or the operator exports', () => {
-    assert.ok(metrics.has('echo_requests_total') && metrics.has('echo_chaos_operator_echoscenarios'));
+    assert.ok(metrics.has('echo_requests_total') && metrics.has('echo_operator_echoscenarios'));
     assert.deepEqual(dashboardProblems(dashboard, metrics), []);
     const used = new Set(queries(dashboard).flatMap((q) => namesIn(q.expr).metrics));
     for (const name of [
@@ -231,8 +231,8 @@ describe('dashboard echo-chaos.json', () => {
       'echo_faults_injected_total',
       'echo_active_faults',
       'echo_request_duration_seconds_bucket',
-      'echo_chaos_operator_pushes_total',
-      'echo_chaos_operator_echoscenarios',
+      'echo_operator_pushes_total',
+      'echo_operator_echoscenarios',
     ]) {
       assert.ok(used.has(name), name);
     }

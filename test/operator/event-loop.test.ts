@@ -20,7 +20,7 @@ afterEach(() => f?.close());
 test('operator – a backlog of reconciles that write nothing lets the event loop turn between keys', async () => {
   f = await startFixture(3);
   const operator = await f.startOperator();
-  const reconciles = operator.registry.getSingleMetric('echo_chaos_operator_reconciles_total') as Counter;
+  const reconciles = operator.registry.getSingleMetric('echo_operator_reconciles_total') as Counter;
   const total = async () => (await reconciles.get()).values.reduce((n, v) => n + v.value, 0);
   for (let i = 0; i < SCENARIOS; i++) await f.createScenario(`s${i}`, spec(`/s${i}`));
   await until(

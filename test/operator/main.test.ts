@@ -70,7 +70,7 @@ test('echo-chaos-operator – runs from KUBECONFIG (plain http, skipTLSVerify), 
       5000,
     );
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    assert.match(metrics, /echo_chaos_operator_leader 1/);
+    assert.match(metrics, /echo_operator_leader 1/);
     // One registry with obs's series: the config hash, the enforcement mode, the firewall's counter.
     assert.match(metrics, /^obs_config_info\{hash="[0-9a-f]{64}"\} 1$/m);
     assert.match(metrics, /^obs_enforcement_mode\{mode="ENFORCING"\} 1$/m);

@@ -1,5 +1,5 @@
 /**
- * The operator's `/metrics` counts EchoScenarios by condition (`echo_chaos_operator_echoscenarios`),
+ * The operator's `/metrics` counts EchoScenarios by condition (`echo_operator_echoscenarios`),
  * read from its informer cache at each scrape: against the API double (or the KUBECONFIG cluster).
  */
 import assert from 'node:assert/strict';
@@ -35,10 +35,10 @@ describe(`operator metrics against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the A
     const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     const scrape = async () => (await fetch(`${base}/metrics`)).text();
     const count = (text: string, status: string, reason: string) =>
-      sample(text, 'echo_chaos_operator_echoscenarios', { condition: 'Ready', status, reason });
+      sample(text, 'echo_operator_echoscenarios', { condition: 'Ready', status, reason });
     try {
       const empty = await scrape();
-      assert.match(empty, /# TYPE echo_chaos_operator_echoscenarios gauge/);
+      assert.match(empty, /# TYPE echo_operator_echoscenarios gauge/);
       assert.equal(count(empty, 'True', ''), 0);
       await f.createScenario('first', spec('/same'));
       await until('first synced', async () => (await f.readiness('first')).ready?.reason === 'Synced');
@@ -55,9 +55,9 @@ describe(`operator metrics against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the A
       });
       // Every reconcile is timed, by kind (issue #16: reconcile duration histograms).
       const text = await scrape();
-      assert.match(text, /# TYPE echo_chaos_operator_reconcile_duration_seconds histogram/);
+      assert.match(text, /# TYPE echo_operator_reconcile_duration_seconds histogram/);
       for (const kind of ['pod', 'echoscenario']) {
-        const timed = sample(text, 'echo_chaos_operator_reconcile_duration_seconds_count', { kind });
+        const timed = sample(text, 'echo_operator_reconcile_duration_seconds_count', { kind });
         assert.ok(timed > 0, `${kind} reconciles timed: ${timed}`);
       }
     } finally {
@@ -74,7 +74,7 @@ describe(`operator metrics against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the A
     );
     const text = await registry.metrics();
     const count = (status: string, reason: string) =>
-      sample(text, 'echo_chaos_operator_echoscenarios', { condition: 'Ready', status, reason });
+      sample(text, 'echo_operator_echoscenarios', { condition: 'Ready', status, reason });
     assert.equal(count('Unknown', ''), 2);
     assert.equal(count('False', 'Invalid'), 1);
     assert.equal(count('True', ''), 0);

@@ -123,7 +123,7 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
     await f.deleteScenario('one');
     await until('deletion seen after drop and 410', () => allHold(f, '/three,/two'), 2 * TIMEOUT_MS);
     const metrics = await operator.registry.metrics();
-    assert.ok(counter(metrics, 'echo_chaos_operator_watch_restarts_total{resource="echoscenarios"}') >= 1);
+    assert.ok(counter(metrics, 'echo_operator_watch_restarts_total{resource="echoscenarios"}') >= 1);
   });
 
   test('operator – its watches take bookmarks: a dropped watch resumes past a compaction without a new list', async (t) => {
@@ -222,7 +222,7 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
     await new Promise((r) => setTimeout(r, 1500));
     const failures = counter(
       await operator.registry.metrics(),
-      'echo_chaos_operator_pushes_total{result="failure"}',
+      'echo_operator_pushes_total{result="failure"}',
     );
     assert.ok(failures >= 3 && failures <= 8, `failures: ${failures}`);
 
@@ -258,7 +258,7 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(b.isLeader, false);
     const pushesOf = async (o: typeof a) =>
-      counter(await o.registry.metrics(), 'echo_chaos_operator_pushes_total{result="success"}');
+      counter(await o.registry.metrics(), 'echo_operator_pushes_total{result="success"}');
     assert.ok((await pushesOf(a)) >= 5);
     assert.equal(await pushesOf(b), 0, 'the standby pushes nothing');
 
@@ -286,8 +286,8 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
       assert.equal((await fetch(`${base}/healthz`)).status, 200);
       assert.equal((await fetch(`${base}/readyz`)).status, 200);
       const metrics = await (await fetch(`${base}/metrics`)).text();
-      assert.match(metrics, /echo_chaos_operator_leader 1/);
-      assert.match(metrics, /# TYPE echo_chaos_operator_pushes_total counter/);
+      assert.match(metrics, /echo_operator_leader 1/);
+      assert.match(metrics, /# TYPE echo_operator_pushes_total counter/);
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

@@ -19,9 +19,9 @@ afterEach(() => f?.close());
 /** Reconciles by kind (the reconcile histogram's count) and pushes, as the operator counts them. */
 async function counts(operator: Operator) {
   const histogram = operator.registry.getSingleMetric(
-    'echo_chaos_operator_reconcile_duration_seconds',
+    'echo_operator_reconcile_duration_seconds',
   ) as Histogram;
-  const pushes = operator.registry.getSingleMetric('echo_chaos_operator_pushes_total') as Counter;
+  const pushes = operator.registry.getSingleMetric('echo_operator_pushes_total') as Counter;
   const count = (kind: string) =>
     histogram
       .get()
