@@ -1,18 +1,26 @@
 /**
- * Where the service's log lines go: stdout, through pino's sonic-boom, with the lines of one
- * event-loop turn handed over as one string.
+ * Where the service's log lines go: stdout, with the lines of one event-loop turn handed over as
+ * one string, written in the calling thread when stdout takes them at once.
  *
  * Why not sonic-boom alone: its `write` measures the UTF-8 length of the string it is appending to
  * (up to 16 KiB) on every line, so under load each line costs time in proportion to the backlog
  * (≈5 µs a request at 20,000 lines a second, bench/README.md). Here a line is pushed onto an array;
- * once per turn (setImmediate) the array is joined and written, so sonic-boom sees one write per
- * turn and its I/O (asynchronous, EAGAIN retries, the flush at exit) stays as it was.
+ * once per turn (setImmediate) the array is joined and written.
+ *
+ * Why not sonic-boom's asynchronous writes for every turn: each is an `fs.write` on libuv's thread
+ * pool, so every turn paid a hand-over to another thread and back (a futex wake, a thread switch, a
+ * completion callback): ≈11% of a default GET's server CPU (bench/README.md, sixth step). A
+ * descriptor that takes the bytes at once (a file, a terminal, a pipe or socket with room) is
+ * written with `fs.writeSync` instead; only what it does not take (a full pipe: EAGAIN, or a
+ * partial write) goes to sonic-boom, and every turn after that too until sonic-boom has written
+ * it all, so lines stay in order. A pipe or socket is made non-blocking first (libuv does that when
+ * `process.stdout` is opened on one), so a stopped reader never blocks the event loop.
  *
  * Bounded: when stdout does not keep up (a stopped pipe reader), lines beyond `maxPendingChars` in
  * this buffer or `maxBufferedBytes` in sonic-boom's are dropped and counted, instead of the
  * process growing without end.
  */
-import { writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import pino from 'pino';
 
 /** What the destination hands lines to: sonic-boom, or a stand-in in tests. */
@@ -124,13 +132,115 @@ function writeAllSync(fd: number, text: string): void {
   }
 }
 
+/** What {@link DirectSink} hands over what the descriptor did not take to (sonic-boom, or a test's stand-in). */
+export interface BacklogStream {
+  write(chunk: Buffer): boolean;
+  flushSync(): void;
+  flush(cb?: (error?: Error) => void): void;
+  on(event: 'write', listener: (bytes: number) => void): unknown;
+  on(event: 'drop', listener: () => void): unknown;
+}
+
 /**
- * stdout as the service's default log destination: sonic-boom (asynchronous, bounded) behind a
- * {@link TurnBatchedDestination}; what is queued at exit is written before the process ends.
+ * A {@link LineSink} that writes in the calling thread (`fs.writeSync`) what the descriptor takes
+ * at once, and hands the rest to an asynchronous backlog (sonic-boom), through which every later
+ * chunk goes too until the backlog has written all it was given (the order of lines is kept).
+ * A descriptor that reports EPIPE (its reader has gone) is written no more, as pino does.
+ */
+export class DirectSink implements LineSink {
+  readonly #fd: number;
+  readonly #backlog: BacklogStream;
+  readonly #writeSync: (fd: number, text: string) => number;
+  /** Bytes the backlog accepted and has not written yet; while above 0 every chunk goes there. */
+  #backlogBytes = 0;
+  #dropSeen = false;
+  #closed = false;
+
+  constructor(
+    fd: number,
+    backlog: BacklogStream,
+    options: { writeSync?: (fd: number, text: string) => number } = {},
+  ) {
+    this.#fd = fd;
+    this.#backlog = backlog;
+    this.#writeSync = options.writeSync ?? ((target, text) => writeSync(target, text));
+    backlog.on('write', (bytes) => {
+      this.#backlogBytes = Math.max(0, this.#backlogBytes - bytes);
+    });
+    backlog.on('drop', () => {
+      this.#dropSeen = true;
+    });
+  }
+
+  /** Whether chunks are waiting in the backlog (so the next one must wait behind them). */
+  get backlogged(): boolean {
+    return this.#backlogBytes > 0;
+  }
+
+  write(chunk: string): boolean {
+    if (this.#closed) return false;
+    if (this.#backlogBytes > 0) return this.#later(Buffer.from(chunk));
+    let written = 0;
+    try {
+      written = this.#writeSync(this.#fd, chunk);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EPIPE') {
+        this.#closed = true;
+        return false;
+      }
+      if (code !== 'EAGAIN') throw error;
+    }
+    // Most chunks are ASCII, whose UTF-8 length is their length; measure only when that is unsure.
+    if (written === chunk.length && written === Buffer.byteLength(chunk)) return true;
+    if (written === 0) return this.#later(Buffer.from(chunk));
+    const bytes = Buffer.from(chunk);
+    return written >= bytes.length ? true : this.#later(bytes.subarray(written));
+  }
+
+  #later(bytes: Buffer): boolean {
+    this.#dropSeen = false;
+    this.#backlog.write(bytes);
+    if (this.#dropSeen) return false;
+    this.#backlogBytes += bytes.length;
+    return true;
+  }
+
+  flushSync(): void {
+    if (this.#backlogBytes > 0) this.#backlog.flushSync();
+  }
+
+  flush(cb?: (error?: Error) => void): void {
+    this.#backlog.flush(cb);
+  }
+}
+
+function isPipeOrSocket(fd: number): boolean {
+  try {
+    const stat = fstatSync(fd);
+    return stat.isFIFO() || stat.isSocket();
+  } catch {
+    return false; // a closed stdout: its writes fail and are counted as dropped
+  }
+}
+
+/**
+ * stdout as the service's default log destination: a {@link DirectSink} (sonic-boom, asynchronous
+ * and bounded, for what stdout does not take at once) behind a {@link TurnBatchedDestination}; what
+ * is queued at exit is written before the process ends.
  */
 export function stdoutDestination(): TurnBatchedDestination {
-  const sonic = pino.destination({ dest: 1, sync: false, maxLength: MAX_BUFFERED_BYTES });
-  const destination = new TurnBatchedDestination(sonic, { writeSync: (text) => writeAllSync(1, text) });
+  // libuv makes a pipe or socket non-blocking when process.stdout is opened on it: a full pipe then
+  // answers EAGAIN instead of stopping the event loop until its reader catches up.
+  if (isPipeOrSocket(1)) void process.stdout.fd;
+  const sonic = pino.destination({
+    dest: 1,
+    sync: false,
+    maxLength: MAX_BUFFERED_BYTES,
+    contentMode: 'buffer',
+  }) as unknown as BacklogStream & NodeJS.EventEmitter;
+  const sink = new DirectSink(1, sonic);
+  const destination = new TurnBatchedDestination(sink, { writeSync: (text) => writeAllSync(1, text) });
   sonic.on('drop', () => {
     destination.dropped++;
   });
