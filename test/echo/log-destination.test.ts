@@ -108,13 +108,14 @@ describe('TurnBatchedDestination', () => {
 function directHarness(options: { maxBacklogBytes?: number } = {}) {
   const fdWrites: string[] = [];
   const state = { room: Number.POSITIVE_INFINITY, error: undefined as string | undefined };
-  const backlog = Object.assign(new EventEmitter(), {
+  const events = new EventEmitter();
+  const backlog = Object.assign(events, {
     held: [] as Buffer[],
     syncFlushed: 0,
     write(chunk: Buffer) {
       const bytes = this.held.reduce((n, b) => n + b.length, 0);
       if (bytes + chunk.length > (options.maxBacklogBytes ?? Number.POSITIVE_INFINITY)) {
-        this.emit('drop', chunk);
+        events.emit('drop', chunk);
         return false;
       }
       this.held.push(chunk);
@@ -133,7 +134,7 @@ function directHarness(options: { maxBacklogBytes?: number } = {}) {
           rest = 0;
         }
       }
-      this.emit('write', n);
+      events.emit('write', n);
     },
     flushSync() {
       this.syncFlushed++;
