@@ -88,6 +88,8 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
   const end = root[S.endSym] as string;
   const label = `,${JSON.stringify(requestIdLabel)}:`;
   const msgLabel = `,${JSON.stringify(messageKey)}:`;
+  /** `,"key":` of each mixin field, made once rather than on every line. */
+  const keyPrefixes = new Map<string, string>();
 
   return {
     info(request, msg) {
@@ -127,7 +129,13 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
             }
         }
         if (text === undefined) continue;
-        line += `,${JSON.stringify(key)}:${text}`;
+        let prefix = keyPrefixes.get(key);
+        if (prefix === undefined) {
+          prefix = `,${JSON.stringify(key)}:`;
+          // the mixin's keys are few and fixed; a bound keeps a mixin with ever-new keys from growing it
+          if (keyPrefixes.size < 64) keyPrefixes.set(key, prefix);
+        }
+        line += prefix + text;
       }
       line += `${msgLabel}${JSON.stringify(msg)}${end}`;
       stream.write(streamWrite === undefined ? line : streamWrite(line));

@@ -59,7 +59,9 @@ function isLabelObject(value: unknown): value is LabelObject {
 function admitLabelObject<T>(firewall: CardinalityFirewall, meter: string, labels: T): T {
   if (!isLabelObject(labels)) return labels;
   let out: LabelObject | undefined;
-  for (const key of Object.keys(labels)) {
+  // for-in with an own-property check rather than Object.keys: no array per recording.
+  for (const key in labels) {
+    if (!Object.hasOwn(labels, key)) continue;
     const value = labels[key];
     if (value === undefined || value === null) continue;
     const text = Array.isArray(value) ? JSON.stringify(value) : String(value);

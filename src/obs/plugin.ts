@@ -80,8 +80,9 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
 
   app.addHook('onRequest', (_request, reply, done) => {
     obs.requestStarted();
-    // 'close' fires once per response, whether it completed or the client went away.
-    reply.raw.once('close', () => obs.requestFinished());
+    // 'close' fires once per response, whether it completed or the client went away (node guards
+    // it), so `on`: `once` would allocate a wrapper per request.
+    reply.raw.on('close', () => obs.requestFinished());
     done();
   });
   // --- the request context: first, so later hooks and the handler run inside it; then the ---
