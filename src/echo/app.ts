@@ -61,10 +61,12 @@ export type { EchoState, UpgradeHandler } from './state.ts';
 export async function buildApp(config: EchoConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   // Read before anything starts: a token file that cannot be read stops startup.
   const adminToken = await loadAdminToken(config);
-  // Asynchronous stdout: the lines of one event-loop turn are written in one go (log-destination.ts),
-  // bounded when stdout does not keep up, and what is left is written when the process exits.
+  // stdout: the lines of one event-loop turn are written in one go, in this thread when stdout takes
+  // them at once (log-destination.ts), bounded when it does not keep up (the lines dropped are
+  // counted in echo_log_lines_dropped_total), and what is left is written when the process exits.
   // obs's logger options add trace and span ids and mask secrets in every line.
   const obsConfig = options.obs ?? loadObsConfig({ env: {}, defaults: ECHO_OBS_DEFAULTS });
+  const destination = options.logger === undefined ? stdoutDestination() : undefined;
   const logger =
     options.logger ??
     pino(
@@ -73,7 +75,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
         // ISO time reads better, and a 13-digit epoch would look like a card number to the masking.
         base: { level: config.logLevel, timestamp: isoTimestamp },
       }),
-      stdoutDestination(),
+      destination,
     );
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -132,6 +134,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   };
   app.decorate('echo', state);
   state.metrics.watchActiveFaults(() => state.faults.active);
+  if (destination !== undefined) state.metrics.watchLogLinesDropped(() => destination.dropped);
 
   let scenarioFile: { close(): void } | undefined;
   if (options.scenarios !== undefined) state.scenarios.replace([...options.scenarios]);

@@ -215,6 +215,41 @@ export class DirectSink implements LineSink {
   }
 }
 
+/** How long the exit may wait for a stdout that takes nothing (a stopped log reader). */
+export const EXIT_FLUSH_MS = 2000;
+
+/** The part of sonic-boom {@link boundExitFlush} changes. */
+interface SonicRetry {
+  flushSync(): void;
+  retryEAGAIN: (error: Error, writeLength: number, remainingLength: number) => boolean;
+}
+
+/**
+ * sonic-boom's `flushSync` (what it holds, written synchronously; pino calls it at exit) retries
+ * a full pipe every 100 ms for as long as the reader stays stopped, so the process could not end.
+ * Here it gives up after `ms`: what is left is lost (`onGiveUp`), and later calls do nothing.
+ */
+export function boundExitFlush(sonic: SonicRetry, onGiveUp: () => void, ms = EXIT_FLUSH_MS): void {
+  const flushSync = sonic.flushSync.bind(sonic);
+  let gaveUp = false;
+  sonic.flushSync = () => {
+    if (gaveUp) return;
+    const retry = sonic.retryEAGAIN;
+    const deadline = Date.now() + ms;
+    sonic.retryEAGAIN = () => Date.now() < deadline;
+    try {
+      flushSync();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EAGAIN' && code !== 'EBUSY') throw error;
+      gaveUp = true;
+      onGiveUp();
+    } finally {
+      sonic.retryEAGAIN = retry;
+    }
+  };
+}
+
 function isPipeOrSocket(fd: number): boolean {
   try {
     const stat = fstatSync(fd);
@@ -238,10 +273,13 @@ export function stdoutDestination(): TurnBatchedDestination {
     sync: false,
     maxLength: MAX_BUFFERED_BYTES,
     contentMode: 'buffer',
-  }) as unknown as BacklogStream & NodeJS.EventEmitter;
+  }) as unknown as BacklogStream & NodeJS.EventEmitter & SonicRetry;
   const sink = new DirectSink(1, sonic);
   const destination = new TurnBatchedDestination(sink, { writeSync: (text) => writeAllSync(1, text) });
   sonic.on('drop', () => {
+    destination.dropped++;
+  });
+  boundExitFlush(sonic, () => {
     destination.dropped++;
   });
   // pino flushes sonic-boom at exit; the lines still queued here must reach it first.

@@ -33,6 +33,7 @@ export class EchoMetrics implements FaultMeters {
   #activeFaults: () => number = () => 0;
   readonly #connectionsRefused: Counter;
   #openConnections: () => number = () => 0;
+  #logLinesDropped: () => number = () => 0;
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
@@ -94,6 +95,22 @@ export class EchoMetrics implements FaultMeters {
         this.set(metrics.#openConnections());
       },
     });
+    let dropped = 0;
+    new Counter({
+      name: 'echo_log_lines_dropped_total',
+      help: 'Log lines dropped because stdout did not keep up (a stopped or slow log reader): beyond 8 MiB waiting for the next event-loop turn or 16 MiB waiting for stdout',
+      registers: [registry],
+      collect() {
+        const now = metrics.#logLinesDropped();
+        if (now > dropped) this.inc(now - dropped);
+        dropped = Math.max(dropped, now);
+      },
+    });
+  }
+
+  /** Where `echo_log_lines_dropped_total` reads its count (the log destination). */
+  watchLogLinesDropped(read: () => number): void {
+    this.#logLinesDropped = read;
   }
 
   /** Where `echo_open_connections` reads its value (the connection limiter). */

@@ -4,6 +4,7 @@ import { EventEmitter, once } from 'node:events';
 import { describe, it } from 'node:test';
 import {
   type BacklogStream,
+  boundExitFlush,
   DirectSink,
   isoTimestamp,
   TurnBatchedDestination,
@@ -239,7 +240,99 @@ describe('DirectSink', () => {
   });
 });
 
+describe('boundExitFlush', () => {
+  /** sonic-boom's flushSync on a full pipe: retry while retryEAGAIN says so (without its sleep). */
+  function fullPipe(ok = () => false) {
+    const sonic = {
+      calls: 0,
+      retryEAGAIN: (_error: Error, _length: number, _remaining: number) => true,
+      flushSync() {
+        sonic.calls++;
+        for (;;) {
+          if (ok()) return;
+          const error = Object.assign(new Error('EAGAIN'), { code: 'EAGAIN' });
+          if (!sonic.retryEAGAIN(error, 1, 0)) throw error;
+        }
+      },
+    };
+    return sonic;
+  }
+
+  it('gives up on a stdout that takes nothing after its time, once, and does nothing after', () => {
+    const sonic = fullPipe();
+    const original = sonic.retryEAGAIN;
+    let gaveUp = 0;
+    boundExitFlush(sonic, () => gaveUp++, 20);
+    assert.doesNotThrow(() => sonic.flushSync());
+    assert.equal(gaveUp, 1);
+    assert.equal(sonic.retryEAGAIN, original, 'the retry policy is put back');
+    sonic.flushSync();
+    assert.equal(sonic.calls, 1, 'a second flush does not wait again');
+    assert.equal(gaveUp, 1);
+  });
+
+  it('a flush that succeeds gives nothing up; another error still reaches the caller', () => {
+    let polls = 0;
+    const sonic = fullPipe(() => ++polls > 3);
+    let gaveUp = 0;
+    boundExitFlush(sonic, () => gaveUp++, 60_000);
+    sonic.flushSync();
+    assert.equal(gaveUp, 0);
+    const broken = {
+      retryEAGAIN: () => true,
+      flushSync() {
+        throw Object.assign(new Error('EBADF'), { code: 'EBADF' });
+      },
+    };
+    boundExitFlush(broken, () => gaveUp++, 20);
+    assert.throws(() => broken.flushSync(), /EBADF/);
+    assert.equal(gaveUp, 0);
+  });
+});
+
 describe('stdoutDestination on a pipe', () => {
+  it('lets the process exit while its reader has stopped (what is left is lost, not waited for)', async () => {
+    // 600 KiB written to a pipe nobody reads, then exit: the exit's flush must give up, not wait for
+    // a reader that never comes back. The test's reader stays stopped until the process has ended.
+    const script = `
+      import { stdoutDestination } from './src/echo/log-destination.ts';
+      const d = stdoutDestination();
+      const pad = 'x'.repeat(1000);
+      let i = 0;
+      const next = () => {
+        if (i === 600) { process.stderr.write('exiting\\n'); process.exit(0); }
+        d.write(String(i++).padStart(4, '0') + ' ' + pad + '\\n');
+        setImmediate(next);
+      };
+      next();
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: new URL('../..', import.meta.url),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.pause();
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const exited = new Promise<number | null>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`still running with its reader stopped: ${stderr}`));
+      }, 60_000);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve(code);
+      });
+    });
+    try {
+      assert.equal(await exited, 0, stderr);
+      assert.match(stderr, /exiting/);
+    } finally {
+      child.stdout.resume();
+    }
+  });
+
   it('keeps the event loop running while its reader has stopped, and loses no line', async () => {
     // 600 lines of 1 KiB, one a turn: far more than a pipe holds (64 KiB) while nobody reads it.
     // A write that blocked would stop the loop, and 'written' would never reach stderr.

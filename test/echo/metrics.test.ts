@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
+import { Registry } from 'prom-client';
+import { EchoMetrics } from '../../src/echo/metrics.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 
 interface Sample {
@@ -83,6 +85,24 @@ test('metrics – /metrics has the echo series, process_* and nodejs_* with thei
   );
   const chaos = samples.find((s) => s.name === 'echo_chaos_errors_total');
   assert.deepEqual(chaos?.labels, { type: 'chaos' });
+});
+
+test('metrics – echo_log_lines_dropped_total counts what the log destination dropped, never going back', async () => {
+  const metrics = new EchoMetrics(new Registry());
+  const value = async () =>
+    parseSamples(await metrics.registry.metrics()).find((s) => s.name === 'echo_log_lines_dropped_total')
+      ?.value;
+  assert.equal(await value(), 0, 'a counter with no destination watched reads 0');
+  let dropped = 3;
+  metrics.watchLogLinesDropped(() => dropped);
+  assert.equal(await value(), 3);
+  dropped = 10;
+  assert.equal(await value(), 10);
+  assert.equal(await value(), 10, 'a scrape does not count twice');
+  assert.equal(
+    (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'echo_log_lines_dropped_total')?.type,
+    'counter',
+  );
 });
 
 test('metrics – echo_requests_total counts by method, path (query cut) and status', async (t) => {
