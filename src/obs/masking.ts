@@ -123,6 +123,19 @@ const CHARS = (() => {
   return table;
 })();
 
+/**
+ * The first two letters (lower case) of each keyword of {@link SECRET_STARTS}, as `first * 128 +
+ * second`: most letters that start a keyword in a log line are not followed by its second letter,
+ * and this tells so in one look instead of a comparison per keyword.
+ */
+const SECRET_PAIRS = (() => {
+  const table = new Uint8Array(128 * 128);
+  SECRET_STARTS.forEach((words, c) => {
+    for (const word of words ?? []) table[c * 128 + word.charCodeAt(1)] = 1;
+  });
+  return table;
+})();
+
 function startsWithWord(text: string, at: number, word: string): boolean {
   if (at + word.length > text.length) return false;
   // ASCII letters only: `| 0x20` lowers A-Z and maps no other character onto a-z.
@@ -173,6 +186,9 @@ export function mayHoldSecret(text: string): boolean {
     before = previous = group = 0;
     if (kind === AT) return true;
     if (kind === WORD_START) {
+      // ASCII letters only: `| 0x20` lowers A-Z and maps no other character onto a-z.
+      const next = i + 1 < text.length ? text.charCodeAt(i + 1) | 0x20 : 0;
+      if (next >= 0x80 || SECRET_PAIRS[(c | 0x20) * 128 + next] === 0) continue;
       // Indexed, not for-of: this runs on every log line, and the iterator was allocated each time.
       const words = SECRET_STARTS[c | 0x20]!;
       for (let w = 0; w < words.length; w++) if (startsWithWord(text, i, words[w]!)) return true;
