@@ -7,34 +7,35 @@
  * (≈5 µs a request at 20,000 lines a second, bench/README.md). Here a line is pushed onto an array;
  * once per turn (setImmediate) the array is joined and written.
  *
- * Why not sonic-boom's asynchronous writes for every turn: each is an `fs.write` on libuv's thread
- * pool, so every turn paid a hand-over to another thread and back (a futex wake, a thread switch, a
- * completion callback): ≈11% of a default GET's server CPU (bench/README.md, sixth step). A
- * descriptor that takes the bytes at once (a file, a terminal, a pipe or socket with room) is
- * written with `fs.writeSync` instead; only what it does not take (a full pipe: EAGAIN, or a
- * partial write) goes to sonic-boom, and every turn after that too until sonic-boom has written
- * it all, so lines stay in order. A pipe or socket is made non-blocking first (libuv does that when
- * `process.stdout` is opened on one), so a stopped reader never blocks the event loop.
+ * Why not sonic-boom's asynchronous writes, as before: each turn's write was an `fs.write` on
+ * libuv's thread pool, so every turn paid a hand-over to another thread and back (a futex wake, a
+ * thread switch, a completion callback): about a tenth of a default GET's server CPU
+ * (bench/README.md, sixth step). And on a full pipe sonic-boom waits 100 ms before it tries again,
+ * which would cap a reader that is only a little behind at a pipe's worth (64 KiB) per 100 ms.
+ * Here ({@link DirectStdout}) what stdout takes at once (a file, a terminal, a pipe or socket with
+ * room) is written with `fs.writeSync`; the rest waits in a bounded queue, retried within 1 to
+ * 64 ms. A pipe or socket is made non-blocking first (libuv does that when `process.stdout` is
+ * opened on one), so a stopped reader never blocks the event loop.
  *
  * Bounded: when stdout does not keep up (a stopped pipe reader), lines beyond `maxPendingChars` in
- * this buffer or `maxBufferedBytes` in sonic-boom's are dropped and counted, instead of the
- * process growing without end.
+ * this buffer or {@link MAX_BUFFERED_BYTES} waiting for stdout are dropped and counted, instead of
+ * the process growing without end; at exit, a stopped reader holds the process back
+ * {@link EXIT_FLUSH_MS} at most.
  */
 import { fstatSync, writeSync } from 'node:fs';
-import pino from 'pino';
 
-/** What the destination hands lines to: sonic-boom, or a stand-in in tests. */
+/** What the destination hands lines to: {@link DirectStdout}, or a stand-in in tests. */
 export interface LineSink {
   write(chunk: string): boolean;
-  /** Writes what the sink holds, synchronously (sonic-boom's `flushSync`). */
+  /** Writes what the sink holds, synchronously (at exit). */
   flushSync?(): void;
-  /** Writes what the sink holds, then calls back (sonic-boom's `flush`). */
+  /** Calls back once the sink holds nothing (pino's `flush`). */
   flush?(cb?: (error?: Error) => void): void;
 }
 
 /** Default bound of the lines waiting for the next turn (characters). */
 export const MAX_PENDING_CHARS = 8 * 1024 * 1024;
-/** Default bound of what sonic-boom holds while stdout is slow (bytes). */
+/** Default bound of what waits for stdout while it is slow (bytes). */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 export class TurnBatchedDestination {
@@ -44,7 +45,7 @@ export class TurnBatchedDestination {
   #pending: string[] = [];
   #pendingChars = 0;
   #scheduled = false;
-  /** Lines dropped because stdout did not keep up (here or in sonic-boom). */
+  /** Lines dropped because stdout did not keep up (here or in the sink). */
   dropped = 0;
 
   readonly #writeSync: (text: string) => void;
@@ -119,136 +120,184 @@ export class TurnBatchedDestination {
   }
 }
 
-/** `fs.writeSync` of all of `text` to `fd`, retrying a non-blocking descriptor that is full (bounded). */
-function writeAllSync(fd: number, text: string): void {
-  let rest = Buffer.from(text);
-  for (let attempts = 0; rest.length > 0 && attempts < 1000; attempts++) {
-    try {
-      rest = rest.subarray(writeSync(fd, rest));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
-    }
-  }
-}
+/** Writes bytes to a descriptor and says how many it took (`fs.writeSync`); throws EAGAIN when none. */
+export type WriteFd = (fd: number, data: string | Uint8Array) => number;
 
-/** What {@link DirectSink} hands over what the descriptor did not take to (sonic-boom, or a test's stand-in). */
-export interface BacklogStream {
-  write(chunk: Buffer): boolean;
-  flushSync(): void;
-  flush(cb?: (error?: Error) => void): void;
-  on(event: 'write', listener: (bytes: number) => void): unknown;
-  on(event: 'drop', listener: () => void): unknown;
+/** The first retry of what stdout did not take, and the longest wait between retries (ms). */
+export const RETRY_MIN_MS = 1;
+export const RETRY_MAX_MS = 64;
+
+function newlines(bytes: Uint8Array): number {
+  let lines = 0;
+  for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) lines++;
+  return Math.max(1, lines);
 }
 
 /**
- * A {@link LineSink} that writes in the calling thread (`fs.writeSync`) what the descriptor takes
- * at once, and hands the rest to an asynchronous backlog (sonic-boom), through which every later
- * chunk goes too until the backlog has written all it was given (the order of lines is kept).
- * A descriptor that reports EPIPE (its reader has gone) is written no more, as pino does.
+ * A {@link LineSink} that writes stdout in the calling thread (`fs.writeSync`). What the descriptor
+ * does not take at once (EAGAIN from a full pipe, or a partial write) waits in a bounded queue,
+ * every later chunk behind it (lines keep their order), and is retried on a timer: after 1 ms, then
+ * twice as long each time nothing goes through, up to 64 ms, and after 1 ms again once something
+ * did. So a reader that falls a little behind is kept up with at its own speed, and a stopped one
+ * costs a failed write now and then. A descriptor that reports EPIPE (its reader has gone) is
+ * written no more, as pino does; so is one that fails otherwise while the queue drains.
  */
-export class DirectSink implements LineSink {
+export class DirectStdout implements LineSink {
   readonly #fd: number;
-  readonly #backlog: BacklogStream;
-  readonly #writeSync: (fd: number, text: string) => number;
-  /** Bytes the backlog accepted and has not written yet; while above 0 every chunk goes there. */
-  #backlogBytes = 0;
-  #dropSeen = false;
+  readonly #write: WriteFd;
+  readonly #maxQueuedBytes: number;
+  readonly #onDrop: (lines: number) => void;
+  readonly #schedule: (retry: () => void, ms: number) => void;
+  #queue: Uint8Array[] = [];
+  #queuedBytes = 0;
+  #armed = false;
+  #delay = RETRY_MIN_MS;
   #closed = false;
+  #gaveUp = false;
+  #waiters: Array<(error?: Error) => void> = [];
 
   constructor(
     fd: number,
-    backlog: BacklogStream,
-    options: { writeSync?: (fd: number, text: string) => number } = {},
+    options: {
+      write?: WriteFd;
+      maxQueuedBytes?: number;
+      /** Told how many lines were dropped (the queue was full, or stdout is gone). */
+      onDrop?: (lines: number) => void;
+      /** Runs `retry` after `ms` (default: an unref'd setTimeout, so a backlog never holds the process). */
+      schedule?: (retry: () => void, ms: number) => void;
+    } = {},
   ) {
     this.#fd = fd;
-    this.#backlog = backlog;
-    this.#writeSync = options.writeSync ?? ((target, text) => writeSync(target, text));
-    backlog.on('write', (bytes) => {
-      this.#backlogBytes = Math.max(0, this.#backlogBytes - bytes);
-    });
-    backlog.on('drop', () => {
-      this.#dropSeen = true;
-    });
+    this.#write =
+      options.write ??
+      ((target, data) => (typeof data === 'string' ? writeSync(target, data) : writeSync(target, data)));
+    this.#maxQueuedBytes = options.maxQueuedBytes ?? MAX_BUFFERED_BYTES;
+    this.#onDrop = options.onDrop ?? (() => {});
+    this.#schedule = options.schedule ?? ((retry, ms) => setTimeout(retry, ms).unref());
   }
 
-  /** Whether chunks are waiting in the backlog (so the next one must wait behind them). */
-  get backlogged(): boolean {
-    return this.#backlogBytes > 0;
+  /** Bytes waiting for stdout. */
+  get queuedBytes(): number {
+    return this.#queuedBytes;
   }
 
   write(chunk: string): boolean {
     if (this.#closed) return false;
-    if (this.#backlogBytes > 0) return this.#later(Buffer.from(chunk));
+    if (this.#queue.length > 0) return this.#enqueue(Buffer.from(chunk));
     let written = 0;
     try {
-      written = this.#writeSync(this.#fd, chunk);
+      written = this.#write(this.#fd, chunk);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'EPIPE') {
-        this.#closed = true;
+        this.#close(newlines(Buffer.from(chunk)));
         return false;
       }
       if (code !== 'EAGAIN') throw error;
     }
     // Most chunks are ASCII, whose UTF-8 length is their length; measure only when that is unsure.
     if (written === chunk.length && written === Buffer.byteLength(chunk)) return true;
-    if (written === 0) return this.#later(Buffer.from(chunk));
     const bytes = Buffer.from(chunk);
-    return written >= bytes.length ? true : this.#later(bytes.subarray(written));
+    if (written >= bytes.length) return true;
+    return this.#enqueue(written === 0 ? bytes : bytes.subarray(written));
   }
 
-  #later(bytes: Buffer): boolean {
-    this.#dropSeen = false;
-    this.#backlog.write(bytes);
-    if (this.#dropSeen) return false;
-    this.#backlogBytes += bytes.length;
+  #enqueue(bytes: Uint8Array): boolean {
+    if (this.#queuedBytes + bytes.length > this.#maxQueuedBytes) {
+      this.#onDrop(newlines(bytes));
+      return false;
+    }
+    this.#queue.push(bytes);
+    this.#queuedBytes += bytes.length;
+    this.#arm();
     return true;
   }
 
-  flushSync(): void {
-    if (this.#backlogBytes > 0) this.#backlog.flushSync();
+  #arm(): void {
+    if (this.#armed || this.#closed) return;
+    this.#armed = true;
+    this.#schedule(this.#retry, this.#delay);
   }
 
+  readonly #retry = (): void => {
+    this.#armed = false;
+    const progressed = this.#writeQueued();
+    if (this.#queue.length === 0) {
+      this.#delay = RETRY_MIN_MS;
+      this.#settle();
+      return;
+    }
+    this.#delay = progressed ? RETRY_MIN_MS : Math.min(this.#delay * 2, RETRY_MAX_MS);
+    this.#arm();
+  };
+
+  /** Writes from the queue until it is empty or stdout takes no more; whether anything went. */
+  #writeQueued(): boolean {
+    let progressed = false;
+    while (this.#queue.length > 0 && !this.#closed) {
+      const head = this.#queue[0]!;
+      let written: number;
+      try {
+        written = this.#write(this.#fd, head);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return progressed;
+        // EPIPE (the reader has gone) or a descriptor that fails otherwise: nothing more will go.
+        this.#close(0);
+        return progressed;
+      }
+      if (written > 0) progressed = true;
+      this.#queuedBytes -= written;
+      if (written >= head.length) this.#queue.shift();
+      else this.#queue[0] = head.subarray(written);
+    }
+    return progressed;
+  }
+
+  #close(alsoDropped: number): void {
+    this.#closed = true;
+    let lines = alsoDropped;
+    for (const bytes of this.#queue) lines += newlines(bytes);
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    if (lines > 0) this.#onDrop(lines);
+    this.#settle();
+  }
+
+  #settle(): void {
+    for (const waiter of this.#waiters.splice(0)) waiter();
+  }
+
+  /**
+   * Writes what waits, synchronously (at exit, when no timer will run again), for up to `ms`
+   * altogether: a reader that stays stopped holds the exit back that long, then what is left is
+   * dropped. Once it has given up, later calls wait no more.
+   */
+  flushSync(ms = EXIT_FLUSH_MS): void {
+    const deadline = Date.now() + (this.#gaveUp ? 0 : ms);
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (;;) {
+      this.#writeQueued();
+      if (this.#queue.length === 0) return;
+      if (Date.now() >= deadline) break;
+      Atomics.wait(pause, 0, 0, 5);
+    }
+    this.#gaveUp = true;
+    let lines = 0;
+    for (const bytes of this.#queue) lines += newlines(bytes);
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    this.#onDrop(lines);
+  }
+
+  /** Calls back once nothing waits for stdout (pino's `flush`). */
   flush(cb?: (error?: Error) => void): void {
-    this.#backlog.flush(cb);
+    if (this.#queue.length === 0) cb?.();
+    else if (cb !== undefined) this.#waiters.push(cb);
   }
 }
 
 /** How long the exit may wait for a stdout that takes nothing (a stopped log reader). */
 export const EXIT_FLUSH_MS = 2000;
-
-/** The part of sonic-boom {@link boundExitFlush} changes. */
-interface SonicRetry {
-  flushSync(): void;
-  retryEAGAIN: (error: Error, writeLength: number, remainingLength: number) => boolean;
-}
-
-/**
- * sonic-boom's `flushSync` (what it holds, written synchronously; pino calls it at exit) retries
- * a full pipe every 100 ms for as long as the reader stays stopped, so the process could not end.
- * Here it gives up after `ms`: what is left is lost (`onGiveUp`), and later calls do nothing.
- */
-export function boundExitFlush(sonic: SonicRetry, onGiveUp: () => void, ms = EXIT_FLUSH_MS): void {
-  const flushSync = sonic.flushSync.bind(sonic);
-  let gaveUp = false;
-  sonic.flushSync = () => {
-    if (gaveUp) return;
-    const retry = sonic.retryEAGAIN;
-    const deadline = Date.now() + ms;
-    sonic.retryEAGAIN = () => Date.now() < deadline;
-    try {
-      flushSync();
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'EAGAIN' && code !== 'EBUSY') throw error;
-      gaveUp = true;
-      onGiveUp();
-    } finally {
-      sonic.retryEAGAIN = retry;
-    }
-  };
-}
 
 function isPipeOrSocket(fd: number): boolean {
   try {
@@ -260,29 +309,27 @@ function isPipeOrSocket(fd: number): boolean {
 }
 
 /**
- * stdout as the service's default log destination: a {@link DirectSink} (sonic-boom, asynchronous
- * and bounded, for what stdout does not take at once) behind a {@link TurnBatchedDestination}; what
- * is queued at exit is written before the process ends.
+ * stdout as the service's default log destination: a {@link DirectStdout} behind a
+ * {@link TurnBatchedDestination}; what waits at exit is written before the process ends, for up
+ * to {@link EXIT_FLUSH_MS}.
  */
 export function stdoutDestination(): TurnBatchedDestination {
   // libuv makes a pipe or socket non-blocking when process.stdout is opened on it: a full pipe then
   // answers EAGAIN instead of stopping the event loop until its reader catches up.
   if (isPipeOrSocket(1)) void process.stdout.fd;
-  const sonic = pino.destination({
-    dest: 1,
-    sync: false,
-    maxLength: MAX_BUFFERED_BYTES,
-    contentMode: 'buffer',
-  }) as unknown as BacklogStream & NodeJS.EventEmitter & SonicRetry;
-  const sink = new DirectSink(1, sonic);
-  const destination = new TurnBatchedDestination(sink, { writeSync: (text) => writeAllSync(1, text) });
-  sonic.on('drop', () => {
-    destination.dropped++;
+  let destination: TurnBatchedDestination | undefined;
+  const stdout = new DirectStdout(1, {
+    onDrop: (lines) => {
+      if (destination !== undefined) destination.dropped += lines;
+    },
   });
-  boundExitFlush(sonic, () => {
-    destination.dropped++;
+  destination = new TurnBatchedDestination(stdout, {
+    // at exit: the lines of the last turn join what waits, then all of it is written
+    writeSync: (text) => {
+      stdout.write(text);
+      stdout.flushSync();
+    },
   });
-  // pino flushes sonic-boom at exit; the lines still queued here must reach it first.
   process.once('exit', () => {
     try {
       destination.flushSync();

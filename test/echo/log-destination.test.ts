@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { EventEmitter, once } from 'node:events';
+import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import {
-  type BacklogStream,
-  boundExitFlush,
-  DirectSink,
+  DirectStdout,
   isoTimestamp,
+  RETRY_MAX_MS,
+  RETRY_MIN_MS,
   TurnBatchedDestination,
 } from '../../src/echo/log-destination.ts';
 
@@ -105,188 +105,160 @@ describe('TurnBatchedDestination', () => {
   });
 });
 
-/** A descriptor that takes what `room` allows (EAGAIN when none), and a backlog that holds what it is given. */
-function directHarness(options: { maxBacklogBytes?: number } = {}) {
-  const fdWrites: string[] = [];
+/**
+ * A descriptor that takes what `room` allows (EAGAIN when none, or the error in `error`), and a
+ * schedule that runs a retry only when told.
+ */
+function stdoutHarness(options: { maxQueuedBytes?: number } = {}) {
+  const taken: Buffer[] = [];
   const state = { room: Number.POSITIVE_INFINITY, error: undefined as string | undefined };
-  const events = new EventEmitter();
-  const backlog = Object.assign(events, {
-    held: [] as Buffer[],
-    syncFlushed: 0,
-    write(chunk: Buffer) {
-      const bytes = this.held.reduce((n, b) => n + b.length, 0);
-      if (bytes + chunk.length > (options.maxBacklogBytes ?? Number.POSITIVE_INFINITY)) {
-        events.emit('drop', chunk);
-        return false;
-      }
-      this.held.push(chunk);
-      return true;
-    },
-    /** sonic-boom's 'write' event once it has written the first `n` bytes it holds. */
-    written(n: number) {
-      let rest = n;
-      while (rest > 0 && this.held.length > 0) {
-        const first = this.held[0]!;
-        if (first.length <= rest) {
-          rest -= first.length;
-          this.held.shift();
-        } else {
-          this.held[0] = first.subarray(rest);
-          rest = 0;
-        }
-      }
-      events.emit('write', n);
-    },
-    flushSync() {
-      this.syncFlushed++;
-    },
-    flush(cb?: () => void) {
-      cb?.();
-    },
-  });
-  const sink = new DirectSink(7, backlog as unknown as BacklogStream, {
-    writeSync(fd, text) {
+  const retries: Array<{ retry: () => void; ms: number }> = [];
+  const drops: number[] = [];
+  const stdout = new DirectStdout(7, {
+    ...options,
+    write(fd, data) {
       assert.equal(fd, 7);
       if (state.error !== undefined) throw Object.assign(new Error(state.error), { code: state.error });
-      const bytes = Buffer.from(text);
       if (state.room <= 0) throw Object.assign(new Error('EAGAIN'), { code: 'EAGAIN' });
+      const bytes = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data);
       const n = Math.min(bytes.length, state.room);
-      fdWrites.push(bytes.subarray(0, n).toString('latin1'));
+      taken.push(bytes.subarray(0, n));
       if (Number.isFinite(state.room)) state.room -= n;
       return n;
     },
+    onDrop: (lines) => drops.push(lines),
+    schedule: (retry, ms) => retries.push({ retry, ms }),
   });
-  return { sink, backlog, state, fdWrites };
+  const text = () => Buffer.concat(taken).toString();
+  const runRetry = () => {
+    const next = retries.shift();
+    assert.ok(next, 'a retry was scheduled');
+    next.retry();
+    return next.ms;
+  };
+  return { stdout, state, retries, drops, text, runRetry };
 }
 
-describe('DirectSink', () => {
-  it('writes in the calling thread what the descriptor takes, and leaves the backlog alone', () => {
-    const h = directHarness();
-    assert.equal(h.sink.write('a\n'), true);
-    assert.equal(h.sink.write('é\n'), true, 'a chunk whose UTF-8 is longer than its length');
-    assert.deepEqual(h.fdWrites, ['a\n', Buffer.from('é\n').toString('latin1')]);
-    assert.deepEqual(h.backlog.held, []);
-    assert.equal(h.sink.backlogged, false);
+describe('DirectStdout', () => {
+  it('writes in the calling thread what the descriptor takes, and schedules nothing', () => {
+    const h = stdoutHarness();
+    assert.equal(h.stdout.write('a\n'), true);
+    assert.equal(h.stdout.write('é\n'), true, 'a chunk whose UTF-8 is longer than its length');
+    assert.equal(h.text(), 'a\né\n');
+    assert.equal(h.retries.length, 0);
+    assert.equal(h.stdout.queuedBytes, 0);
   });
 
-  it('hands a chunk a full descriptor refused to the backlog, and the next ones behind it', () => {
-    const h = directHarness();
+  it('queues what a full descriptor refused, and the next chunks behind it, in order', () => {
+    const h = stdoutHarness();
     h.state.room = 0;
-    assert.equal(h.sink.write('first\n'), true);
+    assert.equal(h.stdout.write('first\n'), true);
     h.state.room = Number.POSITIVE_INFINITY;
-    assert.equal(h.sink.write('second\n'), true);
-    assert.deepEqual(h.fdWrites, [], 'nothing overtakes the backlog');
-    assert.deepEqual(
-      h.backlog.held.map((b) => b.toString()),
-      ['first\n', 'second\n'],
-    );
-    assert.equal(h.sink.backlogged, true);
-    h.backlog.written(6);
-    assert.equal(h.sink.write('third\n'), true);
-    assert.equal(h.backlog.held.length, 2, 'still behind what the backlog holds');
-    h.backlog.written(14);
-    assert.equal(h.sink.backlogged, false);
-    assert.equal(h.sink.write('fourth\n'), true);
-    assert.deepEqual(h.fdWrites, ['fourth\n'], 'written at once again when the backlog is empty');
+    assert.equal(h.stdout.write('second\n'), true);
+    assert.equal(h.text(), '', 'nothing overtakes the queue');
+    assert.equal(h.retries.length, 1, 'one retry armed, not one per chunk');
+    assert.equal(h.runRetry(), RETRY_MIN_MS);
+    assert.equal(h.text(), 'first\nsecond\n');
+    assert.equal(h.stdout.queuedBytes, 0);
+    assert.equal(h.stdout.write('third\n'), true);
+    assert.equal(h.text(), 'first\nsecond\nthird\n', 'written at once again when nothing waits');
   });
 
-  it('after a partial write, the backlog gets exactly the bytes not written, a split character whole', () => {
-    const h = directHarness();
+  it('after a partial write, the rest is exactly the bytes not written, a split character whole', () => {
+    const h = stdoutHarness();
     const chunk = 'ab€cd\n'; // € is 3 bytes in UTF-8
     h.state.room = 3; // 'ab' and the first byte of '€'
-    assert.equal(h.sink.write(chunk), true);
-    const all = Buffer.concat([Buffer.from(h.fdWrites[0]!, 'latin1'), ...h.backlog.held]);
-    assert.equal(all.toString(), chunk);
-    assert.equal(h.backlog.held[0]!.length, Buffer.byteLength(chunk) - 3);
+    assert.equal(h.stdout.write(chunk), true);
+    assert.equal(h.stdout.queuedBytes, Buffer.byteLength(chunk) - 3);
+    h.state.room = Number.POSITIVE_INFINITY;
+    h.runRetry();
+    assert.equal(h.text(), chunk);
   });
 
-  it('stops writing once the reader has gone (EPIPE), as pino does', () => {
-    const h = directHarness();
+  it('retries a stopped reader less and less often, and soon again once something went', () => {
+    const h = stdoutHarness();
+    h.state.room = 0;
+    h.stdout.write('x\n');
+    const delays: number[] = [];
+    for (let i = 0; i < 9; i++) delays.push(h.runRetry());
+    assert.deepEqual(
+      delays,
+      [1, 2, 4, 8, 16, 32, 64, 64, 64].map((ms) => Math.min(ms, RETRY_MAX_MS)),
+    );
+    h.state.room = 1; // one byte goes
+    h.runRetry();
+    assert.equal(h.retries[0]?.ms, RETRY_MIN_MS, 'progress: the next retry comes soon');
+    h.state.room = Number.POSITIVE_INFINITY;
+    h.runRetry();
+    assert.equal(h.text(), 'x\n');
+    assert.equal(h.retries.length, 0, 'nothing left: no retry armed');
+  });
+
+  it('drops and counts the lines of a chunk that would pass its bound', () => {
+    const h = stdoutHarness({ maxQueuedBytes: 8 });
+    h.state.room = 0;
+    assert.equal(h.stdout.write('0123\n'), true);
+    assert.equal(h.stdout.write('a\nb\nc\n'), false, 'over the bound: dropped');
+    assert.deepEqual(h.drops, [3]);
+    h.state.room = Number.POSITIVE_INFINITY;
+    h.runRetry();
+    assert.equal(h.text(), '0123\n');
+  });
+
+  it('stops writing once the reader has gone (EPIPE), counting what waited', () => {
+    const h = stdoutHarness();
+    h.state.room = 0;
+    h.stdout.write('waiting\n');
     h.state.error = 'EPIPE';
-    assert.equal(h.sink.write('lost\n'), false);
+    h.runRetry();
+    assert.deepEqual(h.drops, [1]);
     h.state.error = undefined;
-    assert.equal(h.sink.write('also lost\n'), false);
-    assert.deepEqual(h.fdWrites, []);
-    assert.deepEqual(h.backlog.held, []);
+    h.state.room = Number.POSITIVE_INFINITY;
+    assert.equal(h.stdout.write('after\n'), false);
+    assert.equal(h.text(), '');
+    assert.equal(h.retries.length, 0);
   });
 
   it('other errors reach the caller (the destination counts the lines as dropped)', () => {
-    const h = directHarness();
+    const h = stdoutHarness();
     h.state.error = 'EBADF';
-    assert.throws(() => h.sink.write('x\n'), /EBADF/);
-    const destination = new TurnBatchedDestination(h.sink, { schedule: (flush) => flush() });
+    assert.throws(() => h.stdout.write('x\n'), /EBADF/);
+    const destination = new TurnBatchedDestination(h.stdout, { schedule: (flush) => flush() });
     destination.write('y\n');
     assert.equal(destination.dropped, 1);
   });
 
-  it('a chunk the bounded backlog drops is not waited for', () => {
-    const h = directHarness({ maxBacklogBytes: 8 });
+  it('flush calls back at once when nothing waits, else once the queue has gone', () => {
+    const h = stdoutHarness();
+    let calls = 0;
+    h.stdout.flush(() => calls++);
+    assert.equal(calls, 1);
     h.state.room = 0;
-    assert.equal(h.sink.write('0123456789\n'), false, 'over the bound: dropped');
-    assert.equal(h.sink.backlogged, false);
+    h.stdout.write('x\n');
+    h.stdout.flush(() => calls++);
+    assert.equal(calls, 1);
     h.state.room = Number.POSITIVE_INFINITY;
-    assert.equal(h.sink.write('next\n'), true);
-    assert.deepEqual(h.fdWrites, ['next\n']);
+    h.runRetry();
+    assert.equal(calls, 2);
   });
 
-  it('flushSync writes the backlog only when it holds something', () => {
-    const h = directHarness();
-    h.sink.flushSync();
-    assert.equal(h.backlog.syncFlushed, 0);
+  it('flushSync writes what waits, gives up on a stdout that takes nothing, and waits only once', () => {
+    const h = stdoutHarness();
     h.state.room = 0;
-    h.sink.write('held\n');
-    h.sink.flushSync();
-    assert.equal(h.backlog.syncFlushed, 1);
-  });
-});
-
-describe('boundExitFlush', () => {
-  /** sonic-boom's flushSync on a full pipe: retry while retryEAGAIN says so (without its sleep). */
-  function fullPipe(ok = () => false) {
-    const sonic = {
-      calls: 0,
-      retryEAGAIN: (_error: Error, _length: number, _remaining: number) => true,
-      flushSync() {
-        sonic.calls++;
-        for (;;) {
-          if (ok()) return;
-          const error = Object.assign(new Error('EAGAIN'), { code: 'EAGAIN' });
-          if (!sonic.retryEAGAIN(error, 1, 0)) throw error;
-        }
-      },
-    };
-    return sonic;
-  }
-
-  it('gives up on a stdout that takes nothing after its time, once, and does nothing after', () => {
-    const sonic = fullPipe();
-    const original = sonic.retryEAGAIN;
-    let gaveUp = 0;
-    boundExitFlush(sonic, () => gaveUp++, 20);
-    assert.doesNotThrow(() => sonic.flushSync());
-    assert.equal(gaveUp, 1);
-    assert.equal(sonic.retryEAGAIN, original, 'the retry policy is put back');
-    sonic.flushSync();
-    assert.equal(sonic.calls, 1, 'a second flush does not wait again');
-    assert.equal(gaveUp, 1);
-  });
-
-  it('a flush that succeeds gives nothing up; another error still reaches the caller', () => {
-    let polls = 0;
-    const sonic = fullPipe(() => ++polls > 3);
-    let gaveUp = 0;
-    boundExitFlush(sonic, () => gaveUp++, 60_000);
-    sonic.flushSync();
-    assert.equal(gaveUp, 0);
-    const broken = {
-      retryEAGAIN: () => true,
-      flushSync() {
-        throw Object.assign(new Error('EBADF'), { code: 'EBADF' });
-      },
-    };
-    boundExitFlush(broken, () => gaveUp++, 20);
-    assert.throws(() => broken.flushSync(), /EBADF/);
-    assert.equal(gaveUp, 0);
+    h.stdout.write('a\nb\n');
+    h.stdout.flushSync(20);
+    assert.deepEqual(h.drops, [2], 'given up: the lines are counted as dropped');
+    assert.equal(h.stdout.queuedBytes, 0);
+    h.stdout.write('c\n');
+    h.stdout.flushSync(60_000); // would wait a minute if it waited again
+    assert.deepEqual(h.drops, [2, 1]);
+    const ok = stdoutHarness();
+    ok.state.room = 0;
+    ok.stdout.write('d\n');
+    ok.state.room = Number.POSITIVE_INFINITY;
+    ok.stdout.flushSync(60_000);
+    assert.equal(ok.text(), 'd\n');
+    assert.deepEqual(ok.drops, []);
   });
 });
 
