@@ -168,9 +168,8 @@ export class DirectStdout implements LineSink {
     } = {},
   ) {
     this.#fd = fd;
-    this.#write =
-      options.write ??
-      ((target, data) => (typeof data === 'string' ? writeSync(target, data) : writeSync(target, data)));
+    // writeSync takes a string or bytes; its typings split the two into overloads
+    this.#write = options.write ?? ((target, data) => writeSync(target, data as Uint8Array));
     this.#maxQueuedBytes = options.maxQueuedBytes ?? MAX_BUFFERED_BYTES;
     this.#onDrop = options.onDrop ?? (() => {});
     this.#schedule = options.schedule ?? ((retry, ms) => setTimeout(retry, ms).unref());
@@ -255,12 +254,18 @@ export class DirectStdout implements LineSink {
 
   #close(alsoDropped: number): void {
     this.#closed = true;
-    let lines = alsoDropped;
+    const lines = alsoDropped + this.#dropQueue();
+    if (lines > 0) this.#onDrop(lines);
+    this.#settle();
+  }
+
+  /** Empties the queue; the lines it held. */
+  #dropQueue(): number {
+    let lines = 0;
     for (const bytes of this.#queue) lines += newlines(bytes);
     this.#queue = [];
     this.#queuedBytes = 0;
-    if (lines > 0) this.#onDrop(lines);
-    this.#settle();
+    return lines;
   }
 
   #settle(): void {
@@ -282,11 +287,7 @@ export class DirectStdout implements LineSink {
       Atomics.wait(pause, 0, 0, 5);
     }
     this.#gaveUp = true;
-    let lines = 0;
-    for (const bytes of this.#queue) lines += newlines(bytes);
-    this.#queue = [];
-    this.#queuedBytes = 0;
-    this.#onDrop(lines);
+    this.#onDrop(this.#dropQueue());
   }
 
   /** Calls back once nothing waits for stdout (pino's `flush`). */

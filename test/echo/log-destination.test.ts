@@ -262,27 +262,37 @@ describe('DirectStdout', () => {
   });
 });
 
+/**
+ * A process that writes 600 lines of 1 KiB through stdoutDestination, one a turn (far more than a
+ * pipe holds, 64 KiB), to a stdout pipe nobody reads yet; when done it writes `done` to stderr
+ * and, with `exit`, exits at once.
+ */
+function pipeWriter(done: string, exit: boolean) {
+  const script = `
+    import { stdoutDestination } from './src/echo/log-destination.ts';
+    const d = stdoutDestination();
+    const pad = 'x'.repeat(1000);
+    let i = 0;
+    const next = () => {
+      if (i === 600) { process.stderr.write('${done}\\n'); ${exit ? 'process.exit(0);' : 'return;'} }
+      d.write(String(i++).padStart(4, '0') + ' ' + pad + '\\n');
+      setImmediate(next);
+    };
+    next();
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: new URL('../..', import.meta.url),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.pause();
+  return child;
+}
+
 describe('stdoutDestination on a pipe', () => {
   it('lets the process exit while its reader has stopped (what is left is lost, not waited for)', async () => {
     // 600 KiB written to a pipe nobody reads, then exit: the exit's flush must give up, not wait for
     // a reader that never comes back. The test's reader stays stopped until the process has ended.
-    const script = `
-      import { stdoutDestination } from './src/echo/log-destination.ts';
-      const d = stdoutDestination();
-      const pad = 'x'.repeat(1000);
-      let i = 0;
-      const next = () => {
-        if (i === 600) { process.stderr.write('exiting\\n'); process.exit(0); }
-        d.write(String(i++).padStart(4, '0') + ' ' + pad + '\\n');
-        setImmediate(next);
-      };
-      next();
-    `;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      cwd: new URL('../..', import.meta.url),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout.pause();
+    const child = pipeWriter('exiting', true);
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => {
       stderr += c.toString();
@@ -306,26 +316,9 @@ describe('stdoutDestination on a pipe', () => {
   });
 
   it('keeps the event loop running while its reader has stopped, and loses no line', async () => {
-    // 600 lines of 1 KiB, one a turn: far more than a pipe holds (64 KiB) while nobody reads it.
     // A write that blocked would stop the loop, and 'written' would never reach stderr.
-    const script = `
-      import { stdoutDestination } from './src/echo/log-destination.ts';
-      const d = stdoutDestination();
-      const pad = 'x'.repeat(1000);
-      let i = 0;
-      const next = () => {
-        if (i === 600) { process.stderr.write('written\\n'); return; }
-        d.write(String(i++).padStart(4, '0') + ' ' + pad + '\\n');
-        setImmediate(next);
-      };
-      next();
-    `;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      cwd: new URL('../..', import.meta.url),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = pipeWriter('written', false);
     const exited = once(child, 'exit');
-    child.stdout.pause();
     let stderr = '';
     const written = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the loop stopped: ${stderr}`)), 60_000);
