@@ -70,10 +70,12 @@ export function chooseTargets<T extends { readonly podUid: string }>(
   endpoints: readonly T[],
   resourceUid: string,
   target: BlastRadius,
-): T[] {
+): readonly T[] {
+  // Every pod: the same array, which plans share between the EchoScenarios of a target (issue #16).
+  if (target.mode === undefined || target.mode === 'all') return endpoints;
   const pods = [...new Set(endpoints.map((e) => e.podUid))];
   const count = chosenCount(target, pods.length);
-  if (count >= pods.length) return [...endpoints];
+  if (count >= pods.length) return endpoints;
   const ranked = pods
     .map((uid) => ({ uid, rank: podRank(uid, resourceUid) }))
     .sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : a.uid < b.uid ? -1 : 1));

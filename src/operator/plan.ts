@@ -414,16 +414,26 @@ export interface PlanContext {
 export function planScenarios(scenarios: readonly EchoScenario[], context: PlanContext): NamespacePlan {
   const { serviceExists, endpointsOf, specOf, stopped } = context;
   const states = new Map<string, ScenarioState>();
-  const desired = new Map<string, { endpoint: Endpoint; scenarios: Scenario[]; owners: string[] }>();
   /** endpoint key → match key (see `matchKey`) → owning EchoScenario name. */
   const claims = new Map<string, Map<string, string>>();
   /** Target identity and match key → owner, for conflicts while no pod is up. */
   const targetClaims = new Map<string, string>();
-  const entry = (endpoint: Endpoint) => {
-    const found = desired.get(endpoint.key) ?? { endpoint, scenarios: [], owners: [] };
-    desired.set(endpoint.key, found);
+  // Who gets what is kept per endpoint list, not per endpoint (issue #16: 1,000 EchoScenarios on the
+  // 500 pods of one Service were half a million pushes and 150 ms a plan). An endpoint list is a
+  // target's ready endpoints (one array per target, shared by its EchoScenarios) or a blast radius's
+  // choice of them; each list collects the Active EchoScenarios on it (their places in age order), and
+  // a Deleting or Stopped one's list is only noted, so that its endpoints get an entry.
+  const lists = new Map<readonly Endpoint[], number[]>();
+  const listOf = (endpoints: readonly Endpoint[]) => {
+    let found = lists.get(endpoints);
+    if (found === undefined) {
+      found = [];
+      lists.set(endpoints, found);
+    }
     return found;
   };
+  const activeScenarios: Scenario[] = [];
+  const activeOwners: string[] = [];
 
   // A match key no other EchoScenario has cannot conflict: it needs no claims (issue #16: at 1,000
   // EchoScenarios on 500 pods, half a million map entries a plan).
@@ -432,7 +442,7 @@ export function planScenarios(scenarios: readonly EchoScenario[], context: PlanC
     const key = specOf(es).matchKey;
     if (key !== undefined) keyCounts.set(key, (keyCounts.get(key) ?? 0) + 1);
   }
-  for (const es of [...scenarios].sort(byAge)) {
+  for (const es of oldestFirst(scenarios)) {
     const name = es.metadata.name ?? '';
     const deleting = isDeleting(es);
     const spec = specOf(es);
@@ -463,13 +473,13 @@ export function planScenarios(scenarios: readonly EchoScenario[], context: PlanC
     endpoints = endpointsOf(target);
     if (deleting) {
       // Its endpoints must be pushed their arrays without it, `[]` when nothing else is left.
-      for (const endpoint of endpoints) entry(endpoint);
+      listOf(endpoints);
       states.set(name, { kind: 'Deleting', endpoints });
       continue;
     }
     // A stopped experiment is cleared from every pod of its target, as a deleting one above.
     if (stop !== undefined) {
-      for (const endpoint of endpoints) entry(endpoint);
+      listOf(endpoints);
       states.set(name, { kind: 'Stopped', ...stop, endpoints });
       continue;
     }
@@ -503,17 +513,74 @@ export function planScenarios(scenarios: readonly EchoScenario[], context: PlanC
       });
       continue;
     }
-    for (const endpoint of endpoints) {
-      if (shared) {
+    if (shared) {
+      for (const endpoint of endpoints) {
         const keys = claims.get(endpoint.key);
         if (keys === undefined) claims.set(endpoint.key, new Map([[key, name]]));
         else keys.set(key, name);
       }
-      const wanted = entry(endpoint);
-      wanted.scenarios.push(scenario);
-      wanted.owners.push(name);
     }
+    listOf(endpoints).push(activeScenarios.length);
+    activeScenarios.push(scenario);
+    activeOwners.push(name);
     states.set(name, { kind: 'Active', endpoints });
   }
-  return { scenarios: states, desired };
+  return { scenarios: states, desired: desiredOf(lists, activeScenarios, activeOwners) };
+}
+
+/** A set of endpoint lists that some endpoints all lie on: its merged array is made once. */
+interface ListSet {
+  readonly lists: readonly number[][];
+  /** The set with one more list, by that list's place in the walk. */
+  readonly next: Map<number, ListSet>;
+  desired?: { scenarios: Scenario[]; owners: string[] };
+}
+
+/**
+ * Each endpoint's entry: the Active EchoScenarios of every list it lies on, oldest first. Endpoints
+ * on the same lists share one array (in the common case, every pod of a target: one array in all).
+ * Entries keep the order, and the endpoint object, that a walk of the EchoScenarios by age meets first.
+ */
+function desiredOf(
+  lists: Map<readonly Endpoint[], number[]>,
+  activeScenarios: readonly Scenario[],
+  activeOwners: readonly string[],
+): Map<string, DesiredEndpoint> {
+  const root: ListSet = { lists: [], next: new Map() };
+  const at = new Map<string, { endpoint: Endpoint; set: ListSet }>();
+  let place = 0;
+  for (const [endpoints, list] of lists) {
+    const index = place++;
+    for (const endpoint of endpoints) {
+      const found = at.get(endpoint.key);
+      const from = found?.set ?? root;
+      let set = from.next.get(index);
+      if (set === undefined) {
+        set = { lists: [...from.lists, list], next: new Map() };
+        from.next.set(index, set);
+      }
+      if (found === undefined) at.set(endpoint.key, { endpoint, set });
+      else found.set = set;
+    }
+  }
+  const desired = new Map<string, DesiredEndpoint>();
+  for (const [key, { endpoint, set }] of at) {
+    if (set.desired === undefined) {
+      const order = set.lists.length === 1 ? set.lists[0]! : set.lists.flat().sort((a, b) => a - b);
+      set.desired = {
+        scenarios: order.map((i) => activeScenarios[i]!),
+        owners: order.map((i) => activeOwners[i]!),
+      };
+    }
+    desired.set(key, { endpoint, ...set.desired });
+  }
+  return desired;
+}
+
+/** The EchoScenarios by age ({@link byAge}), each creation time parsed once. */
+function oldestFirst(scenarios: readonly EchoScenario[]): EchoScenario[] {
+  return scenarios
+    .map((es) => ({ es, at: created(es), name: es.metadata.name ?? '' }))
+    .sort((a, b) => a.at - b.at || a.name.localeCompare(b.name))
+    .map(({ es }) => es);
 }

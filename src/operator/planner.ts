@@ -346,21 +346,28 @@ export class Planner {
     });
     // Equal arrays become one array, the same one as last plan's when nothing in it changed.
     // Their owner lists too: the push ledger keeps one per pod (1,000 names on 500 pods: 5 MB).
+    // planScenarios gives endpoints on the same lists one array already: each is looked at once.
     const arrays = new Map<string, Scenario[]>();
     const ownerLists = new Map<string, string[]>();
+    const seen = new Map<readonly string[], { scenarios: Scenario[]; owners: string[] }>();
     const desired = new Map<string, DesiredEndpoint>();
     for (const [key, want] of planned.desired) {
-      const id = want.owners.join('\n');
-      let array = arrays.get(id);
-      let owners = ownerLists.get(id);
-      if (array === undefined || owners === undefined) {
-        const last = component.planned?.arrays.get(id);
-        array = last !== undefined && sameItems(last, want.scenarios) ? last : want.scenarios;
-        owners = want.owners;
-        arrays.set(id, array);
-        ownerLists.set(id, owners);
+      let found = seen.get(want.owners);
+      if (found === undefined) {
+        const id = want.owners.join('\n');
+        let array = arrays.get(id);
+        let owners = ownerLists.get(id);
+        if (array === undefined || owners === undefined) {
+          const last = component.planned?.arrays.get(id);
+          array = last !== undefined && sameItems(last, want.scenarios) ? last : want.scenarios;
+          owners = want.owners;
+          arrays.set(id, array);
+          ownerLists.set(id, owners);
+        }
+        found = { scenarios: array, owners };
+        seen.set(want.owners, found);
       }
-      desired.set(key, { endpoint: want.endpoint, scenarios: array, owners });
+      desired.set(key, { endpoint: want.endpoint, ...found });
     }
     const clearing = new Map<string, number>();
     for (const state of planned.scenarios.values()) {

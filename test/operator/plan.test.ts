@@ -315,3 +315,87 @@ test('plan – conflicts: the same path or pattern with the same conditions; oth
   );
   assert.deepEqual(plan.desired.get('uid-p:8080')!.owners, ['get', 'post', 'plain', 'pattern']);
 });
+
+test('plan – every endpoint holds the Active EchoScenarios whose endpoints name it, oldest first; endpoints with the same ones share one array (seeded, overlapping targets)', () => {
+  // Built once per endpoint list rather than per endpoint (issue #16): checked here against the
+  // per-endpoint walk it replaced, over random namespaces whose targets overlap.
+  let seed = 7;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed / 2147483648;
+  };
+  const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
+  const targets: object[] = [
+    { service: 'echo', port: 'http' },
+    { selector: { matchLabels: { app: 'echo' } }, port: 'http' },
+    { selector: { matchLabels: { tier: 'a' } }, port: 'http' },
+    { selector: { matchLabels: { tier: 'b' } }, port: 8080 },
+    { selector: { matchLabels: { app: 'echo', tier: 'b' } }, port: 'http', mode: 'fixed-percent', value: 50 },
+    { service: 'echo', port: 'http', mode: 'one' },
+    { service: 'echo', port: 'http', mode: 'fixed', value: 2 },
+  ];
+  let merged = 0;
+  for (let round = 0; round < 40; round++) {
+    const pods = Array.from({ length: 2 + Math.floor(random() * 6) }, (_, i) =>
+      pod(`p${i}`, { app: pick(['echo', 'other']), tier: pick(['a', 'b']) }, random() > 0.15),
+    );
+    const scenarios = Array.from({ length: 1 + Math.floor(random() * 12) }, (_, i) => {
+      const e = es(
+        `s${i}`,
+        pick(['/a', '/b', '/c', `/own-${i}`]),
+        `2026-01-01T00:00:0${Math.floor(random() * 4)}Z`,
+        pick(targets),
+      );
+      e.metadata.uid = `es-uid-${i}`;
+      if (random() < 0.2) e.metadata.deletionTimestamp = '2026-01-01T00:01:00Z' as unknown as Date;
+      return e;
+    });
+    const stopped = new Set(scenarios.filter(() => random() < 0.1).map((e) => e.metadata.name));
+    const plan = planNamespace(scenarios, pods, services, controllerSlices(pods), (e) =>
+      stopped.has(e.metadata.name) ? { reason: 'Suspended', message: 'suspended' } : undefined,
+    );
+    // The walk it replaced: EchoScenarios by age (then name), each one's endpoints in turn.
+    const byAge = [...scenarios].sort(
+      (a, b) =>
+        Date.parse(String(a.metadata.creationTimestamp)) - Date.parse(String(b.metadata.creationTimestamp)) ||
+        a.metadata.name!.localeCompare(b.metadata.name!),
+    );
+    const want = new Map<string, { key: string; owners: string[] }>();
+    for (const e of byAge) {
+      const state = plan.scenarios.get(e.metadata.name!)!;
+      if (state.kind !== 'Active' && state.kind !== 'Deleting' && state.kind !== 'Stopped') continue;
+      for (const endpoint of state.endpoints) {
+        const entry = want.get(endpoint.key) ?? { key: endpoint.key, owners: [] };
+        want.set(endpoint.key, entry);
+        if (state.kind === 'Active') entry.owners.push(e.metadata.name!);
+      }
+    }
+    assert.deepEqual([...plan.desired.keys()], [...want.keys()], `round ${round}: endpoints and their order`);
+    for (const [key, entry] of plan.desired) {
+      assert.deepEqual(entry.owners, want.get(key)!.owners, `round ${round}: ${key}`);
+      assert.deepEqual(
+        entry.scenarios.map((s) => s.name),
+        entry.owners,
+        `round ${round}: ${key}'s scenarios follow its owners`,
+      );
+      if (entry.owners.length > 1) merged++;
+    }
+  }
+  assert.ok(merged > 40, `endpoints holding several EchoScenarios were met (${merged})`);
+});
+
+test('plan – the pods of one target share one array: 300 EchoScenarios on 200 pods are 200 entries of the same array', () => {
+  const pods = Array.from({ length: 200 }, (_, i) => {
+    const p = pod(`pod-${i}`, { app: 'echo' });
+    p.status!.podIP = `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+    return p;
+  });
+  const scenarios = Array.from({ length: 300 }, (_, i) => es(`es-${i}`, `/p${i}`, '2026-01-01T00:00:01Z'));
+  const plan = planNamespace(scenarios, pods, services, controllerSlices(pods));
+  assert.equal(plan.desired.size, 200);
+  const entries = [...plan.desired.values()];
+  assert.equal(new Set(entries.map((e) => e.scenarios)).size, 1);
+  assert.equal(new Set(entries.map((e) => e.owners)).size, 1);
+  assert.equal(entries[0]!.owners.length, 300);
+  assert.deepEqual(entries[0]!.owners.slice(0, 3), ['es-0', 'es-1', 'es-10']);
+});
