@@ -3,10 +3,12 @@
  * tests (test/helpers/kube-api.ts) runs in this process, with one Service and N pods whose echo
  * containers are stand-ins here (a node:http server each, on its own loopback address 127.0.x.y,
  * keeping what `POST /scenario` sends and answering `GET /scenario`); the real operator runs as a child
- * process (`src/operator/main.ts`, its kubeconfig pointing at the double), so its RSS is its own.
+ * process, its kubeconfig pointing at the double, so its RSS is its own: as the image runs it, the
+ * built `dist/operator/main.js` (the bench runs `npm run build`'s build first), or with `--sources`
+ * `src/operator/main.ts` as `npm run operator` runs it.
  *
  *   node bench/operator.ts [--size 10x10,50x100,200x300,500x1000] [--pods N --scenarios M] [--timeout 120]
- *                          [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]
+ *                          [--sources] [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]
  *
  * Per size, three phases: create every EchoScenario at once, update every one, delete every one.
  * Each phase measures the time until every stand-in holds exactly the desired scenario set
@@ -26,6 +28,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { build } from '../scripts/build.ts';
 import { scenarioSetHash } from '../src/scenario/index.ts';
 import { type KubeApi, type KubeObject, startKubeApi } from '../test/helpers/kube-api.ts';
 import { table } from './lib.ts';
@@ -41,7 +44,7 @@ const value = (name: string): string | undefined => {
   return i === -1 ? undefined : argv[i + 1];
 };
 const usage =
-  'node bench/operator.ts [--size 10x10,50x100,200x300,500x1000] [--pods N --scenarios M] [--timeout 120] [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]\n';
+  'node bench/operator.ts [--size 10x10,50x100,200x300,500x1000] [--pods N --scenarios M] [--timeout 120] [--sources] [--cpu-prof] [--node-flags "…"] [--keep-going] [--write|--no-write]\n';
 if (flag('help')) {
   process.stdout.write(usage);
   process.exit(0);
@@ -85,20 +88,33 @@ const keepGoing = flag('keep-going');
 const write = !flag('no-write');
 const root = new URL('..', import.meta.url).pathname;
 const resultsPath = join(root, 'bench', 'RESULTS.md');
-const MAIN = join(root, 'src', 'operator', 'main.ts');
+/** The built operator, as the image runs it; with `--sources`, the TypeScript as `npm run operator` runs it. */
+const sources = flag('sources');
+const MAIN = sources ? join(root, 'src', 'operator', 'main.ts') : join(root, 'dist', 'operator', 'main.js');
+const MAIN_SHOWN = sources ? 'src/operator/main.ts' : 'dist/operator/main.js';
 /**
- * The node flags `npm run operator` gives it (package.json), so the operator is measured as it runs.
- * `--node-flags "…"` replaces them, to compare (e.g. `--node-flags ""` for node's defaults).
+ * The node flags and environment `npm run operator` gives it (package.json; the chart's
+ * `operator.args` and `operator.env` are the same), so the operator is measured as it runs.
+ * `--node-flags "…"` replaces the flags, to compare (e.g. `--node-flags ""` for node's defaults).
  */
-const NODE_FLAGS: string[] = (() => {
-  const given = value('node-flags');
-  if (given !== undefined) return given.split(' ').filter(Boolean);
+const OPERATOR_SCRIPT = (() => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
     scripts: Record<string, string>;
   };
-  const words = pkg.scripts['operator']?.split(' ') ?? [];
-  return words.slice(1).filter((w) => w.startsWith('--'));
+  return pkg.scripts['operator']?.split(' ') ?? [];
 })();
+const NODE_FLAGS: string[] = (() => {
+  const given = value('node-flags');
+  if (given !== undefined) return given.split(' ').filter(Boolean);
+  return OPERATOR_SCRIPT.slice(OPERATOR_SCRIPT.indexOf('node') + 1).filter((w) => w.startsWith('--'));
+})();
+/** `NAME=value` words before `node` in the script. */
+const OPERATOR_ENV: Record<string, string> = Object.fromEntries(
+  OPERATOR_SCRIPT.slice(0, Math.max(0, OPERATOR_SCRIPT.indexOf('node')))
+    .map((word) => /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word))
+    .filter((m) => m !== null)
+    .map((m) => [m[1]!, m[2]!]),
+);
 const tmp = mkdtempSync(join(tmpdir(), 'echo-chaos-bench-operator-'));
 const NS = 'default';
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -253,6 +269,7 @@ async function startOperator(api: KubeApi, label: string): Promise<Child> {
       HOST: '127.0.0.1',
       POD_NAME: 'bench-operator',
       WATCH_NAMESPACE: NS,
+      ...OPERATOR_ENV,
     },
     stdio: ['ignore', out, out],
   });
@@ -316,6 +333,9 @@ async function operatorCounters(url: string): Promise<Map<string, number>> {
     // What of the RSS is the JS heap (prom-client's default metrics), to tell caches from the rest.
     for (const m of text.matchAll(/^nodejs_heap_size_(used|total)_bytes (\d+(?:\.\d+)?(?:e\+\d+)?)/gm))
       counters.set(`heap ${m[1]} MB`, Math.round(Number(m[2]) / 1e6));
+    // Buffers and other memory V8 is told about but does not hold in its heap.
+    for (const m of text.matchAll(/^nodejs_external_memory_bytes (\d+(?:\.\d+)?(?:e\+\d+)?)/gm))
+      counters.set('external MB', Math.round(Number(m[1]) / 1e6));
   } catch {
     // left empty: the phase still reports what the double and the stand-ins counted
   }
@@ -561,6 +581,10 @@ async function runSize(size: Size): Promise<PhaseResult[]> {
 // ---------------------------------------------------------------------------------------------------
 // The run
 
+if (!sources) {
+  log('building the operator (npm run build) ...');
+  build();
+}
 const startedAt = new Date();
 const loadAtStart = loadavg();
 const all: PhaseResult[] = [];
@@ -591,7 +615,7 @@ const lines = [
     .map((x) => x.toFixed(2))
     .join(
       ', ',
-    )} (a shared machine). The operator ran as \`node ${[...NODE_FLAGS, 'src/operator/main.ts'].join(' ')}\`. How it is measured: [README.md](README.md#operator-at-fleet-scale-npm-run-benchoperator-issue-16).`,
+    )} (a shared machine). The operator ran as \`${[...Object.entries(OPERATOR_ENV).map(([k, v]) => `${k}=${v}`), 'node', ...NODE_FLAGS, MAIN_SHOWN].join(' ')}\`${sources ? '' : ', built by `npm run build` as the image runs it'}. How it is measured: [README.md](README.md#operator-at-fleet-scale-npm-run-benchoperator-issue-16).`,
   '',
   table(
     [

@@ -210,6 +210,29 @@ describe('chart echo-chaos', { skip }, () => {
     assert.equal(monitor.spec.podMetricsEndpoints[0].path, '/metrics');
   });
 
+  test('chart – the operator runs with the node flags and environment `npm run operator` gives it (what bench:operator measures)', () => {
+    const operator = byKind(render('-f', ALL_ON), 'Deployment').find(
+      (d) => d.metadata.name === 'echo-chaos-operator',
+    ) as Any;
+    const [container] = operator.spec.template.spec.containers;
+    const script = (
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts['operator']!.split(' ');
+    const node = script.indexOf('node');
+    assert.deepEqual(container.command, ['node']);
+    assert.deepEqual(container.args, [
+      ...script.slice(node + 1).filter((w) => w.startsWith('--')),
+      'dist/operator/main.js',
+    ]);
+    const env = Object.fromEntries(container.env.map((e: Any) => [e.name, e.value]));
+    const assignments = script.slice(0, node);
+    assert.ok(assignments.length > 0, 'the script sets the environment the chart sets');
+    for (const word of assignments) {
+      const [name, value] = word.split('=');
+      assert.equal(env[name!], value, `${name} in the operator's container`);
+    }
+  });
+
   test('chart – the ConfigMap holds scenarios the service accepts and an obs config it loads', () => {
     const [configMap] = byKind(render('-f', ALL_ON), 'ConfigMap') as Any[];
     const scenarios = JSON.parse(configMap.data['scenarios.json']);

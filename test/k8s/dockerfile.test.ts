@@ -264,8 +264,22 @@ describe('Dockerfile', () => {
     const api = await startKubeApi();
     const kubeconfig = join(scratch, 'kubeconfig');
     writeFileSync(kubeconfig, api.kubeconfigFile());
+    // Which files node loads from node_modules (ADR 0025: the entry point is one bundle; only the
+    // OpenTelemetry API stays outside it, and the SDK loads only when an OTEL_* variable asks).
+    const hooks = join(scratch, 'report-loads.mjs');
+    writeFileSync(
+      hooks,
+      `import { registerHooks } from 'node:module';
+registerHooks({
+  load(url, context, nextLoad) {
+    if (url.includes('/node_modules/')) process.stderr.write('loaded ' + url + '\\n');
+    return nextLoad(url, context);
+  },
+});
+`,
+    );
     // As the chart runs it: the image's node with the operator's entry point.
-    const child = spawn(process.execPath, ['dist/operator/main.js'], {
+    const child = spawn(process.execPath, ['--import', hooks, 'dist/operator/main.js'], {
       cwd: app,
       env: {
         ...builtImage().env,
@@ -310,6 +324,13 @@ describe('Dockerfile', () => {
       const result = await exited;
       assert.equal(result.code, 0, result.stderr);
       assert.match(result.stdout, /"msg":"drained"/);
+      const loaded = [...result.stderr.matchAll(/^loaded (\S+)$/gm)].map((m) => m[1]!);
+      const packages = new Set(loaded.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)![1]));
+      assert.deepEqual(
+        [...packages],
+        ['@opentelemetry/api'],
+        `loaded from node_modules:\n${loaded.join('\n')}`,
+      );
     } finally {
       child.kill('SIGKILL');
       await api.close();
