@@ -669,7 +669,7 @@ lines.push(
 if (targets.some((t) => t.target.startsWith('operator RSS') && t.verdict.startsWith('not met')))
   lines.push(
     '',
-    "Why the RSS target is not met: the operator's floor. `node` alone is at 43 MB; importing `@kubernetes/client-node` takes it to 135 MB before any work (its `KubeConfig` imports every generated API and model), and running from the TypeScript sources adds node's type stripper, about 20 MB. Above that floor the fleet costs what the table shows. `decisions.md` has the operator use client-node; a thin client of its own would be a decision to make. See [ADR 0024](../docs/adr/0024-operator-memory.md).",
+    "Why the RSS target is not met: what the RSS is made of at 500 x 1,000 (ADR 0025, `/proc/<pid>/smaps`): node's own binary about 50 MB, V8's heap pages 45-50 MB, glibc's malloc the rest, of which external memory (buffers) is 15-17 MB. The bundle, `--optimize-for-size` and the two glibc malloc settings took the peak from 212-289 MB to about 137-165 MB; `decisions.md` has the operator use `@kubernetes/client-node`, whose models load with it. See [ADR 0025](../docs/adr/0025-operator-bundle.md).",
   );
 for (const r of all.filter((r) => r.missing !== undefined))
   lines.push('', `Not converged, ${r.size.pods} x ${r.size.scenarios} ${r.phase}: ${r.missing}.`);
