@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -334,6 +336,82 @@ registerHooks({
     } finally {
       child.kill('SIGKILL');
       await api.close();
+    }
+  });
+  test('dockerfile – the built operator with an OTLP endpoint loads the SDK and exports spans of its API requests', async () => {
+    const app = hostPath(builtImage(), '.');
+    const api = await startKubeApi();
+    const kubeconfig = join(scratch, 'kubeconfig-otel');
+    writeFileSync(kubeconfig, api.kubeconfigFile());
+    // A collector: what OTLP/HTTP JSON posts arrive.
+    const posts: string[] = [];
+    const collector = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        posts.push(`${req.method} ${req.url} ${body}`);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const { port: collectorPort } = collector.address() as AddressInfo;
+    const child = spawn(process.execPath, ['dist/operator/main.js'], {
+      cwd: app,
+      env: {
+        ...builtImage().env,
+        PATH: process.env['PATH'] ?? '',
+        KUBECONFIG: kubeconfig,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        WATCH_NAMESPACE: 'default',
+        POD_NAME: 'image-otel-test',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${collectorPort}/v1/traces`,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = exitOf(child);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`no watch in time\n${out}`)), 20_000);
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+        });
+        const poll = setInterval(() => {
+          if ((api.requests.get('WATCH echoscenarios') ?? 0) > 0 && /"msg":"became leader"/.test(out)) {
+            clearInterval(poll);
+            clearTimeout(timer);
+            resolve();
+          }
+        }, 50);
+        child.on('exit', (code) => {
+          clearInterval(poll);
+          clearTimeout(timer);
+          reject(new Error(`exited with ${code}\n${out}`));
+        });
+      });
+      // The drain flushes the SDK, so what was recorded is exported before the exit.
+      child.kill('SIGTERM');
+      const result = await exited;
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /"msg":"OpenTelemetry SDK started"/);
+      const traces = posts.filter((p) => p.startsWith('POST /v1/traces '));
+      assert.ok(
+        traces.length > 0,
+        `spans exported (collector saw: ${posts.map((p) => p.slice(0, 40)).join(', ')})`,
+      );
+      const all = traces.join('\n');
+      assert.match(all, /"stringValue":"echo-chaos-operator"/, 'service.name');
+      // client-node's requests to the API server, seen by the undici instrumentation.
+      const origin = new URL(api.url).origin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      assert.match(all, new RegExp(`"stringValue":"${origin}/apis/echo-chaos\\.dev/`));
+    } finally {
+      child.kill('SIGKILL');
+      await api.close();
+      await new Promise((resolve) => collector.close(resolve));
     }
   });
 });
