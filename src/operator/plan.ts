@@ -170,11 +170,6 @@ function created(es: EchoScenario): number {
   return at === undefined ? 0 : new Date(at).getTime();
 }
 
-/** Oldest first; the name breaks ties (timestamps have second precision). */
-export function byAge(a: EchoScenario, b: EchoScenario): number {
-  return created(a) - created(b) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
-}
-
 /** Problems of an EchoScenario's spec that make it unusable, or `undefined` when it is valid. */
 export function specProblems(es: EchoScenario): string | undefined {
   const spec = es.spec;
@@ -577,7 +572,10 @@ function desiredOf(
   return desired;
 }
 
-/** The EchoScenarios by age ({@link byAge}), each creation time parsed once. */
+/**
+ * The EchoScenarios oldest first, the name breaking ties (timestamps have second precision); each
+ * creation time parsed once.
+ */
 function oldestFirst(scenarios: readonly EchoScenario[]): EchoScenario[] {
   return scenarios
     .map((es) => ({ es, at: created(es), name: es.metadata.name ?? '' }))
