@@ -20,7 +20,7 @@
  * unless `--keep-going`. Writes its block of bench/RESULTS.md (between the `bench:operator` markers).
  * See bench/README.md.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -118,6 +118,18 @@ const OPERATOR_ENV: Record<string, string> = Object.fromEntries(
 const tmp = mkdtempSync(join(tmpdir(), 'echo-chaos-bench-operator-'));
 const NS = 'default';
 const log = (line: string) => process.stdout.write(`${line}\n`);
+
+/** The operator processes started and not yet exited: an interrupted bench (Ctrl-C, `timeout`) ends them too. */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const child of running) child.kill('SIGKILL');
+    process.exit(130);
+  });
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Pod stand-ins
@@ -274,7 +286,13 @@ async function startOperator(api: KubeApi, label: string): Promise<Child> {
     stdio: ['ignore', out, out],
   });
   closeSync(out);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
   let port: number | undefined;
   const deadline = Date.now() + 30_000;
   while (port === undefined) {
