@@ -687,7 +687,7 @@ lines.push(
 if (targets.some((t) => t.target.startsWith('operator RSS') && t.verdict.startsWith('not met')))
   lines.push(
     '',
-    "Why the RSS target is not met: what the RSS is made of at 500 x 1,000 (ADR 0025, `/proc/<pid>/smaps`): node's own binary about 50 MB, V8's heap pages 45-50 MB, glibc's malloc the rest, of which external memory (buffers) is 15-17 MB. The bundle, `--optimize-for-size` and the two glibc malloc settings took the peak from 212-289 MB to about 137-165 MB; `decisions.md` has the operator use `@kubernetes/client-node`, whose models load with it. See [ADR 0025](../docs/adr/0025-operator-bundle.md).",
+    "Why the RSS target is not met in this run: the peak varies by about 20 MB from run to run (127-154 MB in the runs of ADR 0025), with the size of the V8 heap when a burst of status writes and watch events outruns a collection. What it is made of at 500 x 1,000 (`/proc/<pid>/smaps`): node's own binary about 50 MB, V8's heap pages 40-50 MB, glibc's malloc the rest, of which external memory (buffers) is 15-19 MB. `decisions.md` has the operator use `@kubernetes/client-node`, whose models load with it. See [ADR 0025](../docs/adr/0025-operator-bundle.md).",
   );
 for (const r of all.filter((r) => r.missing !== undefined))
   lines.push('', `Not converged, ${r.size.pods} x ${r.size.scenarios} ${r.phase}: ${r.missing}.`);

@@ -101,10 +101,15 @@ function bundleOperator(): void {
     banner: {
       js: "import { createRequire as __ecRequire } from 'node:module'; const require = __ecRequire(import.meta.url);",
     },
+    // The bundled packages' license comments go to a file beside it: one of them has a non-ASCII
+    // letter, and a single one makes node decode the whole 5 MB source into a two-byte string
+    // (10 MB of heap instead of 5).
+    legalComments: 'external',
     logLevel: 'error',
   });
   rmSync(join(OUT, 'operator', 'main.js.map'), { force: true });
   renameSync(bundled, entry);
+  renameSync(`${bundled}.LEGAL.txt`, `${entry}.LEGAL.txt`);
 }
 
 if (import.meta.main) build();

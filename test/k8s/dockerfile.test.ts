@@ -280,6 +280,15 @@ registerHooks({
 });
 `,
     );
+    // ASCII only: one other character and node decodes the whole 5 MB source into a two-byte
+    // string, twice the heap (ADR 0025).
+    const bundle = readFileSync(join(app, 'dist', 'operator', 'main.js'));
+    const wide = bundle.findIndex((byte) => byte > 0x7f);
+    assert.equal(
+      wide,
+      -1,
+      `a non-ASCII byte in the bundle: ${bundle.subarray(Math.max(0, wide - 60), wide + 20)}`,
+    );
     // As the chart runs it: the image's node with the operator's entry point.
     const child = spawn(process.execPath, ['--import', hooks, 'dist/operator/main.js'], {
       cwd: app,
