@@ -261,6 +261,27 @@ describe('Dockerfile', () => {
       await exited;
     }
   });
+  /** As the chart runs it: the image's node with the operator's entry point, on the double at `kubeconfig`. */
+  function startBuiltOperator(
+    app: string,
+    kubeconfig: string,
+    env: Record<string, string>,
+    nodeArgs: string[] = [],
+  ) {
+    return spawn(process.execPath, [...nodeArgs, 'dist/operator/main.js'], {
+      cwd: app,
+      env: {
+        ...builtImage().env,
+        PATH: process.env['PATH'] ?? '',
+        KUBECONFIG: kubeconfig,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        WATCH_NAMESPACE: 'default',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
   test('dockerfile – the operator starts from the built tree, lists and watches, and drains on SIGTERM', async () => {
     const app = hostPath(builtImage(), '.');
     const api = await startKubeApi();
@@ -289,20 +310,7 @@ registerHooks({
       -1,
       `a non-ASCII byte in the bundle: ${bundle.subarray(Math.max(0, wide - 60), wide + 20)}`,
     );
-    // As the chart runs it: the image's node with the operator's entry point.
-    const child = spawn(process.execPath, ['--import', hooks, 'dist/operator/main.js'], {
-      cwd: app,
-      env: {
-        ...builtImage().env,
-        PATH: process.env['PATH'] ?? '',
-        KUBECONFIG: kubeconfig,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        WATCH_NAMESPACE: 'default',
-        POD_NAME: 'image-test',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = startBuiltOperator(app, kubeconfig, { POD_NAME: 'image-test' }, ['--import', hooks]);
     const exited = exitOf(child);
     try {
       const port = await new Promise<number>((resolve, reject) => {
@@ -366,20 +374,10 @@ registerHooks({
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
     const { port: collectorPort } = collector.address() as AddressInfo;
-    const child = spawn(process.execPath, ['dist/operator/main.js'], {
-      cwd: app,
-      env: {
-        ...builtImage().env,
-        PATH: process.env['PATH'] ?? '',
-        KUBECONFIG: kubeconfig,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        WATCH_NAMESPACE: 'default',
-        POD_NAME: 'image-otel-test',
-        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${collectorPort}/v1/traces`,
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const child = startBuiltOperator(app, kubeconfig, {
+      POD_NAME: 'image-otel-test',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${collectorPort}/v1/traces`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     });
     const exited = exitOf(child);
     try {
