@@ -79,4 +79,16 @@ describe(`operator metrics against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the A
     assert.equal(count('False', 'Invalid'), 1);
     assert.equal(count('True', ''), 0);
   });
+
+  test('operator metrics – echo_operator_queue_depth is the depth of the work queue at each scrape (issue #16)', async () => {
+    const registry = new Registry();
+    let depth = 7;
+    createOperatorMetrics(registry, () => depth);
+    const value = (text: string) => Number(/^echo_operator_queue_depth (\S+)$/m.exec(text)?.[1]);
+    const first = await registry.metrics();
+    assert.match(first, /# TYPE echo_operator_queue_depth gauge/);
+    assert.equal(value(first), 7);
+    depth = 0;
+    assert.equal(value(await registry.metrics()), 0);
+  });
 });
