@@ -1,4 +1,4 @@
-import type { ObsConfigInput } from '@echo-chaos/obs';
+import { CounterBatch, HistogramBatch, type ObsConfigInput, registryGuard } from '@echo-chaos/obs';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { FAULT_KINDS, type FaultKind, type FaultMeters } from './applied.ts';
 
@@ -27,6 +27,9 @@ export class EchoMetrics implements FaultMeters {
   readonly registry: Registry;
   readonly #requests: Counter<'method' | 'path' | 'status' | 'fault'>;
   readonly #duration: Histogram<'fault'>;
+  /** The two meters every request records, batched per series (`@echo-chaos/obs`'s batch.ts). */
+  readonly #requestsBatch: CounterBatch<'method' | 'path' | 'status' | 'fault'>;
+  readonly #durationBatch: HistogramBatch<'fault'>;
   readonly #chaos: Counter<'type'>;
   readonly #faults: Counter<'kind'>;
   readonly #overflow: Counter;
@@ -54,6 +57,9 @@ export class EchoMetrics implements FaultMeters {
       buckets: ECHO_DURATION_BUCKETS,
       registers: [registry],
     });
+    const firewall = registryGuard(registry);
+    this.#requestsBatch = new CounterBatch(this.#requests, { firewall });
+    this.#durationBatch = new HistogramBatch(this.#duration, { firewall });
     this.#chaos = new Counter({
       name: 'echo_chaos_errors_total',
       help: 'Injected failures, by type (chaos, or the X-Echo-Error value)',
@@ -142,10 +148,16 @@ export class EchoMetrics implements FaultMeters {
     seconds: number,
     fault: EchoFault = 'none',
   ): void {
-    // The registry is obs's: its firewall admits every label of every recording once (path
-    // included), so admitting here too would do the work twice.
-    this.#requests.inc({ method, path, status, fault });
-    this.#duration.observe({ fault }, seconds);
+    // Batched per series: the registry's firewall (obs's) admits a series' labels, path included,
+    // when it is first seen, and each recording past the cap as before. A path holds no NUL (HTTP
+    // rejects it) and is last, so the key names one labelset.
+    this.#requestsBatch.inc(`${method}\u0000${status}\u0000${fault}\u0000${path}`, {
+      method,
+      path,
+      status,
+      fault,
+    });
+    this.#durationBatch.observe(fault, { fault }, seconds);
   }
 
   recordFault(type: string): void {

@@ -108,6 +108,28 @@ export class CardinalityFirewall {
   }
 
   /**
+   * Whether `meter{tagKey=value}` is recorded as it is and counts nothing: a value kept already, the
+   * overflow value, a meter not guarded, or a value under the cap (kept from now on, as
+   * {@link admit} would). False for a value past the cap, and then nothing is counted: the
+   * recording that follows is admitted (and counted) the usual way. A batch of recordings
+   * (`batch.ts`) caches a series only when this holds for every label.
+   */
+  keeps(meter: string, tagKey: string, value: string): boolean {
+    if (value === this.overflowValue) return true;
+    let tags = this.#meters.get(meter);
+    if (tags === undefined) {
+      tags = this.#isGuarded(meter) ? new Map() : null;
+      this.#meters.set(meter, tags);
+    }
+    if (tags === null) return true;
+    const state = tags.get(tagKey);
+    if (state === undefined || state.seen.has(value) || state.seen.size < this.maxValuesPerTag) {
+      this.#admit(meter, tagKey, value);
+      return true;
+    }
+    return false;
+  }
+  /**
    * Calls `listener` once per value past the cap, in both modes.
    * @returns a function that removes the listener.
    */

@@ -5,6 +5,8 @@
  * `@opentelemetry/api` only; the application installs an OpenTelemetry SDK, or none.
  * @packageDocumentation
  */
+
+export { CounterBatch, HistogramBatch, type MeterBatchOptions } from './batch.ts';
 export {
   CACHE_METRICS,
   type InstrumentCacheOptions,
@@ -173,6 +175,7 @@ export {
   guardMeterProvider,
   guardMetric,
   guardRegistry,
+  registryGuard,
 } from './meters.ts';
 export { nearestName } from './nearest-name.ts';
 export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';

@@ -15,7 +15,9 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
+import { CounterBatch } from './batch.ts';
 import { OBS_ERRORS, type ObsErrorCode } from './errors.ts';
+import { registryGuard } from './meters.ts';
 import type { Obs } from './obs.ts';
 import { routeOf } from './route.ts';
 
@@ -114,6 +116,10 @@ export function registerTraceGuard(app: FastifyInstance, obs: Obs): void {
     registers: [obs.registry],
   });
 
+  const firewall = registryGuard(obs.registry);
+  const receivedBatch = new CounterBatch(received, { firewall });
+  const missingBatch = new CounterBatch(missing, { firewall });
+
   const checked = (request: FastifyRequest): boolean => {
     const path = pathOf(request.url);
     if (isUnder(path, base)) return false;
@@ -130,9 +136,8 @@ export function registerTraceGuard(app: FastifyInstance, obs: Obs): void {
       if (checked(request)) {
         const route = routeOf(request);
         const valid = isValidTraceparent(request.headers.traceparent);
-        const counter = valid ? received : missing;
-        // The registry's guard admits the route (once per recording).
-        counter.inc({ route });
+        // The registry's guard admits the route once per route (batch.ts).
+        (valid ? receivedBatch : missingBatch).inc(route, { route });
         if (!valid && guard['fail-on-missing']) {
           const mode = obs.mode.get();
           reject = mode === 'ENFORCING';
