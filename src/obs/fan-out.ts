@@ -20,7 +20,9 @@
 import { type Span, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Histogram } from 'prom-client';
+import { HistogramBatch } from './batch.ts';
 import { contextKit } from './context-hook.ts';
+import { registryGuard } from './meters.ts';
 import type { Obs } from './obs.ts';
 import { routeOf } from './route.ts';
 import { WarningLimiter } from './warning-limiter.ts';
@@ -155,6 +157,10 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
     buckets: [...FAN_OUT_BUCKETS],
     registers: [obs.registry],
   });
+  // Every request observes both (0 without outbound calls): batched per endpoint (batch.ts).
+  const firewall = registryGuard(obs.registry);
+  const fanOutBatch = new HistogramBatch(fanOut, { firewall });
+  const dependenciesBatch = new HistogramBatch(dependencies, { firewall });
 
   // On the request (a property, not a WeakMap keyed by it: ephemeron tables cost every request and
   // every GC): the onResponse hook finds what its context counted.
@@ -237,8 +243,8 @@ export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOp
         const endpoint = routeOf(request);
         const calls = tally.calls;
         const hosts = tally.dependencies;
-        fanOut.observe({ endpoint }, calls);
-        dependencies.observe({ endpoint }, hosts);
+        fanOutBatch.observe(endpoint, { endpoint }, calls);
+        dependenciesBatch.observe(endpoint, { endpoint }, hosts);
         record(endpoint, calls, hosts);
         if (calls > threshold) warn(endpoint, calls, hosts);
       }
