@@ -11,6 +11,7 @@
  * from `redact`, a stream that wants metadata, custom levels) gets no fast path: such lines go
  * through `request.log` as before. `test/echo/access-log.test.ts` holds the two to the same bytes.
  */
+import { maskLogLine, mayHoldSecret } from '@echo-chaos/obs';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino';
 
@@ -90,6 +91,27 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
   const msgLabel = `,${JSON.stringify(messageKey)}:`;
   /** `,"key":` of each mixin field, made once rather than on every line. */
   const keyPrefixes = new Map<string, string>();
+  // obs's masking (the hook is its `maskLogLine`) starts with `mayHoldSecret`, a scan for runs of
+  // letters, digits, spaces and dashes that could be a secret. The line is built of pieces joined
+  // where JSON punctuation (`,"key":`, `"`, `}`) ends any such run, so it can hold one only where a
+  // piece does: the pieces that come from code (the level, the bindings, the keys) are scanned
+  // once, the ones that change (time, request id, mixin values, message) on every line, and a line
+  // none of whose pieces may hold a secret skips the scan of the whole line. A line that may goes
+  // through the hook whole, as before.
+  const masksWithObs = streamWrite === maskLogLine;
+  // Each piece that follows another starts with punctuation, or follows a piece that ends with it.
+  const startsJoint = (text: string): boolean => text.length === 0 || isJoint(text.charCodeAt(0));
+  const keyMayHold = (key: string): boolean =>
+    mayHoldSecret(key) || !key.startsWith(',') || !key.endsWith(':'); // `,"key":`
+  const fixedMayHold =
+    mayHoldSecret(`{"level":30`) ||
+    keyMayHold(label) ||
+    keyMayHold(msgLabel) ||
+    mayHoldSecret(end) ||
+    !startsJoint(end);
+  let checkedBindings: string | undefined;
+  let bindingsMayHold = true;
+  const prefixMayHold = new Map<string, boolean>();
 
   return {
     info(request, msg) {
@@ -98,7 +120,22 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
       const t = time();
       let obj: object = {};
       if (mixin !== undefined) obj = merge(obj, mixin(obj, INFO, root));
-      let line = `{"level":30${t}${root[S.chindingsSym] as string}${label}${JSON.stringify(request.id)}`;
+      const bindings = root[S.chindingsSym] as string;
+      if (bindings !== checkedBindings) {
+        // pino's setBindings() can change them
+        checkedBindings = bindings;
+        bindingsMayHold = mayHoldSecret(bindings) || !startsJoint(bindings);
+      }
+      const id = JSON.stringify(request.id);
+      let clean =
+        masksWithObs &&
+        !fixedMayHold &&
+        !bindingsMayHold &&
+        !mayHoldSecret(t) &&
+        startsJoint(t) &&
+        id !== undefined &&
+        !mayHoldSecret(id);
+      let line = `{"level":30${t}${bindings}${label}${id}`;
       const fields = obj as Record<string, unknown>;
       for (const key in fields) {
         if (!Object.hasOwn(fields, key)) continue;
@@ -135,12 +172,36 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
           // the mixin's keys are few and fixed; a bound keeps a mixin with ever-new keys from growing it
           if (keyPrefixes.size < 64) keyPrefixes.set(key, prefix);
         }
+        if (clean) {
+          let held = prefixMayHold.get(prefix);
+          if (held === undefined) {
+            held = keyMayHold(prefix);
+            if (prefixMayHold.size < 64) prefixMayHold.set(prefix, held);
+          }
+          clean = !held && !mayHoldSecret(text);
+        }
         line += prefix + text;
       }
-      line += `${msgLabel}${JSON.stringify(msg)}${end}`;
-      stream.write(streamWrite === undefined ? line : streamWrite(line));
+      const message = JSON.stringify(msg);
+      if (clean) clean = !mayHoldSecret(message);
+      line += `${msgLabel}${message}${end}`;
+      stream.write(streamWrite === undefined || clean ? line : streamWrite(line));
     },
   };
+}
+
+/** `"`, `,`, `:`, `{`, `}`, `[`, `]` and a newline: JSON's punctuation, which ends every run `mayHoldSecret` looks for. */
+function isJoint(c: number): boolean {
+  return (
+    c === 0x22 ||
+    c === 0x2c ||
+    c === 0x3a ||
+    c === 0x7b ||
+    c === 0x7d ||
+    c === 0x5b ||
+    c === 0x5d ||
+    c === 0x0a
+  );
 }
 
 type LevelMethod = (...args: unknown[]) => void;

@@ -168,7 +168,7 @@ export {
   obsLoggerOptions,
   REQUEST_ID_LOG_LABEL,
 } from './logging.ts';
-export { isSecretName, MASK, maskSecrets, maskText } from './masking.ts';
+export { isSecretName, MASK, maskLogLine, maskSecrets, maskText, mayHoldSecret } from './masking.ts';
 export {
   type GuardRegistryOptions,
   guardMeter,
