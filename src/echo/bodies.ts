@@ -175,8 +175,21 @@ export function requestSummary(raw: IncomingMessage, clientIp: string, protocol:
     }
     out += `${name}: ${headers[i + 1]}\n`;
   }
-  out += `\nClient IP: ${clientIp}\nTimestamp: ${new Date().toISOString()}\n`;
+  out += `\nClient IP: ${clientIp}\nTimestamp: ${isoNow()}\n`;
   return out;
+}
+
+let nowMs = Number.NaN;
+let nowIso = '';
+
+/** `new Date().toISOString()`, formatted once per millisecond: under load many requests share one. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== nowMs) {
+    nowMs = ms;
+    nowIso = new Date(ms).toISOString();
+  }
+  return nowIso;
 }
 
 function hasHostHeader(rawHeaders: readonly string[]): boolean {

@@ -170,7 +170,9 @@ export class History {
     // Keep our own copy of a cut body, or of a view into a larger buffer, so that history never
     // holds more than maxBodyBytes of memory per entry.
     const kept = cut ? body.subarray(0, this.maxBodyBytes) : body;
-    const bytes = kept.byteLength === kept.buffer.byteLength ? kept : Buffer.from(kept);
+    // (No body, most requests: reading `.buffer` of a small Buffer is not free.)
+    const bytes =
+      kept.byteLength === 0 ? EMPTY : kept.byteLength === kept.buffer.byteLength ? kept : Buffer.from(kept);
     // A sent id may itself look like `<id>-<n>`: look for a suffix no stored entry has.
     let id = input.requestId;
     while (this.#byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
