@@ -109,7 +109,8 @@ test('lines built at random from secrets and near-secrets mask exactly as reques
   const random = seeded(13);
   const pick = () => {
     let out = '';
-    for (let n = Math.floor(random() * 4); n >= 0; n--) out += FRAGMENTS[Math.floor(random() * FRAGMENTS.length)];
+    for (let n = Math.floor(random() * 4); n >= 0; n--)
+      out += FRAGMENTS[Math.floor(random() * FRAGMENTS.length)];
     return out;
   };
   let masked = 0;
@@ -119,7 +120,11 @@ test('lines built at random from secrets and near-secrets mask exactly as reques
     for (let i = 0; i < 400; i++) {
       const id = random() < 0.5 ? '87b9832f-80ee-405b-9411-5c8f5d41e2b5' : pick();
       const msg = pick();
-      const store = { ...STORE, tenant: random() < 0.7 ? 'acme' : pick(), retryDepth: Math.floor(random() * 3) };
+      const store = {
+        ...STORE,
+        tenant: random() < 0.7 ? 'acme' : pick(),
+        retryDepth: Math.floor(random() * 3),
+      };
       runInRequestContext(store as never, () => {
         const request = requestOf(logger, id);
         access.info(request, msg);
