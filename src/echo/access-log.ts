@@ -109,6 +109,17 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
     keyMayHold(msgLabel) ||
     mayHoldSecret(end) ||
     !startsJoint(end);
+  // The time piece changes once a millisecond at most (obs's and echo's time functions): its
+  // verdict is kept while it stays the same string.
+  let checkedTime: string | undefined;
+  let timeClean = false;
+  const timeIsClean = (t: string): boolean => {
+    if (t !== checkedTime) {
+      checkedTime = t;
+      timeClean = !mayHoldSecret(t) && startsJoint(t);
+    }
+    return timeClean;
+  };
   let checkedBindings: string | undefined;
   let bindingsMayHold = true;
   const prefixMayHold = new Map<string, boolean>();
@@ -131,8 +142,7 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
         masksWithObs &&
         !fixedMayHold &&
         !bindingsMayHold &&
-        !mayHoldSecret(t) &&
-        startsJoint(t) &&
+        timeIsClean(t) &&
         id !== undefined &&
         !mayHoldSecret(id);
       let line = `{"level":30${t}${bindings}${label}${id}`;

@@ -114,10 +114,19 @@ test('lines built at random from secrets and near-secrets mask exactly as reques
     return out;
   };
   let masked = 0;
-  for (const hostname of ['vm', 'token-host']) {
-    const { logger, lines } = capturingLogger({ base: { pid: 1, hostname } });
+  const fixed = [',"time":"2026-11-24T20:00:00.000Z"'];
+  // a time function whose text may itself look like a secret, changing from line pair to line pair
+  const odd = [...fixed, ',"time":"123-45-6789"', ',"time":4111111111111111'];
+  for (const [hostname, times] of [
+    ['vm', fixed],
+    ['token-host', fixed],
+    ['vm', odd],
+  ] as const) {
+    let time: string = times[0]!;
+    const { logger, lines } = capturingLogger({ base: { pid: 1, hostname }, timestamp: () => time });
     const access = accessLog(logger);
     for (let i = 0; i < 400; i++) {
+      time = times[i % times.length]!;
       const id = random() < 0.5 ? '87b9832f-80ee-405b-9411-5c8f5d41e2b5' : pick();
       const msg = pick();
       const store = {
