@@ -319,6 +319,12 @@ export function registerDb(app: FastifyInstance, obs: Obs, options: DbOptions = 
   });
 
   app.addHook('onResponse', (request, _reply, done) => {
+    // Until pg is handed to obs no request is counted: no WeakMap look-up (it gives the request an
+    // identity hash) on every response.
+    if (state.meters === undefined) {
+      done();
+      return;
+    }
     try {
       const entry = counted.get(request);
       if (entry !== undefined) {
