@@ -119,7 +119,7 @@ test('lines built at random from secrets and near-secrets mask exactly as reques
   const odd = [...fixed, ',"time":"123-45-6789"', ',"time":4111111111111111'];
   for (const [hostname, times] of [
     ['vm', fixed],
-    ['token-host', fixed],
+    ['jane.doe@example.com', fixed],
     ['vm', odd],
   ] as const) {
     let time: string = times[0]!;
