@@ -87,6 +87,10 @@ console.log(JSON.stringify({
   snapshotStatus: snapshot.status,
   snapshotMode: (await snapshot.json()).mode,
   obsSeries: metrics.split('\\n').filter((l) => l.startsWith('obs_')).length,
+  // recorded per series (CounterBatch, HistogramBatch) and handed to prom-client when /metrics reads them
+  perRequest: metrics
+    .split('\\n')
+    .filter((l) => /^obs_(trace_missing_total|request_fan_out_count)\\{.*"\\/hello"\\} 1$/.test(l)).length,
 }));
 `;
 
@@ -96,6 +100,7 @@ interface ConsumerReport {
   readonly snapshotStatus: number;
   readonly snapshotMode: string | undefined;
   readonly obsSeries: number;
+  readonly perRequest: number;
 }
 
 function assertReport(output: string, line: string): void {
@@ -105,6 +110,11 @@ function assertReport(output: string, line: string): void {
   assert.equal(report.snapshotStatus, 200);
   assert.equal(report.snapshotMode, 'ENFORCING');
   assert.ok(report.obsSeries > 0, 'no obs_* series on /metrics');
+  assert.equal(
+    report.perRequest,
+    2,
+    'the request to /hello is not in obs_trace_missing_total and obs_request_fan_out',
+  );
 }
 
 describe('packages – installed from their tarballs, outside the repository', { concurrency: false }, () => {

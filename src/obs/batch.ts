@@ -3,7 +3,8 @@
  * lookup each: they are kept per series (a labelset, named by a key the caller builds from its
  * label values) and handed to prom-client when the metric is read (its `collect`, which every
  * scrape, `get()` and the SLO engine run first) or, for a histogram, when a series' buffer of
- * observations fills. What a scrape shows is what recording each value at once would show.
+ * observations fills. What a scrape shows is what recording each value at once would show; the
+ * metric's `reset()` drops what waits too.
  *
  * Why: prom-client does per recording what a series only needs once (checks the label names,
  * builds the series' hash string, makes a closure and an object per `observe`, turns each bucket
@@ -35,18 +36,29 @@ const OBSERVATIONS_PER_SERIES = 64;
 
 interface Readable {
   collect?: (() => unknown) | undefined;
+  reset?: () => unknown;
   readonly name: string;
   readonly labelNames?: readonly string[];
   readonly enableExemplars?: boolean;
 }
 
-/** Runs `flush` before the metric's own `collect` whenever the metric is read. */
-function flushOnCollect(metric: Readable, flush: () => void): void {
+/**
+ * Runs `flush` before the metric's own `collect` whenever the metric is read, and `discard` before
+ * its `reset()` (recordings made before a reset are not shown after it).
+ */
+function attach(metric: Readable, flush: () => void, discard: () => void): void {
   const own = metric.collect;
   metric.collect = function (this: unknown) {
     flush();
     return own?.call(this);
   };
+  const reset = metric.reset;
+  if (typeof reset === 'function') {
+    metric.reset = function (this: unknown) {
+      discard();
+      return reset.call(this);
+    };
+  }
 }
 
 /** The labels of a new series as prom-client keeps them, or undefined when one is not kept as is. */
@@ -87,7 +99,13 @@ export class CounterBatch<L extends string> {
     this.#counter = counter;
     this.#firewall = options.firewall;
     this.#max = options.maxSeries ?? DEFAULT_MAX_SERIES;
-    flushOnCollect(counter as unknown as Readable, () => this.flush());
+    attach(
+      counter as unknown as Readable,
+      () => this.flush(),
+      () => {
+        for (const series of this.#series.values()) if (series !== null) series.pending = 0;
+      },
+    );
   }
 
   /**
@@ -142,7 +160,13 @@ export class HistogramBatch<L extends string> {
     this.#histogram = histogram;
     this.#firewall = options.firewall;
     this.#max = options.maxSeries ?? DEFAULT_MAX_SERIES;
-    flushOnCollect(histogram as unknown as Readable, () => this.flush());
+    attach(
+      histogram as unknown as Readable,
+      () => this.flush(),
+      () => {
+        for (const series of this.#series.values()) if (series !== null) series.n = 0;
+      },
+    );
   }
 
   /** Observes `value` in the series `labels` name; `key` as for {@link CounterBatch.inc}. */

@@ -140,3 +140,30 @@ test('batch – the metric keeps its own collect, and a value prom-client refuse
   assert.throws(() => counts.inc('b', { nope: 'b' } as never), /not included in initial labelset/);
   assert.match(await registry.metrics(), /^c_total\{k="a"\} 1$/m);
 });
+
+test('batch – reset() drops what waits as well as what prom-client holds', async () => {
+  const registry = new Registry();
+  const counter = new Counter({ name: 'c_total', help: 'h', labelNames: ['k'], registers: [registry] });
+  const histogram = new Histogram({
+    name: 'h',
+    help: 'h',
+    labelNames: ['k'],
+    buckets: [1],
+    registers: [registry],
+  });
+  const counts = new CounterBatch(counter);
+  const observations = new HistogramBatch(histogram);
+  counts.inc('a', { k: 'a' });
+  observations.observe('a', { k: 'a' }, 0.5);
+  await registry.metrics(); // handed over: 1 and 1
+  counts.inc('a', { k: 'a' });
+  observations.observe('a', { k: 'a' }, 0.5);
+  counter.reset();
+  histogram.reset();
+  counts.inc('a', { k: 'a' });
+  observations.observe('a', { k: 'a' }, 2);
+  const text = await registry.metrics();
+  assert.match(text, /^c_total\{k="a"\} 1$/m);
+  assert.match(text, /^h_count\{k="a"\} 1$/m);
+  assert.match(text, /^h_sum\{k="a"\} 2$/m);
+});
