@@ -59,6 +59,7 @@ test('api report – the README documents every export, and documents no name th
     'admit',
     'admitLabels',
     'admitRecording',
+    'keeps',
     'require',
     'isEnabledFor',
     'readiness',
