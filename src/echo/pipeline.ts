@@ -299,6 +299,10 @@ class Waits {
     const res = reply.raw;
     if (res.destroyed || res.writableEnded) return CLIENT_GONE;
     return new Promise<Outcome>((resolve) => {
+      // libuv keeps time in whole milliseconds, so a timer can fire up to 1 ms before `ms` have
+      // passed on a finer clock (10ms measured as 9.3): an injected delay is never shorter than
+      // asked, so a timer that fired early waits out the rest.
+      const due = performance.now() + ms;
       const finish = (outcome: Outcome) => {
         clearTimeout(timer);
         res.removeListener('close', onClose);
@@ -307,7 +311,12 @@ class Waits {
       };
       const onClose = () => finish('client-gone');
       const onEnd = () => finish('done');
-      const timer = setTimeout(onEnd, ms);
+      const onTimer = () => {
+        const left = due - performance.now();
+        if (left > 0) timer = setTimeout(onTimer, Math.ceil(left));
+        else onEnd();
+      };
+      let timer = setTimeout(onTimer, ms);
       res.on('close', onClose);
       this.#pending.add(onEnd);
     });

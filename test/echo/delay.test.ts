@@ -4,8 +4,9 @@ import { request } from 'undici';
 import type { RandomSource } from '../../src/echo/random.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 
-// Timers never fire early, but a loaded 2-core machine can make them late: the lower bound is
-// strict-ish, the upper bound generous. Delays stay at or below 400 ms.
+// A delay is never shorter than asked (the service waits out a timer that fired early, see the
+// test below), but a loaded 2-core machine can make it late: the lower bound is strict-ish, the
+// upper bound generous. Delays stay at or below 400 ms.
 const EARLY_MS = 20;
 const LATE_MS = 250;
 
@@ -302,4 +303,27 @@ test('ECHO_MAX_DELAY – ECHO_DELAY above the ceiling stops startup, naming the 
     assert.match(err.message, /ECHO_DELAY="5s"/);
     return true;
   });
+});
+
+test('delay – never shorter than asked on the service clock, though libuv keeps whole milliseconds', async () => {
+  // A timer of 10 ms armed at 100.9 ms on libuv's millisecond clock fires at 110 ms: 9.1 ms later.
+  // The request's duration (fastify's, on performance.now, from before the delay began) must not
+  // fall in the 10 ms bucket: without the service waiting out the rest, about half of them did.
+  const echo = await startEcho();
+  try {
+    for (let i = 0; i < 40; i++) {
+      const res = await request(`${echo.url}/short`, { headers: { 'x-echo-delay': '10ms' } });
+      assert.equal(res.statusCode, 200);
+      await res.body.text();
+    }
+    const metrics = await (await request(`${echo.url}/metrics`)).body.text();
+    const count = /^echo_request_duration_seconds_count\{fault="delay"\} (\d+)$/m.exec(metrics)?.[1];
+    const within10ms = /^echo_request_duration_seconds_bucket\{le="0.01",fault="delay"\} (\d+)$/m.exec(
+      metrics,
+    )?.[1];
+    assert.equal(count, '40', metrics);
+    assert.equal(within10ms, '0', 'some 10 ms delays took 10 ms or less');
+  } finally {
+    await echo.close();
+  }
 });
