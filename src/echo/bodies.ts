@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { Readable, type Transform } from 'node:stream';
 import { createBrotliCompress, createDeflate, createGzip, constants as zlib } from 'node:zlib';
 import type { Compression } from './controls.ts';
+import { isoNow } from './iso-time.ts';
 import type { ByteSource } from './random.ts';
 
 const CHUNK_BYTES = 64 * 1024;
@@ -177,19 +178,6 @@ export function requestSummary(raw: IncomingMessage, clientIp: string, protocol:
   }
   out += `\nClient IP: ${clientIp}\nTimestamp: ${isoNow()}\n`;
   return out;
-}
-
-let nowMs = Number.NaN;
-let nowIso = '';
-
-/** `new Date().toISOString()`, formatted once per millisecond: under load many requests share one. */
-function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== nowMs) {
-    nowMs = ms;
-    nowIso = new Date(ms).toISOString();
-  }
-  return nowIso;
 }
 
 function hasHostHeader(rawHeaders: readonly string[]): boolean {

@@ -23,6 +23,7 @@
  * {@link EXIT_FLUSH_MS} at most.
  */
 import { fstatSync, writeSync } from 'node:fs';
+import { isoNow } from './iso-time.ts';
 
 /** What the destination hands lines to: {@link DirectStdout}, or a stand-in in tests. */
 export interface LineSink {
@@ -341,18 +342,18 @@ export function stdoutDestination(): TurnBatchedDestination {
   return destination;
 }
 
-let lastMs = Number.NaN;
+let lastIso = '';
 let lastTime = '';
 
 /**
- * pino's `isoTime` (`,"time":"2026-11-24T11:00:00.000Z"`), formatted once per millisecond rather
- * than once per line: under load many lines share a millisecond.
+ * pino's `isoTime` (`,"time":"2026-11-24T11:00:00.000Z"`), made once per millisecond rather than
+ * once per line: under load many lines share a millisecond.
  */
 export function isoTimestamp(): string {
-  const now = Date.now();
-  if (now !== lastMs) {
-    lastMs = now;
-    lastTime = `,"time":"${new Date(now).toISOString()}"`;
+  const iso = isoNow();
+  if (iso !== lastIso) {
+    lastIso = iso;
+    lastTime = `,"time":"${iso}"`;
   }
   return lastTime;
 }

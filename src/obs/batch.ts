@@ -83,6 +83,44 @@ function admitSeries<L extends string>(
   return out;
 }
 
+/**
+ * The series of one batched metric by key: each admitted once ({@link admitSeries}); `null` for a
+ * key recorded directly (a value past the cap, a label the metric lacks, a metric with exemplars).
+ * At most `maxSeries` keys are kept; past that, new keys are recorded directly too.
+ */
+class SeriesMap<L extends string, S> {
+  readonly #metric: Readable;
+  readonly #firewall: CardinalityFirewall | undefined;
+  readonly #max: number;
+  readonly #make: (labels: Labels<L>) => S;
+  readonly #series = new Map<string, S | null>();
+
+  constructor(metric: object, options: MeterBatchOptions, make: (labels: Labels<L>) => S) {
+    this.#metric = metric as Readable;
+    this.#firewall = options.firewall;
+    this.#max = options.maxSeries ?? DEFAULT_MAX_SERIES;
+    this.#make = make;
+  }
+
+  /** The series `key` names, made on first sight; null when its recordings go the direct way. */
+  get(key: string, labels: Labels<L>): S | null {
+    let series = this.#series.get(key);
+    if (series !== undefined) return series;
+    if (this.#series.size >= this.#max) return null;
+    const admitted =
+      this.#metric.enableExemplars === true ? undefined : admitSeries(this.#metric, labels, this.#firewall);
+    series = admitted === undefined ? null : this.#make(admitted);
+    // A key past the cap is remembered as such (null), so it is not admitted again on every
+    // recording; the guard still sees each of its recordings.
+    this.#series.set(key, series);
+    return series;
+  }
+
+  *[Symbol.iterator](): IterableIterator<S> {
+    for (const series of this.#series.values()) if (series !== null) yield series;
+  }
+}
+
 interface CounterSeries<L extends string> {
   readonly labels: Labels<L>;
   pending: number;
@@ -91,19 +129,16 @@ interface CounterSeries<L extends string> {
 /** Increments of a counter by one, batched per series; see the module comment. */
 export class CounterBatch<L extends string> {
   readonly #counter: Counter<L>;
-  readonly #firewall: CardinalityFirewall | undefined;
-  readonly #max: number;
-  readonly #series = new Map<string, CounterSeries<L> | null>();
+  readonly #series: SeriesMap<L, CounterSeries<L>>;
 
   constructor(counter: Counter<L>, options: MeterBatchOptions = {}) {
     this.#counter = counter;
-    this.#firewall = options.firewall;
-    this.#max = options.maxSeries ?? DEFAULT_MAX_SERIES;
+    this.#series = new SeriesMap(counter, options, (labels) => ({ labels, pending: 0 }));
     attach(
       counter as unknown as Readable,
       () => this.flush(),
       () => {
-        for (const series of this.#series.values()) if (series !== null) series.pending = 0;
+        for (const series of this.#series) series.pending = 0;
       },
     );
   }
@@ -114,28 +149,15 @@ export class CounterBatch<L extends string> {
    * hold).
    */
   inc(key: string, labels: Labels<L>): void {
-    let series = this.#series.get(key);
-    if (series === undefined) {
-      const admitted =
-        this.#series.size < this.#max && (this.#counter as unknown as Readable).enableExemplars !== true
-          ? admitSeries(this.#counter as unknown as Readable, labels, this.#firewall)
-          : undefined;
-      series = admitted === undefined ? null : { labels: admitted, pending: 0 };
-      // A series past the cap is remembered as such (null) while there is room, so its key is
-      // not admitted again on every recording; the guard still sees each of its recordings.
-      if (this.#series.size < this.#max) this.#series.set(key, series);
-    }
-    if (series === null) {
-      this.#counter.inc(labels as never);
-      return;
-    }
-    series.pending += 1;
+    const series = this.#series.get(key, labels);
+    if (series === null) this.#counter.inc(labels as never);
+    else series.pending += 1;
   }
 
   /** Hands every pending increment to the counter. */
   flush(): void {
-    for (const series of this.#series.values()) {
-      if (series === null || series.pending === 0) continue;
+    for (const series of this.#series) {
+      if (series.pending === 0) continue;
       const n = series.pending;
       series.pending = 0;
       this.#counter.inc(series.labels as never, n);
@@ -152,37 +174,27 @@ interface HistogramSeries<L extends string> {
 /** Observations of a histogram, batched per series; see the module comment. */
 export class HistogramBatch<L extends string> {
   readonly #histogram: Histogram<L>;
-  readonly #firewall: CardinalityFirewall | undefined;
-  readonly #max: number;
-  readonly #series = new Map<string, HistogramSeries<L> | null>();
+  readonly #series: SeriesMap<L, HistogramSeries<L>>;
 
   constructor(histogram: Histogram<L>, options: MeterBatchOptions = {}) {
     this.#histogram = histogram;
-    this.#firewall = options.firewall;
-    this.#max = options.maxSeries ?? DEFAULT_MAX_SERIES;
+    this.#series = new SeriesMap(histogram, options, (labels) => ({
+      labels,
+      values: new Float64Array(OBSERVATIONS_PER_SERIES),
+      n: 0,
+    }));
     attach(
       histogram as unknown as Readable,
       () => this.flush(),
       () => {
-        for (const series of this.#series.values()) if (series !== null) series.n = 0;
+        for (const series of this.#series) series.n = 0;
       },
     );
   }
 
   /** Observes `value` in the series `labels` name; `key` as for {@link CounterBatch.inc}. */
   observe(key: string, labels: Labels<L>, value: number): void {
-    let series = this.#series.get(key);
-    if (series === undefined) {
-      const admitted =
-        this.#series.size < this.#max && (this.#histogram as unknown as Readable).enableExemplars !== true
-          ? admitSeries(this.#histogram as unknown as Readable, labels, this.#firewall)
-          : undefined;
-      series =
-        admitted === undefined
-          ? null
-          : { labels: admitted, values: new Float64Array(OBSERVATIONS_PER_SERIES), n: 0 };
-      if (this.#series.size < this.#max) this.#series.set(key, series);
-    }
+    const series = this.#series.get(key, labels);
     // prom-client throws on a value that is not a finite number: let it, at the call, not later.
     if (series === null || !Number.isFinite(value)) {
       this.#histogram.observe(labels as never, value);
@@ -194,7 +206,7 @@ export class HistogramBatch<L extends string> {
 
   /** Hands every pending observation to the histogram. */
   flush(): void {
-    for (const series of this.#series.values()) if (series !== null) this.#flushSeries(series);
+    for (const series of this.#series) this.#flushSeries(series);
   }
 
   #flushSeries(series: HistogramSeries<L>): void {

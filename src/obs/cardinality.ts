@@ -116,18 +116,11 @@ export class CardinalityFirewall {
    */
   keeps(meter: string, tagKey: string, value: string): boolean {
     if (value === this.overflowValue) return true;
-    let tags = this.#meters.get(meter);
-    if (tags === undefined) {
-      tags = this.#isGuarded(meter) ? new Map() : null;
-      this.#meters.set(meter, tags);
-    }
-    if (tags === null) return true;
-    const state = tags.get(tagKey);
-    if (state === undefined || state.seen.has(value) || state.seen.size < this.maxValuesPerTag) {
-      this.#admit(meter, tagKey, value);
-      return true;
-    }
-    return false;
+    const state = this.#tagsOf(meter)?.get(tagKey);
+    if (state !== undefined && !state.seen.has(value) && state.seen.size >= this.maxValuesPerTag)
+      return false;
+    this.#admit(meter, tagKey, value);
+    return true;
   }
   /**
    * Calls `listener` once per value past the cap, in both modes.
@@ -144,12 +137,7 @@ export class CardinalityFirewall {
   #admit(meter: string, tagKey: string, value: string): string {
     this.#overflowed = false;
     if (value === this.overflowValue) return value;
-    let tags = this.#meters.get(meter);
-    if (tags === undefined) {
-      // Meter names come from code, not from requests, so this map stays small.
-      tags = this.#isGuarded(meter) ? new Map() : null;
-      this.#meters.set(meter, tags);
-    }
+    const tags = this.#tagsOf(meter);
     if (tags === null) return value;
     let state = tags.get(tagKey);
     if (state === undefined) {
@@ -192,6 +180,16 @@ export class CardinalityFirewall {
       .slice(0, limit);
   }
 
+  /** The tags of a guarded meter; null for a meter not guarded (looked up once). */
+  #tagsOf(meter: string): Map<string, TagState> | null {
+    let tags = this.#meters.get(meter);
+    if (tags === undefined) {
+      // Meter names come from code, not from requests, so this map stays small.
+      tags = this.#isGuarded(meter) ? new Map() : null;
+      this.#meters.set(meter, tags);
+    }
+    return tags;
+  }
   #isGuarded(meter: string): boolean {
     return (
       this.enabled &&

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { accessLog, lazyChildLoggerFactory } from '../../src/echo/access-log.ts';
 import { ECHO_OBS_DEFAULTS } from '../../src/echo/metrics.ts';
+import { seededRandom } from '../../src/echo/random.ts';
 import { loadObsConfig, obsLoggerOptions } from '../../src/obs/index.ts';
 import { runInRequestContext } from '../../src/obs/request-context.ts';
 
@@ -92,21 +93,11 @@ const FRAGMENTS = [
   ' ',
 ];
 
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test('lines built at random from secrets and near-secrets mask exactly as request.log.info does', () => {
   // The access lines skip obs's scan of a whole line when none of its changing pieces (request id,
   // message, the mixin's values) may hold a secret: pieces that are one only together, and
   // secrets in any piece, must still be masked as pino's own path masks them.
-  const random = seeded(13);
+  const random = seededRandom(13);
   const pick = () => {
     let out = '';
     for (let n = Math.floor(random() * 4); n >= 0; n--)

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Counter, Histogram, Registry } from 'prom-client';
+import { seededRandom as seeded } from '../../src/echo/random.ts';
 import {
   CardinalityFirewall,
   CounterBatch,
@@ -9,18 +10,6 @@ import {
   HistogramBatch,
   registryGuard,
 } from '../../src/obs/index.ts';
-
-/** A small seeded generator (mulberry32), so a failing sequence can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A scrape's lines, sorted: a series first recorded at a flush comes later in prom-client's order. */
 async function scrape(registry: Registry): Promise<string[]> {
@@ -91,9 +80,16 @@ for (const mode of ['ENFORCING', 'DRY_RUN'] as const) {
   });
 }
 
-test('batch – nothing reaches prom-client until the metric is read; a full histogram series hands its values over', async () => {
+/** A counter `c_total` and a histogram `h_seconds` (one bucket, 1) with one label `k`, and their batches. */
+function oneLabel(collect?: () => void) {
   const registry = new Registry();
-  const counter = new Counter({ name: 'c_total', help: 'h', labelNames: ['k'], registers: [registry] });
+  const counter = new Counter({
+    name: 'c_total',
+    help: 'h',
+    labelNames: ['k'],
+    registers: [registry],
+    collect,
+  });
   const histogram = new Histogram({
     name: 'h_seconds',
     help: 'h',
@@ -101,8 +97,17 @@ test('batch – nothing reaches prom-client until the metric is read; a full his
     buckets: [1],
     registers: [registry],
   });
-  const counts = new CounterBatch(counter);
-  const observations = new HistogramBatch(histogram);
+  return {
+    registry,
+    counter,
+    histogram,
+    counts: new CounterBatch(counter),
+    observations: new HistogramBatch(histogram),
+  };
+}
+
+test('batch – nothing reaches prom-client until the metric is read; a full histogram series hands its values over', async () => {
+  const { registry, counter, histogram, counts, observations } = oneLabel();
   for (let i = 0; i < 3; i++) counts.inc('a', { k: 'a' });
   for (let i = 0; i < 64; i++) observations.observe('a', { k: 'a' }, 0.5);
   observations.observe('a', { k: 'a' }, 0.5);
@@ -119,20 +124,10 @@ test('batch – nothing reaches prom-client until the metric is read; a full his
 });
 
 test('batch – the metric keeps its own collect, and a value prom-client refuses throws at the call', async () => {
-  const registry = new Registry();
   let collected = 0;
-  const counter = new Counter({
-    name: 'c_total',
-    help: 'h',
-    labelNames: ['k'],
-    registers: [registry],
-    collect() {
-      collected++;
-    },
+  const { registry, counts, observations } = oneLabel(() => {
+    collected++;
   });
-  const histogram = new Histogram({ name: 'h', help: 'h', labelNames: ['k'], registers: [registry] });
-  const counts = new CounterBatch(counter);
-  const observations = new HistogramBatch(histogram);
   counts.inc('a', { k: 'a' });
   await registry.metrics();
   assert.equal(collected, 1);
@@ -142,17 +137,7 @@ test('batch – the metric keeps its own collect, and a value prom-client refuse
 });
 
 test('batch – reset() drops what waits as well as what prom-client holds', async () => {
-  const registry = new Registry();
-  const counter = new Counter({ name: 'c_total', help: 'h', labelNames: ['k'], registers: [registry] });
-  const histogram = new Histogram({
-    name: 'h',
-    help: 'h',
-    labelNames: ['k'],
-    buckets: [1],
-    registers: [registry],
-  });
-  const counts = new CounterBatch(counter);
-  const observations = new HistogramBatch(histogram);
+  const { registry, counter, histogram, counts, observations } = oneLabel();
   counts.inc('a', { k: 'a' });
   observations.observe('a', { k: 'a' }, 0.5);
   await registry.metrics(); // handed over: 1 and 1
@@ -164,6 +149,6 @@ test('batch – reset() drops what waits as well as what prom-client holds', asy
   observations.observe('a', { k: 'a' }, 2);
   const text = await registry.metrics();
   assert.match(text, /^c_total\{k="a"\} 1$/m);
-  assert.match(text, /^h_count\{k="a"\} 1$/m);
-  assert.match(text, /^h_sum\{k="a"\} 2$/m);
+  assert.match(text, /^h_seconds_count\{k="a"\} 1$/m);
+  assert.match(text, /^h_seconds_sum\{k="a"\} 2$/m);
 });
