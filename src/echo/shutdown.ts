@@ -40,6 +40,11 @@ interface Connection {
   idleSince: number;
   /** `socket.bytesRead` at that moment: more since then means a request is on its way. */
   bytesAtIdle: number;
+  /**
+   * The response of its latest request; with pipelining earlier ones are answered first, so this
+   * one is the last to start, and `Connection: close` on it ends the connection after it.
+   */
+  latest: ServerResponse | undefined;
 }
 
 /** How often connections are checked for idleness once the listener has closed. */
@@ -110,13 +115,20 @@ export function trackConnections(
   const connections = new Map<Socket, Connection>();
   // Every accepted TCP socket, for destroyAll (a TLS handshake that never ends included).
   const sockets = new Set<Socket>();
+  // Responses of requests on a socket that is not in `connections` (none is expected: a safety net).
   const pending = new Set<ServerResponse>();
   let draining = false;
   let everyClosed = false;
   const tls = typeof (server as { addContext?: unknown }).addContext === 'function';
 
   const add = (socket: Socket) => {
-    connections.set(socket, { busy: 0, requests: 0, idleSince: Date.now(), bytesAtIdle: socket.bytesRead });
+    connections.set(socket, {
+      busy: 0,
+      requests: 0,
+      idleSince: Date.now(),
+      bytesAtIdle: socket.bytesRead,
+      latest: undefined,
+    });
     socket.once('close', () => connections.delete(socket));
   };
   server.on('connection', (socket: Socket) => {
@@ -126,24 +138,32 @@ export function trackConnections(
   });
   if (tls) server.on('secureConnection', add);
 
+  // One listener for every response (`this` is the response): no closure, and no set of every
+  // response in flight (a set keyed by a new object each request costs its identity hash and a
+  // table that grows and shrinks under load).
+  const responseClosed = function (this: ServerResponse) {
+    const connection = connections.get(this.req.socket);
+    if (connection === undefined) return;
+    if (connection.latest === this) connection.latest = undefined;
+    connection.busy--;
+    connection.idleSince = Date.now();
+    connection.bytesAtIdle = this.req.socket.bytesRead;
+  };
   // Prepended, so it runs before fastify's handler can answer (and finish) the request.
   server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
     if (request.httpVersionMajor !== 1) return;
-    const connection = connections.get(request.socket);
     if (draining) response.shouldKeepAlive = false;
-    pending.add(response);
-    if (connection !== undefined) {
-      connection.busy++;
-      connection.requests++;
+    const connection = connections.get(request.socket);
+    if (connection === undefined) {
+      pending.add(response);
+      response.on('close', () => pending.delete(response));
+      return;
     }
+    connection.busy++;
+    connection.requests++;
+    connection.latest = response;
     // `on`: a response emits 'close' once, and `once` would allocate a wrapper per request.
-    response.on('close', () => {
-      pending.delete(response);
-      if (connection === undefined) return;
-      connection.busy--;
-      connection.idleSince = Date.now();
-      connection.bytesAtIdle = request.socket.bytesRead;
-    });
+    response.on('close', responseClosed);
   });
 
   const sweep = () => {
@@ -169,6 +189,9 @@ export function trackConnections(
         const close = () => {
           draining = true;
           for (const response of pending) if (!response.headersSent) response.shouldKeepAlive = false;
+          for (const { latest } of connections.values()) {
+            if (latest !== undefined && !latest.headersSent) latest.shouldKeepAlive = false;
+          }
           // net.Server's close, not http.Server's: that one closes "idle" connections at once.
           if (server.listening) net.Server.prototype.close.call(server, () => (everyClosed = true));
           for (const session of sessions()) if (!session.closed && !session.destroyed) session.close();
