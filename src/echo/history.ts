@@ -49,10 +49,13 @@ class Recorded implements HistoryEntry {
   readonly #timeMs: number;
   readonly #bytes: Buffer;
   readonly #cut: boolean;
+  /** Its place in the order of every entry ever recorded (History's index uses it). */
+  readonly seq: number;
   #decoded: { body: string; encoding: 'utf8' | 'base64'; keptBytes: number } | undefined;
 
-  constructor(id: string, input: RecordInput, bytes: Buffer, cut: boolean) {
+  constructor(id: string, input: RecordInput, bytes: Buffer, cut: boolean, seq: number) {
     this.id = id;
+    this.seq = seq;
     this.request_id = input.requestId;
     this.method = input.method;
     this.url = input.url;
@@ -137,6 +140,11 @@ export interface RecordInput {
   readonly body: Buffer | undefined;
   readonly remoteAddr: string;
   readonly protocol: string;
+  /**
+   * Whether `requestId` may repeat one already stored: true (the default) for an id the client
+   * sent; false for one the server generated unique (a random UUID), which skips the look-up.
+   */
+  readonly idMayRepeat?: boolean;
 }
 
 /**
@@ -147,10 +155,18 @@ export class History {
   readonly capacity: number;
   readonly maxBodyBytes: number;
   readonly #ring: Array<Recorded | undefined>;
-  readonly #byId = new Map<string, Recorded>();
   #start = 0;
   #size = 0;
   #collisions = 0;
+  /** Entries recorded so far; the next one's `seq`. */
+  #recorded = 0;
+  // The index by id is brought up to date only when it is needed: a look-up by id (rare) or an id
+  // the client sent (which may repeat a stored one). A request with a generated id changes only the
+  // ring, so most requests touch no map: a map that gains and loses an entry on every request costs
+  // three hashed operations and the rehashing its deletions cause.
+  readonly #byId = new Map<string, Recorded>();
+  /** Entries with `seq` below this are in `#byId`, unless they have left the ring. */
+  #indexedUpTo = 0;
 
   constructor(capacity: number, maxBodyBytes: number) {
     this.capacity = capacity;
@@ -175,23 +191,39 @@ export class History {
       kept.byteLength === 0 ? EMPTY : kept.byteLength === kept.buffer.byteLength ? kept : Buffer.from(kept);
     // A sent id may itself look like `<id>-<n>`: look for a suffix no stored entry has.
     let id = input.requestId;
-    while (this.#byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
-    const entry = new Recorded(id, input, bytes, cut);
+    if (input.idMayRepeat !== false) {
+      const byId = this.#index();
+      while (byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
+    }
+    const entry = new Recorded(id, input, bytes, cut, this.#recorded++);
     if (this.#size === this.capacity) {
       const oldest = this.#ring[this.#start];
-      if (oldest !== undefined) this.#byId.delete(oldest.id);
+      if (oldest !== undefined && oldest.seq < this.#indexedUpTo) this.#byId.delete(oldest.id);
       this.#ring[this.#start] = entry;
       this.#start = (this.#start + 1) % this.capacity;
     } else {
       this.#ring[(this.#start + this.#size) % this.capacity] = entry;
       this.#size++;
     }
-    this.#byId.set(id, entry);
     return entry;
   }
 
   get(id: string): HistoryEntry | undefined {
-    return this.#byId.get(id);
+    return this.#index().get(id);
+  }
+
+  /** The index by id, with every stored entry in it. */
+  #index(): Map<string, Recorded> {
+    if (this.#indexedUpTo < this.#recorded) {
+      // The entries recorded since the last update that are still stored (the oldest first).
+      const missing = Math.min(this.#recorded - this.#indexedUpTo, this.#size);
+      for (let i = this.#size - missing; i < this.#size; i++) {
+        const entry = this.#ring[(this.#start + i) % this.capacity]!;
+        this.#byId.set(entry.id, entry);
+      }
+      this.#indexedUpTo = this.#recorded;
+    }
+    return this.#byId;
   }
 
   /** Every stored entry, oldest first. */

@@ -105,6 +105,8 @@ export function createEchoHandler(deps: PipelineDeps) {
         body,
         remoteAddr: request.ip,
         protocol: protocolOf(request),
+        // fastify took the id from X-Request-ID when the client sent one, else made a random UUID.
+        idMayRepeat: raw.headers['x-request-id'] === request.id,
       });
     }
 

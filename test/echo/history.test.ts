@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
+import { History } from '../../src/echo/history.ts';
+import { seededRandom } from '../../src/echo/random.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
 
@@ -347,4 +349,59 @@ test('history – a text body cut inside a multi-byte character keeps only whole
   assert.equal(entry?.body, 'éé');
   assert.equal(entry?.body_size, 6);
   assert.equal(entry?.body_truncated, true);
+});
+
+test('history – the index by id, brought up to date only when needed, agrees with one kept on every record', () => {
+  // A reference that indexes every entry as it is recorded (what History did before), against
+  // seeded sequences of generated and sent ids (sent ones repeat), look-ups and evictions.
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+    const random = seededRandom(seed);
+    const capacity = 1 + Math.floor(random() * 12);
+    const history = new History(capacity, 64);
+    const ring: string[] = [];
+    const byId = new Set<string>();
+    let collisions = 0;
+    let generated = 0;
+    for (let step = 0; step < 400; step++) {
+      const roll = random();
+      if (roll < 0.25) {
+        // a look-up: a stored id, an evicted or never-seen one
+        const id =
+          random() < 0.7 && ring.length > 0
+            ? ring[Math.floor(random() * ring.length)]!
+            : `gen-${Math.floor(random() * (generated + 1))}`;
+        assert.equal(
+          history.get(id)?.id,
+          byId.has(id) ? id : undefined,
+          `seed ${seed} step ${step}: get(${id})`,
+        );
+        continue;
+      }
+      const sent = roll < 0.6;
+      const requestId = sent ? `sent-${Math.floor(random() * 4)}` : `gen-${generated++}`;
+      let expected = requestId;
+      if (sent) while (byId.has(expected)) expected = `${requestId}-${++collisions}`;
+      const entry = history.record({
+        requestId,
+        method: 'GET',
+        url: '/',
+        headers: {},
+        body: undefined,
+        remoteAddr: '127.0.0.1',
+        protocol: 'HTTP/1.1',
+        idMayRepeat: sent,
+      });
+      assert.equal(entry?.id, expected, `seed ${seed} step ${step}: recorded id`);
+      ring.push(expected);
+      byId.add(expected);
+      if (ring.length > capacity) byId.delete(ring.shift()!);
+      assert.deepEqual(
+        history.list().map((e) => e.id),
+        ring,
+      );
+    }
+    // Every stored entry is found by its id, and nothing else is.
+    for (const id of ring) assert.equal(history.get(id)?.id, id);
+    assert.equal(history.size, ring.length);
+  }
 });
