@@ -199,3 +199,25 @@ export function targetsSection(targets: readonly Target[]): string {
     table(['target', 'limit', 'measured', 'verdict'], rows),
   ].join('\n');
 }
+
+/**
+ * The CPU time a thread or process has used, in seconds, from the text of its `/proc/<pid>/stat`
+ * (or `/proc/<pid>/task/<tid>/stat`): utime plus stime, the 14th and 15th fields, in clock ticks.
+ * The second field, the command in parentheses, may itself hold spaces and parentheses, so the
+ * fields are counted from the last `)`.
+ */
+export function cpuSecondsOfStat(stat: string, ticksPerSecond: number): number {
+  const end = stat.lastIndexOf(')');
+  if (end === -1) throw new Error(`not a /proc stat line: ${JSON.stringify(stat.slice(0, 80))}`);
+  // After ") ": state (field 3), ..., utime (field 14) and stime (field 15).
+  const fields = stat
+    .slice(end + 2)
+    .trim()
+    .split(/\s+/);
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) {
+    throw new Error(`no utime and stime in ${JSON.stringify(stat.slice(0, 80))}`);
+  }
+  return (utime + stime) / ticksPerSecond;
+}

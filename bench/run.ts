@@ -2,7 +2,7 @@
  * `npm run bench`: echo-chaos against a bare node:http echo (bench/bare-echo.ts), in the same run,
  * rounds interleaved, on 127.0.0.1, with wrk (and h2load for HTTP/2); writes bench/RESULTS.md.
  *
- *   node bench/run.ts [--quick] [--only get,post-1k,...] [--rounds 3] [--seconds 5] [--write|--no-write]
+ *   node bench/run.ts [--list] [--quick] [--only get,post-1k,...] [--rounds 3] [--seconds 5] [--write|--no-write]
  *
  * Every measurement starts its server afresh, warms it up with the same load, measures, reads its RSS
  * and peak RSS (VmRSS and VmHWM of /proc/<pid>/status), then stops it. A full run writes
@@ -16,6 +16,7 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  cpuSecondsOfStat,
   formatValue,
   median,
   parseH2load,
@@ -38,7 +39,7 @@ const value = (name: string): string | undefined => {
 };
 if (flag('help')) {
   process.stdout.write(
-    'node bench/run.ts [--quick] [--only <scenario,...>] [--rounds N] [--seconds N] [--write|--no-write]\n',
+    'node bench/run.ts [--list] [--quick] [--only <scenario,...>] [--rounds N] [--seconds N] [--write|--no-write]\n',
   );
   process.exit(0);
 }
@@ -247,6 +248,27 @@ async function stopServer(running: Running): Promise<void> {
   clearTimeout(timer);
 }
 
+/** Clock ticks a second, the unit of /proc's CPU times. */
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * CPU seconds the main thread of a process has used (the thread that runs JavaScript and serves
+ * every request; GC helpers and the thread pool are apart); NaN when it is gone.
+ */
+function mainThreadCpuSeconds(pid: number | undefined): number {
+  try {
+    return cpuSecondsOfStat(readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8'), TICKS_PER_SECOND);
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** VmRSS and VmHWM (peak) of a process, in MB (10^6 bytes); NaN when it is gone. */
 function memory(pid: number | undefined): { rssMb: number; peakMb: number } {
   try {
@@ -353,6 +375,8 @@ const postLua = (bytes: number) =>
 interface Measured extends Sample {
   readonly rssMb: number;
   readonly peakMb: number;
+  /** Main-thread CPU µs a request while measured (wrk; NaN for h2load, whose warm-up is in its run). */
+  readonly cpuUs: number;
 }
 
 interface LoadScenario {
@@ -460,6 +484,11 @@ const SCENARIOS: readonly Scenario[] = [
   },
 ];
 
+if (flag('list')) {
+  for (const s of SCENARIOS) process.stdout.write(`${s.id.padEnd(10)} ${s.title}\n`);
+  rmSync(tmp, { recursive: true, force: true });
+  process.exit(0);
+}
 const selected = SCENARIOS.filter((s) => only === undefined || only.includes(s.id));
 if (only !== undefined) {
   const unknown = only.filter((id) => !SCENARIOS.some((s) => s.id === id));
@@ -467,6 +496,7 @@ if (only !== undefined) {
     process.stderr.write(
       `unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.id).join(', ')}\n`,
     );
+    rmSync(tmp, { recursive: true, force: true });
     process.exit(2);
   }
 }
@@ -507,13 +537,17 @@ async function measure(spec: ServerSpec, load: Load): Promise<Measured> {
   const server = await startServer(spec);
   try {
     let sample: Sample;
+    let cpuUs = Number.NaN;
     if (load.tool === 'h2load') {
       sample = await drive(server.port, load, load.seconds, warmupSeconds);
     } else {
       await drive(server.port, load, warmupSeconds); // JIT, connections
+      const before = mainThreadCpuSeconds(server.child.pid);
       sample = await drive(server.port, load, load.seconds);
+      const after = mainThreadCpuSeconds(server.child.pid);
+      if (sample.requests > 0) cpuUs = ((after - before) * 1e6) / sample.requests;
     }
-    return { ...sample, ...memory(server.child.pid) };
+    return { ...sample, ...memory(server.child.pid), cpuUs };
   } catch (err) {
     throw withServerState(err, server);
   } finally {
@@ -554,6 +588,8 @@ interface Summary {
   readonly non2xx: number;
   readonly rss: number;
   readonly peak: number;
+  /** Median main-thread CPU µs a request (NaN when not measured). */
+  readonly cpuUs: number;
   readonly perRound: string;
 }
 
@@ -576,6 +612,7 @@ function summarize(result: LoadResult): Map<string, Summary> {
       non2xx: median(xs.map((x) => x.non2xx)),
       rss: median(xs.map((x) => x.rssMb)),
       peak: Math.max(...xs.map((x) => x.peakMb)),
+      cpuUs: median(xs.map((x) => x.cpuUs)),
       perRound: xs.map((x) => x.rps.toFixed(0)).join(' / '),
     });
   }
@@ -597,6 +634,7 @@ function loadTable(result: LoadResult): string {
       `${s.errors} / ${s.timeouts}${s.non2xx ? ` (${s.non2xx} non-2xx)` : ''}`,
       s.rss.toFixed(0),
       s.peak.toFixed(0),
+      Number.isNaN(s.cpuUs) ? 'n/a' : s.cpuUs.toFixed(1),
       s.perRound,
     ];
   });
@@ -611,6 +649,7 @@ function loadTable(result: LoadResult): string {
       'errors / timeouts',
       'RSS after MB',
       'peak RSS MB',
+      'main-thread CPU µs / request',
       'req/s per round',
     ],
     rows,
@@ -1033,6 +1072,89 @@ targets.push(
 );
 
 // ---------------------------------------------------------------------------------------------------
+// What limits the throughput targets: CPU a request, measured in this run
+
+const fmtUs = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(1));
+/** The share of the measured seconds the main thread was busy: rps × CPU a request. */
+const busy = (s: Summary | undefined) =>
+  s === undefined || Number.isNaN(s.cpuUs) ? 'n/a' : `${Math.round((s.rps * s.cpuUs) / 1e4)}%`;
+
+function limitsSection(): string[] {
+  const rows: string[][] = [];
+  const gaps: string[] = [];
+  for (const [scenario, name] of [
+    ['get', 'GET'],
+    ['post-1k', 'POST 1 KiB'],
+  ] as const) {
+    const r = loadResults.get(scenario);
+    if (r === undefined) continue;
+    const sums = summarize(r);
+    const bare = sums.get('bare');
+    const defaults = sums.get('defaults');
+    const nolog = sums.get('nolog');
+    const fastify = sums.get('fastify');
+    if (bare === undefined || Number.isNaN(bare.cpuUs)) continue;
+    const for80 = bare.cpuUs / 0.8;
+    const for90 = bare.cpuUs / 0.9;
+    rows.push([
+      name,
+      `${fmtUs(bare.cpuUs)} (${busy(bare)})`,
+      `${fmtUs(fastify?.cpuUs)} (${busy(fastify)})`,
+      `${fmtUs(defaults?.cpuUs)} (${busy(defaults)})`,
+      `${fmtUs(nolog?.cpuUs)} (${busy(nolog)})`,
+      fmtUs(for80),
+      fmtUs(for90),
+    ]);
+    if (defaults !== undefined && !Number.isNaN(defaults.cpuUs) && defaults.cpuUs > for80)
+      gaps.push(
+        `${name} with the defaults: ${fmtUs(defaults.cpuUs)} µs a request against a budget of ${fmtUs(for80)} µs for 0.80, ${fmtUs(defaults.cpuUs - for80)} µs too many${fastify && !Number.isNaN(fastify.cpuUs) ? `; bare fastify alone, doing none of echo-chaos's work, spends ${fmtUs(fastify.cpuUs)} µs` : ''}.`,
+      );
+    if (nolog !== undefined && !Number.isNaN(nolog.cpuUs) && nolog.cpuUs > for90)
+      gaps.push(
+        `${name} with \`LOG_REQUESTS=false\`: ${fmtUs(nolog.cpuUs)} µs against ${fmtUs(for90)} µs for 0.90, ${fmtUs(nolog.cpuUs - for90)} µs too many.`,
+      );
+  }
+  if (rows.length === 0) return [];
+  const out = [
+    '## What limits the throughput and p99 targets',
+    '',
+    "Each server's main thread serves every request, and under wrk's 50 connections it is busy nearly all the time (the share in parentheses: requests a second × CPU a request). Throughput is then the inverse of the main thread's CPU time a request, and a throughput ratio is about the inverse ratio of CPU times. Main-thread CPU µs a request in this run (medians of rounds):",
+    '',
+    table(
+      [
+        'scenario',
+        'bare node:http',
+        'bare fastify',
+        'echo-chaos, defaults',
+        '`LOG_REQUESTS=false`',
+        'budget for 0.80',
+        'budget for 0.90',
+      ],
+      rows,
+    ),
+    '',
+  ];
+  if (gaps.length > 0) out.push(...gaps.map((g) => `- ${g}`), '');
+  const obs = loadResults.get('obs');
+  if (obs !== undefined) {
+    const sums = summarize(obs);
+    const off = sums.get('obsoff');
+    const on = sums.get('defaults');
+    if (off !== undefined && on !== undefined && !Number.isNaN(off.cpuUs) && !Number.isNaN(on.cpuUs))
+      out.push(
+        `- obs on against obs off: ${fmtUs(on.cpuUs)} against ${fmtUs(off.cpuUs)} µs a request; 0.90 would allow ${fmtUs(off.cpuUs / 0.9)} µs, so obs's hooks, its logger mixin and masking would have to cost ${fmtUs(off.cpuUs / 0.9 - off.cpuUs)} µs instead of ${fmtUs(on.cpuUs - off.cpuUs)}.`,
+        '',
+      );
+  }
+  out.push(
+    "- **p99** follows throughput: with 50 connections always waiting on one thread, a request's latency is about 50 / throughput (Little's law), so a server at a third of the baseline's throughput has about three times its p99. The p99 targets (at most 1.5×) need a throughput ratio of about 0.67 or more.",
+    "- **Where the microseconds go** (perf profiles of a request, part by part, and what each change bought): [README.md](README.md), from \"The log lines\" on. In short: node's HTTP parsing and fastify's request and response handling are about as costly as in bare fastify, but each of them costs more per call behind a busier request (more code and data in the CPU's caches), and the kernel's send wakes wrk for each response once the server is slower than wrk; echo-chaos's own work (the two masked access lines, metrics, history, the obs request context, the summary) is the rest.",
+    '',
+  );
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
 // RESULTS.md
 
 const out: string[] = [
@@ -1052,6 +1174,7 @@ const out: string[] = [
   '',
   targetsSection(targets),
   '',
+  ...limitsSection(),
 ];
 for (const scenario of selected) {
   out.push(`## ${scenario.title}`, '', scenario.what, '');

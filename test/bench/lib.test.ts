@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import {
+  cpuSecondsOfStat,
   median,
   parseH2load,
   parseWrk,
@@ -198,4 +200,20 @@ test('the targets section counts what was met and what was not measured', () => 
     /\| RSS \| ≤ 600 MB \| 700 MB \| not met: 1\.17 times the limit \(100 MB over\) \(9,850 of each\) \|/,
   );
   assert.match(text, /\| obs \| ≥ 0\.90 \| n\/a \| not measured \|/);
+});
+
+test('CPU seconds of a /proc stat line: utime plus stime, counted from the last parenthesis', () => {
+  // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+  const line = '4242 (node (a) b) R 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 11 0\n';
+  assert.equal(cpuSecondsOfStat(line, 100), 3);
+  assert.equal(cpuSecondsOfStat(line, 1000), 0.3);
+  assert.throws(() => cpuSecondsOfStat('no parenthesis here', 100), /not a \/proc stat line/);
+  assert.throws(() => cpuSecondsOfStat('1 (x) R 1', 100), /no utime and stime/);
+  // This process's own line parses, and its CPU time does not go back while it works.
+  const self = () => cpuSecondsOfStat(readFileSync('/proc/self/stat', 'utf8'), 100);
+  const before = self();
+  let x = 0;
+  for (let i = 0; i < 2e7; i++) x += i % 7;
+  assert.ok(x > 0);
+  assert.ok(self() >= before && before > 0);
 });
