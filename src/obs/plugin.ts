@@ -78,11 +78,13 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   }
   // --- end ---
 
+  // One listener function for every response, not a closure per request.
+  const requestFinished = () => obs.requestFinished();
   app.addHook('onRequest', (_request, reply, done) => {
     obs.requestStarted();
     // 'close' fires once per response, whether it completed or the client went away (node guards
     // it), so `on`: `once` would allocate a wrapper per request.
-    reply.raw.on('close', () => obs.requestFinished());
+    reply.raw.on('close', requestFinished);
     done();
   });
   // --- the request context: first, so later hooks and the handler run inside it; then the ---
