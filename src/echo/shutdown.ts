@@ -45,6 +45,12 @@ interface Connection {
    * one is the last to start, and `Connection: close` on it ends the connection after it.
    */
   latest: ServerResponse | undefined;
+  /**
+   * The response the drain told to end the connection (`shouldKeepAlive` false, it was true), so
+   * that a request pipelined behind it can take that over: the earlier response then keeps the
+   * connection open for the later one, which would otherwise never be answered.
+   */
+  closing: ServerResponse | undefined;
 }
 
 /** How often connections are checked for idleness once the listener has closed. */
@@ -128,6 +134,7 @@ export function trackConnections(
       idleSince: Date.now(),
       bytesAtIdle: socket.bytesRead,
       latest: undefined,
+      closing: undefined,
     });
     socket.once('close', () => connections.delete(socket));
   };
@@ -145,16 +152,28 @@ export function trackConnections(
     const connection = connections.get(this.req.socket);
     if (connection === undefined) return;
     if (connection.latest === this) connection.latest = undefined;
+    if (connection.closing === this) connection.closing = undefined;
     connection.busy--;
     connection.idleSince = Date.now();
     connection.bytesAtIdle = this.req.socket.bytesRead;
   };
+  // The drain ends a connection with its latest response: `Connection: close` on it (node closes
+  // the connection after it), and back to keep-alive on one it had told so before, when a request
+  // pipelined behind that one has arrived since.
+  const closeWith = (connection: Connection, response: ServerResponse) => {
+    const before = connection.closing;
+    if (before !== undefined && before !== response && !before.headersSent) before.shouldKeepAlive = true;
+    connection.closing = undefined;
+    if (response.headersSent || !response.shouldKeepAlive) return;
+    response.shouldKeepAlive = false;
+    connection.closing = response;
+  };
   // Prepended, so it runs before fastify's handler can answer (and finish) the request.
   server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
     if (request.httpVersionMajor !== 1) return;
-    if (draining) response.shouldKeepAlive = false;
     const connection = connections.get(request.socket);
     if (connection === undefined) {
+      if (draining) response.shouldKeepAlive = false;
       pending.add(response);
       response.on('close', () => pending.delete(response));
       return;
@@ -162,6 +181,7 @@ export function trackConnections(
     connection.busy++;
     connection.requests++;
     connection.latest = response;
+    if (draining) closeWith(connection, response);
     // `on`: a response emits 'close' once, and `once` would allocate a wrapper per request.
     response.on('close', responseClosed);
   });
@@ -189,8 +209,8 @@ export function trackConnections(
         const close = () => {
           draining = true;
           for (const response of pending) if (!response.headersSent) response.shouldKeepAlive = false;
-          for (const { latest } of connections.values()) {
-            if (latest !== undefined && !latest.headersSent) latest.shouldKeepAlive = false;
+          for (const connection of connections.values()) {
+            if (connection.latest !== undefined) closeWith(connection, connection.latest);
           }
           // net.Server's close, not http.Server's: that one closes "idle" connections at once.
           if (server.listening) net.Server.prototype.close.call(server, () => (everyClosed = true));

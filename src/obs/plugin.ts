@@ -62,6 +62,17 @@ export type ObsPluginOptions = Omit<CreateObsOptions, 'logger'> & {
   readonly logger?: ObsLogger;
 } & ObsRequestFeatureOptions;
 
+/**
+ * On an HTTP/1.1 connection's socket: the response of the latest request received on it, until
+ * that response closes. Pipelined requests are answered in order, so while draining only this
+ * one may say `Connection: close`: said on an earlier one, the connection would end before the
+ * later requests it has already received are answered.
+ */
+const LATEST_RESPONSE = Symbol('obs.latestResponse');
+type ConnectionSocket = { [LATEST_RESPONSE]?: unknown };
+/** What the shared `close` listener sees of a response (`this`). */
+type ClosedResponse = { readonly req?: { readonly httpVersionMajor: number; readonly socket: unknown } };
+
 const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance, options) => {
   const obs = createObs({ ...options, logger: options.logger ?? app.log });
   app.decorate('obs', obs);
@@ -78,10 +89,18 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   }
   // --- end ---
 
-  // One listener function for every response, not a closure per request.
-  const requestFinished = () => obs.requestFinished();
-  app.addHook('onRequest', (_request, reply, done) => {
+  // One listener function for every response (`this`), not a closure per request.
+  const requestFinished = function (this: ClosedResponse) {
+    obs.requestFinished();
+    const request = this.req;
+    if (request?.httpVersionMajor !== 1) return;
+    const socket = request.socket as ConnectionSocket | null;
+    if (socket != null && socket[LATEST_RESPONSE] === this) socket[LATEST_RESPONSE] = undefined;
+  };
+  app.addHook('onRequest', (request, reply, done) => {
     obs.requestStarted();
+    if (request.raw.httpVersionMajor === 1)
+      (request.raw.socket as ConnectionSocket)[LATEST_RESPONSE] = reply.raw;
     // 'close' fires once per response, whether it completed or the client went away (node guards
     // it), so `on`: `once` would allocate a wrapper per request.
     reply.raw.on('close', requestFinished);
@@ -128,9 +147,12 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
     });
     // While draining, an HTTP/1.1 response ends its connection: a keep-alive connection would
     // otherwise stay open after its last request and hold the server's close until it times out.
+    // With pipelining, the response of the latest request received on it does: the ones before go
+    // out first and keep the connection open for it.
     app.addHook('onSend', (request, reply, payload, done) => {
       if (obs.drainState.phase !== 'idle' && request.raw.httpVersionMajor === 1) {
-        reply.header('connection', 'close');
+        const latest = (request.raw.socket as ConnectionSocket | null)?.[LATEST_RESPONSE];
+        if (latest === undefined || latest === reply.raw) reply.header('connection', 'close');
       }
       done(null, payload);
     });

@@ -451,3 +451,83 @@ test('drain – an idle keep-alive connection and a connection that never spoke 
   assert.equal(logLine(child, 'drain timeout: answering waiting requests now'), undefined);
   agent.destroy();
 });
+
+/** Each HTTP/1.1 response in `raw` (bodies by content-length): its path, status and Connection. */
+function responsesOf(raw: string): Array<{ status: number; connection: string | undefined; path: string }> {
+  const out: Array<{ status: number; connection: string | undefined; path: string }> = [];
+  let rest = raw;
+  while (rest.length > 0) {
+    const end = rest.indexOf('\r\n\r\n');
+    if (end === -1) break;
+    const head = rest.slice(0, end).split('\r\n');
+    const field = (name: string) =>
+      head
+        .find((l) => l.toLowerCase().startsWith(`${name}:`))
+        ?.slice(name.length + 1)
+        .trim();
+    const length = Number(field('content-length') ?? 0);
+    const body = rest.slice(end + 4, end + 4 + length);
+    out.push({
+      status: Number(head[0]?.split(' ')[1]),
+      connection: field('connection')?.toLowerCase(),
+      path: /^GET (\S+)/.exec(body)?.[1] ?? '?',
+    });
+    rest = rest.slice(end + 4 + length);
+  }
+  return out;
+}
+
+/** A keep-alive connection that collects what it receives until the server closes it. */
+async function rawConnection(port: number): Promise<{ socket: Socket; closed: Promise<string> }> {
+  const socket = net.connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let raw = '';
+  socket.setEncoding('latin1').on('data', (c: string) => {
+    raw += c;
+  });
+  socket.on('error', () => {});
+  const closed = once(socket, 'close').then(() => raw);
+  return { socket, closed };
+}
+
+const get = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${extra}\r\n`;
+
+test('drain – pipelined requests: each one received is answered, the last says Connection: close, also when it arrives after the drain began', async () => {
+  const port = await freePort();
+  const child = start(port, { ECHO_DRAIN_DELAY: '500ms', ECHO_DRAIN_TIMEOUT: '20s' });
+  const exited = exitOf(child);
+  await listening(port);
+
+  // Two requests pipelined in one write before the signal, both held by a delay past the drain
+  // delay, the first the longer (node answers them in order all the same).
+  const early = await rawConnection(port);
+  early.socket.write(
+    get('/early-first', 'X-Echo-Delay: 2500ms\r\n') + get('/early-second', 'X-Echo-Delay: 1500ms\r\n'),
+  );
+  // One request held by a delay before the signal; the one pipelined behind it comes once the
+  // port has closed (the drain proper has begun and told the first to close the connection).
+  const late = await rawConnection(port);
+  late.socket.write(get('/late-first', 'X-Echo-Delay: 4s\r\n'));
+  await sleep(100);
+
+  const stopPolling = new AbortController();
+  const ready = pollReady(port, stopPolling.signal);
+  child.kill('SIGTERM');
+  const seen = await ready; // returns once the port refuses connections
+  assert.equal(seen.at(-1), 'ECONNREFUSED');
+  late.socket.write(get('/late-second'));
+
+  const [earlyRaw, lateRaw] = await Promise.all([early.closed, late.closed]);
+  const [exitCode] = await exited;
+  assert.equal(exitCode, 0);
+  assert.deepEqual(responsesOf(earlyRaw), [
+    { status: 200, connection: 'keep-alive', path: '/early-first' },
+    { status: 200, connection: 'close', path: '/early-second' },
+  ]);
+  assert.deepEqual(responsesOf(lateRaw), [
+    { status: 200, connection: 'keep-alive', path: '/late-first' },
+    { status: 200, connection: 'close', path: '/late-second' },
+  ]);
+  const drained = logLine(child, 'drained');
+  assert.equal(drained?.['completed'], true, `the drain did not complete: ${JSON.stringify(drained)}`);
+});
