@@ -1074,6 +1074,7 @@ targets.push(
 // ---------------------------------------------------------------------------------------------------
 // What limits the throughput targets: CPU a request, measured in this run
 
+const fmtMs = (x: number) => x.toFixed(1);
 const fmtUs = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(1));
 /** The share of the measured seconds the main thread was busy: rps × CPU a request. */
 const busy = (s: Summary | undefined) =>
@@ -1114,27 +1115,38 @@ function limitsSection(): string[] {
         `${name} with \`LOG_REQUESTS=false\`: ${fmtUs(nolog.cpuUs)} µs against ${fmtUs(for90)} µs for 0.90, ${fmtUs(nolog.cpuUs - for90)} µs too many.`,
       );
   }
-  if (rows.length === 0) return [];
-  const out = [
-    '## What limits the throughput and p99 targets',
-    '',
-    "Each server's main thread serves every request, and under wrk's 50 connections it is busy nearly all the time (the share in parentheses: requests a second × CPU a request). Throughput is then the inverse of the main thread's CPU time a request, and a throughput ratio is about the inverse ratio of CPU times. Main-thread CPU µs a request in this run (medians of rounds):",
-    '',
-    table(
-      [
-        'scenario',
-        'bare node:http',
-        'bare fastify',
-        'echo-chaos, defaults',
-        '`LOG_REQUESTS=false`',
-        'budget for 0.80',
-        'budget for 0.90',
-      ],
-      rows,
-    ),
-    '',
-  ];
+  const out: string[] = [];
+  if (rows.length > 0)
+    out.push(
+      "Each server's main thread serves every request, and under wrk's 50 connections it is busy nearly all the time (the share in parentheses: requests a second × CPU a request). Throughput is then the inverse of the main thread's CPU time a request, and a throughput ratio is about the inverse ratio of CPU times. Main-thread CPU µs a request in this run (medians of rounds):",
+      '',
+      table(
+        [
+          'scenario',
+          'bare node:http',
+          'bare fastify',
+          'echo-chaos, defaults',
+          '`LOG_REQUESTS=false`',
+          'budget for 0.80',
+          'budget for 0.90',
+        ],
+        rows,
+      ),
+      '',
+    );
   if (gaps.length > 0) out.push(...gaps.map((g) => `- ${g}`), '');
+  const delay = loadResults.get('delay');
+  if (delay !== undefined) {
+    const sums = summarize(delay);
+    const bare = sums.get('bare');
+    const defaults = sums.get('defaults');
+    const connections = delay.scenario.load.connections;
+    if (bare !== undefined && defaults !== undefined && bare.rps > 0 && defaults.rps > 0)
+      out.push(
+        `- **The delay run** is not bound by CPU alone (main thread busy ${busy(defaults)} for echo-chaos, ${busy(bare)} for bare node:http): each of its ${connections.toLocaleString('en')} connections sends its next request when the last is answered, so throughput is ${connections.toLocaleString('en')} / the mean time a request takes: ${fmtMs((connections / defaults.rps) * 1000)} ms for echo-chaos against ${fmtMs((connections / bare.rps) * 1000)} ms for bare node:http in this run. Timers due together are answered one after another, at ${fmtUs(defaults.cpuUs)} µs of main-thread CPU each for echo-chaos (bare: ${fmtUs(bare.cpuUs)}), so a response waits behind the others of its wave: ${defaults.ratio >= 0.95 ? 'here within the target' : `0.95 would need a mean of at most ${fmtMs((connections / (0.95 * bare.rps)) * 1000)} ms`}.`,
+        '',
+      );
+  }
   const obs = loadResults.get('obs');
   if (obs !== undefined) {
     const sums = summarize(obs);
@@ -1146,12 +1158,13 @@ function limitsSection(): string[] {
         '',
       );
   }
-  out.push(
-    "- **p99** follows throughput: with 50 connections always waiting on one thread, a request's latency is about 50 / throughput (Little's law), so a server at a third of the baseline's throughput has about three times its p99. The p99 targets (at most 1.5×) need a throughput ratio of about 0.67 or more.",
-    "- **Where the microseconds go** (perf profiles of a request, part by part, and what each change bought): [README.md](README.md), from \"The log lines\" on. In short: node's HTTP parsing and fastify's request and response handling are about as costly as in bare fastify, but each of them costs more per call behind a busier request (more code and data in the CPU's caches), and the kernel's send wakes wrk for each response once the server is slower than wrk; echo-chaos's own work (the two masked access lines, metrics, history, the obs request context, the summary) is the rest.",
-    '',
-  );
-  return out;
+  if (rows.length > 0)
+    out.push(
+      "- **p99** follows throughput: with 50 connections always waiting on one thread, a request's latency is about 50 / throughput (Little's law), so a server at a third of the baseline's throughput has about three times its p99. The p99 targets (at most 1.5×) need a throughput ratio of about 0.67 or more.",
+      "- **Where the microseconds go** (perf profiles of a request, part by part, and what each change bought): [README.md](README.md), from \"The log lines\" on. In short: node's HTTP parsing and fastify's request and response handling are about as costly as in bare fastify, but each of them costs more per call behind a busier request (more code and data in the CPU's caches), and the kernel's send wakes wrk for each response once the server is slower than wrk; echo-chaos's own work (the two masked access lines, metrics, history, the obs request context, the summary) is the rest.",
+      '',
+    );
+  return out.length === 0 ? [] : ['## What limits the throughput and p99 targets', '', ...out];
 }
 
 // ---------------------------------------------------------------------------------------------------
