@@ -57,6 +57,7 @@ const IGNORED = new Set([
   'x-echo-uptime',
   'x-echo-replay-of',
   'x-echo-applied',
+  'x-echo-history-id',
 ]);
 export const SET_HEADER_PREFIX = 'x-echo-set-header-';
 

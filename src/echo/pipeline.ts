@@ -108,6 +108,9 @@ export function createEchoHandler(deps: PipelineDeps) {
         // fastify took the id from X-Request-ID when the client sent one, else made a random UUID.
         idMayRepeat: raw.headers['x-request-id'] === request.id,
       });
+      // A sent id that another stored entry has is stored suffixed: the client learns its entry's id.
+      const stored = request.historyEntry?.id;
+      if (stored !== undefined && stored !== request.id) reply.header('x-echo-history-id', stored);
     }
 
     if (controls.explain === true) request.echoExplain = true;

@@ -281,6 +281,7 @@ test('X-Echo-Request-Count – response-only headers sent back by a client are i
     'X-Echo-Uptime': '1s',
     'X-Echo-Replay-Of': 'abc',
     'X-Echo-Applied': '[{"kind":"delay"}]',
+    'X-Echo-History-Id': 'abc-1',
   });
   assert.equal(r.status, 200);
   assert.notEqual(r.headers['x-echo-request-count'], '999');

@@ -111,10 +111,21 @@ test('history – a request without X-Request-ID is stored under the generated i
 test('history – the same X-Request-ID sent twice gives two entries with unique ids', async (t) => {
   const echo = await startEcho();
   t.after(() => echo.close());
-  await send(echo, '/dup/1', { headers: { 'X-Request-ID': 'same' } });
-  await send(echo, '/dup/2', { headers: { 'X-Request-ID': 'same' } });
-  await send(echo, '/dup/3', { headers: { 'X-Request-ID': 'same' } });
+  const answers = [
+    await send(echo, '/dup/1', { headers: { 'X-Request-ID': 'same' } }),
+    await send(echo, '/dup/2', { headers: { 'X-Request-ID': 'same' } }),
+    await send(echo, '/dup/3', { headers: { 'X-Request-ID': 'same' } }),
+  ];
   const entries = await settledHistory(echo);
+  // Each answer keeps the request id; one stored under another id says which.
+  assert.deepEqual(
+    answers.map((a) => a.headers['x-request-id']),
+    ['same', 'same', 'same'],
+  );
+  assert.deepEqual(
+    answers.map((a) => a.headers['x-echo-history-id']),
+    [undefined, entries[1]?.id, entries[2]?.id],
+  );
   assert.deepEqual(
     entries.map((e) => e.path),
     ['/dup/1', '/dup/2', '/dup/3'],
