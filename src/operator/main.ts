@@ -178,8 +178,11 @@ async function drain(signal: string): Promise<void> {
   timer.unref();
   await operator.stop();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  await obsCore.flush();
-  logger.info({}, 'drained');
+  // The telemetry flush can be most of a drain (an OTLP endpoint that does not answer is retried
+  // until the exporter gives up): the drained line says how long each part took.
+  const flush = await obsCore.flush();
+  if (!flush.ok) logger.warn({ obs: 'flush', ...flush }, 'obs telemetry flush incomplete');
+  logger.info({ flush: { ok: flush.ok, durationMs: flush.durationMs, hooks: flush.hooks } }, 'drained');
   process.exit(0);
 }
 process.on('SIGTERM', () => void drain('SIGTERM'));
