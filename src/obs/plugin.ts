@@ -97,9 +97,11 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
     const socket = request.socket as ConnectionSocket | null;
     if (socket != null && socket[LATEST_RESPONSE] === this) socket[LATEST_RESPONSE] = undefined;
   };
+  // Only the drain's Connection: close (below) reads the latest response of a connection.
+  const shutdown = obs.config.shutdown.enabled;
   app.addHook('onRequest', (request, reply, done) => {
     obs.requestStarted();
-    if (request.raw.httpVersionMajor === 1)
+    if (shutdown && request.raw.httpVersionMajor === 1)
       (request.raw.socket as ConnectionSocket)[LATEST_RESPONSE] = reply.raw;
     // 'close' fires once per response, whether it completed or the client went away (node guards
     // it), so `on`: `once` would allocate a wrapper per request.
@@ -131,7 +133,6 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   registerSlo(app, obs);
   // --- end ---
   // --- graceful drain and telemetry flush (obs.shutdown) ---
-  const shutdown = obs.config.shutdown.enabled;
   if (shutdown) {
     obs.drainState.onChange((phase) => {
       const result = obs.drainState.result;

@@ -182,7 +182,7 @@ async function drain(signal: string): Promise<void> {
   // until the exporter gives up): the drained line says how long each part took.
   const flush = await obsCore.flush();
   if (!flush.ok) logger.warn({ obs: 'flush', ...flush }, 'obs telemetry flush incomplete');
-  logger.info({ flush: { ok: flush.ok, durationMs: flush.durationMs, hooks: flush.hooks } }, 'drained');
+  logger.info({ flush }, 'drained');
   process.exit(0);
 }
 process.on('SIGTERM', () => void drain('SIGTERM'));
