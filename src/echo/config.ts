@@ -13,6 +13,8 @@ export interface EchoConfig {
   readonly keyFile: string;
   readonly enableCors: boolean;
   readonly maxBodyBytes: number;
+  /** `ECHO_MAX_SCENARIO_BODY`: the largest body of `POST /scenario` (not `MAX_BODY_SIZE`). */
+  readonly maxScenarioBodyBytes: number;
   readonly chaosPercent: number;
   readonly defaultDelay: DelaySpec | undefined;
   readonly maxDelayMs: number;
@@ -138,6 +140,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_MAX_DELAY_MS = 300_000;
 export const DEFAULT_MAX_BODY_BYTES = 10 * MiB;
 export const DEFAULT_MAX_RESPONSE_BYTES = 100 * MiB;
+/**
+ * The largest scenario set holds 16 MiB of text (`MAX_SET_SIZE`), and its JSON or YAML adds names,
+ * quotes and escapes: twice that leaves room for them.
+ */
+export const DEFAULT_MAX_SCENARIO_BODY_BYTES = 32 * MiB;
 
 /** Every variable the service reads, in README order. `ECHO_HEADER_<Name>` is handled apart. */
 export const VARIABLES: readonly VariableSpec[] = [
@@ -162,6 +169,14 @@ export const VARIABLES: readonly VariableSpec[] = [
     'Largest request body; above it is a 413',
     // fastify's bodyLimit must be at least 1: 0 would stop startup with fastify's own message.
     integer(1, GiB),
+  ),
+  v(
+    'ECHO_MAX_SCENARIO_BODY',
+    'maxScenarioBodyBytes',
+    String(DEFAULT_MAX_SCENARIO_BODY_BYTES),
+    'integer bytes 1024-67108864',
+    'Largest body of `POST /scenario` (JSON or YAML), apart from `MAX_BODY_SIZE`; above it is a 413 naming it. The default takes the largest set the service holds (16 MiB of text) with its syntax',
+    integer(1024, 64 * MiB),
   ),
   v(
     'ECHO_CHAOS',
