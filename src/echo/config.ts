@@ -2,6 +2,7 @@ import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
 import { EchoConfigError } from './errors.ts';
 import { HEADER_VALUE, MAX_HEADER_VALUE_LENGTH, TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
+import type { ReplayCredentials } from './replay.ts';
 import { ALLOWED_TARGETS_FORM, parseAllowedTargets, type TargetRule } from './replay-guard.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
@@ -60,6 +61,8 @@ export interface EchoConfig {
   readonly replayTimeoutMs: number;
   /** `ECHO_REPLAY_ALLOWED_TARGETS`: where `POST /replay` may send (see `ReplayGuard`). */
   readonly replayAllowedTargets: readonly TargetRule[];
+  /** `ECHO_REPLAY_CREDENTIALS`: `masked` (default) replays the masked view, `original` what was received. */
+  readonly replayCredentials: ReplayCredentials;
   /** `ECHO_SEED`: seeds the process; each echoed request draws its own seed from its sequence. */
   readonly seed: number | undefined;
   /** `false` switches every echo fault off (delays, statuses, errors, chaos, scenarios, slow bodies). */
@@ -343,7 +346,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'historySecrets',
     'mask',
     '`mask` or `show`',
-    '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers and JSON body fields as `[MASKED]` (replay still re-sends the original)',
+    '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers, query parameters, form and JSON body fields as `[MASKED]`, and bearer tokens, emails and card numbers in the URL, headers and every body as obs masks its logs (replay: `ECHO_REPLAY_CREDENTIALS`). `show`: as received',
     (raw) => (raw === 'mask' || raw === 'show' ? ok(raw) : bad),
   ),
   {
@@ -407,6 +410,14 @@ export const VARIABLES: readonly VariableSpec[] = [
       const rules = parseAllowedTargets(raw);
       return rules === undefined ? bad : ok(rules);
     },
+  ),
+  v(
+    'ECHO_REPLAY_CREDENTIALS',
+    'replayCredentials',
+    'masked',
+    '`masked` or `original`',
+    '`masked`: `POST /replay` sends the request as `GET /history` shows it with secrets masked, without the credential headers (`Authorization`, `Cookie`, `X-Api-Key`, ...): add one with `modify_headers`. `original`: it sends the request as received, credentials included',
+    (raw) => (raw === 'masked' || raw === 'original' ? ok(raw) : bad),
   ),
   v(
     'ECHO_SEED',

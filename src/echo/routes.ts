@@ -241,6 +241,7 @@ export async function registerServiceRoutes(
     const result = await replay(history, body, {
       selfBaseUrl: selfBaseUrl(app, request.protocol === 'https' ? 'https' : 'http', config.port),
       timeoutMs: config.replayTimeoutMs,
+      credentials: config.replayCredentials,
       dispatcher: body.target === undefined ? dispatchers.self : dispatchers.replay,
     });
     reply.code(result.status).header('x-echo-replay-of', body.id);
