@@ -114,6 +114,7 @@ test('control bodies – a gzip body is a 415 naming the encoding on every servi
       body: zipped,
     });
     assert.equal(echoed.status, 200);
+    assert.deepEqual(Buffer.from(await echoed.arrayBuffer()), zipped);
   }));
 
 /** A valid set of about `megabytes` MB: bodies of 1,000,000 characters. */
