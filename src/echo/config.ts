@@ -2,6 +2,7 @@ import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
 import { EchoConfigError } from './errors.ts';
 import { HEADER_VALUE, MAX_HEADER_VALUE_LENGTH, TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
+import type { ReplayCredentials } from './replay.ts';
 import { ALLOWED_TARGETS_FORM, parseAllowedTargets, type TargetRule } from './replay-guard.ts';
 
 /** The echo service's settings, resolved from the environment by `loadConfig`. Units in names. */
@@ -13,6 +14,8 @@ export interface EchoConfig {
   readonly keyFile: string;
   readonly enableCors: boolean;
   readonly maxBodyBytes: number;
+  /** `ECHO_MAX_SCENARIO_BODY`: the largest body of `POST /scenario` (not `MAX_BODY_SIZE`). */
+  readonly maxScenarioBodyBytes: number;
   readonly chaosPercent: number;
   readonly defaultDelay: DelaySpec | undefined;
   readonly maxDelayMs: number;
@@ -58,6 +61,8 @@ export interface EchoConfig {
   readonly replayTimeoutMs: number;
   /** `ECHO_REPLAY_ALLOWED_TARGETS`: where `POST /replay` may send (see `ReplayGuard`). */
   readonly replayAllowedTargets: readonly TargetRule[];
+  /** `ECHO_REPLAY_CREDENTIALS`: `masked` (default) replays the masked view, `original` what was received. */
+  readonly replayCredentials: ReplayCredentials;
   /** `ECHO_SEED`: seeds the process; each echoed request draws its own seed from its sequence. */
   readonly seed: number | undefined;
   /** `false` switches every echo fault off (delays, statuses, errors, chaos, scenarios, slow bodies). */
@@ -138,6 +143,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_MAX_DELAY_MS = 300_000;
 export const DEFAULT_MAX_BODY_BYTES = 10 * MiB;
 export const DEFAULT_MAX_RESPONSE_BYTES = 100 * MiB;
+/**
+ * The largest scenario set holds 16 MiB of text (`MAX_SET_SIZE`), and its JSON or YAML adds names,
+ * quotes and escapes: twice that leaves room for them.
+ */
+export const DEFAULT_MAX_SCENARIO_BODY_BYTES = 32 * MiB;
 
 /** Every variable the service reads, in README order. `ECHO_HEADER_<Name>` is handled apart. */
 export const VARIABLES: readonly VariableSpec[] = [
@@ -162,6 +172,14 @@ export const VARIABLES: readonly VariableSpec[] = [
     'Largest request body; above it is a 413',
     // fastify's bodyLimit must be at least 1: 0 would stop startup with fastify's own message.
     integer(1, GiB),
+  ),
+  v(
+    'ECHO_MAX_SCENARIO_BODY',
+    'maxScenarioBodyBytes',
+    String(DEFAULT_MAX_SCENARIO_BODY_BYTES),
+    'integer bytes 1024-67108864',
+    'Largest body of `POST /scenario` (JSON or YAML), apart from `MAX_BODY_SIZE`; above it is a 413 naming it. The default takes the largest set the service holds (16 MiB of text) with its syntax',
+    integer(1024, 64 * MiB),
   ),
   v(
     'ECHO_CHAOS',
@@ -328,7 +346,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'historySecrets',
     'mask',
     '`mask` or `show`',
-    '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers and JSON body fields as `[MASKED]` (replay still re-sends the original)',
+    '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers, query parameters, form and JSON body fields as `[MASKED]`, and bearer tokens, emails and card numbers in the URL, headers and every body as obs masks its logs (replay: `ECHO_REPLAY_CREDENTIALS`). `show`: as received',
     (raw) => (raw === 'mask' || raw === 'show' ? ok(raw) : bad),
   ),
   {
@@ -392,6 +410,14 @@ export const VARIABLES: readonly VariableSpec[] = [
       const rules = parseAllowedTargets(raw);
       return rules === undefined ? bad : ok(rules);
     },
+  ),
+  v(
+    'ECHO_REPLAY_CREDENTIALS',
+    'replayCredentials',
+    'masked',
+    '`masked` or `original`',
+    '`masked`: `POST /replay` sends the request as `GET /history` shows it with secrets masked, without the credential headers (`Authorization`, `Cookie`, `X-Api-Key`, ...): add one with `modify_headers`. `original`: it sends the request as received, credentials included',
+    (raw) => (raw === 'masked' || raw === 'original' ? ok(raw) : bad),
   ),
   v(
     'ECHO_SEED',

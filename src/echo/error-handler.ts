@@ -53,13 +53,20 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   if (code !== undefined && Object.hasOwn(FASTIFY_CODES, code)) {
     code = FASTIFY_CODES[code];
     // In the catalogue's words where it has some; fastify's own message otherwise.
-    // The control routes take small bodies only (`config.controlBody`, see routes.ts).
-    if (
-      code === 'ECHO_ERR_BODY_TOO_LARGE' &&
-      (request.routeOptions.config as { controlBody?: unknown } | undefined)?.controlBody === true
-    )
+    // The control routes take small bodies only (`config.controlBody`), `POST /scenario` a limit
+    // of its own (`config.scenarioBody`), see routes.ts.
+    const routeConfig = request.routeOptions.config as
+      | { controlBody?: unknown; scenarioBody?: unknown }
+      | undefined;
+    if (code === 'ECHO_ERR_BODY_TOO_LARGE' && routeConfig?.controlBody === true)
       code = 'ECHO_ERR_CONTROL_BODY_TOO_LARGE';
-    if (code === 'ECHO_ERR_BODY_TOO_LARGE' || code === 'ECHO_ERR_CONTROL_BODY_TOO_LARGE')
+    if (code === 'ECHO_ERR_BODY_TOO_LARGE' && routeConfig?.scenarioBody === true)
+      code = 'ECHO_ERR_SCENARIO_BODY_TOO_LARGE';
+    if (
+      code === 'ECHO_ERR_BODY_TOO_LARGE' ||
+      code === 'ECHO_ERR_CONTROL_BODY_TOO_LARGE' ||
+      code === 'ECHO_ERR_SCENARIO_BODY_TOO_LARGE'
+    )
       message = new EchoError(code, [request.routeOptions.bodyLimit]).message;
     if (code === 'ECHO_ERR_BAD_REQUEST') message = new EchoError(code, [error.message]).message;
     if (code === 'ECHO_ERR_UNSUPPORTED_MEDIA_TYPE')

@@ -24,6 +24,17 @@ export const ECHO_ERRORS = {
     message: 'request body is not valid JSON: %s',
     when: '`POST /scenario` or `POST /replay` got a body that does not parse as JSON',
   },
+  ECHO_ERR_FORBIDDEN_JSON_KEY: {
+    status: 400,
+    message:
+      'request body has a key named "__proto__", or "constructor" holding "prototype": refused, as such a key can poison object prototypes (prototype pollution); rename it',
+    when: 'A JSON body of a service route (`POST /scenario`, `POST /replay`, `PUT /control/*`, ...) is valid JSON with a `__proto__` key, or a `constructor` key holding `prototype`; nothing changes',
+  },
+  ECHO_ERR_UNSUPPORTED_CONTENT_ENCODING: {
+    status: 415,
+    message: 'unsupported content encoding %s: the service routes take uncompressed bodies only',
+    when: 'A body sent to a service route (`POST /scenario`, `POST /replay`, `PUT /control/*`, ...) with a `Content-Encoding` other than `identity` (`gzip`, ...); nothing changes. Echo paths mirror any body as it is',
+  },
   ECHO_ERR_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     message: 'unsupported content type %s',
@@ -83,6 +94,11 @@ export const ECHO_ERRORS = {
     status: 403,
     message: 'replay target %s refused: %s',
     when: '`POST /replay` `target` is not allowed by `ECHO_REPLAY_ALLOWED_TARGETS`: by default a link-local or cloud metadata address (checked on every address the name resolves to). Nothing was sent',
+  },
+  ECHO_ERR_SCENARIO_BODY_TOO_LARGE: {
+    status: 413,
+    message: 'request body exceeds ECHO_MAX_SCENARIO_BODY (%s bytes)',
+    when: 'The body of `POST /scenario` is larger than `ECHO_MAX_SCENARIO_BODY` (32 MiB by default); the old set stays',
   },
   ECHO_ERR_CONTROL_BODY_TOO_LARGE: {
     status: 413,

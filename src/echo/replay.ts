@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import { HEADER_VALUE_PATTERN } from '../scenario/index.ts';
 import { EchoError, isEchoError } from './errors.ts';
 import type { History, HistoryEntry } from './history.ts';
+import { replayableEntry } from './history-secrets.ts';
 import { TOKEN } from './http-grammar.ts';
 
 const HEADER_VALUE = new RegExp(HEADER_VALUE_PATTERN);
@@ -30,7 +31,15 @@ export interface ReplayOptions {
   readonly selfBaseUrl: string;
   readonly timeoutMs: number;
   readonly dispatcher?: Dispatcher;
+  /**
+   * `ECHO_REPLAY_CREDENTIALS`: `masked` sends what `GET /history` shows with secrets masked, less
+   * the credential headers; `original` sends the request as it was received.
+   */
+  readonly credentials: ReplayCredentials;
 }
+
+/** The values of `ECHO_REPLAY_CREDENTIALS`. */
+export type ReplayCredentials = 'original' | 'masked';
 
 /** Request headers not replayed: hop-by-hop, framing, and the host (the target's own is used). */
 const DROPPED = new Set([
@@ -117,13 +126,6 @@ export function parseTarget(target: string): string {
   return url.href.replace(/\/+$/, '');
 }
 
-/**
- * Re-sends a stored request: same method, path and query, headers (less hop-by-hop and length
- * headers, and the stored request's deadline headers) and body, with the request's modifications
- * applied. The call goes through obs's timeout-budget interceptor, so it carries the deadline of the
- * `POST /replay` request; with `obs.timeout-budget.abort-on-exhaustion` and no budget left it is
- * refused (`ECHO_ERR_REPLAY_BUDGET_EXHAUSTED`) and nothing reaches the target.
- */
 let undici: Promise<typeof import('undici')> | undefined;
 
 /**
@@ -135,14 +137,26 @@ export function loadUndici(): Promise<typeof import('undici')> {
   return undici;
 }
 
+/**
+ * Re-sends a stored request: same method, path and query, headers (less hop-by-hop and length
+ * headers, and the stored request's deadline headers) and body, with the request's modifications
+ * applied. With `credentials: 'masked'` (the default of `ECHO_REPLAY_CREDENTIALS`) it is the entry
+ * as `GET /history` shows it with secrets masked, less the credential headers. The call goes
+ * through obs's timeout-budget interceptor, so it carries the deadline of the `POST /replay`
+ * request; with `obs.timeout-budget.abort-on-exhaustion` and no budget left it is refused
+ * (`ECHO_ERR_REPLAY_BUDGET_EXHAUSTED`) and nothing reaches the target.
+ */
 export async function replay(
   history: History,
   req: ReplayRequest,
   options: ReplayOptions,
 ): Promise<ReplayResult> {
   const base = req.target === undefined ? options.selfBaseUrl : parseTarget(req.target);
-  const entry = history.get(req.id);
-  if (entry === undefined) throw new EchoError('ECHO_ERR_REPLAY_NOT_FOUND', [req.id]);
+  const stored = history.get(req.id);
+  if (stored === undefined) throw new EchoError('ECHO_ERR_REPLAY_NOT_FOUND', [req.id]);
+  // A credential is re-sent only when the service is told to: the default replays the masked view,
+  // and `modify_headers` may add a credential of the caller's choosing.
+  const entry = options.credentials === 'original' ? stored : replayableEntry(stored);
   const headers = replayHeaders(entry, req.modify_headers);
   const body = req.modify_body !== undefined ? req.modify_body : storedBody(entry);
   const bodyAllowed = entry.method !== 'GET' && entry.method !== 'HEAD';

@@ -57,12 +57,41 @@ function registerJsonParser(app: FastifyInstance): void {
       return;
     }
     parse(request, text, (error, value) => {
-      if (error) return done(error, undefined);
+      if (error) return done(poisoningOrInvalid(text, error), undefined);
       const maxNodes = request.routeOptions.url === '/scenario' ? MAX_SET_NODES : MAX_JSON_NODES;
       const measured = measureTree(value, { maxDepth: MAX_DOCUMENT_DEPTH, maxNodes });
       if (measured.ok) return done(null, value);
       done(new EchoError('ECHO_ERR_BODY_TOO_COMPLEX', [`holds more than ${maxNodes} values`]), undefined);
     });
+  });
+}
+
+/**
+ * fastify's parser refuses a `__proto__` key (or `constructor.prototype`) with the error of a body
+ * that is not JSON at all: when the text is JSON, say what was refused and why.
+ */
+function poisoningOrInvalid(text: string, error: Error): Error {
+  try {
+    JSON.parse(text);
+  } catch {
+    return error;
+  }
+  return new EchoError('ECHO_ERR_FORBIDDEN_JSON_KEY', []);
+}
+
+/**
+ * The service routes read their bodies as they are: a compressed one (`Content-Encoding: gzip`) is
+ * refused as such, before it is read, rather than parsed as broken JSON. Echo paths mirror any body.
+ */
+function refuseEncodedBodies(app: FastifyInstance): void {
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const encoding = request.headers['content-encoding'];
+    if (encoding === undefined || /^\s*(identity\s*)?$/i.test(encoding)) return payload;
+    const length = request.headers['content-length'];
+    const hasBody =
+      request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+    if (!hasBody) return payload;
+    throw new EchoError('ECHO_ERR_UNSUPPORTED_CONTENT_ENCODING', [JSON.stringify(encoding.slice(0, 64))]);
   });
 }
 
@@ -77,6 +106,7 @@ export async function registerServiceRoutes(
   // parser would hand a plain string on to the routes, which must answer 415 instead.
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
+  refuseEncodedBodies(app);
 
   app.get('/health', async (_request, reply) => {
     const uptimeSeconds = uptime(state);
@@ -211,6 +241,7 @@ export async function registerServiceRoutes(
     const result = await replay(history, body, {
       selfBaseUrl: selfBaseUrl(app, request.protocol === 'https' ? 'https' : 'http', config.port),
       timeoutMs: config.replayTimeoutMs,
+      credentials: config.replayCredentials,
       dispatcher: body.target === undefined ? dispatchers.self : dispatchers.replay,
     });
     reply.code(result.status).header('x-echo-replay-of', body.id);
@@ -289,7 +320,9 @@ class YamlBody {
 
 function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
   const { config, scenarios } = state;
-  app.post('/scenario', async (request) => {
+  // Its own limit, apart from MAX_BODY_SIZE: the largest set is larger than the default echo body.
+  const limit = { bodyLimit: config.maxScenarioBodyBytes, config: { scenarioBody: true } } as const;
+  app.post('/scenario', limit, async (request) => {
     const input = request.body as unknown;
     const parsed =
       input instanceof YamlBody

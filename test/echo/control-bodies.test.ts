@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { type RunningEcho, withEcho } from '../helpers/echo-server.ts';
+
+/**
+ * The bodies of the service routes: a `__proto__` key is refused as such (it is valid JSON), a
+ * compressed body is a 415 naming its encoding, and `POST /scenario` has a limit of its own
+ * (`ECHO_MAX_SCENARIO_BODY`) that takes the largest set; every refusal leaves the state as it was.
+ */
+
+interface ErrorAnswer {
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+}
+
+async function send(
+  echo: RunningEcho,
+  method: string,
+  path: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<ErrorAnswer & { text: string }> {
+  const res = await fetch(`${echo.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
+  const text = await res.text();
+  let error: { code?: string; message?: string } = {};
+  try {
+    error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
+  } catch {}
+  return { status: res.status, code: error.code ?? '', message: error.message ?? '', text };
+}
+
+const SET = [{ name: 'kept', path: '/kept', responses: [{ status: 201, body: 'kept' }] }];
+
+/** Posts a known set and answers a function reading the state the refusals must leave alone. */
+async function knownState(echo: RunningEcho): Promise<() => Promise<unknown>> {
+  assert.equal((await send(echo, 'POST', '/scenario', JSON.stringify(SET))).status, 200);
+  return async () => ({
+    scenarios: await (await fetch(`${echo.url}/scenario`)).json(),
+    faults: await (await fetch(`${echo.url}/control/faults`)).json(),
+    ready: await (await fetch(`${echo.url}/control/readiness`)).json(),
+  });
+}
+
+test('control bodies – a __proto__ or constructor.prototype key is a 400 saying what is refused and why, on every service route', () =>
+  withEcho(async (echo) => {
+    const state = await knownState(echo);
+    const before = await state();
+    const bodies = [
+      `[{"name":"x","path":"/x","responses":[{"status":200}],"__proto__":{"polluted":true}}]`,
+      '{"id":"x","__proto__":{"polluted":true}}',
+      '{"enabled":false,"constructor":{"prototype":{"polluted":true}}}',
+    ];
+    const routes: Array<[string, string]> = [
+      ['POST', '/scenario'],
+      ['POST', '/replay'],
+      ['PUT', '/control/faults'],
+      ['PUT', '/control/readiness'],
+      ['POST', '/scenario/reset'],
+      ['PUT', '/scenario/state'],
+    ];
+    for (const [method, path] of routes) {
+      for (const body of bodies) {
+        const answer = await send(echo, method, path, body);
+        assert.equal(answer.status, 400, `${method} ${path}: ${answer.text}`);
+        assert.equal(answer.code, 'ECHO_ERR_FORBIDDEN_JSON_KEY', answer.text);
+        assert.match(answer.message, /__proto__/);
+        assert.match(answer.message, /prototype pollution/);
+      }
+    }
+    assert.deepEqual(await state(), before);
+    // Text that is not JSON is still said to be so.
+    assert.equal((await send(echo, 'POST', '/scenario', '{"__proto__":')).code, 'ECHO_ERR_INVALID_JSON');
+  }));
+
+test('control bodies – a gzip body is a 415 naming the encoding on every service route; echo paths mirror it', () =>
+  withEcho(async (echo) => {
+    const state = await knownState(echo);
+    const before = await state();
+    const routes: Array<[string, string, string]> = [
+      ['POST', '/scenario', '[]'],
+      ['POST', '/replay', '{"id":"x"}'],
+      ['PUT', '/control/faults', '{"enabled":false}'],
+      ['POST', '/scenario/reset', '{}'],
+      ['PUT', '/scenario/state', '{"name":"kept","position":0}'],
+    ];
+    for (const [method, path, json] of routes) {
+      for (const encoding of ['gzip', 'br', 'deflate, gzip']) {
+        const answer = await send(echo, method, path, gzipSync(json), { 'content-encoding': encoding });
+        assert.equal(answer.status, 415, `${method} ${path} ${encoding}: ${answer.text}`);
+        assert.equal(answer.code, 'ECHO_ERR_UNSUPPORTED_CONTENT_ENCODING');
+        assert.equal(
+          answer.message,
+          `unsupported content encoding ${JSON.stringify(encoding)}: the service routes take uncompressed bodies only`,
+        );
+      }
+    }
+    // The same bodies without compression (`identity` says so too) are taken.
+    const plain = await send(echo, 'PUT', '/control/readiness', '{"ready":true}', {
+      'content-encoding': 'identity',
+    });
+    assert.equal(plain.status, 200, plain.text);
+    assert.deepEqual(await state(), before);
+    // An echo path answers what it got, bytes as sent.
+    const zipped = gzipSync('hello');
+    const echoed = await fetch(`${echo.url}/anything`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' },
+      body: zipped,
+    });
+    assert.equal(echoed.status, 200);
+    assert.deepEqual(Buffer.from(await echoed.arrayBuffer()), zipped);
+  }));
+
+/** A valid set of about `megabytes` MB: bodies of 1,000,000 characters. */
+function largeSet(megabytes: number): string {
+  return JSON.stringify(
+    Array.from({ length: megabytes }, (_, i) => ({
+      name: `big-${i}`,
+      path: `/big/${i}`,
+      responses: [{ status: 200, body: 'x'.repeat(1_000_000) }],
+    })),
+  );
+}
+
+test('control bodies – a scenario set larger than MAX_BODY_SIZE (12 MB, default settings) is taken', () =>
+  withEcho(async (echo) => {
+    const body = largeSet(12);
+    assert.ok(body.length > 10_485_760);
+    const answer = await send(echo, 'POST', '/scenario', body);
+    assert.equal(answer.status, 200, answer.text.slice(0, 300));
+    assert.deepEqual(JSON.parse(answer.text), { status: 'scenarios updated', count: 12 });
+    // An echo body is still bounded by MAX_BODY_SIZE.
+    const echoed = await send(echo, 'POST', '/echo', body, { 'content-type': 'text/plain' });
+    assert.equal(echoed.status, 413);
+    assert.equal(echoed.code, 'ECHO_ERR_BODY_TOO_LARGE');
+  }));
+
+test('control bodies – over ECHO_MAX_SCENARIO_BODY is a 413 naming the setting and the limit; the set stays', () =>
+  withEcho(
+    async (echo) => {
+      const state = await knownState(echo);
+      const before = await state();
+      const answer = await send(echo, 'POST', '/scenario', largeSet(2));
+      assert.equal(answer.status, 413, answer.text);
+      assert.equal(answer.code, 'ECHO_ERR_SCENARIO_BODY_TOO_LARGE');
+      assert.equal(answer.message, 'request body exceeds ECHO_MAX_SCENARIO_BODY (1048576 bytes)');
+      // YAML is bounded the same way.
+      const yaml = await send(
+        echo,
+        'POST',
+        '/scenario',
+        `- path: /y\n  responses: [{status: 200, body: ${'y'.repeat(1_100_000)}}]\n`,
+        {
+          'content-type': 'application/yaml',
+        },
+      );
+      assert.equal(yaml.status, 413, yaml.text);
+      assert.equal(yaml.code, 'ECHO_ERR_SCENARIO_BODY_TOO_LARGE');
+      assert.deepEqual(await state(), before);
+      // Under it, a set larger than MAX_BODY_SIZE (1 KiB here) is taken.
+      const small = JSON.stringify([{ path: '/s', responses: [{ status: 200, body: 's'.repeat(4096) }] }]);
+      assert.equal((await send(echo, 'POST', '/scenario', small)).status, 200);
+    },
+    { ECHO_MAX_SCENARIO_BODY: '1048576', MAX_BODY_SIZE: '1024' },
+  ));
