@@ -220,7 +220,9 @@ export function soakTargets(m: SoakMeasures): Target[] {
       limit: m.probeLimitMs,
       measured: m.probes.count === 0 ? Number.NaN : m.probes.maxMs,
       unit: 'ms',
-      ...(m.probes.over > 0 ? { note: `${m.probes.over} probes over ${m.probeLimitMs} ms` } : {}),
+      ...(m.probes.over > 0
+        ? { note: `${m.probes.over} probe${m.probes.over === 1 ? '' : 's'} over ${m.probeLimitMs} ms` }
+        : {}),
     },
     {
       name: '`/health` answered 200 to every probe after warm-up (failed or timed-out probes)',
