@@ -43,6 +43,16 @@ export const MAX_HEADER_VALUE_LENGTH = 8192;
 export const MAX_DELAY_LENGTH = 512;
 /** Longest `pathPattern`, and longest `re:` text anywhere in a scenario, in characters. */
 export const MAX_PATTERN_LENGTH = 512;
+/**
+ * Largest program a `re:` pattern may compile to, in RE2 instructions (`a+b` is 5, `.{1000}x` about
+ * 1,000). Matching is linear in the text and in the program; this keeps the second factor small.
+ */
+export const MAX_REGEX_PROGRAM_SIZE = 4096;
+/**
+ * Most memory one `re:` pattern's cache of DFA states may take, in bytes (re2js's own estimate):
+ * 1 MiB, where re2js would take 8. Past it the cache is dropped and matching goes on, still linear.
+ */
+export const REGEX_DFA_BUDGET_BYTES = 1024 * 1024;
 /** Longest scenario `name`, in characters: a Kubernetes object name fits (the operator uses it). */
 export const MAX_NAME_LENGTH = 253;
 /** Most methods in one scenario's `method` list. */
