@@ -7,6 +7,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MAX_DOCUMENT_DEPTH } from './bounds.ts';
 import { DELAY_SPEC_PATTERN } from './duration.ts';
+import { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
 
 /** Most scenarios in one set (one file, one `POST /scenario`, one pod's merged array). */
 export const MAX_SCENARIOS = 1000;
@@ -277,8 +278,8 @@ export const ScenarioSchema = Type.Object(
       Type.String({
         description:
           'Request path pattern: a glob starting with / (visible ASCII; * matches within one segment, ** across ' +
-          'segments) ' +
-          `or re:<regex> matched against the whole path; at most ${MAX_PATTERN_LENGTH} characters. ` +
+          `segments; at most ${MAX_GLOB_GLOBSTARS} ** and ${MAX_GLOB_WILDCARDS} wildcards) ` +
+          `or re:<regex> (JavaScript syntax run on a linear-time RE2 engine: no backreferences or lookaround) matched against the whole path; at most ${MAX_PATTERN_LENGTH} characters. ` +
           'Exactly one of path and pathPattern.',
         maxLength: MAX_PATTERN_LENGTH,
         pattern: PATH_GLOB_OR_REGEX_PATTERN,
