@@ -87,9 +87,9 @@ class LinearRegex implements PatternMatcher {
   readonly #regex: RE2JS;
   readonly literalPrefix: string;
 
-  constructor(regex: RE2JS, source: string) {
+  constructor(regex: RE2JS, prefix: string) {
     this.#regex = regex;
-    this.literalPrefix = regexLiteralPrefix(source);
+    this.literalPrefix = prefix;
   }
 
   test(text: string): boolean {
@@ -115,27 +115,28 @@ function compileRegex(source: string, length: number): Compiled<PatternMatcher> 
   } catch (error) {
     return { ok: false, reason: `${ENGINE_NOTE}; it cannot compile this one (${(error as Error).message})` };
   }
+  // Linear in the text, but also in the program: on a text that defeats the DFA every instruction
+  // may be live at every character.
   const size = regex.programSize();
   if (size > MAX_REGEX_PROGRAM_SIZE) {
-    // Linear in the text, but also in the program: a large counted repetition makes each step dear.
     return {
       ok: false,
-      reason: `the regular expression compiles to ${size} instructions, more than ${MAX_REGEX_PROGRAM_SIZE}; use smaller counted repetitions ({n,m})`,
+      reason: `the regular expression compiles to ${size} instructions, more than ${MAX_REGEX_PROGRAM_SIZE} (about one a character or class, {n} repeating its group n times): use + or * for long runs ([0-9a-f]+ rather than [0-9a-f]{32}), or a glob for long literal parts`,
     };
   }
   boundStateCache(regex);
-  return { ok: true, value: new LinearRegex(regex, source) };
+  return { ok: true, value: new LinearRegex(regex, regexLiteralPrefix(source)) };
 }
 
 /**
  * re2js caches DFA states per regex up to 8 MiB by default, filled by the texts it sees: a set of
- * a thousand patterns could grow by gigabytes with traffic. Past the budget it drops its cache and
- * goes on, still in linear time.
+ * a thousand patterns could grow by gigabytes with traffic. Past the budget it drops its cache or
+ * gives up on that text and simulates the program instead, still in linear time.
  */
 function boundStateCache(regex: RE2JS): void {
   const dfa = (regex.re2() as unknown as { dfa?: { stateBudget?: unknown; memBudget?: unknown } }).dfa;
   if (typeof dfa?.stateBudget !== 'number' || typeof dfa.memBudget !== 'number') {
-    // A re2js upgrade that moved these fields: refuse to run unbounded (a test guards it too).
+    // A re2js upgrade that moved these fields: refuse to run unbounded (the version is pinned).
     throw new Error('re2js: the DFA state budget cannot be set (re2js internals changed)');
   }
   dfa.stateBudget = REGEX_DFA_BUDGET_BYTES;

@@ -45,15 +45,19 @@ export const MAX_DELAY_LENGTH = 512;
 /** Longest `pathPattern`, and longest `re:` text anywhere in a scenario, in characters. */
 export const MAX_PATTERN_LENGTH = 512;
 /**
- * Largest program a `re:` pattern may compile to, in RE2 instructions (`a+b` is 5, `.{1000}x` about
- * 1,000). Matching is linear in the text and in the program; this keeps the second factor small.
+ * Largest program a `re:` pattern may compile to, in RE2 instructions (about one a character or
+ * class, `{n}` repeating its group n times: `/api/v[0-9]+/items` is 16, a UUID 38). On a text that
+ * defeats RE2's DFA (`[ab]*a[ab]{30}b` on random text meets a new state at every character) the
+ * program is simulated, every instruction possibly live at every character: 15-30 ns each a
+ * character on this project's 2-core machines, so about 1-2 ms for 1 KiB at this bound.
  */
-export const MAX_REGEX_PROGRAM_SIZE = 4096;
+export const MAX_REGEX_PROGRAM_SIZE = 64;
 /**
  * Most memory one `re:` pattern's cache of DFA states may take, in bytes (re2js's own estimate):
- * 1 MiB, where re2js would take 8. Past it the cache is dropped and matching goes on, still linear.
+ * 64 KiB, where re2js would take 8 MiB. Past it the cache is dropped, or the match falls back to
+ * simulating the program, still linear; a thousand patterns hold 64 MiB at most.
  */
-export const REGEX_DFA_BUDGET_BYTES = 1024 * 1024;
+export const REGEX_DFA_BUDGET_BYTES = 64 * 1024;
 /** Longest scenario `name`, in characters: a Kubernetes object name fits (the operator uses it). */
 export const MAX_NAME_LENGTH = 253;
 /** Most methods in one scenario's `method` list. */
