@@ -45,11 +45,13 @@ export {
   type WatchScenarioFileOptions,
   watchScenarioFile,
 } from './file.ts';
+export { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
 export { canonicalJson, scenarioSetHash } from './hash.ts';
 export {
   type Compiled,
   compilePathPattern,
   compileTextMatcher,
+  type PatternMatcher,
   REGEX_PREFIX,
   type TextMatcher,
   textMatches,
@@ -74,6 +76,7 @@ export {
   MAX_PATH_LENGTH,
   MAX_PATTERN_LENGTH,
   MAX_QUERY_VALUE_LENGTH,
+  MAX_REGEX_PROGRAM_SIZE,
   MAX_REPEAT,
   MAX_RESPONSES,
   MAX_SCENARIOS,
@@ -87,6 +90,7 @@ export {
   NAME_PATTERN,
   PATH_GLOB_OR_REGEX_PATTERN,
   PATH_PATTERN,
+  REGEX_DFA_BUDGET_BYTES,
   type Scenario,
   ScenarioListSchema,
   type ScenarioResponse,

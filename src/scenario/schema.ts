@@ -7,6 +7,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MAX_DOCUMENT_DEPTH } from './bounds.ts';
 import { DELAY_SPEC_PATTERN } from './duration.ts';
+import { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
 
 /** Most scenarios in one set (one file, one `POST /scenario`, one pod's merged array). */
 export const MAX_SCENARIOS = 1000;
@@ -43,6 +44,20 @@ export const MAX_HEADER_VALUE_LENGTH = 8192;
 export const MAX_DELAY_LENGTH = 512;
 /** Longest `pathPattern`, and longest `re:` text anywhere in a scenario, in characters. */
 export const MAX_PATTERN_LENGTH = 512;
+/**
+ * Largest program a `re:` pattern may compile to, in RE2 instructions (about one a character or
+ * class, `{n}` repeating its group n times: `/api/v[0-9]+/items` is 16, a UUID 38). On a text that
+ * defeats RE2's DFA (`[ab]*a[ab]{30}b` on random text meets a new state at every character) the
+ * program is simulated, every instruction possibly live at every character: 15-30 ns each a
+ * character on this project's 2-core machines, so about 1-2 ms for 1 KiB at this bound.
+ */
+export const MAX_REGEX_PROGRAM_SIZE = 64;
+/**
+ * Most memory one `re:` pattern's cache of DFA states may take, in bytes (re2js's own estimate):
+ * 64 KiB, where re2js would take 8 MiB. Past it the cache is dropped, or the match falls back to
+ * simulating the program, still linear; a thousand patterns hold 64 MiB at most.
+ */
+export const REGEX_DFA_BUDGET_BYTES = 64 * 1024;
 /** Longest scenario `name`, in characters: a Kubernetes object name fits (the operator uses it). */
 export const MAX_NAME_LENGTH = 253;
 /** Most methods in one scenario's `method` list. */
@@ -267,8 +282,8 @@ export const ScenarioSchema = Type.Object(
       Type.String({
         description:
           'Request path pattern: a glob starting with / (visible ASCII; * matches within one segment, ** across ' +
-          'segments) ' +
-          `or re:<regex> matched against the whole path; at most ${MAX_PATTERN_LENGTH} characters. ` +
+          `segments; at most ${MAX_GLOB_GLOBSTARS} ** and ${MAX_GLOB_WILDCARDS} wildcards) ` +
+          `or re:<regex> (JavaScript syntax run on a linear-time RE2 engine: no backreferences or lookaround) matched against the whole path; at most ${MAX_PATTERN_LENGTH} characters. ` +
           'Exactly one of path and pathPattern.',
         maxLength: MAX_PATTERN_LENGTH,
         pattern: PATH_GLOB_OR_REGEX_PATTERN,

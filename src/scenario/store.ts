@@ -9,10 +9,12 @@ import { ScenarioInvalidError } from './errors.ts';
 import {
   compilePathPattern,
   compileTextMatcher,
+  type PatternMatcher,
   pointedText,
   type TextMatcher,
   textMatches,
 } from './matchers.ts';
+import { type IndexedItem, PathIndex } from './path-index.ts';
 import type { BodyCondition, Scenario, ScenarioResponse } from './schema.ts';
 import { copyScenario, isPlainPath, validateScenarios } from './validate.ts';
 
@@ -95,7 +97,7 @@ class Entry implements ScenarioHandle {
   readonly index: number;
   readonly scenario: Scenario;
   readonly label: string;
-  readonly regex: RegExp | undefined;
+  readonly pattern: PatternMatcher | undefined;
   readonly methods: ReadonlySet<string> | undefined;
   readonly headers: ReadonlyArray<readonly [string, TextMatcher]> | undefined;
   readonly query: ReadonlyArray<readonly [string, TextMatcher]> | undefined;
@@ -113,7 +115,7 @@ class Entry implements ScenarioHandle {
     this.scenario = scenario;
     this.label = scenario.name ?? scenario.path ?? scenario.pathPattern ?? '';
     // Validated in `replace`, so every pattern compiles.
-    this.regex =
+    this.pattern =
       scenario.pathPattern === undefined ? undefined : compiled(compilePathPattern(scenario.pathPattern));
     this.methods =
       scenario.method === undefined ? undefined : new Set(scenario.method.map((m) => m.toUpperCase()));
@@ -127,7 +129,7 @@ class Entry implements ScenarioHandle {
   }
 
   matches(request: ScenarioRequest, lazy: LazyRequest): boolean {
-    if (this.regex === undefined ? this.scenario.path !== request.path : !this.regex.test(request.path))
+    if (this.pattern === undefined ? this.scenario.path !== request.path : !this.pattern.test(request.path))
       return false;
     if (this.methods !== undefined && !this.methods.has(request.method.toUpperCase())) return false;
     if (this.headers !== undefined) {
@@ -235,8 +237,8 @@ export class ScenarioStore {
   #entries: readonly Entry[] = [];
   /** Scenarios matching on their exact `path` alone, by path: the fast path. */
   #plain: ReadonlyMap<string, Entry> = new Map();
-  /** Every other scenario, in list order. */
-  #conditional: readonly Entry[] = [];
+  /** Every other scenario, indexed by the exact path or the literal prefix a matching path has. */
+  #conditional: PathIndex<Entry> = new PathIndex([]);
 
   /** Number of scenarios in the current set. */
   get size(): number {
@@ -253,15 +255,17 @@ export class ScenarioStore {
     if (!result.ok) throw new ScenarioInvalidError(result.problems, 'scenario store');
     const entries = result.scenarios.map((scenario, index) => new Entry(scenario, index));
     const plain = new Map<string, Entry>();
-    const conditional: Entry[] = [];
+    const conditional: Array<IndexedItem<Entry>> = [];
     for (const entry of entries) {
-      if (isPlainPath(entry.scenario)) plain.set(entry.scenario.path!, entry);
-      else conditional.push(entry);
+      const { path } = entry.scenario;
+      if (isPlainPath(entry.scenario)) plain.set(path!, entry);
+      else if (path !== undefined) conditional.push({ item: entry, exact: path });
+      else conditional.push({ item: entry, prefix: entry.pattern!.literalPrefix });
     }
     this.#scenarios = result.scenarios;
     this.#entries = entries;
     this.#plain = plain;
-    this.#conditional = conditional;
+    this.#conditional = new PathIndex(conditional);
   }
 
   /** The current scenarios, as deep copies: changing them does not change the store. */
@@ -271,21 +275,29 @@ export class ScenarioStore {
 
   /**
    * The first scenario, in list order, that matches the request; nothing advances (see
-   * {@link take}). A set of plain exact paths costs one map lookup and allocates nothing.
+   * {@link take}). A set of plain exact paths costs one map lookup and allocates nothing. Only the
+   * scenarios that can match the path are tried: those with that exact `path`, and the patterns
+   * whose literal prefix (`/api/` of `/api/*` or of `re:/api/v[0-9]+`) the path starts with.
    * @returns the handle, or `undefined` when no scenario matches.
    */
   match(request: ScenarioRequest): ScenarioHandle | undefined {
     const plain = this.#plain.get(request.path);
     const conditional = this.#conditional;
-    if (conditional.length === 0) return plain;
-    const before = plain?.index ?? Number.POSITIVE_INFINITY;
+    if (conditional.size === 0) return plain;
+    let best: Entry | undefined = plain;
     let lazy: LazyRequest | undefined;
-    for (const entry of conditional) {
-      if (entry.index > before) break;
-      lazy ??= new LazyRequest(request);
-      if (entry.matches(request, lazy)) return entry;
+    // Each list is in set order, so its first match is its earliest; the earliest of those wins.
+    for (const list of conditional.candidates(request.path)) {
+      for (const entry of list) {
+        if (best !== undefined && entry.index > best.index) break;
+        lazy ??= new LazyRequest(request);
+        if (entry.matches(request, lazy)) {
+          best = entry;
+          break;
+        }
+      }
     }
-    return plain;
+    return best;
   }
 
   /**

@@ -201,6 +201,38 @@ test('scenario matching – with faults switched off the scenario is skipped and
     assert.equal((await send(echo, '/s')).status, 201);
   }));
 
+test('scenario matching – nested repetition, refused on the old backtracking engine, runs in linear time on RE2', () =>
+  withEcho(async (echo) => {
+    await load(echo, [
+      answering({ pathPattern: 're:/n(a+)+' }, 201, 'nested'),
+      answering({ path: '/b', body: { jsonPointer: '/a', value: 're:(x*)*y' } }, 202, 'body'),
+    ]);
+    assert.equal(await served(echo, `/n${'a'.repeat(2000)}`), '201 nested');
+    assert.equal(await served(echo, `/n${'a'.repeat(2000)}!`), 'echo');
+    const json = (a: string) => ({
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ a }),
+    });
+    assert.equal(await served(echo, '/b', json(`${'x'.repeat(5000)}y`)), '202 body');
+    assert.equal(await served(echo, '/b', json('x'.repeat(5000))), 'echo');
+  }));
+
+test('scenario matching – the first match in list order wins across exact paths, globs and re: prefixes', () =>
+  withEcho(async (echo) => {
+    await load(echo, [
+      answering({ path: '/api/v1/a', method: ['POST'] }, 201, 'exact-post'),
+      answering({ pathPattern: 're:/api/v[0-9]+/.*' }, 202, 're'),
+      answering({ pathPattern: '/api/**' }, 203, 'glob'),
+      answering({ path: '/api/v1/a' }, 204, 'plain'),
+      answering({ pathPattern: 're:.*' }, 210, 'any'),
+    ]);
+    assert.equal(await served(echo, '/api/v1/a', { method: 'POST' }), '201 exact-post');
+    assert.equal(await served(echo, '/api/v1/a'), '202 re');
+    assert.equal(await served(echo, '/api/x/a'), '203 glob');
+    assert.equal(await served(echo, '/other'), '210 any');
+  }));
+
 const OLD = [{ path: '/kept', responses: [{ status: 418 }] }];
 
 for (const [what, scenario, field, words] of [
@@ -223,16 +255,46 @@ for (const [what, scenario, field, words] of [
     /pathPattern "re:\/api\/\(v1": not a valid regular expression/,
   ],
   [
-    'a regular expression that can backtrack exponentially',
-    { pathPattern: 're:/(a+)+', responses: [{ status: 500 }] },
+    'a backreference in pathPattern (RE2 has none: it could not run in linear time)',
+    { pathPattern: 're:/(a+)\\1', responses: [{ status: 500 }] },
     '/0/pathPattern',
-    /nests repetition/,
+    /linear-time engine \(RE2 syntax\): backreferences and lookaround are not supported \(\\1 is a backreference\)/,
   ],
   [
-    'an exponential regular expression in a body condition',
-    { path: '/x', body: { jsonPointer: '/a', value: 're:(x*)*y' }, responses: [{ status: 200 }] },
+    'a lookahead in a body condition',
+    { path: '/x', body: { jsonPointer: '/a', value: 're:(?=x)x*y' }, responses: [{ status: 200 }] },
     '/0/body/value',
-    /nests repetition/,
+    /linear-time engine \(RE2 syntax\): backreferences and lookaround are not supported; it cannot compile this one/,
+  ],
+  [
+    'a lookbehind in a header condition',
+    { path: '/x', headers: { 'X-A': 're:(?<!a)b' }, responses: [{ status: 200 }] },
+    '/0/headers/X-A',
+    /backreferences and lookaround are not supported/,
+  ],
+  [
+    'an escape JavaScript and RE2 read differently',
+    { path: '/x', query: { a: 're:\\z' }, responses: [{ status: 200 }] },
+    '/0/query/a',
+    /\\z means one thing in JavaScript and another in RE2/,
+  ],
+  [
+    'a regular expression whose program is too large',
+    { pathPattern: 're:/[a-z]{70}', responses: [{ status: 200 }] },
+    '/0/pathPattern',
+    /compiles to \d+ instructions, more than 64 \(about one a character or class/,
+  ],
+  [
+    'a glob with more than 8 ** (the pattern of the report)',
+    { pathPattern: '/**a**a**a**a**a**a**a**a**b', responses: [{ status: 200 }] },
+    '/0/pathPattern',
+    /pathPattern "\/\*\*a.*b": a glob may hold at most 8 \*\* and 16 wildcards \(\* and \*\*\) in all, got 9 \*\* and 9 wildcards/,
+  ],
+  [
+    'a glob with more than 16 wildcards',
+    { pathPattern: `/${'*/'.repeat(17)}x`, responses: [{ status: 200 }] },
+    '/0/pathPattern',
+    /at most 8 \*\* and 16 wildcards .* got 0 \*\* and 17 wildcards/,
   ],
   [
     'an invalid regular expression in a header condition',

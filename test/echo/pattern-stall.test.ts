@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { test } from 'node:test';
+import { describeLiveness, type EchoProcess, probeLiveness, startEchoProcess } from '../helpers/liveness.ts';
+
+/**
+ * Issue #30, items 1 and 2: a scenario pattern that JavaScript's backtracking engine takes seconds
+ * (or minutes) to match held the whole process. A glob at the `**` ceiling and the regexes of the
+ * report are accepted now (they run in linear time), so requests that would have stalled are
+ * answered at once while `/health`, probed from this process, stays under 100 ms.
+ */
+
+/** A GET with its own deadline: a stalled server fails the test instead of hanging it. */
+function timedGet(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const done = (status: number) => resolve({ status, ms: performance.now() - started });
+    const req = http.get(
+      { host: '127.0.0.1', port, path, headers, agent: false, timeout: timeoutMs },
+      (res) => {
+        res.resume();
+        res.on('end', () => done(res.statusCode ?? 0));
+        res.on('error', () => done(0));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => done(0));
+  });
+}
+
+async function postScenarios(echo: EchoProcess, scenarios: unknown): Promise<number> {
+  const res = await fetch(`${echo.url}/scenario`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(scenarios),
+    signal: AbortSignal.timeout(10_000),
+  });
+  await res.text();
+  return res.status;
+}
+
+/**
+ * Sends each request in turn while probing /health: each must get its expected status within 2 s
+ * (a stalled one is cut after 5 s), and /health must stay under 100 ms p99.
+ */
+async function attack(
+  echo: EchoProcess,
+  requests: ReadonlyArray<{ path: string; headers?: Record<string, string>; expect: number }>,
+): Promise<void> {
+  const prober = probeLiveness(echo.port, { timeoutMs: 5_000 });
+  const answers: Array<{ path: string; expect: number; status: number; ms: number }> = [];
+  try {
+    for (const request of requests) {
+      const answer = await timedGet(echo.port, request.path, request.headers ?? {}, 5_000);
+      answers.push({ ...request, ...answer });
+    }
+  } finally {
+    const report = await prober.stop();
+    for (const { path, expect, status, ms } of answers) {
+      const what = `a ${path.length}-character path (expected ${expect})`;
+      assert.notEqual(status, 0, `${what} was not answered within 5 s: the process stalled`);
+      assert.equal(status, expect, what);
+      assert.ok(ms < 2_000, `${what} took ${ms.toFixed(0)} ms`);
+    }
+    assert.equal(report.failures, 0, describeLiveness(report));
+    assert.ok(report.p99Ms < 100, `/health during the attack: ${describeLiveness(report)}`);
+  }
+}
+
+test('pattern stalls – a glob with 8 ** is matched in linear time: long paths answered, /health live', async () => {
+  const echo = await startEchoProcess();
+  try {
+    // The report's glob (9 **, now over the ceiling) less one **: on the backtracking RegExp its
+    // 45 characters took 5.6 s and 50 over 30 s.
+    assert.equal(
+      await postScenarios(echo, [{ pathPattern: '/**a**a**a**a**a**a**a**b', responses: [{ status: 503 }] }]),
+      200,
+    );
+    await attack(echo, [
+      { path: `/${'a'.repeat(44)}`, expect: 200 },
+      { path: `/${'a'.repeat(49)}`, expect: 200 },
+      { path: `/${'a'.repeat(1023)}`, expect: 200 },
+      { path: `/${'a'.repeat(1022)}b`, expect: 503 },
+    ]);
+  } finally {
+    await echo.stop();
+  }
+});
+
+test('pattern stalls – re: patterns with alternation under repetition run in linear time, /health live', async () => {
+  const echo = await startEchoProcess();
+  try {
+    // Accepted before too, and 28 characters took 11 s: now they run on RE2, which cannot backtrack.
+    assert.equal(
+      await postScenarios(echo, [
+        { pathPattern: 're:/(a|a)*$', responses: [{ status: 502 }] },
+        { path: '/h', headers: { 'X-Token': 're:(a|aa)+$' }, responses: [{ status: 504 }] },
+      ]),
+      200,
+    );
+    await attack(echo, [
+      { path: `/${'a'.repeat(40)}!`, expect: 200 },
+      { path: `/${'a'.repeat(1023)}`, expect: 502 },
+      { path: '/h', headers: { 'X-Token': `${'a'.repeat(40)}!` }, expect: 200 },
+      { path: '/h', headers: { 'X-Token': 'a'.repeat(4096) }, expect: 504 },
+    ]);
+  } finally {
+    await echo.stop();
+  }
+});
