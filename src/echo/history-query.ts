@@ -40,7 +40,7 @@ export function parseHistoryQuery(query: unknown, nextSeq: number): HistoryQuery
     if (!(KNOWN as readonly string[]).includes(name))
       problems.push({
         field: name.slice(0, MAX_QUOTED),
-        message: `unknown parameter: expected ${KNOWN.join(' or ')}`,
+        message: `unknown parameter ${JSON.stringify(name.slice(0, MAX_QUOTED))}: expected ${KNOWN.join(' or ')}`,
       });
   }
 
