@@ -331,8 +331,8 @@ export const VARIABLES: readonly VariableSpec[] = [
     'ECHO_HISTORY_MAX_BYTES',
     'historyMaxBytes',
     String(32 * MiB),
-    'integer bytes 1048576-1073741824, at least ECHO_HISTORY_MAX_BODY + 131072',
-    'Memory history may hold in all: stored bodies, request lines and headers, and the JSON prepared for `GET /history`; past it the oldest entries go first (docs/adr/0027-history-reads.md)',
+    'integer bytes 1048576-1073741824, at least 2 x ECHO_HISTORY_MAX_BODY + 131072',
+    'Memory history may hold in all: stored bodies, request lines and headers, and the JSON prepared for `GET /history` (room as large as each body); past it the oldest entries go first (docs/adr/0027-history-reads.md)',
     integer(MiB, GiB),
   ),
   v(
@@ -569,17 +569,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
     );
   }
 
-  // One full entry (a body of ECHO_HISTORY_MAX_BODY and the largest head, 64 KiB of HTTP/2 headers
-  // and the URL) must fit in the budget, or history would keep one entry at a time past it.
+  // One full entry must fit in the budget (a body of ECHO_HISTORY_MAX_BODY, as much room for its
+  // JSON, and the largest head: 64 KiB of HTTP/2 headers and the URL), or history would keep one
+  // entry at a time past it.
   const historyMaxBodyBytes = out['historyMaxBodyBytes'] as number | undefined;
   const historyMaxBytes = out['historyMaxBytes'] as number | undefined;
   if (
     historyMaxBodyBytes !== undefined &&
     historyMaxBytes !== undefined &&
-    historyMaxBytes < historyMaxBodyBytes + HISTORY_HEAD_BYTES
+    historyMaxBytes < 2 * historyMaxBodyBytes + HISTORY_HEAD_BYTES
   ) {
     problems.push(
-      `ECHO_HISTORY_MAX_BYTES=${JSON.stringify(env['ECHO_HISTORY_MAX_BYTES'] ?? String(historyMaxBytes))} is invalid: expected at least ECHO_HISTORY_MAX_BODY (${historyMaxBodyBytes}) + ${HISTORY_HEAD_BYTES} bytes for one request's head, ${historyMaxBodyBytes + HISTORY_HEAD_BYTES}`,
+      `ECHO_HISTORY_MAX_BYTES=${JSON.stringify(env['ECHO_HISTORY_MAX_BYTES'] ?? String(historyMaxBytes))} is invalid: expected at least 2 x ECHO_HISTORY_MAX_BODY (${historyMaxBodyBytes}: a body and room for its JSON) + ${HISTORY_HEAD_BYTES} bytes for one request's head, ${2 * historyMaxBodyBytes + HISTORY_HEAD_BYTES}`,
     );
   }
 

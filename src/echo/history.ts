@@ -53,7 +53,8 @@ class Recorded implements HistoryEntry {
   readonly seq: number;
   /**
    * What the entry holds against `ECHO_HISTORY_MAX_BYTES`: its body bytes, an estimate of its
-   * request line and headers, and its JSON once `GET /history` has prepared it.
+   * request line and headers, and its JSON (room as large as the body until it is prepared, then
+   * the JSON's length when it is larger).
    */
   costBytes: number;
   /** The entry as `GET /history` shows it (masked or not), prepared once it is complete. */
@@ -77,6 +78,11 @@ class Recorded implements HistoryEntry {
     this.#cut = cut;
     this.costBytes = costBytes;
     this.json = undefined;
+  }
+
+  /** Bytes of the body kept (at most ECHO_HISTORY_MAX_BODY). */
+  get keptBodyBytes(): number {
+    return this.#bytes.byteLength;
   }
 
   get timestamp(): string {
@@ -244,7 +250,10 @@ export class History {
       const byId = this.#index();
       while (byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
     }
-    const costBytes = bytes.byteLength + headBytes(input);
+    // Room for the entry's JSON is set aside now, as many bytes as its body (what a text body
+    // takes once escaped, give or take), so that preparing it at the first read rarely finds the
+    // budget full: a read never evicts, and JSON it cannot keep is prepared again at every read.
+    const costBytes = 2 * bytes.byteLength + headBytes(input);
     if (this.#size === this.capacity) this.#evictOldest();
     // An entry larger than the whole budget is still kept, alone (the settings make that rare:
     // ECHO_HISTORY_MAX_BYTES holds at least one full body and head).
@@ -326,10 +335,12 @@ export class History {
     if (recorded.json !== undefined) return recorded.json;
     const json = Buffer.from(JSON.stringify(this.#view === undefined ? entry : this.#view(entry)));
     const stored = recorded.seq >= this.#recorded - this.#size;
-    if (entry.status !== null && stored && this.#storedBytes + json.byteLength <= this.maxBytes) {
+    // Beyond the room set aside when it was stored (its body's length).
+    const extraBytes = json.byteLength - recorded.keptBodyBytes;
+    if (entry.status !== null && stored && this.#storedBytes + extraBytes <= this.maxBytes) {
       recorded.json = json;
-      recorded.costBytes += json.byteLength;
-      this.#storedBytes += json.byteLength;
+      recorded.costBytes += extraBytes;
+      this.#storedBytes += extraBytes;
     }
     return json;
   }

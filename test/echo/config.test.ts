@@ -321,15 +321,15 @@ for (const [name, raw, why] of REJECTED) {
   });
 }
 
-test('loadConfig – ECHO_HISTORY_MAX_BYTES below one full entry (ECHO_HISTORY_MAX_BODY and a head) is one line naming both', () => {
-  assert.deepEqual(problemsOf({ ECHO_HISTORY_MAX_BODY: '10485760', ECHO_HISTORY_MAX_BYTES: '2097152' }), [
-    'ECHO_HISTORY_MAX_BYTES="2097152" is invalid: expected at least ECHO_HISTORY_MAX_BODY (10485760) + 131072 bytes for one request\'s head, 10616832',
+test('loadConfig – ECHO_HISTORY_MAX_BYTES below one full entry (a body, room for its JSON, a head) is one line naming both', () => {
+  assert.deepEqual(problemsOf({ ECHO_HISTORY_MAX_BODY: '10485760', ECHO_HISTORY_MAX_BYTES: '21102591' }), [
+    'ECHO_HISTORY_MAX_BYTES="21102591" is invalid: expected at least 2 x ECHO_HISTORY_MAX_BODY (10485760: a body and room for its JSON) + 131072 bytes for one request\'s head, 21102592',
   ]);
   // The default budget (32 MiB) holds the largest body.
   assert.equal(loadConfig({ ECHO_HISTORY_MAX_BODY: '10485760' }).historyMaxBytes, 32 * 1024 * 1024);
   assert.equal(
-    loadConfig({ ECHO_HISTORY_MAX_BODY: '10485760', ECHO_HISTORY_MAX_BYTES: '10616832' }).historyMaxBytes,
-    10_616_832,
+    loadConfig({ ECHO_HISTORY_MAX_BODY: '10485760', ECHO_HISTORY_MAX_BYTES: '21102592' }).historyMaxBytes,
+    21_102_592,
   );
 });
 
