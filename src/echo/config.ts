@@ -46,6 +46,8 @@ export interface EchoConfig {
   readonly maxConcurrentCompression: number;
   readonly historySize: number;
   readonly historyMaxBodyBytes: number;
+  /** What history holds in all (bodies, heads, prepared JSON); past it the oldest entries go. */
+  readonly historyMaxBytes: number;
   /** `show`: `GET /history` shows credentials as received; `mask` (default) masks them. */
   readonly historySecrets: 'mask' | 'show';
   /** `ECHO_ADMIN_TOKEN`: when set, the admin routes need `Authorization: Bearer <token>`. */
@@ -137,6 +139,8 @@ export const ADMIN_TOKEN = /^[\x21-\x7e]+$/;
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
+/** What ECHO_HISTORY_MAX_BYTES keeps for one request's head beside its body: 64 KiB of HTTP/2 headers, the URL, overhead. */
+const HISTORY_HEAD_BYTES = 128 * 1024;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Defaults that other modules name (units in the names). */
@@ -340,6 +344,14 @@ export const VARIABLES: readonly VariableSpec[] = [
     'integer bytes 0-10485760',
     'Bytes of each body kept in history; the rest is cut',
     integer(0, 10 * MiB),
+  ),
+  v(
+    'ECHO_HISTORY_MAX_BYTES',
+    'historyMaxBytes',
+    String(32 * MiB),
+    'integer bytes 1048576-1073741824, at least 2 x ECHO_HISTORY_MAX_BODY + 131072',
+    'Memory history may hold in all: stored bodies, request lines and headers, and the JSON prepared for `GET /history` (room as large as each body); past it the oldest entries go first (docs/adr/0029-history-reads.md)',
+    integer(MiB, GiB),
   ),
   v(
     'ECHO_HISTORY_SECRETS',
@@ -580,6 +592,21 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
   if (defaultDelay !== undefined && maxDelayMs !== undefined && defaultDelay.maxMs > maxDelayMs) {
     problems.push(
       `ECHO_DELAY=${JSON.stringify(env['ECHO_DELAY'])} is invalid: expected a delay of at most ECHO_MAX_DELAY (${maxDelayMs} ms)`,
+    );
+  }
+
+  // One full entry must fit in the budget (a body of ECHO_HISTORY_MAX_BODY, as much room for its
+  // JSON, and the largest head: 64 KiB of HTTP/2 headers and the URL), or history would keep one
+  // entry at a time past it.
+  const historyMaxBodyBytes = out['historyMaxBodyBytes'] as number | undefined;
+  const historyMaxBytes = out['historyMaxBytes'] as number | undefined;
+  if (
+    historyMaxBodyBytes !== undefined &&
+    historyMaxBytes !== undefined &&
+    historyMaxBytes < 2 * historyMaxBodyBytes + HISTORY_HEAD_BYTES
+  ) {
+    problems.push(
+      `ECHO_HISTORY_MAX_BYTES=${JSON.stringify(env['ECHO_HISTORY_MAX_BYTES'] ?? String(historyMaxBytes))} is invalid: expected at least 2 x ECHO_HISTORY_MAX_BODY (${historyMaxBodyBytes}: a body and room for its JSON) + ${HISTORY_HEAD_BYTES} bytes for one request's head, ${2 * historyMaxBodyBytes + HISTORY_HEAD_BYTES}`,
     );
   }
 

@@ -70,6 +70,11 @@ export const ECHO_ERRORS = {
     message: '%s is not allowed on %s: use %s',
     when: 'a service route (`/health`, `/scenario`, `/control/faults`, ...) is called with a method it does not serve; `Allow` lists the ones it does. It is never echoed',
   },
+  ECHO_ERR_INVALID_HISTORY_QUERY: {
+    status: 400,
+    message: 'invalid history query: %s',
+    when: '`GET /history` got a `limit` that is not an integer from 1 to 1000, a `cursor` that is not one it handed out, a parameter twice or an unknown one; `details` names each',
+  },
   ECHO_ERR_INVALID_TARGET: {
     status: 400,
     message: 'invalid replay target %s: expected an absolute http:// or https:// URL',

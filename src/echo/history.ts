@@ -49,11 +49,21 @@ class Recorded implements HistoryEntry {
   readonly #timeMs: number;
   readonly #bytes: Buffer;
   readonly #cut: boolean;
-  /** Its place in the order of every entry ever recorded (History's index uses it). */
+  /** Its place in the order of every entry ever recorded (History's index and cursors use it). */
   readonly seq: number;
-  #decoded: { body: string; encoding: 'utf8' | 'base64'; keptBytes: number } | undefined;
+  /**
+   * What the entry holds against `ECHO_HISTORY_MAX_BYTES`: its body bytes, an estimate of its
+   * request line and headers, and its JSON (room as large as the body until it is prepared, then
+   * the JSON's length when it is larger).
+   */
+  costBytes: number;
+  /** The entry as `GET /history` shows it (masked or not), prepared once it is complete. */
+  json: Buffer | undefined;
+  // Only the encoding and the length of the text are remembered: the body's text form would double
+  // what the entry holds (a 10 MiB body is a 10 to 20 MiB string), and it is rarely asked for again.
+  #decoded: { encoding: 'utf8' | 'base64'; keptBytes: number } | undefined;
 
-  constructor(id: string, input: RecordInput, bytes: Buffer, cut: boolean, seq: number) {
+  constructor(id: string, input: RecordInput, bytes: Buffer, cut: boolean, seq: number, costBytes: number) {
     this.id = id;
     this.seq = seq;
     this.request_id = input.requestId;
@@ -66,6 +76,13 @@ class Recorded implements HistoryEntry {
     this.#timeMs = Date.now();
     this.#bytes = bytes;
     this.#cut = cut;
+    this.costBytes = costBytes;
+    this.json = undefined;
+  }
+
+  /** Bytes of the body kept (at most ECHO_HISTORY_MAX_BODY). */
+  get keptBodyBytes(): number {
+    return this.#bytes.byteLength;
   }
 
   get timestamp(): string {
@@ -83,7 +100,8 @@ class Recorded implements HistoryEntry {
   }
 
   get body(): string {
-    return this.#decode().body;
+    const { encoding, keptBytes } = this.#decode();
+    return this.#bytes.toString(encoding, 0, keptBytes);
   }
 
   get body_encoding(): 'utf8' | 'base64' {
@@ -94,17 +112,16 @@ class Recorded implements HistoryEntry {
     return this.#decode().keptBytes < this.body_size;
   }
 
-  #decode(): { body: string; encoding: 'utf8' | 'base64'; keptBytes: number } {
+  #decode(): { encoding: 'utf8' | 'base64'; keptBytes: number } {
     if (this.#decoded !== undefined) return this.#decoded;
-    let kept = this.#bytes;
+    const kept = this.#bytes;
     // A cut may split a multi-byte character: keep the whole characters, so the text holds no
     // U+FFFD that was never sent. An uncut body is text only when every byte of it is.
     const textual = isUtf8Text(this.#cut ? kept.subarray(0, kept.length - partialCharBytes(kept)) : kept);
-    if (textual !== undefined) kept = textual;
     this.#decoded =
       textual !== undefined
-        ? { body: kept.toString('utf8'), encoding: 'utf8', keptBytes: kept.length }
-        : { body: kept.toString('base64'), encoding: 'base64', keptBytes: kept.length };
+        ? { encoding: 'utf8', keptBytes: textual.length }
+        : { encoding: 'base64', keptBytes: kept.length };
     return this.#decoded;
   }
 
@@ -147,19 +164,50 @@ export interface RecordInput {
   readonly idMayRepeat?: boolean;
 }
 
+/** Options of a {@link History}. */
+export interface HistoryOptions {
+  /**
+   * What the stored entries may hold in all (`ECHO_HISTORY_MAX_BYTES`): bodies, an estimate of
+   * request lines and headers, and the JSON prepared for `GET /history`. Unbounded when not given.
+   */
+  readonly maxBytes?: number;
+  /** The entry as `GET /history` shows it (`maskedEntry` when secrets are masked); as stored if not given. */
+  readonly view?: (entry: HistoryEntry) => HistoryEntry;
+}
+
+/** Which entries one read of `GET /history` covers: sequence numbers, both ends included. */
+export interface HistoryPage {
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+  /** The cursor of the page after this one; undefined when no entry was stored after it. */
+  readonly nextCursor: number | undefined;
+}
+
 /**
- * The bounded in-memory history: at most `capacity` entries (the oldest goes first) and at most
- * `maxBodyBytes` of each body, so memory stays bounded whatever the traffic.
+ * What an entry is counted for beyond its body: the objects around it, and per header the
+ * strings and the property holding them (an estimate: V8 does not say what an object takes).
+ */
+const ENTRY_OVERHEAD_BYTES = 512;
+const HEADER_OVERHEAD_BYTES = 32;
+
+/**
+ * The bounded in-memory history: at most `capacity` entries, at most `maxBodyBytes` of each body
+ * and at most `maxBytes` in all (the oldest entries go first), so memory stays bounded whatever
+ * the traffic.
  */
 export class History {
   readonly capacity: number;
   readonly maxBodyBytes: number;
+  readonly maxBytes: number;
+  readonly #view: ((entry: HistoryEntry) => HistoryEntry) | undefined;
   readonly #ring: Array<Recorded | undefined>;
   #start = 0;
   #size = 0;
   #collisions = 0;
-  /** Entries recorded so far; the next one's `seq`. */
+  /** Entries recorded so far; the next one's `seq`. The stored ones are the newest `#size` of them. */
   #recorded = 0;
+  /** What the stored entries hold (their `costBytes`), against `maxBytes`. */
+  #storedBytes = 0;
   // The index by id is brought up to date only when it is needed: a look-up by id (rare) or an id
   // the client sent (which may repeat a stored one). A request with a generated id changes only the
   // ring, so most requests touch no map: a map that gains and loses an entry on every request costs
@@ -168,9 +216,11 @@ export class History {
   /** Entries with `seq` below this are in `#byId`, unless they have left the ring. */
   #indexedUpTo = 0;
 
-  constructor(capacity: number, maxBodyBytes: number) {
+  constructor(capacity: number, maxBodyBytes: number, options: HistoryOptions = {}) {
     this.capacity = capacity;
     this.maxBodyBytes = maxBodyBytes;
+    this.maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+    this.#view = options.view;
     this.#ring = new Array(capacity);
   }
 
@@ -178,7 +228,12 @@ export class History {
     return this.#size;
   }
 
-  /** Stores a request, evicting the oldest entry when full. Returns the entry (status pending). */
+  /** What the stored entries hold now, counted as `maxBytes` counts it. */
+  get storedBytes(): number {
+    return this.#storedBytes;
+  }
+
+  /** Stores a request, evicting the oldest entries to make room. Returns the entry (status pending). */
   record(input: RecordInput): HistoryEntry | undefined {
     if (this.capacity === 0) return undefined;
     const body = input.body ?? EMPTY;
@@ -195,17 +250,28 @@ export class History {
       const byId = this.#index();
       while (byId.has(id)) id = `${input.requestId}-${++this.#collisions}`;
     }
-    const entry = new Recorded(id, input, bytes, cut, this.#recorded++);
-    if (this.#size === this.capacity) {
-      const oldest = this.#ring[this.#start];
-      if (oldest !== undefined && oldest.seq < this.#indexedUpTo) this.#byId.delete(oldest.id);
-      this.#ring[this.#start] = entry;
-      this.#start = (this.#start + 1) % this.capacity;
-    } else {
-      this.#ring[(this.#start + this.#size) % this.capacity] = entry;
-      this.#size++;
-    }
+    // Room for the entry's JSON is set aside now, as many bytes as its body (what a text body
+    // takes once escaped, give or take), so that preparing it at the first read rarely finds the
+    // budget full: a read never evicts, and JSON it cannot keep is prepared again at every read.
+    const costBytes = 2 * bytes.byteLength + headBytes(input);
+    if (this.#size === this.capacity) this.#evictOldest();
+    // An entry larger than the whole budget is still kept, alone (the settings make that rare:
+    // ECHO_HISTORY_MAX_BYTES holds at least one full body and head).
+    while (this.#size > 0 && this.#storedBytes + costBytes > this.maxBytes) this.#evictOldest();
+    const entry = new Recorded(id, input, bytes, cut, this.#recorded++, costBytes);
+    this.#ring[(this.#start + this.#size) % this.capacity] = entry;
+    this.#size++;
+    this.#storedBytes += costBytes;
     return entry;
+  }
+
+  #evictOldest(): void {
+    const oldest = this.#ring[this.#start]!;
+    if (oldest.seq < this.#indexedUpTo) this.#byId.delete(oldest.id);
+    this.#ring[this.#start] = undefined;
+    this.#start = (this.#start + 1) % this.capacity;
+    this.#size--;
+    this.#storedBytes -= oldest.costBytes;
   }
 
   get(id: string): HistoryEntry | undefined {
@@ -232,6 +298,70 @@ export class History {
     for (let i = 0; i < this.#size; i++) out.push(this.#ring[(this.#start + i) % this.capacity]!);
     return out;
   }
+
+  /** The sequence number the next recorded entry gets: a cursor at or above it was never handed out. */
+  get nextSeq(): number {
+    return this.#recorded;
+  }
+
+  /**
+   * The page of at most `limit` stored entries that follow `cursor` (the `seq` of the last entry a
+   * client has seen; entries evicted since are skipped), or the oldest ones without a cursor.
+   * Undefined when no stored entry follows.
+   */
+  page(cursor: number | undefined, limit: number): HistoryPage | undefined {
+    const oldestSeq = this.#recorded - this.#size;
+    const firstSeq = cursor === undefined ? oldestSeq : Math.max(cursor + 1, oldestSeq);
+    if (firstSeq >= this.#recorded) return undefined;
+    const lastSeq = Math.min(firstSeq + limit, this.#recorded) - 1;
+    return { firstSeq, lastSeq, nextCursor: lastSeq < this.#recorded - 1 ? lastSeq : undefined };
+  }
+
+  /** The stored entry with sequence number `seq`, or the first stored after it; undefined past the newest. */
+  atOrAfter(seq: number): HistoryEntry | undefined {
+    const oldestSeq = this.#recorded - this.#size;
+    const at = Math.max(seq, oldestSeq);
+    if (at >= this.#recorded) return undefined;
+    return this.#ring[(this.#start + (at - oldestSeq)) % this.capacity];
+  }
+
+  /**
+   * `entry` as `GET /history` shows it, as JSON. A complete entry (its status set) no longer
+   * changes: its JSON is prepared once and kept while it is stored and `maxBytes` has room for it
+   * (a read never evicts an entry to make room).
+   */
+  json(entry: HistoryEntry): Buffer {
+    const recorded = entry as Recorded;
+    if (recorded.json !== undefined) return recorded.json;
+    const json = Buffer.from(JSON.stringify(this.#view === undefined ? entry : this.#view(entry)));
+    const stored = recorded.seq >= this.#recorded - this.#size;
+    // Beyond the room set aside when it was stored (its body's length).
+    const extraBytes = json.byteLength - recorded.keptBodyBytes;
+    if (entry.status !== null && stored && this.#storedBytes + extraBytes <= this.maxBytes) {
+      recorded.json = json;
+      recorded.costBytes += extraBytes;
+      this.#storedBytes += extraBytes;
+    }
+    return json;
+  }
+
+  /** An entry's sequence number (its place among every entry ever recorded), for cursors. */
+  static seqOf(entry: HistoryEntry): number {
+    return (entry as Recorded).seq;
+  }
+}
+
+/** What a request's line and headers hold, estimated from their lengths. */
+function headBytes(input: RecordInput): number {
+  let bytes = ENTRY_OVERHEAD_BYTES + input.url.length + input.requestId.length + input.remoteAddr.length;
+  const headers = input.headers;
+  for (const name in headers) {
+    const value = headers[name];
+    bytes += HEADER_OVERHEAD_BYTES + name.length;
+    if (typeof value === 'string') bytes += value.length;
+    else if (value !== undefined) for (const item of value) bytes += HEADER_OVERHEAD_BYTES + item.length;
+  }
+  return bytes;
 }
 
 const EMPTY = Buffer.alloc(0);

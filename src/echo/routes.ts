@@ -12,7 +12,8 @@ import {
   validateScenarios,
 } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
-import { maskedEntry } from './history-secrets.ts';
+import { nextPageUrl, parseHistoryQuery } from './history-query.ts';
+import { historyStream } from './history-stream.ts';
 import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { loadUndici, parseReplayRequest, replay } from './replay.ts';
@@ -196,9 +197,18 @@ export async function registerServiceRoutes(
     return more === '' ? own : `${own.endsWith('\n') || own === '' ? own : `${own}\n`}${more}`;
   });
 
-  app.get('/history', async () =>
-    config.historySecrets === 'show' ? history.list() : history.list().map(maskedEntry),
-  );
+  // A page of history, streamed entry by entry (secrets masked as the History's view says); the
+  // next page's cursor goes in headers so that the body stays the plain array it always was.
+  app.get('/history', async (request, reply) => {
+    const query = parseHistoryQuery(request.query, history.nextSeq);
+    const page = history.page(query.cursor, query.limit);
+    if (page?.nextCursor !== undefined) {
+      reply.header('link', `<${nextPageUrl(query, page.nextCursor)}>; rel="next"`);
+      reply.header('x-echo-history-next-cursor', String(page.nextCursor));
+    }
+    reply.type('application/json; charset=utf-8');
+    return reply.send(historyStream(history, page));
+  });
 
   // One connection pool for every replay, bounded in time at each phase, connect included.
   const agentOptions = {

@@ -59,6 +59,7 @@ const DEFAULTS: EchoConfig = {
   maxConcurrentCompression: 2,
   historySize: 100,
   historyMaxBodyBytes: 65_536,
+  historyMaxBytes: 33_554_432,
   historySecrets: 'mask',
   adminToken: undefined,
   adminTokenFile: undefined,
@@ -152,6 +153,8 @@ const ACCEPTED: ReadonlyArray<readonly [string, string, keyof EchoConfig, unknow
   ['ECHO_HISTORY_SIZE', '0', 'historySize', 0],
   ['ECHO_HISTORY_SIZE', '100000', 'historySize', 100_000],
   ['ECHO_HISTORY_MAX_BODY', '10485760', 'historyMaxBodyBytes', 10_485_760],
+  ['ECHO_HISTORY_MAX_BYTES', '1048576', 'historyMaxBytes', 1_048_576],
+  ['ECHO_HISTORY_MAX_BYTES', '1073741824', 'historyMaxBytes', 1_073_741_824],
   ['ECHO_SCENARIO_FILE', '/config/scenarios.yaml', 'scenarioFile', '/config/scenarios.yaml'],
   ['ECHO_SERVER_INFO', 'true', 'serverInfo', true],
   ['ECHO_REPLAY_TIMEOUT', '1ms', 'replayTimeoutMs', 1],
@@ -278,6 +281,8 @@ const REJECTED: ReadonlyArray<readonly [string, string, string]> = [
   ['ECHO_HISTORY_SIZE', '100001', 'out of range'],
   ['ECHO_HISTORY_SIZE', 'all', 'not a number'],
   ['ECHO_HISTORY_MAX_BODY', '10485761', 'out of range'],
+  ['ECHO_HISTORY_MAX_BYTES', '1048575', 'below 1 MiB'],
+  ['ECHO_HISTORY_MAX_BYTES', '32MiB', 'not a number'],
   ['ECHO_SCENARIO_FILE', '', 'empty'],
   ['ECHO_SERVER_INFO', 'y', 'not true/false'],
   ['ECHO_REPLAY_TIMEOUT', '0', 'below 1ms'],
@@ -322,6 +327,18 @@ for (const [name, raw, why] of REJECTED) {
     assert.equal(problems[0], `${shown} is invalid: expected ${formOf(name)}`);
   });
 }
+
+test('loadConfig – ECHO_HISTORY_MAX_BYTES below one full entry (a body, room for its JSON, a head) is one line naming both', () => {
+  assert.deepEqual(problemsOf({ ECHO_HISTORY_MAX_BODY: '10485760', ECHO_HISTORY_MAX_BYTES: '21102591' }), [
+    'ECHO_HISTORY_MAX_BYTES="21102591" is invalid: expected at least 2 x ECHO_HISTORY_MAX_BODY (10485760: a body and room for its JSON) + 131072 bytes for one request\'s head, 21102592',
+  ]);
+  // The default budget (32 MiB) holds the largest body.
+  assert.equal(loadConfig({ ECHO_HISTORY_MAX_BODY: '10485760' }).historyMaxBytes, 32 * 1024 * 1024);
+  assert.equal(
+    loadConfig({ ECHO_HISTORY_MAX_BODY: '10485760', ECHO_HISTORY_MAX_BYTES: '21102592' }).historyMaxBytes,
+    21_102_592,
+  );
+});
 
 test('loadConfig – every variable in VARIABLES has a rejected value under test', () => {
   const covered = new Set(REJECTED.map(([name]) => name));
