@@ -3,7 +3,7 @@
  * of header, query and body conditions. `validateScenarios` uses the same compilers to report a bad
  * pattern, so whatever validates compiles in the store.
  */
-import { RE2JS } from 're2js';
+import { RE2JS, RE2Set } from 're2js';
 import { countWildcards, GlobMatcher, MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
 import { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM_SIZE, REGEX_DFA_BUDGET_BYTES } from './schema.ts';
 
@@ -82,18 +82,26 @@ function divergence(source: string): string | undefined {
   return undefined;
 }
 
-/** A `re:` pattern on re2js, anchored at both ends. */
+/**
+ * A `re:` pattern on re2js, anchored at both ends. It matches through a one-pattern `RE2Set`, the
+ * one re2js API that takes a memory bound for its cache of DFA states (`maxMem`): a plain `RE2JS`
+ * caches up to 8 MiB per regex, filled by the texts it sees, so a set of a thousand patterns could
+ * grow by gigabytes with traffic. Past the bound the cache is dropped, or the match falls back to
+ * simulating the program, still in linear time.
+ */
 class LinearRegex implements PatternMatcher {
-  readonly #regex: RE2JS;
+  readonly #set: RE2Set;
   readonly literalPrefix: string;
 
-  constructor(regex: RE2JS, prefix: string) {
-    this.#regex = regex;
+  constructor(translated: string, prefix: string) {
+    this.#set = new RE2Set(RE2Set.ANCHOR_BOTH, 0, REGEX_DFA_BUDGET_BYTES);
+    this.#set.add(translated);
+    this.#set.compile();
     this.literalPrefix = prefix;
   }
 
   test(text: string): boolean {
-    return this.#regex.testExact(text);
+    return this.#set.match(text).length > 0;
   }
 }
 
@@ -109,9 +117,11 @@ function compileRegex(source: string, length: number): Compiled<PatternMatcher> 
   const diverges = divergence(source);
   if (diverges !== undefined) return { ok: false, reason: diverges };
   let regex: RE2JS;
+  let translated: string;
   try {
     // JavaScript's own engine backtracks: `(a|aa)+$` took 11 s on 28 characters. RE2 never does.
-    regex = RE2JS.compile(RE2JS.translateRegExp(source));
+    translated = RE2JS.translateRegExp(source);
+    regex = RE2JS.compile(translated);
   } catch (error) {
     return { ok: false, reason: `${ENGINE_NOTE}; it cannot compile this one (${(error as Error).message})` };
   }
@@ -124,23 +134,7 @@ function compileRegex(source: string, length: number): Compiled<PatternMatcher> 
       reason: `the regular expression compiles to ${size} instructions, more than ${MAX_REGEX_PROGRAM_SIZE} (about one a character or class, {n} repeating its group n times): use + or * for long runs ([0-9a-f]+ rather than [0-9a-f]{32}), or a glob for long literal parts`,
     };
   }
-  boundStateCache(regex);
-  return { ok: true, value: new LinearRegex(regex, regexLiteralPrefix(source)) };
-}
-
-/**
- * re2js caches DFA states per regex up to 8 MiB by default, filled by the texts it sees: a set of
- * a thousand patterns could grow by gigabytes with traffic. Past the budget it drops its cache or
- * gives up on that text and simulates the program instead, still in linear time.
- */
-function boundStateCache(regex: RE2JS): void {
-  const dfa = (regex.re2() as unknown as { dfa?: { stateBudget?: unknown; memBudget?: unknown } }).dfa;
-  if (typeof dfa?.stateBudget !== 'number' || typeof dfa.memBudget !== 'number') {
-    // A re2js upgrade that moved these fields: refuse to run unbounded (the version is pinned).
-    throw new Error('re2js: the DFA state budget cannot be set (re2js internals changed)');
-  }
-  dfa.stateBudget = REGEX_DFA_BUDGET_BYTES;
-  dfa.memBudget = REGEX_DFA_BUDGET_BYTES;
+  return { ok: true, value: new LinearRegex(translated, regexLiteralPrefix(source)) };
 }
 
 /** Characters that stand for themselves in a regex, outside a class. */
