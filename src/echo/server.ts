@@ -14,6 +14,7 @@ import {
   limitConnections,
   limitStreams,
 } from './limits.ts';
+import { takeTurns } from './pipelining.ts';
 import { loadTls } from './tls.ts';
 
 // One port for every protocol (docs/adr/0003-one-port-for-h1-h2c.md):
@@ -144,6 +145,10 @@ function wireLimits(app: FastifyInstance, config: EchoConfig | undefined): void 
     limitConnections(server, limiter, true);
     limitStreams(server, config.requestTimeoutMs);
     server.keepAliveTimeout = config.keepAliveTimeoutMs;
+    // fastify's handler, made to take pipelined HTTP/1.1 requests in turns as the cleartext one does.
+    const handlers = server.listeners('request') as http.RequestListener[];
+    server.removeAllListeners('request');
+    for (const handler of handlers) server.on('request', takeTurns(handler));
     limiterByServer.set(server, limiter);
   }
   const limiter = limiterByServer.get(server);
@@ -259,7 +264,7 @@ function createCleartextServer(
       requireHostHeader: false,
       ...((options['http'] ?? {}) as http.ServerOptions),
     },
-    handler,
+    takeTurns(handler),
   );
   // What fastify sets on a server it makes itself.
   h1.keepAliveTimeout = numberOr(options['keepAliveTimeout'], h1.keepAliveTimeout);

@@ -1,0 +1,111 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+// Pipelined HTTP/1.1 requests a client sends without reading the answers
+// (docs/adr/0027-pipelined-requests.md). Node parses a whole read (up to 64 KiB, a thousand small
+// requests) before it pauses a connection, and hands every request to the app at once: each starts
+// its response, and those queued behind an unread one buffer their bytes. Here at most
+// `MAX_PIPELINED_IN_FLIGHT` requests of a connection are being answered at once; the rest wait, as
+// the bare IncomingMessage and ServerResponse that node made, with no work started, and the
+// connection stops reading until its answers are taken. A connection that closes drops its waiting
+// requests unanswered: nobody is left to read them.
+
+/** Requests of one HTTP/1.1 connection being answered at once; more wait their turn unstarted. */
+export const MAX_PIPELINED_IN_FLIGHT = 16;
+/**
+ * Requests of one connection waiting for their turn at most. Pausing stops the reading only after
+ * the read in progress: one 64 KiB read holds up to 3,600 small requests (about 3.5 KiB of memory
+ * each, node's request and response objects). A client past this sends far more than it reads; its
+ * connection is closed, which frees them.
+ */
+export const MAX_PIPELINED_WAITING = 256;
+
+interface ConnectionTurns {
+  readonly socket: Socket;
+  inFlight: number;
+  /** Requests received and not started yet, oldest first: request, response, request, ... */
+  readonly waiting: Array<IncomingMessage | ServerResponse | undefined>;
+  /** Index of the oldest waiting request in `waiting` (shifting an array per request is quadratic). */
+  head: number;
+  /** Whether this paused the connection (and so resumes it). */
+  paused: boolean;
+}
+
+/**
+ * `handler` for HTTP/1.1 requests taken in turns per connection: a request starts when fewer than
+ * `maxInFlight` of its connection's are being answered, in the order received; while any wait, the
+ * connection is paused (node's own pause resumes it only when its queued output has drained, and
+ * this one only when every waiting request has started), and past `maxWaiting` waiting it is closed. HTTP/2 requests go straight through: their
+ * streams are bounded by `SETTINGS_MAX_CONCURRENT_STREAMS` and HTTP/2's flow control.
+ */
+export function takeTurns(
+  handler: RequestListener,
+  maxInFlight = MAX_PIPELINED_IN_FLIGHT,
+  maxWaiting = MAX_PIPELINED_WAITING,
+): RequestListener {
+  const turnsBySocket = new WeakMap<Socket, ConnectionTurns>();
+
+  // One listener for every response (`this` is the response): no closure per request. 'close' comes
+  // once for every response: answered, failed, or its connection gone.
+  const closed = function (this: ServerResponse) {
+    const turns = turnsBySocket.get(this.req.socket);
+    if (turns === undefined) return;
+    turns.inFlight--;
+    if (turns.head < turns.waiting.length || turns.paused) next(turns);
+  };
+
+  const start = (turns: ConnectionTurns, request: IncomingMessage, response: ServerResponse) => {
+    turns.inFlight++;
+    response.on('close', closed);
+    handler(request, response);
+  };
+
+  const next = (turns: ConnectionTurns) => {
+    if (turns.socket.destroyed) return drop(turns);
+    while (turns.inFlight < maxInFlight && turns.head < turns.waiting.length) {
+      const request = turns.waiting[turns.head] as IncomingMessage;
+      const response = turns.waiting[turns.head + 1] as ServerResponse;
+      turns.waiting[turns.head] = turns.waiting[turns.head + 1] = undefined;
+      turns.head += 2;
+      start(turns, request, response);
+    }
+    if (turns.head < turns.waiting.length) return;
+    turns.waiting.length = 0;
+    turns.head = 0;
+    if (!turns.paused) return;
+    turns.paused = false;
+    turns.socket.resume();
+  };
+
+  return (request, response) => {
+    if (request.httpVersionMajor !== 1) return void handler(request, response);
+    const socket = request.socket;
+    let turns = turnsBySocket.get(socket);
+    if (turns === undefined) {
+      const created: ConnectionTurns = { socket, inFlight: 0, waiting: [], head: 0, paused: false };
+      turns = created;
+      turnsBySocket.set(socket, created);
+      socket.once('close', () => drop(created));
+      // Node resumes a connection it paused once its queued output has drained, which says nothing
+      // of the requests waiting here: while any wait, it stays paused.
+      socket.on('resume', () => {
+        if (created.paused) socket.pause();
+      });
+    }
+    if (turns.inFlight < maxInFlight && turns.head === turns.waiting.length) {
+      return void start(turns, request, response);
+    }
+    if (turns.waiting.length - turns.head >= 2 * maxWaiting) return void socket.destroy();
+    turns.waiting.push(request, response);
+    if (turns.paused) return;
+    turns.paused = true;
+    socket.pause();
+  };
+}
+
+/** A closed connection's waiting requests are never started. */
+function drop(turns: ConnectionTurns): void {
+  turns.waiting.length = 0;
+  turns.head = 0;
+  turns.paused = false;
+}
