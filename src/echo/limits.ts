@@ -11,8 +11,26 @@ import { EchoError } from './errors.ts';
 // settings every session advertises, and the request timeout of an HTTP/2 stream. The HTTP/1.1
 // timeouts are Node's own (`headersTimeout`, `requestTimeout`, `keepAliveTimeout`), set in server.ts.
 
-/** Slow clients are cut within a second of their timeout, not within Node's default 30 s sweep. */
-export const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+export const MAX_CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+export const MIN_CONNECTIONS_CHECKING_INTERVAL_MS = 50;
+/**
+ * How often node looks for HTTP/1.1 requests past their headers or request timeout (its
+ * `connectionsCheckingInterval`, 30 s by default: a 3 s timeout then cut a stalled body after 3 to
+ * 33 s). A quarter of the smaller timeout, so a slow client is cut within a quarter of its timeout
+ * late, and within a second at most; not more often than `MIN_CONNECTIONS_CHECKING_INTERVAL_MS`
+ * (each check walks the connections with a request in progress).
+ */
+export function connectionsCheckingIntervalMs(config: {
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+}): number {
+  const smallest = Math.min(config.headersTimeoutMs, config.requestTimeoutMs);
+  return Math.min(
+    MAX_CONNECTIONS_CHECKING_INTERVAL_MS,
+    Math.max(MIN_CONNECTIONS_CHECKING_INTERVAL_MS, Math.floor(smallest / 4)),
+  );
+}
+
 /** One log line at most per this interval about refused connections, however many there were. */
 export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 /** How long a refused connection may take to send its first bytes (answered then) and to go away. */

@@ -8,8 +8,8 @@ import type { EchoConfig } from './config.ts';
 import { writeRawError } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import {
-  CONNECTIONS_CHECKING_INTERVAL_MS,
   ConnectionLimiter,
+  connectionsCheckingIntervalMs,
   h2Settings,
   limitConnections,
   limitStreams,
@@ -100,6 +100,7 @@ interface CleartextLimits {
   readonly limiter: ConnectionLimiter;
   readonly h2: http2.ServerOptions;
   readonly requestTimeoutMs: number;
+  readonly connectionsCheckingIntervalMs: number;
 }
 
 function cleartextLimits(config: EchoConfig, logger: Logger): CleartextLimits {
@@ -107,6 +108,7 @@ function cleartextLimits(config: EchoConfig, logger: Logger): CleartextLimits {
     limiter: new ConnectionLimiter(config.maxConnections, logger),
     h2: { settings: h2Settings(config) },
     requestTimeoutMs: config.requestTimeoutMs,
+    connectionsCheckingIntervalMs: connectionsCheckingIntervalMs(config),
   };
 }
 
@@ -120,7 +122,7 @@ function tlsLimitOptions(config: EchoConfig): Record<string, unknown> {
     headersTimeout: config.headersTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
-    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    connectionsCheckingInterval: connectionsCheckingIntervalMs(config),
     handshakeTimeout: config.headersTimeoutMs,
     settings: h2Settings(config),
   };
@@ -258,7 +260,7 @@ function createCleartextServer(
 ): Server {
   const h1 = http.createServer(
     {
-      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
       // An HTTP/1.1 request without Host is refused by app.ts in the service's JSON shape; node's
       // own refusal is a bare 400 without a body or an X-Request-ID.
       requireHostHeader: false,
