@@ -12,6 +12,7 @@ import {
   connectionsCheckingIntervalMs,
   h2Settings,
   limitConnections,
+  limitHeaderList,
   limitStreams,
 } from './limits.ts';
 import { takeTurns } from './pipelining.ts';
@@ -147,10 +148,11 @@ function wireLimits(app: FastifyInstance, config: EchoConfig | undefined): void 
     limitConnections(server, limiter, true);
     limitStreams(server, config.requestTimeoutMs);
     server.keepAliveTimeout = config.keepAliveTimeoutMs;
-    // fastify's handler, made to take pipelined HTTP/1.1 requests in turns as the cleartext one does.
+    // fastify's handler, made to take pipelined HTTP/1.1 requests in turns and to refuse an HTTP/2
+    // header list over the limit, as the cleartext server's are.
     const handlers = server.listeners('request') as http.RequestListener[];
     server.removeAllListeners('request');
-    for (const handler of handlers) server.on('request', takeTurns(handler));
+    for (const handler of handlers) server.on('request', takeTurns(limitHeaderList(handler)));
     limiterByServer.set(server, limiter);
   }
   const limiter = limiterByServer.get(server);
@@ -275,7 +277,10 @@ function createCleartextServer(
   const maxRequestsPerSocket = numberOr(options['maxRequestsPerSocket'], 0);
   if (maxRequestsPerSocket > 0) h1.maxRequestsPerSocket = maxRequestsPerSocket;
 
-  const h2 = http2.createServer(limits.h2, handler as unknown as (...args: unknown[]) => void);
+  const h2 = http2.createServer(
+    limits.h2,
+    limitHeaderList(handler) as unknown as (...args: unknown[]) => void,
+  );
   limitStreams(h2, limits.requestTimeoutMs);
   h2.setTimeout(numberOr(options['connectionTimeout'], 0));
   const sessions = trackSessions(
