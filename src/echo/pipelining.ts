@@ -2,7 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Socket } from 'node:net';
 
 // Pipelined HTTP/1.1 requests a client sends without reading the answers
-// (docs/adr/0029-pipelined-requests.md). Node parses a whole read (up to 64 KiB, a thousand small
+// (docs/adr/0030-pipelined-requests.md). Node parses a whole read (up to 64 KiB, a thousand small
 // requests) before it pauses a connection, and hands every request to the app at once: each starts
 // its response, and those queued behind an unread one buffer their bytes. Here at most
 // `MAX_PIPELINED_IN_FLIGHT` requests of a connection are being answered at once; the rest wait, as
