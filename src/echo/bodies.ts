@@ -14,6 +14,14 @@ const cryptoBytes: ByteSource = (target) => randomFillSync(target);
  * `size` random bytes, produced chunk by chunk as the client reads: never buffered whole. The bytes
  * come from `bytes`: the operating system's generator by default (fastest), a seeded one
  * (`seededBytes`) for a seeded request, so that its body replays.
+ *
+ * At most `CHUNKS_PER_TURN` chunks are made in one turn of the event loop, for all bodies
+ * together; a body that asks for more waits for the next turn (`setImmediate`, after the loop has
+ * polled for I/O). A client reading as fast as loopback allows takes every chunk as soon as it is
+ * written, and writing one asks for the next in the same turn (node's stream callbacks are
+ * `process.nextTick`s): without the budget, a 100 MB body was made in one go, and 20 of them held a
+ * `/health` probe for seconds. The budget is shared, so a turn's work does not grow with the number
+ * of downloads either; a small body is still made at once.
  */
 export class RandomBody extends Readable {
   #remaining: number;
@@ -26,6 +34,19 @@ export class RandomBody extends Readable {
   }
 
   override _read(): void {
+    if (chunksThisTurn < CHUNKS_PER_TURN && turnHead === waitingBodies.length) {
+      chunksThisTurn++;
+      scheduleTurn();
+      this.produce();
+    } else {
+      waitingBodies.push(this);
+      scheduleTurn();
+    }
+  }
+
+  /** Pushes the next chunk, or the end. */
+  produce(): void {
+    if (this.destroyed) return;
     if (this.#remaining <= 0) {
       this.push(null);
       return;
@@ -34,6 +55,42 @@ export class RandomBody extends Readable {
     this.#remaining -= n;
     this.push(this.#bytes(Buffer.allocUnsafe(n)));
   }
+}
+
+/** Chunks of generated bodies made in one turn of the event loop, for all bodies together: 1 MiB. */
+export const CHUNKS_PER_TURN = 16;
+let chunksThisTurn = 0;
+/** Bodies waiting for a turn, oldest from `turnHead` on; a body waits at most once at a time. */
+const waitingBodies: Array<RandomBody | undefined> = [];
+let turnHead = 0;
+let turnScheduled = false;
+
+function scheduleTurn(): void {
+  if (turnScheduled) return;
+  turnScheduled = true;
+  setImmediate(nextTurn);
+}
+
+/** A new turn: the budget is whole again, and the bodies waiting take it first, oldest first. */
+function nextTurn(): void {
+  turnScheduled = false;
+  chunksThisTurn = 0;
+  // Bodies asking again during this turn wait behind the others.
+  while (chunksThisTurn < CHUNKS_PER_TURN && turnHead < waitingBodies.length) {
+    const body = waitingBodies[turnHead]!;
+    waitingBodies[turnHead++] = undefined;
+    chunksThisTurn++;
+    body.produce();
+  }
+  if (turnHead === waitingBodies.length) {
+    waitingBodies.length = 0;
+    turnHead = 0;
+  } else if (turnHead >= 1024) {
+    waitingBodies.splice(0, turnHead);
+    turnHead = 0;
+  }
+  // The next turn resets the budget, and serves whoever still waits.
+  if (chunksThisTurn > 0) scheduleTurn();
 }
 
 /** Brotli's quality for `X-Echo-Compress: br`: near wire speed (see `compressor`). */

@@ -318,7 +318,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'h2MaxConcurrentStreams',
     '100',
     'integer 1-10000',
-    'HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` advertised to every client (h2 and h2c); a stream past it is refused',
+    'HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` advertised to every client (h2 and h2c); a stream past it is refused (`REFUSED_STREAM`) while the client has not acknowledged the setting, and costs the session (GOAWAY) once it has',
     integer(1, 10_000),
   ),
   v(

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import http2, { type Http2SecureServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
+import type { RequestListener } from 'node:http';
+import http2, {
+  type Http2SecureServer,
+  type Http2Server,
+  type Http2ServerRequest,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
@@ -11,14 +17,64 @@ import { EchoError } from './errors.ts';
 // settings every session advertises, and the request timeout of an HTTP/2 stream. The HTTP/1.1
 // timeouts are Node's own (`headersTimeout`, `requestTimeout`, `keepAliveTimeout`), set in server.ts.
 
-/** Slow clients are cut within a second of their timeout, not within Node's default 30 s sweep. */
-export const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+export const MAX_CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+export const MIN_CONNECTIONS_CHECKING_INTERVAL_MS = 50;
+/**
+ * How often node looks for HTTP/1.1 requests past their headers or request timeout (its
+ * `connectionsCheckingInterval`, 30 s by default: a 3 s timeout then cut a stalled body after 3 to
+ * 33 s). A quarter of the smaller timeout, so a slow client is cut within a quarter of its timeout
+ * late, and within a second at most; not more often than `MIN_CONNECTIONS_CHECKING_INTERVAL_MS`
+ * (each check walks the connections with a request in progress).
+ */
+export function connectionsCheckingIntervalMs(config: {
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+}): number {
+  const smallest = Math.min(config.headersTimeoutMs, config.requestTimeoutMs);
+  return Math.min(
+    MAX_CONNECTIONS_CHECKING_INTERVAL_MS,
+    Math.max(MIN_CONNECTIONS_CHECKING_INTERVAL_MS, Math.floor(smallest / 4)),
+  );
+}
+
 /** One log line at most per this interval about refused connections, however many there were. */
 export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 /** How long a refused connection may take to send its first bytes (answered then) and to go away. */
 const REFUSAL_LINGER_MS = 1000;
 /** `SETTINGS_MAX_HEADER_LIST_SIZE` advertised: 64 KiB of header fields per request (RFC 9113, 6.5.2). */
 export const H2_MAX_HEADER_LIST_BYTES = 65_536;
+
+/**
+ * What a header field counts towards `SETTINGS_MAX_HEADER_LIST_SIZE` beyond its name and value
+ * (RFC 9113, section 6.5.2: the uncompressed size plus 32 bytes a field).
+ */
+const HEADER_FIELD_OVERHEAD_BYTES = 32;
+
+/** The size of a request's header list as RFC 9113 counts it, pseudo-header fields included. */
+export function headerListBytes(rawHeaders: readonly string[]): number {
+  let bytes = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    bytes += rawHeaders[i]!.length + rawHeaders[i + 1]!.length + HEADER_FIELD_OVERHEAD_BYTES;
+  }
+  return bytes;
+}
+
+/**
+ * `handler` with HTTP/2 requests whose header list is above `H2_MAX_HEADER_LIST_BYTES` refused:
+ * the stream is reset with `ENHANCE_YOUR_CALM` and the app never sees the request, the session
+ * goes on. nghttp2 does so itself, but only once the client has acknowledged the SETTINGS that
+ * advertise the limit; the requests of a client's first flight, sent before, were taken up to
+ * about 150 KB. HTTP/1.1 requests go straight through (node's parser bounds their head).
+ */
+export function limitHeaderList(handler: RequestListener): RequestListener {
+  return (request, response) => {
+    if (request.httpVersionMajor === 2 && headerListBytes(request.rawHeaders) > H2_MAX_HEADER_LIST_BYTES) {
+      const stream = (request as unknown as Http2ServerRequest).stream;
+      return void stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    }
+    handler(request, response);
+  };
+}
 
 /** The SETTINGS every HTTP/2 session (h2 and h2c) advertises. */
 export function h2Settings(config: EchoConfig): http2.Settings {

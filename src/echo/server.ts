@@ -8,12 +8,14 @@ import type { EchoConfig } from './config.ts';
 import { writeRawError } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import {
-  CONNECTIONS_CHECKING_INTERVAL_MS,
   ConnectionLimiter,
+  connectionsCheckingIntervalMs,
   h2Settings,
   limitConnections,
+  limitHeaderList,
   limitStreams,
 } from './limits.ts';
+import { takeTurns } from './pipelining.ts';
 import { loadTls } from './tls.ts';
 
 // One port for every protocol (docs/adr/0003-one-port-for-h1-h2c.md):
@@ -99,6 +101,7 @@ interface CleartextLimits {
   readonly limiter: ConnectionLimiter;
   readonly h2: http2.ServerOptions;
   readonly requestTimeoutMs: number;
+  readonly connectionsCheckingIntervalMs: number;
 }
 
 function cleartextLimits(config: EchoConfig, logger: Logger): CleartextLimits {
@@ -106,6 +109,7 @@ function cleartextLimits(config: EchoConfig, logger: Logger): CleartextLimits {
     limiter: new ConnectionLimiter(config.maxConnections, logger),
     h2: { settings: h2Settings(config) },
     requestTimeoutMs: config.requestTimeoutMs,
+    connectionsCheckingIntervalMs: connectionsCheckingIntervalMs(config),
   };
 }
 
@@ -119,7 +123,7 @@ function tlsLimitOptions(config: EchoConfig): Record<string, unknown> {
     headersTimeout: config.headersTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
-    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    connectionsCheckingInterval: connectionsCheckingIntervalMs(config),
     handshakeTimeout: config.headersTimeoutMs,
     settings: h2Settings(config),
   };
@@ -144,6 +148,11 @@ function wireLimits(app: FastifyInstance, config: EchoConfig | undefined): void 
     limitConnections(server, limiter, true);
     limitStreams(server, config.requestTimeoutMs);
     server.keepAliveTimeout = config.keepAliveTimeoutMs;
+    // fastify's handler, made to take pipelined HTTP/1.1 requests in turns and to refuse an HTTP/2
+    // header list over the limit, as the cleartext server's are.
+    const handlers = server.listeners('request') as http.RequestListener[];
+    server.removeAllListeners('request');
+    for (const handler of handlers) server.on('request', takeTurns(limitHeaderList(handler)));
     limiterByServer.set(server, limiter);
   }
   const limiter = limiterByServer.get(server);
@@ -253,13 +262,13 @@ function createCleartextServer(
 ): Server {
   const h1 = http.createServer(
     {
-      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
       // An HTTP/1.1 request without Host is refused by app.ts in the service's JSON shape; node's
       // own refusal is a bare 400 without a body or an X-Request-ID.
       requireHostHeader: false,
       ...((options['http'] ?? {}) as http.ServerOptions),
     },
-    handler,
+    takeTurns(handler),
   );
   // What fastify sets on a server it makes itself.
   h1.keepAliveTimeout = numberOr(options['keepAliveTimeout'], h1.keepAliveTimeout);
@@ -268,7 +277,10 @@ function createCleartextServer(
   const maxRequestsPerSocket = numberOr(options['maxRequestsPerSocket'], 0);
   if (maxRequestsPerSocket > 0) h1.maxRequestsPerSocket = maxRequestsPerSocket;
 
-  const h2 = http2.createServer(limits.h2, handler as unknown as (...args: unknown[]) => void);
+  const h2 = http2.createServer(
+    limits.h2,
+    limitHeaderList(handler) as unknown as (...args: unknown[]) => void,
+  );
   limitStreams(h2, limits.requestTimeoutMs);
   h2.setTimeout(numberOr(options['connectionTimeout'], 0));
   const sessions = trackSessions(
