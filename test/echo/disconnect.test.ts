@@ -31,9 +31,25 @@ function getJson(port: number, path: string): Promise<unknown> {
       const text = Buffer.concat(chunks).toString('utf8');
       const head = text.slice(0, text.indexOf('\r\n\r\n'));
       assert.match(head, /^HTTP\/1\.1 200 /, `${path}: ${head}`);
-      resolve(JSON.parse(text.slice(head.length + 4)));
+      const body = text.slice(head.length + 4);
+      // GET /history streams its array: chunked, without a Content-Length.
+      resolve(JSON.parse(/^transfer-encoding: chunked$/im.test(head) ? unchunk(body) : body));
     });
   });
+}
+
+/** The body of a chunked HTTP/1.1 message (RFC 9112 section 7.1), without its framing. */
+function unchunk(framed: string): string {
+  const bytes = Buffer.from(framed, 'utf8');
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const lineEnd = bytes.indexOf('\r\n', at);
+    const size = Number.parseInt(bytes.subarray(at, lineEnd).toString('latin1'), 16);
+    if (!(size > 0)) return Buffer.concat(parts).toString('utf8');
+    parts.push(bytes.subarray(lineEnd + 2, lineEnd + 2 + size));
+    at = lineEnd + 2 + size + 2;
+  }
 }
 
 interface Entry {
