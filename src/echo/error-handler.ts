@@ -89,6 +89,10 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   const details = isEchoError(error) ? error.details : undefined;
   // Injected-fault headers must not leak onto the service's own errors.
   reply.removeHeader('content-encoding');
+  // Refused before its body has all arrived (a 415 on the content type or encoding): node would read
+  // on to find the next request, and a client that stalls would get a second answer, its 408, on a
+  // connection it may reuse. The connection ends with this answer instead, as it does on a 413.
+  if (request.raw.httpVersionMajor === 1 && !request.raw.complete) reply.header('connection', 'close');
   try {
     reply
       .code(status)

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { type RunningEcho, withEcho } from '../helpers/echo-server.ts';
 
@@ -168,4 +171,36 @@ test('control bodies – over ECHO_MAX_SCENARIO_BODY is a 413 naming the setting
       assert.equal((await send(echo, 'POST', '/scenario', small)).status, 200);
     },
     { ECHO_MAX_SCENARIO_BODY: '1048576', MAX_BODY_SIZE: '1024' },
+  ));
+
+test('control bodies – a refusal before the body has arrived closes the connection: one answer, no 408 behind it', () =>
+  withEcho(
+    async (echo) => {
+      for (const headers of [
+        'Content-Type: text/plain',
+        'Content-Type: application/json\r\nContent-Encoding: gzip',
+      ]) {
+        // 10 of the 100 bytes announced, then nothing: the route refuses on the head alone.
+        const socket = connect(echo.port, '127.0.0.1');
+        socket.write(
+          `POST /scenario HTTP/1.1\r\nHost: x\r\n${headers}\r\nContent-Length: 100\r\n\r\n0123456789`,
+        );
+        let text = '';
+        socket.setEncoding('latin1').on('data', (c: string) => {
+          text += c;
+        });
+        // The server ends the connection; a timer stops the test if it never does (ECHO_REQUEST_TIMEOUT
+        // is 4 s here: without the fix its 408 follows as a second answer).
+        const ended = await Promise.race([
+          once(socket, 'close').then(() => true),
+          sleep(15_000).then(() => false),
+        ]);
+        socket.destroy();
+        assert.ok(ended, `${headers}: the connection stayed open: ${text}`);
+        const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
+        assert.deepEqual(statuses, ['415'], `${headers}: ${text}`);
+        assert.match(text, /^connection: close$/im);
+      }
+    },
+    { ECHO_REQUEST_TIMEOUT: '4s' },
   ));
