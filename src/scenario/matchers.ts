@@ -59,6 +59,8 @@ export function compilePathPattern(pattern: string): Compiled<PatternMatcher> {
 /** The linear-time engine refuses these; said in every refusal so the reader knows why. */
 const ENGINE_NOTE =
   're: patterns run on a linear-time engine (RE2 syntax): backreferences and lookaround are not supported';
+/** The start of a refusal for what RE2 reads otherwise (an escape, a POSIX class). */
+const DIALECT_NOTE = 're: patterns run on a linear-time engine (RE2 syntax)';
 
 /** Letters that escape the same class or character in JavaScript and RE2 (`\\d`, `\\n`, `\\x41`). */
 const SHARED_ESCAPES = new Set('dDwWsSbBnrtfv0xuc');
@@ -75,10 +77,10 @@ function divergence(source: string): string | undefined {
     i++;
     if (/[1-9]/.test(next) || next === 'k') return `${ENGINE_NOTE} (\\${next} is a backreference)`;
     if (/[A-Za-z]/.test(next) && !SHARED_ESCAPES.has(next))
-      return `${ENGINE_NOTE}; \\${next} means one thing in JavaScript and another in RE2, write the character or class itself`;
+      return `${DIALECT_NOTE}; \\${next} means one thing in JavaScript and another in RE2, write the character or class itself`;
   }
   if (/\[:[a-z]+:\]/.test(source))
-    return `${ENGINE_NOTE}; POSIX classes such as [[:alpha:]] are not supported`;
+    return `${DIALECT_NOTE}; POSIX classes such as [[:alpha:]] are not supported`;
   return undefined;
 }
 
@@ -123,6 +125,9 @@ function compileRegex(source: string, length: number): Compiled<PatternMatcher> 
     translated = RE2JS.translateRegExp(source);
     regex = RE2JS.compile(translated);
   } catch (error) {
+    // RE2's own parse error calls a lookbehind an "invalid named capture": name it.
+    if (/\(\?<[=!]/.test(source))
+      return { ok: false, reason: `${ENGINE_NOTE} (\`${/\(\?<[=!]/.exec(source)![0]}\` is a lookbehind)` };
     return { ok: false, reason: `${ENGINE_NOTE}; it cannot compile this one (${(error as Error).message})` };
   }
   // Linear in the text, but also in the program: on a text that defeats the DFA every instruction
@@ -131,7 +136,7 @@ function compileRegex(source: string, length: number): Compiled<PatternMatcher> 
   if (size > MAX_REGEX_PROGRAM_SIZE) {
     return {
       ok: false,
-      reason: `the regular expression compiles to ${size} instructions, more than ${MAX_REGEX_PROGRAM_SIZE} (about one a character or class, {n} repeating its group n times): use + or * for long runs ([0-9a-f]+ rather than [0-9a-f]{32}), or a glob for long literal parts`,
+      reason: `the regular expression compiles to ${size} instructions, more than ${MAX_REGEX_PROGRAM_SIZE} (about one a character or class, {n} repeating its group n times): {n} counts as n copies, so past about 60 repeats use + or * ([0-9a-f]+ rather than [0-9a-f]{64}), or a glob for long literal parts`,
     };
   }
   return { ok: true, value: new LinearRegex(translated, regexLiteralPrefix(source)) };

@@ -270,13 +270,13 @@ for (const [what, scenario, field, words] of [
     'a lookbehind in a header condition',
     { path: '/x', headers: { 'X-A': 're:(?<!a)b' }, responses: [{ status: 200 }] },
     '/0/headers/X-A',
-    /backreferences and lookaround are not supported/,
+    /backreferences and lookaround are not supported \(`\(\?<!` is a lookbehind\)/,
   ],
   [
     'an escape JavaScript and RE2 read differently',
     { path: '/x', query: { a: 're:\\z' }, responses: [{ status: 200 }] },
     '/0/query/a',
-    /\\z means one thing in JavaScript and another in RE2/,
+    /^(?!.*backreferences).*\\z means one thing in JavaScript and another in RE2/,
   ],
   [
     'a regular expression whose program is too large',

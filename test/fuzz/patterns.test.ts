@@ -19,17 +19,26 @@ const KIB = 1024;
 
 /**
  * The fastest of five runs of the same match, in milliseconds: a loaded machine can stretch any one
- * run, but not all five, so the minimum measures the matcher and not the neighbours.
+ * run, but seldom all five, so the minimum measures the matcher and not the neighbours. Over
+ * `budgetMs`, it is measured again as the fastest of 50 runs, a few milliseconds apart: a machine
+ * busy with other work for a moment fails no test, and a matcher that backtracks (seconds on a
+ * 1 KiB text) fails every run.
  */
-function minMatchMs(matcher: PatternMatcher, text: string): number {
-  let best = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 5; i++) {
-    const started = performance.now();
-    matcher.test(text);
-    best = Math.min(best, performance.now() - started);
-  }
-  return best;
+function minMatchMs(matcher: PatternMatcher, text: string, budgetMs = BUDGET_MS): number {
+  const fastest = (runs: number, pauseMs: number) => {
+    let best = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < runs; i++) {
+      if (pauseMs > 0) Atomics.wait(PAUSE, 0, 0, pauseMs);
+      const started = performance.now();
+      matcher.test(text);
+      best = Math.min(best, performance.now() - started);
+    }
+    return best;
+  };
+  const best = fastest(5, 0);
+  return best < budgetMs ? best : Math.min(best, fastest(50, 2));
 }
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 /** Texts of about 1 KiB built to make a backtracking engine try every split. */
 function hostileTexts(alphabet: string): string[] {
@@ -235,7 +244,7 @@ test('re: patterns – every accepted one, pathological ones included, matches a
         const ms = minMatchMs(compiled.value, text);
         assert.ok(ms < BUDGET_MS, `re:${source} took ${ms.toFixed(3)} ms on a ${text.length}-character text`);
       }
-      const ms = minMatchMs(compiled.value, noisy!);
+      const ms = minMatchMs(compiled.value, noisy!, DFA_DEFEATED_BUDGET_MS);
       assert.ok(ms < DFA_DEFEATED_BUDGET_MS, `re:${source} took ${ms.toFixed(3)} ms on 1 KiB of noise`);
     }),
     fuzzParameters(FILE, 're budget', 300),
