@@ -18,7 +18,7 @@ import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { loadUndici, parseReplayRequest, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
-import { ifNoneMatchHits, scenarioETag } from './scenario-etag.ts';
+import { ifNoneMatchHits } from './scenario-etag.ts';
 import { connectionLimiter } from './server.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
@@ -264,11 +264,10 @@ export async function registerServiceRoutes(
 
   // The ETag is the set's content hash: the operator reads it back after each push (a 304 proves it).
   app.get('/scenario', async (request, reply) => {
-    const list = scenarios.list();
-    const etag = scenarioETag(list);
+    const etag = `"${scenarios.contentHash()}"`;
     reply.header('etag', etag);
     if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send();
-    return list;
+    return scenarios.list();
   });
   registerScenarioState(app, state);
 

@@ -1,13 +1,8 @@
 /**
- * `GET /scenario`'s entity tag: the scenario set's content hash ({@link scenarioSetHash}), quoted, so
- * a client (the operator, after a push) can check what a pod holds with `If-None-Match` and a 304.
+ * `GET /scenario`'s entity tag is the scenario set's content hash (`ScenarioStore.contentHash`, worked
+ * out once per set), quoted, so a client (the operator, after a push) can check what a pod holds
+ * with `If-None-Match` and a 304.
  */
-import { scenarioSetHash } from '../scenario/index.ts';
-
-/** The strong entity tag of a scenario set: its content hash in double quotes. */
-export function scenarioETag(scenarios: readonly unknown[]): string {
-  return `"${scenarioSetHash(scenarios)}"`;
-}
 
 /**
  * Whether an `If-None-Match` header names `etag` (RFC 9110 §13.1.2: `*`, or a comma-separated list

@@ -140,18 +140,33 @@ function scalar(value: unknown): Sizes {
 export function jsonDepthWithin(text: string, maxDepth: number): number | undefined {
   let depth = 0;
   let deepest = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i += 1;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
+    if (c === 0x22) {
+      // A string is skipped with indexOf, not a character at a time: a set's bodies are megabytes of
+      // string, and this runs before the parse, in the same turn of the event loop.
+      i = stringEnd(text, i);
+      if (i === -1) return deepest;
+    } else if (c === 0x5b || c === 0x7b) {
       depth += 1;
       if (depth > maxDepth) return undefined;
       if (depth > deepest) deepest = depth;
     } else if (c === 0x5d || c === 0x7d) depth -= 1;
   }
   return deepest;
+}
+
+/**
+ * The index of the quote that ends the JSON string opened at `open`, or -1 when none does. A quote
+ * ends it when an even number of backslashes stands before it (each backslash run is walked once).
+ */
+function stringEnd(text: string, open: number): number {
+  for (let from = open + 1; ; ) {
+    const quote = text.indexOf('"', from);
+    if (quote === -1) return -1;
+    let backslashes = 0;
+    for (let b = quote - 1; b > open && text.charCodeAt(b) === 0x5c; b--) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+    from = quote + 1;
+  }
 }

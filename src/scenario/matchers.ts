@@ -92,23 +92,56 @@ function divergence(source: string): string | undefined {
  * simulating the program, still in linear time.
  */
 class LinearRegex implements PatternMatcher {
-  readonly #set: RE2Set;
+  readonly #translated: string;
+  // Built on the first match, not when the set is loaded: building one computes the DFA's character
+  // classes (most of a compile), and a set of a thousand patterns is loaded in one turn of the loop
+  // while a request tries only the few its path's prefix leads to.
+  #set: RE2Set | undefined;
   readonly literalPrefix: string;
 
   constructor(translated: string, prefix: string) {
-    this.#set = new RE2Set(RE2Set.ANCHOR_BOTH, 0, REGEX_DFA_BUDGET_BYTES);
-    this.#set.add(translated);
-    this.#set.compile();
+    this.#translated = translated;
     this.literalPrefix = prefix;
   }
 
   test(text: string): boolean {
+    if (this.#set === undefined) {
+      this.#set = new RE2Set(RE2Set.ANCHOR_BOTH, 0, REGEX_DFA_BUDGET_BYTES);
+      this.#set.add(this.#translated);
+      this.#set.compile();
+    }
     return this.#set.match(text).length > 0;
   }
 }
 
+/** What checking a `re:` source found: RE2's text of it and its literal prefix, or why it is refused. */
+type RegexVerdict =
+  | { readonly ok: true; readonly translated: string; readonly prefix: string }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Verdicts of the sources checked lately, the oldest dropped past {@link VERDICTS_KEPT}: a set is
+ * checked when it is validated and again when the store loads it, and RE2's parse and compile is
+ * most of what loading a thousand patterns costs (a turn of the event loop every request waits
+ * behind). Only text is kept, at most about 4 KiB an entry; each load makes matchers of its own.
+ */
+const verdicts = new Map<string, RegexVerdict>();
+const VERDICTS_KEPT = 2048;
+
 function compileRegex(source: string, length: number): Compiled<PatternMatcher> {
   if (length > MAX_PATTERN_LENGTH) return tooLong(length);
+  let verdict = verdicts.get(source);
+  if (verdict === undefined) {
+    verdict = checkRegex(source);
+    if (verdicts.size >= VERDICTS_KEPT) verdicts.delete(verdicts.keys().next().value!);
+    verdicts.set(source, verdict);
+  }
+  return verdict.ok
+    ? { ok: true, value: new LinearRegex(verdict.translated, verdict.prefix) }
+    : { ok: false, reason: verdict.reason };
+}
+
+function checkRegex(source: string): RegexVerdict {
   if (source === '') return { ok: false, reason: 'the regular expression after re: is empty' };
   try {
     // The documented syntax is JavaScript's: what it refuses is not a regular expression at all.
@@ -139,7 +172,7 @@ function compileRegex(source: string, length: number): Compiled<PatternMatcher> 
       reason: `the regular expression compiles to ${size} instructions, more than ${MAX_REGEX_PROGRAM_SIZE} (about one a character or class, {n} repeating its group n times): {n} counts as n copies, so past about 60 repeats use + or * ([0-9a-f]+ rather than [0-9a-f]{64}), or a glob for long literal parts`,
     };
   }
-  return { ok: true, value: new LinearRegex(translated, regexLiteralPrefix(source)) };
+  return { ok: true, translated, prefix: regexLiteralPrefix(source) };
 }
 
 /** Characters that stand for themselves in a regex, outside a class. */

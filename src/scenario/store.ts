@@ -6,6 +6,7 @@
 import { jsonDepthWithin } from './bounds.ts';
 import { type DelaySpec, parseDelaySpec } from './duration.ts';
 import { ScenarioInvalidError } from './errors.ts';
+import { scenarioSetHash } from './hash.ts';
 import {
   compilePathPattern,
   compileTextMatcher,
@@ -234,6 +235,7 @@ class LazyRequest {
  */
 export class ScenarioStore {
   #scenarios: readonly Scenario[] = [];
+  #hash: string | undefined;
   #entries: readonly Entry[] = [];
   /** Scenarios matching on their exact `path` alone, by path: the fast path. */
   #plain: ReadonlyMap<string, Entry> = new Map();
@@ -263,9 +265,19 @@ export class ScenarioStore {
       else conditional.push({ item: entry, prefix: entry.pattern!.literalPrefix });
     }
     this.#scenarios = result.scenarios;
+    this.#hash = undefined;
     this.#entries = entries;
     this.#plain = plain;
     this.#conditional = new PathIndex(conditional);
+  }
+
+  /**
+   * The content hash of the current set ({@link scenarioSetHash}, what `GET /scenario` sends as its
+   * ETag), worked out once per set: a set of megabytes takes tens of milliseconds to hash.
+   */
+  contentHash(): string {
+    this.#hash ??= scenarioSetHash(this.#scenarios);
+    return this.#hash;
   }
 
   /** The current scenarios, as deep copies: changing them does not change the store. */
