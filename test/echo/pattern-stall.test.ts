@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { test } from 'node:test';
-import { describeLiveness, type EchoProcess, probeLiveness, startEchoProcess } from '../helpers/liveness.ts';
+import {
+  describeLiveness,
+  type EchoProcess,
+  probeLiveness,
+  startEchoProcess,
+  timedGet,
+} from '../helpers/liveness.ts';
 
 /**
  * Issue #30, items 1 and 2: a scenario pattern that JavaScript's backtracking engine takes seconds
@@ -9,29 +14,6 @@ import { describeLiveness, type EchoProcess, probeLiveness, startEchoProcess } f
  * report are accepted now (they run in linear time), so requests that would have stalled are
  * answered at once while `/health`, probed from this process, stays under 100 ms.
  */
-
-/** A GET with its own deadline: a stalled server fails the test instead of hanging it. */
-function timedGet(
-  port: number,
-  path: string,
-  headers: Record<string, string>,
-  timeoutMs: number,
-): Promise<{ status: number; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const done = (status: number) => resolve({ status, ms: performance.now() - started });
-    const req = http.get(
-      { host: '127.0.0.1', port, path, headers, agent: false, timeout: timeoutMs },
-      (res) => {
-        res.resume();
-        res.on('end', () => done(res.statusCode ?? 0));
-        res.on('error', () => done(0));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => done(0));
-  });
-}
 
 async function postScenarios(echo: EchoProcess, scenarios: unknown): Promise<number> {
   const res = await fetch(`${echo.url}/scenario`, {

@@ -84,13 +84,21 @@ export async function startEchoProcess(env: Record<string, string> = {}): Promis
   return echo;
 }
 
-/** One `GET /health` on a fresh connection: its status (0 on an error) and how long it took. */
-export function getHealth(port: number, timeoutMs: number): Promise<{ status: number; ms: number }> {
+/**
+ * One GET on a fresh connection with a deadline of its own (a stalled server fails the caller rather
+ * than hanging it): its status (0 on an error or past the deadline) and how long it took.
+ */
+export function timedGet(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; ms: number }> {
   const started = performance.now();
   return new Promise((resolve) => {
     const done = (status: number) => resolve({ status, ms: performance.now() - started });
     const req = http.get(
-      { host: '127.0.0.1', port, path: '/health', agent: false, timeout: timeoutMs },
+      { host: '127.0.0.1', port, path, headers, agent: false, timeout: timeoutMs },
       (res) => {
         res.resume();
         res.on('end', () => done(res.statusCode ?? 0));
@@ -100,6 +108,11 @@ export function getHealth(port: number, timeoutMs: number): Promise<{ status: nu
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => done(0));
   });
+}
+
+/** One `GET /health` on a fresh connection: its status (0 on an error) and how long it took. */
+export function getHealth(port: number, timeoutMs: number): Promise<{ status: number; ms: number }> {
+  return timedGet(port, '/health', {}, timeoutMs);
 }
 
 /** What a prober saw. */
