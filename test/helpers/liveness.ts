@@ -166,3 +166,30 @@ export function probeLiveness(
 export function describeLiveness(report: LivenessReport): string {
   return `${report.samplesMs.length} probes, p99 ${report.p99Ms.toFixed(1)} ms, max ${report.maxMs.toFixed(1)} ms, ${report.failures} failed`;
 }
+
+/** The bound of issue #30: `/health` under 100 ms p99 while an attack runs. */
+export const LIVENESS_P99_MS = 100;
+
+/**
+ * Runs `attempt` (an attack, measured by a prober; it asserts what it checks besides liveness) and
+ * holds its report to the bound: no failed probe, p99 under {@link LIVENESS_P99_MS}. A stall of the
+ * server's making repeats on every run; a 2-core machine that is busy elsewhere for a moment (CI runs
+ * other work beside the test) does not, so an attempt over the bound is run again, up to `attempts`
+ * in all, and the test fails with the report of each.
+ */
+export async function assertLive(
+  label: string,
+  attempt: (n: number) => Promise<LivenessReport>,
+  options: { attempts?: number } = {},
+): Promise<LivenessReport> {
+  const attempts = options.attempts ?? 3;
+  const seen: string[] = [];
+  for (let n = 1; n <= attempts; n++) {
+    const report = await attempt(n);
+    if (report.failures === 0 && report.p99Ms < LIVENESS_P99_MS) return report;
+    seen.push(`attempt ${n}: ${describeLiveness(report)}`);
+  }
+  return assert.fail(
+    `/health ${label}, over ${LIVENESS_P99_MS} ms p99 or failing on every attempt: ${seen.join('; ')}`,
+  );
+}
