@@ -90,7 +90,6 @@ export {
   NAME_PATTERN,
   PATH_GLOB_OR_REGEX_PATTERN,
   PATH_PATTERN,
-  REGEX_DFA_BUDGET_BYTES,
   type Scenario,
   ScenarioListSchema,
   type ScenarioResponse,

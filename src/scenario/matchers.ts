@@ -5,7 +5,8 @@
  */
 import { RE2JS, RE2Set } from 're2js';
 import { countWildcards, GlobMatcher, MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
-import { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM_SIZE, REGEX_DFA_BUDGET_BYTES } from './schema.ts';
+import { BitParallelRegex, type Program } from './regex-automaton.ts';
+import { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM_SIZE } from './schema.ts';
 
 /** The prefix that makes a condition value, or a `pathPattern`, a regular expression. */
 export const REGEX_PREFIX = 're:';
@@ -85,18 +86,17 @@ function divergence(source: string): string | undefined {
 }
 
 /**
- * A `re:` pattern on re2js, anchored at both ends. It matches through a one-pattern `RE2Set`, the
- * one re2js API that takes a memory bound for its cache of DFA states (`maxMem`): a plain `RE2JS`
- * caches up to 8 MiB per regex, filled by the texts it sees, so a set of a thousand patterns could
- * grow by gigabytes with traffic. Past the bound the cache is dropped, or the match falls back to
- * simulating the program, still in linear time.
+ * A `re:` pattern, anchored at both ends: re2js parses and compiles it to an RE2 program, and the
+ * program runs on a bit-parallel automaton (`regex-automaton.ts`) rather than on re2js's lazy DFA.
+ * The DFA is fast on ordinary texts but, on a text that defeats it, drops its cache of states at
+ * every few characters (0.5-2 ms for 1 KiB), and each pattern's cache grows with the texts it sees;
+ * the automaton takes tens of microseconds on any 1 KiB text and holds about 2 KiB (docs/adr/0028).
  */
 class LinearRegex implements PatternMatcher {
   readonly #translated: string;
-  // Built on the first match, not when the set is loaded: building one computes the DFA's character
-  // classes (most of a compile), and a set of a thousand patterns is loaded in one turn of the loop
-  // while a request tries only the few its path's prefix leads to.
-  #set: RE2Set | undefined;
+  // Built on the first match, not when the set is loaded: a set of a thousand patterns is loaded in
+  // one turn of the loop, while a request tries only the few its path's prefix leads to.
+  #automaton: BitParallelRegex | undefined;
   readonly literalPrefix: string;
 
   constructor(translated: string, prefix: string) {
@@ -105,12 +105,15 @@ class LinearRegex implements PatternMatcher {
   }
 
   test(text: string): boolean {
-    if (this.#set === undefined) {
-      this.#set = new RE2Set(RE2Set.ANCHOR_BOTH, 0, REGEX_DFA_BUDGET_BYTES);
-      this.#set.add(this.#translated);
-      this.#set.compile();
+    if (this.#automaton === undefined) {
+      // RE2Set is re2js's one public API that hands out its compiled program (`prog`); the set,
+      // and the DFA it makes, are dropped once the program is read.
+      const set = new RE2Set(RE2Set.ANCHOR_BOTH);
+      set.add(this.#translated);
+      set.compile();
+      this.#automaton = new BitParallelRegex(set.prog as unknown as Program);
     }
-    return this.#set.match(text).length > 0;
+    return this.#automaton.test(text);
   }
 }
 

@@ -20,11 +20,11 @@ const KIB = 1024;
 /**
  * The fastest of five runs of the same match, in milliseconds: a loaded machine can stretch any one
  * run, but seldom all five, so the minimum measures the matcher and not the neighbours. Over
- * `budgetMs`, it is measured again as the fastest of 50 runs, a few milliseconds apart: a machine
+ * the budget, it is measured again as the fastest of 50 runs, a few milliseconds apart: a machine
  * busy with other work for a moment fails no test, and a matcher that backtracks (seconds on a
  * 1 KiB text) fails every run.
  */
-function minMatchMs(matcher: PatternMatcher, text: string, budgetMs = BUDGET_MS): number {
+function minMatchMs(matcher: PatternMatcher, text: string): number {
   const fastest = (runs: number, pauseMs: number) => {
     let best = Number.POSITIVE_INFINITY;
     for (let i = 0; i < runs; i++) {
@@ -36,7 +36,7 @@ function minMatchMs(matcher: PatternMatcher, text: string, budgetMs = BUDGET_MS)
     return best;
   };
   const best = fastest(5, 0);
-  return best < budgetMs ? best : Math.min(best, fastest(50, 2));
+  return best < BUDGET_MS ? best : Math.min(best, fastest(50, 2));
 }
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
@@ -227,25 +227,16 @@ test('re: patterns – compiling never throws; a refusal says why; backreference
   );
 });
 
-/**
- * A text that defeats RE2's DFA on `[ab/]*a[ab/]{30}b` (a new state at every character) makes re2js
- * simulate the program: 15-30 ns an instruction a character here, so up to 1-2 ms for 1 KiB at the
- * 64-instruction bound on this loaded machine. Over the issue's 1 ms; bounded and linear all the same.
- */
-const DFA_DEFEATED_BUDGET_MS = 5;
-
-test('re: patterns – every accepted one, pathological ones included, matches a 1 KiB text within 1 ms (5 ms on a text that defeats the DFA)', () => {
+test('re: patterns – every accepted one, pathological ones included, matches a 1 KiB text within 1 ms', () => {
   fc.assert(
     fc.property(fc.oneof(regexSource, pathologicalRegex), (source) => {
       const compiled = compileTextMatcher(`re:${source}`);
       if (!compiled.ok || typeof compiled.value === 'string') return;
-      const [noisy, ...structured] = hostileTexts('ab/x');
-      for (const text of structured) {
+      // The first, pseudo-random text is the one that defeats a DFA (RE2's own took 0.5-2 ms on it).
+      for (const text of hostileTexts('ab/x')) {
         const ms = minMatchMs(compiled.value, text);
         assert.ok(ms < BUDGET_MS, `re:${source} took ${ms.toFixed(3)} ms on a ${text.length}-character text`);
       }
-      const ms = minMatchMs(compiled.value, noisy!, DFA_DEFEATED_BUDGET_MS);
-      assert.ok(ms < DFA_DEFEATED_BUDGET_MS, `re:${source} took ${ms.toFixed(3)} ms on 1 KiB of noise`);
     }),
     fuzzParameters(FILE, 're budget', 300),
   );
