@@ -1,15 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import {
-  isScenarioError,
+  checkPatternsAhead,
   jsonDepthWithin,
+  loadScenarioDocument,
   MAX_DOCUMENT_DEPTH,
   MAX_SET_NODES,
   measureTree,
-  parseScenarioDocument,
-  type ScenarioInvalidError,
   type ScenarioSelector,
+  scenarioPatternTexts,
   validateScenarios,
+  withPatternVerdicts,
 } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
 import { nextPageUrl, parseHistoryQuery } from './history-query.ts';
@@ -331,20 +332,43 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
   const { config, scenarios } = state;
   // Its own limit, apart from MAX_BODY_SIZE: the largest set is larger than the default echo body.
   const limit = { bodyLimit: config.maxScenarioBodyBytes, config: { scenarioBody: true } } as const;
-  app.post('/scenario', limit, async (request) => {
-    const input = request.body as unknown;
-    const parsed =
-      input instanceof YamlBody
-        ? parseYamlScenarios(input.text, config.maxDelayMs)
-        : validateScenarios(input, { maxDelayMs: config.maxDelayMs });
-    if (!parsed.ok) {
-      const details = parsed.problems.map((p) => ({ field: p.path, message: p.message }));
-      const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
-      throw new EchoError('ECHO_ERR_INVALID_SCENARIOS', [summary], { details });
-    }
-    scenarios.replace(parsed.scenarios);
-    return { status: 'scenarios updated', count: parsed.scenarios.length };
+  // Sets are loaded one at a time, in the order their requests arrived: checking a set's patterns
+  // yields to the event loop, and a smaller set posted later must not be overwritten by a larger
+  // one posted before it that finishes after.
+  let previous: Promise<unknown> = Promise.resolve();
+  app.post('/scenario', limit, (request) => {
+    const turn = previous.then(() => loadSet(request.body as unknown));
+    previous = turn.catch(() => {});
+    return turn;
   });
+
+  async function loadSet(input: unknown): Promise<{ status: string; count: number }> {
+    const document = input instanceof YamlBody ? parseYaml(input.text) : input;
+    // RE2's check of a pattern takes tens of microseconds and a set may hold 66,000 patterns:
+    // seconds of work, done ahead a few milliseconds at a time (issue #30).
+    const ahead = await checkPatternsAhead(scenarioPatternTexts(document));
+    return withPatternVerdicts(ahead, () => {
+      const parsed = validateScenarios(document, { maxDelayMs: config.maxDelayMs });
+      if (!parsed.ok) throw invalidScenarios(parsed.problems);
+      scenarios.replace(parsed.scenarios);
+      return { status: 'scenarios updated', count: parsed.scenarios.length };
+    });
+  }
+}
+
+function invalidScenarios(problems: ReadonlyArray<{ path: string; message: string }>): EchoError {
+  const details = problems.map((p) => ({ field: p.path, message: p.message }));
+  const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
+  return new EchoError('ECHO_ERR_INVALID_SCENARIOS', [summary], { details });
+}
+
+/** A YAML body as the document it holds; one that does not parse is a 400 naming where. */
+function parseYaml(text: string): unknown {
+  try {
+    return loadScenarioDocument(text, 'request body');
+  } catch (err) {
+    throw invalidScenarios([{ path: '', message: (err as Error).message }]);
+  }
 }
 
 /**
@@ -415,17 +439,6 @@ function describeSelector(selector: ScenarioSelector): string {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function parseYamlScenarios(text: string, maxDelayMs: number): ReturnType<typeof validateScenarios> {
-  try {
-    return { ok: true, scenarios: parseScenarioDocument(text, 'request body', { maxDelayMs }) };
-  } catch (err) {
-    if (isScenarioError(err) && err.code === 'SCENARIO_ERR_INVALID') {
-      return { ok: false, problems: [...(err as ScenarioInvalidError).problems] };
-    }
-    return { ok: false, problems: [{ path: '', message: (err as Error).message }] };
-  }
 }
 
 /** Mean event-loop lag: the histogram records timer delays, which include the sampling interval. */

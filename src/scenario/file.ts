@@ -41,6 +41,17 @@ export function parseScenarioDocument(
   source: string,
   options: ValidateScenariosOptions = {},
 ): Scenario[] {
+  const result = validateScenarios(loadScenarioDocument(text, source), options);
+  if (!result.ok) throw new ScenarioInvalidError(result.problems, source);
+  return result.scenarios;
+}
+
+/**
+ * Parses one YAML (or JSON) document of scenarios without validating it: what
+ * {@link parseScenarioDocument} validates (an empty document is an empty list).
+ * @throws ScenarioSyntaxError when the text is not one well-formed document.
+ */
+export function loadScenarioDocument(text: string, source: string): unknown {
   let documents: unknown[];
   try {
     // maxDepth: the parser refuses deep nesting itself, before building it (aliases are measured
@@ -58,10 +69,7 @@ export function parseScenarioDocument(
     const line = secondDocumentLine(text);
     throw new ScenarioSyntaxError(source, line, 1, `expected one YAML document, found ${documents.length}`);
   }
-  const document = documents[0] ?? null;
-  const result = validateScenarios(document === null ? [] : document, options);
-  if (!result.ok) throw new ScenarioInvalidError(result.problems, source);
-  return result.scenarios;
+  return documents[0] ?? [];
 }
 
 function syntaxError(error: unknown, source: string): Error {

@@ -37,6 +37,7 @@ export {
 export {
   DEFAULT_MAX_FILE_BYTES,
   DEFAULT_WATCH_DEBOUNCE_MS,
+  loadScenarioDocument,
   loadScenarioFile,
   MAX_YAML_ALIASES,
   parseScenarioDocument,
@@ -49,12 +50,16 @@ export { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
 export { canonicalJson, scenarioSetHash } from './hash.ts';
 export {
   type Compiled,
+  checkPatternsAhead,
   compilePathPattern,
   compileTextMatcher,
+  PATTERN_CHECK_SLICE_MS,
   type PatternMatcher,
+  type PatternVerdicts,
   REGEX_PREFIX,
   type TextMatcher,
   textMatches,
+  withPatternVerdicts,
 } from './matchers.ts';
 export {
   type BodyCondition,
@@ -82,6 +87,7 @@ export {
   MAX_SCENARIOS,
   MAX_SET_DEPTH,
   MAX_SET_NODES,
+  MAX_SET_PATTERNS,
   MAX_SET_SIZE,
   MAX_STATUS,
   MAX_TIMER_DELAY_MS,
@@ -111,6 +117,7 @@ export {
   isPlainPath,
   MAX_PROBLEMS,
   type ScenarioProblem,
+  scenarioPatternTexts,
   type ValidateScenariosOptions,
   type ValidateScenariosResult,
   validateScenarios,

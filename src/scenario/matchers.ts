@@ -3,10 +3,11 @@
  * of header, query and body conditions. `validateScenarios` uses the same compilers to report a bad
  * pattern, so whatever validates compiles in the store.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { RE2JS, RE2Set } from 're2js';
 import { countWildcards, GlobMatcher, MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
 import { BitParallelRegex, type Program } from './regex-automaton.ts';
-import { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM_SIZE } from './schema.ts';
+import { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM_SIZE, MAX_SET_PATTERNS } from './schema.ts';
 
 /** The prefix that makes a condition value, or a `pathPattern`, a regular expression. */
 export const REGEX_PREFIX = 're:';
@@ -35,7 +36,7 @@ export type Compiled<T> =
  */
 export function compileTextMatcher(text: string): Compiled<TextMatcher> {
   if (!text.startsWith(REGEX_PREFIX)) return { ok: true, value: text };
-  return compileRegex(text.slice(REGEX_PREFIX.length), text.length);
+  return compileRegex(text);
 }
 
 /**
@@ -44,8 +45,7 @@ export function compileTextMatcher(text: string): Compiled<TextMatcher> {
  * most {@link MAX_GLOB_GLOBSTARS} `**` and {@link MAX_GLOB_WILDCARDS} wildcards in all.
  */
 export function compilePathPattern(pattern: string): Compiled<PatternMatcher> {
-  if (pattern.startsWith(REGEX_PREFIX))
-    return compileRegex(pattern.slice(REGEX_PREFIX.length), pattern.length);
+  if (pattern.startsWith(REGEX_PREFIX)) return compileRegex(pattern);
   if (pattern.length > MAX_PATTERN_LENGTH) return tooLong(pattern.length);
   const { globstars, stars } = countWildcards(pattern);
   if (globstars > MAX_GLOB_GLOBSTARS || globstars + stars > MAX_GLOB_WILDCARDS) {
@@ -131,13 +131,83 @@ type RegexVerdict =
 const verdicts = new Map<string, RegexVerdict>();
 const VERDICTS_KEPT = 2048;
 
-function compileRegex(source: string, length: number): Compiled<PatternMatcher> {
-  if (length > MAX_PATTERN_LENGTH) return tooLong(length);
-  let verdict = verdicts.get(source);
+/** Verdicts checked ahead for the set being loaded (see {@link withPatternVerdicts}), read first. */
+let pinned: ReadonlyMap<string, RegexVerdict> | undefined;
+
+/** The verdicts of one set's `re:` patterns, checked ahead by {@link checkPatternsAhead}. */
+export interface PatternVerdicts {
+  /** How many distinct sources were checked. */
+  readonly size: number;
+}
+
+class VerdictMap implements PatternVerdicts {
+  readonly map = new Map<string, RegexVerdict>();
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+/** The longest a slice of {@link checkPatternsAhead} runs before it lets the event loop turn. */
+export const PATTERN_CHECK_SLICE_MS = 5;
+
+/**
+ * Checks the `re:` texts among `texts` (each as {@link compileTextMatcher} would), a few
+ * milliseconds at a time with a turn of the event loop between: RE2's parse and compile takes tens
+ * of microseconds a pattern, and a set may hold 66,000 of them (1,000 scenarios, each with a
+ * pattern, 32 header, 32 query and a body condition), seconds of work that done in one go would
+ * stop the process answering. Run validation and the store's load inside
+ * {@link withPatternVerdicts} with the result, and neither checks a pattern again.
+ */
+export async function checkPatternsAhead(
+  texts: Iterable<string>,
+  sliceMs: number = PATTERN_CHECK_SLICE_MS,
+): Promise<PatternVerdicts> {
+  const ahead = new VerdictMap();
+  let sliceStart = performance.now();
+  for (const text of texts) {
+    // Past what a set may hold, validation refuses the set without compiling a pattern.
+    if (ahead.map.size > MAX_SET_PATTERNS) break;
+    if (!text.startsWith(REGEX_PREFIX) || text.length > MAX_PATTERN_LENGTH) continue;
+    if (ahead.map.has(text)) continue;
+    const source = text.slice(REGEX_PREFIX.length);
+    ahead.map.set(text, verdicts.get(source) ?? checkRegex(source));
+    if (performance.now() - sliceStart >= sliceMs) {
+      await nextTurn();
+      sliceStart = performance.now();
+    }
+  }
+  return ahead;
+}
+
+/**
+ * Runs `run` (synchronous: validating a set, loading it into a store) with `ahead`'s verdicts read
+ * before the shared cache, which keeps only the latest {@link VERDICTS_KEPT}.
+ */
+export function withPatternVerdicts<T>(ahead: PatternVerdicts, run: () => T): T {
+  if (!(ahead instanceof VerdictMap)) throw new TypeError('ahead must come from checkPatternsAhead');
+  const previous = pinned;
+  pinned = ahead.map;
+  try {
+    return run();
+  } finally {
+    pinned = previous;
+  }
+}
+
+/** Compiles `re:<source>` (the whole text, prefix included). */
+function compileRegex(text: string): Compiled<PatternMatcher> {
+  if (text.length > MAX_PATTERN_LENGTH) return tooLong(text.length);
+  // Keyed by the whole text: validation and the store pass the set's own strings, whose hash the
+  // engine has kept since the first lookup (a slice would be a new string each time).
+  let verdict = pinned?.get(text);
   if (verdict === undefined) {
-    verdict = checkRegex(source);
-    if (verdicts.size >= VERDICTS_KEPT) verdicts.delete(verdicts.keys().next().value!);
-    verdicts.set(source, verdict);
+    const source = text.slice(REGEX_PREFIX.length);
+    verdict = verdicts.get(source);
+    if (verdict === undefined) {
+      verdict = checkRegex(source);
+      if (verdicts.size >= VERDICTS_KEPT) verdicts.delete(verdicts.keys().next().value!);
+      verdicts.set(source, verdict);
+    }
   }
   return verdict.ok
     ? { ok: true, value: new LinearRegex(verdict.translated, verdict.prefix) }

@@ -5,16 +5,18 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { measureTree, type TreeBound } from './bounds.ts';
 import { DELAY_SPEC_FORM, parseDelayBounds } from './duration.ts';
-import { compilePathPattern, compileTextMatcher } from './matchers.ts';
+import { compilePathPattern, compileTextMatcher, REGEX_PREFIX } from './matchers.ts';
 import { describe, escapePointer, quote, schemaMessage } from './problem-messages.ts';
 import { MAX_PROBLEMS, ProblemList, type ScenarioProblem } from './problems.ts';
 import {
   HEADER_NAME_PATTERN,
+  MAX_CONDITIONS,
   MAX_HEADER_NAME_LENGTH,
   MAX_RESPONSES,
   MAX_SCENARIOS,
   MAX_SET_DEPTH,
   MAX_SET_NODES,
+  MAX_SET_PATTERNS,
   MAX_SET_SIZE,
   MAX_TIMER_DELAY_MS,
   type Scenario,
@@ -43,6 +45,38 @@ export type ValidateScenariosResult =
 const HEADER_NAME = new RegExp(HEADER_NAME_PATTERN);
 const checker = TypeCompiler.Compile(ScenarioListSchema);
 const HEADER_NAME_CHARS = "letters, digits and !#$%&'*+-.^_`|~";
+
+/**
+ * The texts of `input` that {@link validateScenarios} may compile as patterns (`pathPattern`, the
+ * values of `headers` and `query`, `body.value`), for `checkPatternsAhead`: what a valid set
+ * can hold and no more (none for a list past {@link MAX_SCENARIOS}, nor for a map past
+ * {@link MAX_CONDITIONS}), since validation refuses the rest without compiling it.
+ */
+export function scenarioPatternTexts(input: unknown): string[] {
+  const texts: string[] = [];
+  if (!Array.isArray(input) || input.length > MAX_SCENARIOS) return texts;
+  const valuesOf = (map: unknown) => {
+    if (!isRecord(map)) return;
+    const found: string[] = [];
+    let keys = 0;
+    for (const key in map) {
+      if (!Object.hasOwn(map, key)) continue;
+      if (++keys > MAX_CONDITIONS) return;
+      const value = map[key];
+      if (typeof value === 'string') found.push(value);
+    }
+    texts.push(...found);
+  };
+  for (const item of input) {
+    if (!isRecord(item)) continue;
+    if (typeof item['pathPattern'] === 'string') texts.push(item['pathPattern']);
+    valuesOf(item['headers']);
+    valuesOf(item['query']);
+    const body = item['body'];
+    if (isRecord(body) && typeof body['value'] === 'string') texts.push(body['value']);
+  }
+  return texts;
+}
 
 /**
  * Validates a scenario set: the parsed body of `POST /scenario`, a scenario file or the operator's
@@ -89,6 +123,15 @@ export function validateScenarios(
       maxChars: MAX_SET_SIZE,
     });
     if (!measured.ok) return failure([{ path: '', message: BOUND_MESSAGES[measured.bound] }]);
+    const patterns = countPatterns(scenarioPatternTexts(input));
+    if (patterns > MAX_SET_PATTERNS) {
+      return failure([
+        {
+          path: '',
+          message: `the scenarios hold ${patterns} re: patterns in all (path patterns and header, query and body conditions), more than ${MAX_SET_PATTERNS}; split the set, or match with exact values and globs`,
+        },
+      ]);
+    }
     const problems = new ProblemList();
     const view = boundedView(input, problems);
     if (!checker.Check(view)) collectSchemaProblems(view, problems);
@@ -99,6 +142,13 @@ export function validateScenarios(
     // Only exotic objects (throwing getters, proxies) get here; JSON and YAML never do.
     return failure([{ path: '', message: `input could not be read: ${(error as Error)?.message ?? error}` }]);
   }
+}
+
+/** The `re:` texts among `texts`. */
+function countPatterns(texts: readonly string[]): number {
+  let count = 0;
+  for (const text of texts) if (text.startsWith(REGEX_PREFIX)) count++;
+  return count;
 }
 
 const BOUND_MESSAGES: Readonly<Record<TreeBound, string>> = {
@@ -325,16 +375,30 @@ function checkNames(
 /** Every `re:` value of a condition map compiles, within the pattern length bound. */
 function checkConditionValues(map: unknown, location: string, problems: ProblemList): void {
   if (!isRecord(map)) return;
-  for (const [name, value] of Object.entries(map)) {
+  for (const name in map) {
+    if (!Object.hasOwn(map, name)) continue;
     if (problems.full) return;
-    checkTextMatcher(value, `${location}/${escapePointer(name)}`, `value of ${quote(name)}`, problems);
+    // The location and label are made only for a problem: a set may hold 64,000 condition values.
+    checkTextMatcher(
+      map[name],
+      () => `${location}/${escapePointer(name)}`,
+      () => `value of ${quote(name)}`,
+      problems,
+    );
   }
 }
 
-function checkTextMatcher(value: unknown, at: string, label: string, problems: ProblemList): void {
-  if (typeof value !== 'string' || problems.has(at)) return;
+function checkTextMatcher(
+  value: unknown,
+  at: () => string,
+  label: () => string,
+  problems: ProblemList,
+): void {
+  if (typeof value !== 'string') return;
   const compiled = compileTextMatcher(value);
-  if (!compiled.ok) problems.add(at, `${label} ${quote(value)}: ${compiled.reason}`);
+  if (compiled.ok) return;
+  const where = at();
+  if (!problems.has(where)) problems.add(where, `${label()} ${quote(value)}: ${compiled.reason}`);
 }
 
 const BODY_FORMS = ['contains', 'equals', 'jsonPointer'] as const;
@@ -356,7 +420,12 @@ function checkBodyCondition(body: unknown, location: string, problems: ProblemLi
   } else if (given[0] !== 'jsonPointer' && body['value'] !== undefined) {
     problems.add(`${location}/value`, 'body.value goes only beside jsonPointer');
   } else if (given[0] === 'jsonPointer') {
-    checkTextMatcher(body['value'], `${location}/value`, 'body.value', problems);
+    checkTextMatcher(
+      body['value'],
+      () => `${location}/value`,
+      () => 'body.value',
+      problems,
+    );
   }
 }
 

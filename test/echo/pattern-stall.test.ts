@@ -94,3 +94,68 @@ test('pattern stalls – re: patterns with alternation under repetition run in l
     await echo.stop();
   }
 });
+
+/** 1,000 scenarios with a `re:` path pattern and `conditions` `re:` header conditions each, all distinct. */
+function patternSet(tag: string, conditions: number): unknown[] {
+  return Array.from({ length: 1000 }, (_, i) => ({
+    pathPattern: `re:/${tag}-${i}/[a-z0-9]+`,
+    headers: Object.fromEntries(
+      Array.from({ length: conditions }, (_, j) => [`x-h${j}`, `re:[a-z]{1,5}${tag}-${i}-${j}`]),
+    ),
+    responses: [{ status: 200 }],
+  }));
+}
+
+test('pattern stalls – 4,000 new re: patterns are checked a slice at a time, 33,000 refused: /health live throughout', async () => {
+  const echo = await startEchoProcess();
+  try {
+    let round = 0;
+    await assertLive('while 4,000 new patterns were loaded', async () => {
+      const prober = probeLiveness(echo.port, { timeoutMs: 5_000 });
+      // New patterns each attempt: a verdict checked before would be found in the cache.
+      const status = await postScenarios(echo, patternSet(`r${round++}`, 3));
+      const report = await prober.stop();
+      assert.equal(status, 200);
+      return report;
+    });
+    assert.equal(((await (await fetch(`${echo.url}/scenario`)).json()) as unknown[]).length, 1000);
+    // 32 header conditions on each of 1,000 scenarios: 33,000 patterns held the process 2-3 s; past the bound now.
+    await assertLive('while a set of 33,000 patterns was refused', async () => {
+      const prober = probeLiveness(echo.port, { timeoutMs: 5_000 });
+      const res = await fetch(`${echo.url}/scenario`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(patternSet(`big${round++}`, 32)),
+      });
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      const report = await prober.stop();
+      assert.equal(res.status, 400);
+      assert.equal(body.error.code, 'ECHO_ERR_INVALID_SCENARIOS');
+      assert.match(body.error.message, /33000 re: patterns in all .* more than 4096/);
+      return report;
+    });
+    assert.equal(((await (await fetch(`${echo.url}/scenario`)).json()) as unknown[]).length, 1000);
+  } finally {
+    await echo.stop();
+  }
+});
+
+test('pattern stalls – sets posted one after another are loaded in the order they came, however long each takes', async () => {
+  const echo = await startEchoProcess();
+  try {
+    // The large set is posted first and takes a while to check; the small one, posted while it is
+    // checked, is what stays.
+    const large = postScenarios(echo, patternSet('large', 3));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const small = postScenarios(echo, [{ name: 'last', path: '/last', responses: [{ status: 418 }] }]);
+    assert.deepEqual(await Promise.all([large, small]), [200, 200]);
+    const set = (await (await fetch(`${echo.url}/scenario`)).json()) as Array<{ name?: string }>;
+    assert.deepEqual(
+      set.map((s) => s.name),
+      ['last'],
+    );
+    assert.equal((await timedGet(echo.port, '/last', {}, 5_000)).status, 418);
+  } finally {
+    await echo.stop();
+  }
+});

@@ -8,6 +8,7 @@ import {
   MAX_PROBLEMS,
   MAX_RESPONSES,
   MAX_SCENARIOS,
+  MAX_SET_PATTERNS,
   type Scenario,
   type ScenarioProblem,
   validateScenarios,
@@ -357,6 +358,37 @@ test('validateScenarios – a header named __proto__ stays an own header in the 
   const headers = result.ok ? result.scenarios[0]?.responses[0]?.headers : undefined;
   assert.deepEqual(Object.entries(headers ?? {}), [['__proto__', 'x']]);
   assert.equal(Object.getPrototypeOf(headers), Object.prototype);
+});
+
+test('validateScenarios – a set holds at most MAX_SET_PATTERNS re: patterns in all, counted in every place one goes', () => {
+  // 1,000 scenarios: a re: path pattern, then header, query and body conditions, up to `total`.
+  const set = (total: number) =>
+    Array.from({ length: 1000 }, (_, i) => {
+      const at = (k: number) => i + k * 1000 < total;
+      return {
+        ...(at(0) ? { pathPattern: `re:/p${i}/[0-9]+` } : { path: `/p${i}` }),
+        ...(at(1) ? { headers: { 'x-a': `re:a${i}[0-9]+`, ...(at(2) ? { 'x-b': `re:b${i}.*` } : {}) } } : {}),
+        ...(at(3) ? { query: { q: `re:q${i}[a-z]*` } } : {}),
+        ...(at(4) ? { body: { jsonPointer: '/v', value: `re:v${i}[0-9]?` } } : {}),
+        responses: [{ status: 200 }],
+      };
+    });
+  assert.equal(MAX_SET_PATTERNS, 4096);
+  assert.equal(validateScenarios(set(MAX_SET_PATTERNS)).ok, true);
+  const problems = problemsOf(set(MAX_SET_PATTERNS + 1));
+  assert.deepEqual(problems, [
+    {
+      path: '',
+      message: `the scenarios hold ${MAX_SET_PATTERNS + 1} re: patterns in all (path patterns and header, query and body conditions), more than ${MAX_SET_PATTERNS}; split the set, or match with exact values and globs`,
+    },
+  ]);
+  // Exact values and globs are not patterns of this count.
+  const globs = Array.from({ length: 1000 }, (_, i) => ({
+    pathPattern: `/g${i}/*`,
+    headers: Object.fromEntries(Array.from({ length: 8 }, (_, j) => [`x-${j}`, `v${j}`])),
+    responses: [{ status: 200 }],
+  }));
+  assert.equal(validateScenarios(globs).ok, true);
 });
 
 test('validateScenarios – limits: 1000 scenarios and 1000 responses pass, one more does not', () => {
