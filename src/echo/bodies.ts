@@ -26,11 +26,29 @@ const cryptoBytes: ByteSource = (target) => randomFillSync(target);
 export class RandomBody extends Readable {
   #remaining: number;
   readonly #bytes: ByteSource;
+  /** Whether everything written downstream has left the process; set by {@link recycleWhen}. */
+  #flushed: (() => boolean) | undefined;
+  /** Chunks pushed since the consumer was last seen with nothing left to write. */
+  readonly #inFlight: Buffer[] = [];
+  /** Chunks whose bytes have left the process, to be filled again. */
+  readonly #free: Buffer[] = [];
 
   constructor(size: number, bytes: ByteSource = cryptoBytes) {
     super({ highWaterMark: CHUNK_BYTES });
     this.#remaining = size;
     this.#bytes = bytes;
+  }
+
+  /**
+   * Reuses chunks once `flushed()` says the consumer holds none of them any more (an HTTP/1.1
+   * response on a plain socket with nothing buffered: node hands a chunk to the kernel, or keeps it
+   * counted in `writableLength` until it has). A download then cycles through two or three chunks
+   * instead of making a new 64 KiB buffer for each: 8 downloads at loopback speed made about 6,400 a
+   * second, freed only when V8 next collected, and the allocator kept the high-water mark (RSS
+   * +65 MB that stayed).
+   */
+  recycleWhen(flushed: () => boolean): void {
+    this.#flushed = flushed;
   }
 
   override _read(): void {
@@ -48,12 +66,26 @@ export class RandomBody extends Readable {
   produce(): void {
     if (this.destroyed) return;
     if (this.#remaining <= 0) {
+      this.#inFlight.length = 0;
+      this.#free.length = 0;
       this.push(null);
       return;
     }
     const n = Math.min(CHUNK_BYTES, this.#remaining);
     this.#remaining -= n;
-    this.push(this.#bytes(Buffer.allocUnsafe(n)));
+    this.push(this.#bytes(this.#chunk(n)));
+  }
+
+  /** A chunk of `n` bytes (at most {@link CHUNK_BYTES}) to fill: a new one, or one that has left. */
+  #chunk(n: number): Buffer {
+    if (this.#flushed === undefined) return Buffer.allocUnsafe(n);
+    if (this.readableLength === 0 && this.#flushed()) {
+      for (const done of this.#inFlight) this.#free.push(done);
+      this.#inFlight.length = 0;
+    }
+    const chunk = this.#free.pop() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+    this.#inFlight.push(chunk);
+    return n === CHUNK_BYTES ? chunk : chunk.subarray(0, n);
   }
 }
 

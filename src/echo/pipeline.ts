@@ -1,5 +1,6 @@
-import { STATUS_CODES } from 'node:http';
+import { ServerResponse, STATUS_CODES } from 'node:http';
 import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from 'node:http2';
+import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
 import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
@@ -357,7 +358,10 @@ function send(
   // X-Echo-Content-Type (or a scenario's Content-Type) must reach the client exactly as asked.
   const payload = typeof body === 'string' ? Buffer.from(body) : body;
   if (controls.compress === undefined) {
-    if (shaper === undefined) return reply.send(payload);
+    if (shaper === undefined) {
+      if (payload instanceof RandomBody) recycleOnPlainSocket(reply, payload);
+      return reply.send(payload);
+    }
     // Shaped, the body is a stream; it keeps the length it would have had.
     if (Buffer.isBuffer(payload)) reply.header('content-length', payload.length);
     return reply.send(shapeBody(reply, payload, shaper));
@@ -375,6 +379,18 @@ function send(
   else payload.pipe(zip);
   // Shaped after compression: a throttle limits the bytes on the wire.
   return reply.send(shaper === undefined ? zip : shapeBody(reply, zip, shaper));
+}
+
+/**
+ * Lets a generated body reuse its chunks when it goes straight to an HTTP/1.1 response on a plain
+ * TCP socket, the one path where `writableLength` (the response's buffer and its socket's) counts
+ * every byte not yet handed to the kernel. TLS and HTTP/2 keep data in buffers of their own, and a
+ * compressor or a throttle holds chunks in between: those keep a new buffer per chunk.
+ */
+function recycleOnPlainSocket(reply: FastifyReply, body: RandomBody): void {
+  const res = reply.raw;
+  if (!(res instanceof ServerResponse) || res.socket instanceof TLSSocket) return;
+  body.recycleWhen(() => res.writableLength === 0);
 }
 
 /** An injected failure: plain text, as if someone else's server had failed. */

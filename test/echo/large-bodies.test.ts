@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
+import http2 from 'node:http2';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import {
   assertLive,
@@ -59,4 +62,75 @@ test('large bodies – 20 concurrent 100 MB downloads read at full speed: /healt
     assert.ok(report.samplesMs.length >= 10, describeLiveness(report));
     return report;
   });
+});
+
+/** The sha256 of a seeded generated body of `bytes` over h2c: a path that makes a new buffer per chunk. */
+async function h2Digest(port: number, bytes: number, seed: string): Promise<string> {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  try {
+    const stream = session.request({
+      ':path': '/large',
+      'x-echo-response-size': String(bytes),
+      'x-echo-seed': seed,
+    });
+    const hash = createHash('sha256');
+    for await (const chunk of stream) hash.update(chunk as Buffer);
+    return hash.digest('hex');
+  } finally {
+    session.close();
+  }
+}
+
+/**
+ * The sha256 of the same body over HTTP/1.1 on a raw socket, the path whose chunks are reused once
+ * written: read slowly (a pause of 300 ms a MiB fills the kernel's buffers, so node's writes go
+ * partial and wait), or at full speed.
+ */
+function http1Digest(port: number, bytes: number, seed: string, slow: boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const hash = createHash('sha256');
+    let head = Buffer.alloc(0);
+    let body = -1;
+    let sinceRest = 0;
+    socket.on('error', reject);
+    socket.write(
+      `GET /large HTTP/1.1\r\nHost: a\r\nX-Echo-Response-Size: ${bytes}\r\nX-Echo-Seed: ${seed}\r\n\r\n`,
+    );
+    socket.on('data', (chunk: Buffer) => {
+      let data = chunk;
+      if (body < 0) {
+        head = Buffer.concat([head, data]);
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        assert.match(head.toString('latin1', 0, end), /^HTTP\/1\.1 200 /);
+        data = head.subarray(end + 4);
+        body = 0;
+      }
+      hash.update(data);
+      body += data.length;
+      sinceRest += data.length;
+      if (body >= bytes) {
+        socket.destroy();
+        resolve(hash.digest('hex'));
+      } else if (slow && sinceRest >= 1024 * 1024) {
+        // Long enough for the kernel's buffers both ways to fill: the server's writes go partial.
+        sinceRest = 0;
+        socket.pause();
+        setTimeout(() => socket.resume(), 300);
+      }
+    });
+  });
+}
+
+test('large bodies – reused chunks never change the bytes: a seeded body over HTTP/1.1, read slowly or at full speed, is the one h2c gets', async () => {
+  const bytes = 8 * 1024 * 1024 + 123;
+  const reference = await h2Digest(echo.port, bytes, '42');
+  assert.equal(await http1Digest(echo.port, bytes, '42', true), reference);
+  assert.equal(await http1Digest(echo.port, bytes, '42', false), reference);
+  // Several at once share the turn's budget, each with chunks of its own.
+  const together = await Promise.all(
+    Array.from({ length: 4 }, (_, i) => http1Digest(echo.port, bytes, '42', i % 2 === 0)),
+  );
+  assert.deepEqual(together, Array(4).fill(reference));
 });
