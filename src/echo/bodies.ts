@@ -83,6 +83,9 @@ export class RandomBody extends Readable {
       for (const done of this.#inFlight) this.#free.push(done);
       this.#inFlight.length = 0;
     }
+    // The last chunk (or the only one, of a small body) gets a buffer of its own size when none is
+    // free: reused by nothing after it.
+    if (n < CHUNK_BYTES && this.#free.length === 0) return Buffer.allocUnsafe(n);
     const chunk = this.#free.pop() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
     this.#inFlight.push(chunk);
     return n === CHUNK_BYTES ? chunk : chunk.subarray(0, n);

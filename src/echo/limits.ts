@@ -94,6 +94,9 @@ export function limitsInfo(config: EchoConfig, limiter: ConnectionLimiter | unde
     open_connections: limiter?.open ?? 0,
     h2_max_concurrent_streams: config.h2MaxConcurrentStreams,
     max_concurrent_compression: config.maxConcurrentCompression,
+    history_max_entries: config.historySize,
+    history_max_body_bytes: config.historyMaxBodyBytes,
+    history_max_bytes: config.historyMaxBytes,
   };
 }
 

@@ -127,6 +127,7 @@ export async function registerServiceRoutes(
         open_websockets: state.openStreams.ws,
         open_sse_streams: state.openStreams.sse,
         history_size: history.size,
+        history_bytes: history.storedBytes,
         scenario_count: scenarios.size,
         rss_bytes: mem.rss,
         heap_used_bytes: mem.heapUsed,

@@ -38,9 +38,12 @@ test('history budget – ECHO_HISTORY_MAX_BYTES=1048576 keeps the newest 64 KiB 
   // Reading (which prepares and keeps each entry's JSON) evicts nothing.
   assert.deepEqual(await read(), ids);
   const health = (await (await request(`${echo.url}/health`)).body.json()) as {
-    metrics: { history_size: number };
+    metrics: { history_size: number; history_bytes: number };
   };
   assert.equal(health.metrics.history_size, 7);
+  // What the seven hold against the budget: their bodies and the room for their JSON, within it.
+  assert.ok(health.metrics.history_bytes > 7 * 128 * 1024, String(health.metrics.history_bytes));
+  assert.ok(health.metrics.history_bytes <= 1024 * 1024, String(health.metrics.history_bytes));
 });
 
 test('history budget – whatever is recorded and read, what history holds stays within maxBytes and is the newest entries', () => {

@@ -523,6 +523,9 @@ test('limits – /info shows the limits in effect and the open connections', { t
     open_connections: 1,
     h2_max_concurrent_streams: 100,
     max_concurrent_compression: 2,
+    history_max_entries: 100,
+    history_max_body_bytes: 65_536,
+    history_max_bytes: 32 * 1024 * 1024,
   });
 });
 

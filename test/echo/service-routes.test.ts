@@ -48,6 +48,7 @@ test('service routes – /health reports status, UTC timestamp, uptime and basic
     'open_websockets',
     'open_sse_streams',
     'history_size',
+    'history_bytes',
     'scenario_count',
     'rss_bytes',
     'heap_used_bytes',
@@ -59,6 +60,7 @@ test('service routes – /health reports status, UTC timestamp, uptime and basic
   assert.ok((health.metrics['rss_bytes'] ?? 0) > 0);
   assert.equal(health.metrics['in_flight'], 1, 'the health request itself is in flight');
   assert.equal(health.metrics['history_size'], 0);
+  assert.equal(health.metrics['history_bytes'], 0);
   assert.equal(health.metrics['scenario_count'], 0);
 });
 
