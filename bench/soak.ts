@@ -119,12 +119,18 @@ const port = await freePort();
 const env: NodeJS.ProcessEnv = {};
 for (const [k, v] of Object.entries(process.env))
   if (!/^(ECHO_|OBS_|OTEL_|LOG_|MAX_BODY|ENABLE_|NODE_OPTIONS$|npm_)/.test(k)) env[k] = v;
-// As `npm start` runs it (its node flags: ADR 0013), with its defaults but for the request timeout.
-const server: ChildProcess = spawn(process.execPath, ['--max-semi-space-size=16', 'src/echo/main.ts'], {
-  cwd: root,
-  env: { ...env, PORT: String(port), HOST: '127.0.0.1', ECHO_REQUEST_TIMEOUT: REQUEST_TIMEOUT },
-  stdio: ['ignore', 'pipe', 'pipe'],
-});
+// As `npm start` runs it (its node flags: ADR 0013), with its defaults but for the request timeout;
+// `--node-flags "<flags>"` adds node or V8 flags after npm start's, to compare memory settings.
+const nodeFlags = (option('node-flags') ?? '').split(' ').filter((f) => f !== '');
+const server: ChildProcess = spawn(
+  process.execPath,
+  ['--max-semi-space-size=16', ...nodeFlags, 'src/echo/main.ts'],
+  {
+    cwd: root,
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1', ECHO_REQUEST_TIMEOUT: REQUEST_TIMEOUT },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  },
+);
 // Its log: pino's JSON lines on stdout, read as they come (nothing is kept but the error lines).
 const stdoutScan = new LogScan();
 const stderrScan = new LogScan();
