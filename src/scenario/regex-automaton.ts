@@ -90,6 +90,13 @@ function nonAsciiReach(inst: ProgramInstruction): 'all' | 'none' | 'some' {
   return reachesPast ? 'some' : 'none';
 }
 
+/** Whether `inst` accepts the ASCII character `c` (any-character instructions by their kind). */
+function acceptsAscii(inst: ProgramInstruction, c: number): boolean {
+  if (inst.op === RUNE_ANY) return true;
+  if (inst.op === RUNE_ANY_NOT_NL) return c !== 10;
+  return inst.matchRune(c);
+}
+
 /**
  * Whether a program matches a whole text (anchored at both ends, as `RE2Set.ANCHOR_BOTH`). Built
  * from a program with at most {@link MAX_AUTOMATON_RUNES} rune instructions.
@@ -140,7 +147,7 @@ export class BitParallelRegex {
       let lo = 0;
       let hi = 0;
       for (let bit = 0; bit < this.#runes.length; bit++) {
-        if (!this.#runes[bit]!.matchRune(c)) continue;
+        if (!acceptsAscii(this.#runes[bit]!, c)) continue;
         if (bit < 32) lo |= 1 << bit;
         else hi |= 1 << (bit - 32);
       }
