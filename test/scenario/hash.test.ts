@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import {
   canonicalJson,
@@ -45,4 +46,28 @@ test('scenario hash – what a store holds after replace hashes like the validat
   const store = new ScenarioStore();
   store.replace(JSON.parse(JSON.stringify(result.scenarios)));
   assert.equal(scenarioSetHash(store.list()), scenarioSetHash(result.scenarios));
+});
+
+test('scenario hash – hashed as it is made, it is the SHA-256 of the whole canonical text, large bodies and many small pieces alike', () => {
+  const sha = (text: string) => `sha256-${createHash('sha256').update(text).digest('hex')}`;
+  const big = 'é'.repeat(200_000);
+  const sets: unknown[][] = [
+    [],
+    [
+      {
+        path: '/a',
+        responses: [
+          { status: 200, body: big },
+          { status: 201, body: `${big}x` },
+        ],
+      },
+    ],
+    Array.from({ length: 3000 }, (_, i) => ({
+      path: `/p${i}`,
+      headers: { 'x-a': `re:${i}` },
+      responses: [{ status: 200 }],
+    })),
+    [{ b: [1, undefined, { z: 'é"\\', a: null }], a: 'x'.repeat(65_536) }],
+  ];
+  for (const set of sets) assert.equal(scenarioSetHash(set), sha(canonicalJson(set)));
 });
