@@ -94,11 +94,15 @@ if (withHttp) {
 
 async function httpRate(scenarios: readonly Scenario[]): Promise<number> {
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const child = spawn(process.execPath, ['--max-semi-space-size=16', 'src/echo/main.ts'], {
-    cwd: new URL('..', import.meta.url).pathname,
-    env: { PATH: process.env['PATH'] ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_REQUESTS: 'false' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--max-semi-space-size=16', '--heap-growing-percent=30', 'src/echo/main.ts'],
+    {
+      cwd: new URL('..', import.meta.url).pathname,
+      env: { PATH: process.env['PATH'] ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_REQUESTS: 'false' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const exited = once(child, 'exit');
   try {
     const base = `http://127.0.0.1:${port}`;

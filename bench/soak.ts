@@ -124,7 +124,7 @@ for (const [k, v] of Object.entries(process.env))
 const nodeFlags = (option('node-flags') ?? '').split(' ').filter((f) => f !== '');
 const server: ChildProcess = spawn(
   process.execPath,
-  ['--max-semi-space-size=16', ...nodeFlags, 'src/echo/main.ts'],
+  ['--max-semi-space-size=16', '--heap-growing-percent=30', ...nodeFlags, 'src/echo/main.ts'],
   {
     cwd: root,
     env: { ...env, PORT: String(port), HOST: '127.0.0.1', ECHO_REQUEST_TIMEOUT: REQUEST_TIMEOUT },

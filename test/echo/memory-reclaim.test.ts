@@ -87,16 +87,20 @@ describe('IdleReclaimer', () => {
 describe('ECHO_IDLE_RECLAIM, in the running service', () => {
   it('gives the memory of a burst back once the service is idle, and says so in its log', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--max-semi-space-size=16', 'src/echo/main.ts'], {
-      env: {
-        ...process.env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_REQUESTS: 'false',
-        ECHO_IDLE_RECLAIM: '1s',
+    const child = spawn(
+      process.execPath,
+      ['--max-semi-space-size=16', '--heap-growing-percent=30', 'src/echo/main.ts'],
+      {
+        env: {
+          ...process.env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          LOG_REQUESTS: 'false',
+          ECHO_IDLE_RECLAIM: '1s',
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
       },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    );
     try {
       const lines = createInterface({ input: child.stdout });
       let listening: () => void;

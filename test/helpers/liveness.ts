@@ -35,7 +35,7 @@ export interface EchoProcess {
  */
 export async function startEchoProcess(env: Record<string, string> = {}): Promise<EchoProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--max-semi-space-size=16', MAIN], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=16', '--heap-growing-percent=30', MAIN], {
     cwd: ROOT,
     env: {
       PATH: process.env['PATH'] ?? '',

@@ -139,7 +139,12 @@ describe('Dockerfile', () => {
     const entry = instructions
       .filter((i) => i.op === 'ENTRYPOINT' || i.op === 'CMD')
       .flatMap((i) => execForm(i.args));
-    assert.deepEqual(entry, ['node', '--max-semi-space-size=16', 'dist/echo/main.js']);
+    assert.deepEqual(entry, [
+      'node',
+      '--max-semi-space-size=16',
+      '--heap-growing-percent=30',
+      'dist/echo/main.js',
+    ]);
     assert.ok(instructions.some((i) => i.op === 'EXPOSE' && i.args === '8080'));
     assert.ok(instructions.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args)));
   });
