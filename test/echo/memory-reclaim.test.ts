@@ -115,13 +115,14 @@ describe('ECHO_IDLE_RECLAIM, in the running service', () => {
         });
       });
       await started;
-      // A burst that grows the heap: JSON bodies of about 1 MiB, parsed and echoed.
+      // A burst that grows the heap: JSON bodies of about 1 MiB, parsed and echoed, 32 at once (so
+      // that what they hold while in flight grows the heap, whatever its growing factor).
       const body = JSON.stringify({
         items: Array.from({ length: 20_000 }, (_, i) => ({ i, s: `item-${i}-xxxxxxxxxxxx` })),
       });
       for (let round = 0; round < 8; round++) {
         await Promise.all(
-          Array.from({ length: 8 }, async () => {
+          Array.from({ length: 32 }, async () => {
             const res = await fetch(`http://127.0.0.1:${port}/burst`, {
               method: 'POST',
               headers: { 'content-type': 'application/json' },
