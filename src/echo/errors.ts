@@ -105,6 +105,12 @@ export const ECHO_ERRORS = {
     message: 'request body exceeds ECHO_MAX_SCENARIO_BODY (%s bytes)',
     when: 'The body of `POST /scenario` is larger than `ECHO_MAX_SCENARIO_BODY` (32 MiB by default); the old set stays',
   },
+  ECHO_ERR_SCENARIO_YAML_TOO_LARGE: {
+    status: 413,
+    message:
+      'a YAML scenario set is at most %s bytes (reading YAML holds the service for about 20 ms a MiB); send a larger set as JSON',
+    when: 'A YAML body of `POST /scenario` is larger than 1 MiB (JSON sets may be up to `ECHO_MAX_SCENARIO_BODY`); the old set stays',
+  },
   ECHO_ERR_CONTROL_BODY_TOO_LARGE: {
     status: 413,
     message: 'request body exceeds %s bytes, the most a control request accepts',
@@ -113,7 +119,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_BODY_TOO_COMPLEX: {
     status: 400,
     message: 'request body %s',
-    when: 'A JSON body of a service route nests deeper than 32 levels, or holds more than 100,000 values (`POST /scenario`: 4,194,304, its YAML too); nothing changes',
+    when: 'A JSON body of a service route nests deeper than 32 levels, or holds more than 100,000 values (`POST /scenario`: 32,768, its YAML too); nothing changes',
   },
   ECHO_ERR_RATE_LIMITED: {
     status: 429,

@@ -1,20 +1,20 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import {
   checkPatternsAhead,
-  jsonDepthWithin,
   loadScenarioDocument,
   MAX_DOCUMENT_DEPTH,
   MAX_SET_NODES,
-  measureTree,
+  type Scenario,
+  ScenarioInvalidError,
   type ScenarioSelector,
   scenarioPatternTexts,
-  validateScenarios,
   withPatternVerdicts,
 } from '../scenario/index.ts';
 import { EchoError } from './errors.ts';
 import { nextPageUrl, parseHistoryQuery } from './history-query.ts';
 import { historyStream } from './history-stream.ts';
+import { readJsonBody, readTextBody } from './json-body.ts';
 import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { loadUndici, parseReplayRequest, replay } from './replay.ts';
@@ -32,6 +32,13 @@ export const UNLIMITED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready'
 
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
+/**
+ * Largest YAML body of `POST /scenario`: 1 MiB. js-yaml reads about 50 MiB a second in one turn of
+ * the event loop, so a 32 MiB set held `/health` for over half a second (issue #30); JSON sets are
+ * read piece by piece and may be up to `ECHO_MAX_SCENARIO_BODY`.
+ */
+export const MAX_YAML_SET_BYTES = 1024 * 1024;
+
 /** Largest body of a control request (`/control/*`, `/scenario/state`, `/scenario/reset`): 16 KiB. */
 export const MAX_CONTROL_BODY_BYTES = 16 * 1024;
 /** Most values in a JSON body of a service route other than `POST /scenario` (which takes a set's). */
@@ -40,30 +47,46 @@ export const MAX_JSON_NODES = 100_000;
 const CONTROL_BODY = { bodyLimit: MAX_CONTROL_BODY_BYTES, config: { controlBody: true } } as const;
 
 /**
- * The service's JSON parser: fastify's own (a `__proto__` or `constructor.prototype` key is a 400),
- * after a bound on nesting read from the text (a deep body would cost seconds to build and could not
- * be printed back) and before one on the values it holds.
+ * The service's JSON parser: the body read as it arrives, its nesting and the values it holds
+ * bounded from the text (a deep or crowded body would cost seconds to build and could not be
+ * printed back) and its keys looked at, piece by piece (json-body.ts), then parsed in one
+ * `JSON.parse`. A body with a `__proto__` or `constructor` key is parsed by fastify's own parser,
+ * which refuses `__proto__` and `constructor.prototype` with a 400.
  */
 function registerJsonParser(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
+  const careful = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
-    if (jsonDepthWithin(text, MAX_DOCUMENT_DEPTH) === undefined) {
-      done(
-        new EchoError('ECHO_ERR_BODY_TOO_COMPLEX', [
-          `nests deeper than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`,
-        ]),
-        undefined,
-      );
-      return;
-    }
-    parse(request, text, (error, value) => {
-      if (error) return done(poisoningOrInvalid(text, error), undefined);
-      const maxNodes = request.routeOptions.url === '/scenario' ? MAX_SET_NODES : MAX_JSON_NODES;
-      const measured = measureTree(value, { maxDepth: MAX_DOCUMENT_DEPTH, maxNodes });
-      if (measured.ok) return done(null, value);
-      done(new EchoError('ECHO_ERR_BODY_TOO_COMPLEX', [`holds more than ${maxNodes} values`]), undefined);
+  app.addContentTypeParser('application/json', (request, payload, done) => {
+    const maxValues = request.routeOptions.url === '/scenario' ? MAX_SET_NODES : MAX_JSON_NODES;
+    readJsonBody(request, payload, { maxDepth: MAX_DOCUMENT_DEPTH, maxValues }, (error, read) => {
+      if (error !== null || read === undefined) return done(error, undefined);
+      if (read.kind === 'too-deep') {
+        const nests = `nests deeper than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`;
+        return done(new EchoError('ECHO_ERR_BODY_TOO_COMPLEX', [nests]), undefined);
+      }
+      if (read.kind === 'too-many') {
+        return done(
+          new EchoError('ECHO_ERR_BODY_TOO_COMPLEX', [`holds more than ${maxValues} values`]),
+          undefined,
+        );
+      }
+      // Its depth and values were counted from the text (the same count as measureTree's): parsed,
+      // it is within both bounds.
+      const { text } = read;
+      if (read.suspect) {
+        return careful(request, text, (parseError, value) =>
+          done(parseError ? poisoningOrInvalid(text, parseError) : null, parseError ? undefined : value),
+        );
+      }
+      if (text.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
+      let value: unknown;
+      try {
+        // A byte order mark is dropped, as fastify's parser does.
+        value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+      } catch {
+        return done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
+      }
+      done(null, value);
     });
   });
 }
@@ -275,8 +298,11 @@ export async function registerServiceRoutes(
 
   // YAML is accepted by /scenario alone, so its parser lives in a scope of its own.
   await app.register(async (scope) => {
-    scope.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_req, body, done) =>
-      done(null, new YamlBody(body as string)),
+    const tooLarge = () => new EchoError('ECHO_ERR_SCENARIO_YAML_TOO_LARGE', [MAX_YAML_SET_BYTES]);
+    scope.addContentTypeParser(YAML_TYPES, (request, payload, done) =>
+      readTextBody(request, payload, MAX_YAML_SET_BYTES, tooLarge, (error, text) =>
+        done(error, error === null ? new YamlBody(text ?? '') : undefined),
+      ),
     );
     registerScenarioPost(scope, state);
   });
@@ -349,10 +375,14 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
     // seconds of work, done ahead a few milliseconds at a time (issue #30).
     const ahead = await checkPatternsAhead(scenarioPatternTexts(document));
     return withPatternVerdicts(ahead, () => {
-      const parsed = validateScenarios(document, { maxDelayMs: config.maxDelayMs });
-      if (!parsed.ok) throw invalidScenarios(parsed.problems);
-      scenarios.replace(parsed.scenarios);
-      return { status: 'scenarios updated', count: parsed.scenarios.length };
+      // Validated once, by the store (anything at all gives a result there, never a throw but this).
+      try {
+        scenarios.replace(document as readonly Scenario[], { maxDelayMs: config.maxDelayMs });
+      } catch (error) {
+        if (error instanceof ScenarioInvalidError) throw invalidScenarios(error.problems);
+        throw error;
+      }
+      return { status: 'scenarios updated', count: scenarios.size };
     });
   }
 }

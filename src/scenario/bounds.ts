@@ -138,35 +138,91 @@ function scalar(value: unknown): Sizes {
  * text is measured all the same (the parser refuses it next).
  */
 export function jsonDepthWithin(text: string, maxDepth: number): number | undefined {
-  let depth = 0;
-  let deepest = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      // A string is skipped with indexOf, not a character at a time: a set's bodies are megabytes of
-      // string, and this runs before the parse, in the same turn of the event loop.
-      i = stringEnd(text, i);
-      if (i === -1) return deepest;
-    } else if (c === 0x5b || c === 0x7b) {
-      depth += 1;
-      if (depth > maxDepth) return undefined;
-      if (depth > deepest) deepest = depth;
-    } else if (c === 0x5d || c === 0x7d) depth -= 1;
-  }
-  return deepest;
+  const scanner = new JsonDepthScanner(maxDepth);
+  scanner.write(text);
+  return scanner.deepest;
 }
 
+/** A quote or a backslash: what ends a run of string characters. */
+const STRING_STOP = /["\\]/g;
+
 /**
- * The index of the quote that ends the JSON string opened at `open`, or -1 when none does. A quote
- * ends it when an even number of backslashes stands before it (each backslash run is walked once).
+ * {@link jsonDepthWithin} for a text that arrives in pieces, which also counts the values the text
+ * holds as {@link measureTree} would count them once parsed (for valid JSON: arrays, objects and
+ * scalars, not keys), so that a body of too many values is refused before `JSON.parse` builds them.
+ * Each piece is read once, as it comes, and a piece may end anywhere (inside a string, after a
+ * backslash). Strings are skipped by a regular-expression search, not a character at a time: a
+ * set's bodies are megabytes of string.
  */
-function stringEnd(text: string, open: number): number {
-  for (let from = open + 1; ; ) {
-    const quote = text.indexOf('"', from);
-    if (quote === -1) return -1;
-    let backslashes = 0;
-    for (let b = quote - 1; b > open && text.charCodeAt(b) === 0x5c; b--) backslashes++;
-    if (backslashes % 2 === 0) return quote;
-    from = quote + 1;
+export class JsonDepthScanner {
+  readonly #maxDepth: number;
+  #depth = 0;
+  #deepest = 0;
+  #over = false;
+  #inString = false;
+  /** The last piece ended on a backslash inside a string: the next character is escaped. */
+  #escaped = false;
+  /** An array or object (or the text itself) was just opened: the next token, unless it closes it, is a value. */
+  #opened = true;
+  #values = 0;
+
+  constructor(maxDepth: number) {
+    this.#maxDepth = maxDepth;
+  }
+
+  /** The deepest nesting read so far, or `undefined` once it went deeper than the bound. */
+  get deepest(): number | undefined {
+    return this.#over ? undefined : this.#deepest;
+  }
+
+  /**
+   * The values read so far: one for the text's own value, one for each element of an array and each
+   * member of an object (a comma between them, one more when it is not empty). Exact for valid
+   * JSON once the whole text is read; malformed text gets a count all the same (the parser refuses
+   * it next). Not counted past the depth bound.
+   */
+  get values(): number {
+    return this.#values;
+  }
+
+  /** Reads the next piece of the text; after the bound is passed, pieces are not read at all. */
+  write(piece: string): void {
+    if (this.#over) return;
+    let i = 0;
+    const end = piece.length;
+    while (i < end) {
+      if (this.#inString) {
+        if (this.#escaped) {
+          this.#escaped = false;
+          i += 1;
+          continue;
+        }
+        STRING_STOP.lastIndex = i;
+        const stop = STRING_STOP.exec(piece);
+        if (stop === null) return;
+        i = stop.index + 1;
+        if (piece.charCodeAt(stop.index) === 0x22) this.#inString = false;
+        else this.#escaped = true;
+        continue;
+      }
+      const c = piece.charCodeAt(i);
+      i += 1;
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+      if (this.#opened) {
+        this.#opened = false;
+        if (c !== 0x5d && c !== 0x7d) this.#values += 1;
+      }
+      if (c === 0x22) this.#inString = true;
+      else if (c === 0x2c) this.#values += 1;
+      else if (c === 0x5b || c === 0x7b) {
+        this.#opened = true;
+        this.#depth += 1;
+        if (this.#depth > this.#maxDepth) {
+          this.#over = true;
+          return;
+        }
+        if (this.#depth > this.#deepest) this.#deepest = this.#depth;
+      } else if (c === 0x5d || c === 0x7d) this.#depth -= 1;
+    }
   }
 }

@@ -6,6 +6,7 @@
  */
 
 export {
+  JsonDepthScanner,
   jsonDepthWithin,
   MAX_DOCUMENT_DEPTH,
   measureTree,

@@ -18,11 +18,13 @@ export const MAX_SCENARIOS = 1000;
  */
 export const MAX_SET_SIZE = 16 * 1024 * 1024;
 /**
- * Most values (arrays, objects, strings, numbers, booleans; YAML aliases expanded) in one set: 4 Mi.
- * A valid set spends at least 4 characters of {@link MAX_SET_SIZE} a value, so no valid set is
- * refused for this; it bounds what a malformed one (`[[1,1,1,...]]`) makes the validator walk.
+ * Most values (arrays, objects, strings, numbers, booleans; YAML aliases expanded) in one set: 32 Ki.
+ * Checking a set and building its index take about a microsecond a value, in one turn of the event
+ * loop (docs/adr/0031-scenario-set-work.md): 32 Ki values keep that to tens of milliseconds, where 4 Mi
+ * held `/health` for seconds. A scenario of three responses with a few headers each is about 25
+ * values, so 1,000 such scenarios fit; the bytes of a set are in its strings, bounded apart.
  */
-export const MAX_SET_NODES = 4 * 1024 * 1024;
+export const MAX_SET_NODES = 32 * 1024;
 /**
  * Deepest nesting of arrays and objects in one set. A valid set nests 5 deep (the list, a scenario,
  * its responses, a response, its headers); anything deeper is refused before it is walked.

@@ -17,7 +17,7 @@ import {
 } from './matchers.ts';
 import { type IndexedItem, PathIndex } from './path-index.ts';
 import type { BodyCondition, Scenario, ScenarioResponse } from './schema.ts';
-import { copyScenario, isPlainPath, validateScenarios } from './validate.ts';
+import { copyScenario, isPlainPath, type ValidateScenariosOptions, validateScenarios } from './validate.ts';
 
 /** The response a scenario supplies for one request: ready to send, nothing left to parse. */
 export interface ScenarioStep {
@@ -249,11 +249,12 @@ export class ScenarioStore {
 
   /**
    * Swaps in a whole new set and restarts every scenario. The set is validated first (schema,
-   * patterns, delays, unique names and plain paths, header names); when it is invalid nothing changes.
+   * patterns, delays, unique names and plain paths, header names), with `options` as
+   * {@link validateScenarios} takes them; when it is invalid nothing changes.
    * @throws {ScenarioInvalidError} `SCENARIO_ERR_INVALID` listing every problem.
    */
-  replace(scenarios: readonly Scenario[]): void {
-    const result = validateScenarios(scenarios);
+  replace(scenarios: readonly Scenario[], options: ValidateScenariosOptions = {}): void {
+    const result = validateScenarios(scenarios, options);
     if (!result.ok) throw new ScenarioInvalidError(result.problems, 'scenario store');
     const entries = result.scenarios.map((scenario, index) => new Entry(scenario, index));
     const plain = new Map<string, Entry>();

@@ -1,12 +1,14 @@
 /**
  * The document bounds (`src/scenario/bounds.ts`): `measureTree` agrees with a plain recursive count
  * on random JSON, measures YAML alias bombs without expanding them, refuses cycles and deep input
- * without recursion; `jsonDepthWithin` agrees with the parsed depth.
+ * without recursion; `jsonDepthWithin` agrees with the parsed depth, and `JsonDepthScanner` with it
+ * however the text is cut into pieces.
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import fc from 'fast-check';
 import {
+  JsonDepthScanner,
   jsonDepthWithin,
   MAX_SET_DEPTH,
   MAX_SET_NODES,
@@ -71,6 +73,55 @@ test('measureTree – equals the recursive measure on random JSON, and refuses e
   );
 });
 
+/** `text` cut at the given offsets (taken modulo its length), in order. */
+function cut(text: string, offsets: readonly number[]): string[] {
+  const at = [...new Set(offsets.map((o) => (text.length === 0 ? 0 : o % (text.length + 1))))].sort(
+    (a, b) => a - b,
+  );
+  const pieces: string[] = [];
+  let from = 0;
+  for (const to of at) {
+    pieces.push(text.slice(from, to));
+    from = to;
+  }
+  pieces.push(text.slice(from));
+  return pieces;
+}
+
+test('JsonDepthScanner – fed in pieces cut anywhere (inside strings, between a backslash and what it escapes), it reads the depth the whole text has and counts the values measureTree counts', () => {
+  // Strings full of quotes, backslashes and brackets, so that cuts fall inside escapes.
+  const tricky = fc.string({ unit: fc.constantFrom('"', '\\', '[', ']', '{', '}', 'a', 'é', '\u{1F600}') });
+  fc.assert(
+    fc.property(
+      fc.jsonValue({ maxDepth: 6, stringUnit: 'grapheme' }),
+      fc.array(tricky, { maxLength: 4 }),
+      fc.array(fc.nat(), { maxLength: 12 }),
+      fc.integer({ min: 0, max: 8 }),
+      (value, strings, offsets, bound) => {
+        const text = JSON.stringify([value, ...strings]);
+        const whole = jsonDepthWithin(text, 100);
+        assert.equal(whole, naive([value, ...strings]).depth);
+        for (const limit of [100, bound]) {
+          const scanner = new JsonDepthScanner(limit);
+          for (const piece of cut(text, offsets)) scanner.write(piece);
+          assert.equal(
+            scanner.deepest,
+            jsonDepthWithin(text, limit),
+            `${JSON.stringify(text)} at ${offsets}`,
+          );
+          // Within the bound, it counts the values measureTree counts in the parsed text.
+          if (scanner.deepest !== undefined) assert.equal(scanner.values, naive(JSON.parse(text)).nodes);
+        }
+        // Whitespace between tokens changes no count.
+        const spaced = new JsonDepthScanner(100);
+        spaced.write(JSON.stringify([value, ...strings], null, '\t').replaceAll('\n', '\r\n '));
+        assert.equal(spaced.values, naive([value, ...strings]).nodes);
+      },
+    ),
+    fuzzParameters(FILE, 'depth-scanner', 1000),
+  );
+});
+
 test('measureTree – shared nodes count as expanded, measured once: 10^9 values cost microseconds', () => {
   let node: unknown = Array.from({ length: 10 }, () => 1);
   for (let i = 0; i < 9; i++) node = Array.from({ length: 10 }, () => node);
@@ -126,13 +177,14 @@ function yamlBomb(levels: number, width: number, leaf: string): string {
 }
 
 test('scenario YAML – an alias bomb (90 aliases, 10^9 values) is refused in milliseconds, naming the bound', () => {
-  for (const [leaf, message] of [
-    ['1', new RegExp(`more than ${MAX_SET_NODES} values`)],
-    ['"abcdefghijklmnopqrstuvwxyz"', new RegExp(`more than ${MAX_SET_SIZE} characters`)],
+  for (const [levels, width, leaf, message] of [
+    [9, 10, '1', new RegExp(`more than ${MAX_SET_NODES} values`)],
+    // 5^6 leaves of 2,000 characters: 31 MB of text in under MAX_SET_NODES values.
+    [6, 5, `"${'a'.repeat(2000)}"`, new RegExp(`more than ${MAX_SET_SIZE} characters`)],
   ] as const) {
     const started = performance.now();
     assert.throws(
-      () => parseScenarioDocument(yamlBomb(9, 10, leaf), 'bomb'),
+      () => parseScenarioDocument(yamlBomb(levels, width, leaf), 'bomb'),
       (error: unknown) => error instanceof ScenarioInvalidError && message.test(error.message),
     );
     // Generous: the walk is per unique node (about a hundred); expanding would take minutes.
