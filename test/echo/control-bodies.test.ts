@@ -204,3 +204,79 @@ test('control bodies – a refusal before the body has arrived closes the connec
     },
     { ECHO_REQUEST_TIMEOUT: '4s' },
   ));
+
+/** Sends a chunked JSON body in the given pieces, each written apart, and reads the answer. */
+async function sendInPieces(
+  echo: RunningEcho,
+  method: string,
+  path: string,
+  pieces: readonly string[],
+): Promise<{ status: number; code: string; text: string }> {
+  const socket = connect(echo.port, '127.0.0.1');
+  await once(socket, 'connect');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.write(
+    `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+  );
+  for (const piece of pieces) {
+    const bytes = Buffer.from(piece);
+    socket.write(`${bytes.length.toString(16)}\r\n`);
+    socket.write(bytes);
+    socket.write('\r\n');
+    // Apart, so that the server reads them as separate chunks (not asserted: a merged read is fine too).
+    await sleep(20);
+  }
+  socket.write('0\r\n\r\n');
+  await once(socket, 'close');
+  const raw = Buffer.concat(chunks).toString('utf8');
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0);
+  const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+  const code = /"code":"([A-Z_]+)"/.exec(text)?.[1] ?? '';
+  return { status, code, text };
+}
+
+test('control bodies – read as they arrive: a forbidden key cut across chunks or escaped is still refused; a BOM, an empty body and a "constructor" value are as before', () =>
+  withEcho(async (echo) => {
+    const state = await knownState(echo);
+    const before = await state();
+    // `"__proto__"` cut in the middle of an escape, and `constructor` escaped throughout.
+    const cut = await sendInPieces(echo, 'PUT', '/control/faults', [
+      '{"enabled":false,"\\u005',
+      'f_pro',
+      'to__":{"polluted":true}}',
+    ]);
+    assert.equal(cut.status, 400, cut.text);
+    assert.equal(cut.code, 'ECHO_ERR_FORBIDDEN_JSON_KEY');
+    const escaped = await sendInPieces(echo, 'POST', '/scenario', [
+      '[{"name":"x","path":"/x","responses":[{"status":200}],',
+      '"\\u0063\\u006f\\u006e\\u0073\\u0074\\u0072\\u0075\\u0063\\u0074\\u006f\\u0072":{"prototype":{"polluted":true}}}]',
+    ]);
+    assert.equal(escaped.status, 400, escaped.text);
+    assert.equal(escaped.code, 'ECHO_ERR_FORBIDDEN_JSON_KEY');
+    assert.deepEqual(await state(), before);
+    // A body cut anywhere else is the body it spells.
+    const set = JSON.stringify([
+      { name: 'pieces', path: '/pieces', responses: [{ status: 203, body: 'é"\\[' }] },
+    ]);
+    const taken = await sendInPieces(echo, 'POST', '/scenario', [
+      set.slice(0, 37),
+      set.slice(37, 61),
+      set.slice(61),
+    ]);
+    assert.equal(taken.status, 200, taken.text);
+    const served = await fetch(`${echo.url}/pieces`);
+    assert.equal(served.status, 203);
+    assert.equal(await served.text(), 'é"\\[');
+    // "constructor" as a value, or a key without `prototype`, is plain JSON.
+    const value = await send(echo, 'PUT', '/control/readiness', '{"ready":true}');
+    assert.equal(value.status, 200, value.text);
+    const reset = await send(echo, 'POST', '/scenario/reset', '{"name":"constructor"}');
+    assert.notEqual(reset.code, 'ECHO_ERR_FORBIDDEN_JSON_KEY', reset.text);
+    // A byte order mark is dropped; an empty body and a broken one are not JSON.
+    assert.equal((await send(echo, 'PUT', '/control/faults', '\uFEFF{"enabled":true}')).status, 200);
+    const empty = await send(echo, 'PUT', '/control/faults', '');
+    assert.deepEqual([empty.status, empty.code], [400, 'ECHO_ERR_INVALID_JSON']);
+    const broken = await sendInPieces(echo, 'PUT', '/control/faults', ['{"enabled":', 'tru']);
+    assert.deepEqual([broken.status, broken.code], [400, 'ECHO_ERR_INVALID_JSON']);
+  }));
