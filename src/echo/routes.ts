@@ -2,11 +2,12 @@ import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyReques
 import type { Dispatcher } from 'undici';
 import {
   checkPatternsAhead,
+  isScenarioError,
   loadScenarioDocument,
   MAX_DOCUMENT_DEPTH,
   MAX_SET_NODES,
   type Scenario,
-  ScenarioInvalidError,
+  type ScenarioInvalidError,
   type ScenarioSelector,
   scenarioPatternTexts,
   withPatternVerdicts,
@@ -379,7 +380,8 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
       try {
         scenarios.replace(document as readonly Scenario[], { maxDelayMs: config.maxDelayMs });
       } catch (error) {
-        if (error instanceof ScenarioInvalidError) throw invalidScenarios(error.problems);
+        if (isScenarioError(error) && error.code === 'SCENARIO_ERR_INVALID')
+          throw invalidScenarios((error as ScenarioInvalidError).problems);
         throw error;
       }
       return { status: 'scenarios updated', count: scenarios.size };
