@@ -40,6 +40,9 @@ const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
  */
 export const MAX_YAML_SET_BYTES = 1024 * 1024;
 
+/** A JSON body of at least this many characters is parsed in a turn of its own (1 MiB). */
+const PARSE_APART_CHARS = 1024 * 1024;
+
 /** Largest body of a control request (`/control/*`, `/scenario/state`, `/scenario/reset`): 16 KiB. */
 export const MAX_CONTROL_BODY_BYTES = 16 * 1024;
 /** Most values in a JSON body of a service route other than `POST /scenario` (which takes a set's). */
@@ -73,21 +76,26 @@ function registerJsonParser(app: FastifyInstance): void {
       }
       // Its depth and values were counted from the text (the same count as measureTree's): parsed,
       // it is within both bounds.
-      const { text } = read;
-      if (read.suspect) {
-        return careful(request, text, (parseError, value) =>
-          done(parseError ? poisoningOrInvalid(text, parseError) : null, parseError ? undefined : value),
-        );
-      }
-      if (text.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
-      let value: unknown;
-      try {
-        // A byte order mark is dropped, as fastify's parser does.
-        value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-      } catch {
-        return done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
-      }
-      done(null, value);
+      const { text, suspect } = read;
+      const parse = () => {
+        if (suspect) {
+          return careful(request, text, (parseError, value) =>
+            done(parseError ? poisoningOrInvalid(text, parseError) : null, parseError ? undefined : value),
+          );
+        }
+        if (text.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
+        let value: unknown;
+        try {
+          // A byte order mark is dropped, as fastify's parser does.
+          value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+        } catch {
+          return done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
+        }
+        done(null, value);
+      };
+      // Joining a large body's pieces and parsing it are two turns of the event loop, not one.
+      if (text.length >= PARSE_APART_CHARS) setImmediate(parse);
+      else parse();
     });
   });
 }
