@@ -1,9 +1,9 @@
 /**
- * The service's JSON (and YAML) bodies, read as they arrive (issue #30): each chunk is decoded, measured for
- * depth and searched for a forbidden key on its own `data` event, so that a body of megabytes (a
- * scenario set may be 16 MiB) costs the event loop a few small turns and one `JSON.parse`, not one
- * turn that copies, decodes, scans and parses it all (45 to 75 ms and three copies of a 12 MiB set).
- * What is refused, and with which error, is what fastify's own parser refuses.
+ * The service's JSON (and YAML) bodies, read as they arrive (issue #30): each JSON chunk is
+ * decoded, measured and searched for a forbidden key on its own `data` event, so that a body of
+ * megabytes (a scenario set may be 16 MiB) costs the event loop a few small turns and one
+ * `JSON.parse`, not one turn that copies, decodes, scans and parses it all (45 to 75 ms and three
+ * copies of a 12 MiB set). What is refused, and with which error, is what fastify's parser refuses.
  */
 import { StringDecoder } from 'node:string_decoder';
 import { errorCodes, type FastifyRequest } from 'fastify';
@@ -56,7 +56,7 @@ export class JsonTextReader {
     this.#read(this.#decoder.write(chunk));
   }
 
-  /** The whole text, or that it nests too deep. */
+  /** The whole text, or which bound it went over. */
   end(): JsonText {
     this.#read(this.#decoder.end());
     if (this.#over !== undefined) return { kind: this.#over };
