@@ -5,7 +5,7 @@
  * of the issue's "Done when" with their figures under "## Soak" in bench/RESULTS.md.
  *
  *   node bench/soak.ts [--minutes 10] [--warmup-seconds 60] [--attack-seconds 8] [--gap-seconds 4]
- *     [--attacks 1,2,3,5,6,7,8,9|none] [--rate 150] [--concurrency 16] [--probe-ms 200]
+ *     [--settle-seconds 10] [--attacks 1,2,3,5,6,7,8,9|none] [--rate 150] [--concurrency 16] [--probe-ms 200]
  *     [--sample-seconds 1] [--rss-abort-mb 2048] [--write|--no-write]
  *
  * The normal traffic, drawn at random by `--concurrency` workers at `--rate` actions a second in all:
@@ -35,6 +35,9 @@ import {
   attribute,
   describeAttribution,
   LogScan,
+  type LoopReading,
+  loopDelayDuring,
+  loopDelayMaxMs,
   NORMAL_ONLY,
   type Phase,
   type Probe,
@@ -68,6 +71,12 @@ const runMs = minutes * 60_000;
 /** Normal traffic only: JIT, pools, the history filling to its size. Shorter runs keep a fifth of it. */
 const warmupMs = value('warmup-seconds', Math.min(60, (minutes * 60) / 5)) * 1000;
 const attackMs = value('attack-seconds', 8) * 1000;
+/**
+ * The warm-up goes on through the first round of attacks and this much normal traffic after it: the
+ * RSS the verdict compares with is taken there, once every bounded store has been filled once and
+ * every path has run (docs/adr/0032-soak-warm-up.md).
+ */
+const settleMs = value('settle-seconds', 10) * 1000;
 const gapMs = value('gap-seconds', 4) * 1000;
 const ratePerSecond = value('rate', 150);
 const concurrency = value('concurrency', 16);
@@ -100,6 +109,8 @@ const PROBE_LIMIT_MS = 100;
 const RSS_FACTOR_LIMIT = 1.5;
 /** A probe gives up after this long (the chart's liveness probe: 3 s). */
 const PROBE_TIMEOUT_MS = 3_000;
+/** How often the server's event-loop delay is read from its /metrics. */
+const LOOP_READ_MS = 2_000;
 /** The request timeout the soak's server runs with, so that item 7's stalled bodies are cut in the run. */
 const REQUEST_TIMEOUT = '5s';
 
@@ -374,7 +385,10 @@ function pick(): [string, () => Promise<void>] {
 await waitForPort();
 const started = Date.now();
 const endAt = started + runMs;
+/** The end of the warm-up's normal traffic: the attacks start here, and so do the probes' verdicts. */
 const warmupEnd = started + warmupMs;
+/** The end of the warm-up: the first round of attacks and `settleMs` after it. */
+let roundWarmupEnd: number | undefined;
 const secondsIn = (atMs: number) => ((atMs - started) / 1000).toFixed(0);
 
 // RSS and descriptors, and the bound that stops a server without the fixes from taking the machine.
@@ -420,6 +434,23 @@ const proberDone = new Promise<void>((resolve) => {
 const ownLoopDelay = monitorEventLoopDelay({ resolution: 10 });
 ownLoopDelay.enable();
 
+// The server's own event-loop delay, from its /metrics (the largest since the reading before): a
+// slow probe with a quiet loop was slowed on its way (the machine, the client), not by the server.
+const loopReadings: LoopReading[] = [];
+let loopReadingsFailed = 0;
+const readServerLoop = async () => {
+  if (died !== undefined || stopping) return;
+  try {
+    const res = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const maxMs = loopDelayMaxMs(await res.text());
+    if (Number.isNaN(maxMs)) loopReadingsFailed++;
+    else loopReadings.push({ atMs: Date.now(), maxMs });
+  } catch {
+    loopReadingsFailed++;
+  }
+};
+const loopReader = setInterval(readServerLoop, LOOP_READ_MS);
+
 // The attacks, one at a time, after the warm-up.
 const phases: Phase[] = [];
 let current: string | undefined;
@@ -429,7 +460,15 @@ const attackRecords = new Map(
 const background: Promise<void>[] = [];
 async function rotation(): Promise<void> {
   await sleep(warmupMs, undefined, { signal: stopAll.signal }).catch(() => {});
-  while (attacks.length > 0 && Date.now() < endAt && !stopAll.signal.aborted) {
+  for (let round = 1; attacks.length > 0 && Date.now() < endAt && !stopAll.signal.aborted; round++) {
+    if (round === 2) {
+      await sleep(settleMs, undefined, { signal: stopAll.signal }).catch(() => {});
+      roundWarmupEnd = Date.now();
+      log(
+        `  ${secondsIn(roundWarmupEnd)} s: warm-up over (the first round of attacks and ${settleMs / 1000} s after it)`,
+      );
+      if (Date.now() >= endAt) return;
+    }
     for (const attack of attacks) {
       if (Date.now() >= endAt || stopAll.signal.aborted) return;
       const record = attackRecords.get(attack.name)!;
@@ -503,11 +542,13 @@ try {
   await Promise.race([proberDone, sleep(PROBE_TIMEOUT_MS + 2000)]);
   await prober.terminate();
   clearInterval(reporter);
+  await readServerLoop(); // covers the last probes
   await sleep(2000);
   takeSample();
 } finally {
   clearInterval(sampler);
   clearInterval(reporter);
+  clearInterval(loopReader);
   ownLoopDelay.disable();
   await prober.terminate();
   stopping = true;
@@ -530,14 +571,30 @@ const during = probes.filter((p) => p.atMs < warmupEnd);
 const figures = probeFigures(after, PROBE_LIMIT_MS);
 const warmFigures = probeFigures(during, PROBE_LIMIT_MS);
 const rssSamples: RssSample[] = samples;
-const rssBaselineMb = rssAfterWarmup(rssSamples, warmupEnd, 10_000);
-const afterSamples = samples.filter((s) => s.atMs > warmupEnd);
+// Without attacks (or a run too short for a second round) the warm-up is its normal traffic alone.
+const rssWarmupEnd = roundWarmupEnd ?? warmupEnd;
+const rssBaselineMb = rssAfterWarmup(rssSamples, rssWarmupEnd, 10_000);
+const afterSamples = samples.filter((s) => s.atMs > rssWarmupEnd);
 const rssMaxMb = afterSamples.length === 0 ? Number.NaN : Math.max(...afterSamples.map((s) => s.rssMb));
+// For comparison: against the RSS after normal traffic alone, the first round included.
+const normalBaselineMb = rssAfterWarmup(rssSamples, warmupEnd, 10_000);
+const attackSamples = samples.filter((s) => s.atMs > warmupEnd);
+const attackRssMaxMb =
+  attackSamples.length === 0 ? Number.NaN : Math.max(...attackSamples.map((s) => s.rssMb));
+const rssNote =
+  roundWarmupEnd === undefined || !(normalBaselineMb > 0)
+    ? undefined
+    : `${(attackRssMaxMb / normalBaselineMb).toFixed(2)}x of the RSS after normal traffic alone (${normalBaselineMb.toFixed(0)} MB), the first round included`;
+const loopAfter = loopReadings.filter((r) => r.atMs > warmupEnd + LOOP_READ_MS);
+const loopMaxMs = loopAfter.length === 0 ? Number.NaN : Math.max(...loopAfter.map((r) => r.maxMs));
+const loopOver = loopAfter.filter((r) => r.maxMs > PROBE_LIMIT_MS).length;
 const targets = soakTargets({
   probes: figures,
+  probeSpan: attacks.length > 0 ? 'from the first attack on' : 'after warm-up',
   probeLimitMs: PROBE_LIMIT_MS,
   rssBaselineMb,
   rssMaxMb,
+  ...(rssNote === undefined ? {} : { rssNote }),
   rssFactorLimit: RSS_FACTOR_LIMIT,
   errorLines: stdoutScan.errorCount + stdoutScan.notJsonCount,
   stderrLines: stderrScan.lines,
@@ -558,7 +615,7 @@ const fdSlope = slope(
 );
 const first = samples[0];
 const last = samples.at(-1);
-const fdsAfterWarmup = samples.find((s) => s.atMs >= warmupEnd)?.fds;
+const fdsAfterWarmup = samples.find((s) => s.atMs >= rssWarmupEnd)?.fds;
 const fdsMax = afterSamples.length === 0 ? undefined : Math.max(...afterSamples.map((s) => s.fds));
 const total = [...counts.values()].reduce((a, b) => a + b, 0);
 const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -574,7 +631,7 @@ const levelNames: Record<number, string> = {
 const lines = [
   '## Soak',
   '',
-  `Written by \`npm run soak\` (\`node bench/soak.ts${argv.length ? ` ${argv.join(' ')}` : ''}\`) on ${new Date(started).toISOString().slice(0, 16).replace('T', ' ')} UTC: echo-chaos as \`npm start\` runs it, with its defaults but \`ECHO_REQUEST_TIMEOUT=${REQUEST_TIMEOUT}\` (so that item 7's stalled bodies are cut within the run), for ${minutes} min on 127.0.0.1. Normal traffic throughout (${ratePerSecond > 0 ? `${ratePerSecond} actions a second` : 'as fast as they go'} from ${concurrency} workers); the first ${warmupMs / 1000} s are warm-up, normal traffic alone; then the attacks of issue #30 one at a time in rotation, each for up to ${attackMs / 1000} s with ${gapMs / 1000} s of normal traffic between. \`/health\` is probed every ${probeIntervalMs} ms, one probe at a time on a new connection as a kubelet does (timeout ${PROBE_TIMEOUT_MS / 1000} s), from a thread of the soak of its own; RSS and open descriptors are sampled every ${sampleSeconds} s.`,
+  `Written by \`npm run soak\` (\`node bench/soak.ts${argv.length ? ` ${argv.join(' ')}` : ''}\`) on ${new Date(started).toISOString().slice(0, 16).replace('T', ' ')} UTC: echo-chaos as \`npm start\` runs it, with its defaults but \`ECHO_REQUEST_TIMEOUT=${REQUEST_TIMEOUT}\` (so that item 7's stalled bodies are cut within the run), for ${minutes} min on 127.0.0.1. Normal traffic throughout (${ratePerSecond > 0 ? `${ratePerSecond} actions a second` : 'as fast as they go'} from ${concurrency} workers); the first ${warmupMs / 1000} s normal traffic alone; then the attacks of issue #30 one at a time in rotation, each for up to ${attackMs / 1000} s with ${gapMs / 1000} s of normal traffic between. The warm-up is the first ${warmupMs / 1000} s, the first round of attacks and ${settleMs / 1000} s of normal traffic after it${roundWarmupEnd === undefined ? '' : ` (${secondsIn(roundWarmupEnd)} s in this run)`}: the RSS the verdict compares with is taken at its end, once each bounded store (the history, the scenario set) has been filled and each path has run once (docs/adr/0032-soak-warm-up.md); the \`/health\` verdicts count every probe from the first attack on. \`/health\` is probed every ${probeIntervalMs} ms, one probe at a time on a new connection as a kubelet does (timeout ${PROBE_TIMEOUT_MS / 1000} s), from a thread of the soak of its own; RSS and open descriptors are sampled every ${sampleSeconds} s.`,
   '',
   ...(died === undefined ? [] : [`**${died}.**`, '']),
   ...(aborted === undefined ? [] : [`**${aborted}.**`, '']),
@@ -582,7 +639,9 @@ const lines = [
   '',
   '### `/health` probes',
   '',
-  `After warm-up: ${figures.count} probes, ${figures.failures} failed, p50 ${ms(figures.p50Ms)}, p99 ${ms(figures.p99Ms)}, max ${ms(figures.maxMs)}, ${figures.over} over ${PROBE_LIMIT_MS} ms. During warm-up: ${warmFigures.count} probes, max ${ms(warmFigures.maxMs)}. The prober thread's own timers ran at most ${ms(proberLoopDelayMaxMs)} late (a probe's time includes at most that much of the client's delay); the soak's main thread, which sends the traffic, at most ${ms(ownLoopDelay.max / 1e6)}.`,
+  `From the first attack on: ${figures.count} probes, ${figures.failures} failed, p50 ${ms(figures.p50Ms)}, p99 ${ms(figures.p99Ms)}, max ${ms(figures.maxMs)}, ${figures.over} over ${PROBE_LIMIT_MS} ms. During the normal traffic before it: ${warmFigures.count} probes, max ${ms(warmFigures.maxMs)}. The prober thread's own timers ran at most ${ms(proberLoopDelayMaxMs)} late (a probe's time includes at most that much of the client's delay); the soak's main thread, which sends the traffic, at most ${ms(ownLoopDelay.max / 1e6)}.`,
+  '',
+  `The server's own event loop (\`nodejs_eventloop_lag_max_seconds\` of its \`/metrics\`, read every ${LOOP_READ_MS / 1000} s: the largest delay since the reading before, at prom-client's 10 ms resolution, so at least about 10 ms): from the first attack on at most ${ms(loopMaxMs)} late over ${loopAfter.length} readings, ${loopOver} over ${PROBE_LIMIT_MS} ms${loopReadingsFailed > 0 ? `; ${loopReadingsFailed} readings failed` : ''}. A probe slower than the loop was ever late was slowed outside the server's event loop (the kernel, the client, the machine's other work).`,
   '',
   'By what ran when the probe was out (a probe that overlapped two counts in both), with the highest RSS sampled meanwhile:',
   '',
@@ -605,14 +664,15 @@ const lines = [
     ]),
   ),
   '',
-  'The slowest probes after warm-up:',
+  'The slowest probes from the first attack on:',
   '',
   table(
-    ['sent at', 'time', 'answer', 'what ran'],
+    ['sent at', 'time', 'answer', "server's event loop, most late meanwhile", 'what ran'],
     slowestProbes(after, phases, 10).map(({ probe, attribution }) => [
       `${secondsIn(probe.atMs)} s`,
       ms(probe.ms),
       probe.ok ? '200' : 'failed',
+      ms(loopDelayDuring(probe, loopReadings)),
       describeAttribution(attribution),
     ]),
   ),
@@ -641,7 +701,7 @@ const lines = [
     ],
   ),
   '',
-  `RSS after warm-up is the median of the samples of the warm-up's last 10 s.${rssPeak === undefined ? '' : ` The highest was sampled at ${secondsIn(rssPeak.atMs)} s, ${describeAttribution(attribute({ atMs: rssPeak.atMs, ms: 0, ok: true }, phases))}.`} The soak process's own RSS peaked at ${mb(ownRssMaxMb)}.`,
+  `RSS after warm-up is the median of the samples of the warm-up's last 10 s${rssNote === undefined ? '' : `; after its first ${warmupMs / 1000} s of normal traffic alone it was ${mb(normalBaselineMb)}, and the highest from the first attack on ${mb(attackRssMaxMb)}`}.${rssPeak === undefined ? '' : ` The highest was sampled at ${secondsIn(rssPeak.atMs)} s, ${describeAttribution(attribute({ atMs: rssPeak.atMs, ms: 0, ok: true }, phases))}.`} The soak process's own RSS peaked at ${mb(ownRssMaxMb)}.`,
   '',
   '### The attacks',
   '',

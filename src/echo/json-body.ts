@@ -33,36 +33,76 @@ export interface JsonBounds {
 }
 
 /**
+ * A body announced at least this long (`Content-Length`) is gathered into one buffer of that length
+ * as it arrives (64 KiB: a socket read); a shorter one, or one without a length, keeps its chunks.
+ */
+export const GATHER_INTO_ONE_BYTES = 64 * 1024;
+
+/**
  * The text of a JSON body, gathered piece by piece: depth measured, values counted and forbidden
  * keys looked for as each piece arrives. Once the text nests deeper than `maxDepth` or holds more
  * than `maxValues` values, the rest is counted, not kept, and `JSON.parse` never sees it.
+ *
+ * What is kept is the body's bytes, not the text of each piece: the text of a piece is looked at
+ * and dropped (young garbage), and the whole is decoded once at the end. Pieces of text kept until
+ * the end outlive the young generation and are copied into the old one, which V8 then keeps: a
+ * 12 MiB set grew the old space by 17 to 25 MB that way, on top of the text and the parsed set.
+ * A body whose length is announced is copied into one buffer of that length as it comes.
  */
 export class JsonTextReader {
   readonly #decoder = new StringDecoder('utf8');
   readonly #depth: JsonDepthScanner;
   readonly #maxValues: number;
-  readonly #pieces: string[] = [];
+  /** The announced body, filled as it comes; undefined for a short or unannounced one. */
+  #whole: Buffer | undefined;
+  #filled = 0;
+  /** A short or unannounced body's chunks. */
+  readonly #chunks: Buffer[] = [];
   #over: 'too-deep' | 'too-many' | undefined;
   #suspect = false;
   /** The end of the text read so far, where a suspect key cut in two begins. */
   #tail = '';
 
-  constructor(bounds: JsonBounds) {
+  /** `expectedBytes`: the body's `Content-Length`, when it has one (already checked against the limit). */
+  constructor(bounds: JsonBounds, expectedBytes?: number) {
     this.#depth = new JsonDepthScanner(bounds.maxDepth);
     this.#maxValues = bounds.maxValues;
+    if (expectedBytes !== undefined && expectedBytes >= GATHER_INTO_ONE_BYTES)
+      this.#whole = Buffer.allocUnsafeSlow(expectedBytes);
   }
 
   write(chunk: Buffer): void {
     this.#read(this.#decoder.write(chunk));
+    if (this.#over !== undefined) return;
+    const whole = this.#whole;
+    if (whole !== undefined && this.#filled + chunk.length <= whole.length) {
+      this.#filled += chunk.copy(whole, this.#filled);
+      return;
+    }
+    if (whole !== undefined) {
+      // More than it announced (its reader refuses that at the end): kept as chunks from here on.
+      this.#chunks.push(whole.subarray(0, this.#filled));
+      this.#whole = undefined;
+    }
+    this.#chunks.push(chunk);
   }
 
   /** The whole text, or which bound it went over. */
   end(): JsonText {
     this.#read(this.#decoder.end());
     if (this.#over !== undefined) return { kind: this.#over };
-    const text = this.#pieces.length === 1 ? this.#pieces[0]! : this.#pieces.join('');
-    this.#pieces.length = 0;
-    return { kind: 'text', text, suspect: this.#suspect };
+    const whole = this.#whole;
+    this.#whole = undefined;
+    if (whole !== undefined) {
+      const text = whole.toString('utf8', 0, this.#filled);
+      // Its memory is given back now, not at a collection to come: while the text is parsed, the
+      // bytes, the text and the parsed value would be three copies of a body of megabytes.
+      (whole.buffer as ArrayBuffer).transfer(0);
+      return { kind: 'text', text, suspect: this.#suspect };
+    }
+    const bytes = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
+    this.#chunks.length = 0;
+    return { kind: 'text', text: bytes.toString('utf8'), suspect: this.#suspect };
   }
 
   #read(piece: string): void {
@@ -71,10 +111,10 @@ export class JsonTextReader {
     if (this.#depth.deepest === undefined) this.#over = 'too-deep';
     else if (this.#depth.values > this.#maxValues) this.#over = 'too-many';
     if (this.#over !== undefined) {
-      this.#pieces.length = 0;
+      this.#whole = undefined;
+      this.#chunks.length = 0;
       return;
     }
-    this.#pieces.push(piece);
     if (!this.#suspect) {
       const seam = this.#tail + piece;
       this.#suspect = SUSPECT_KEY.test(seam);
@@ -97,7 +137,9 @@ export function readJsonBody(
   bounds: JsonBounds,
   done: JsonBodyRead,
 ): void {
-  const reader = new JsonTextReader(bounds);
+  const length = Number(request.headers['content-length']);
+  const announced = Number.isSafeInteger(length) && length <= request.routeOptions.bodyLimit;
+  const reader = new JsonTextReader(bounds, announced ? length : undefined);
   readBody(request, payload, request.routeOptions.bodyLimit, {
     chunk: (bytes) => {
       reader.write(bytes);

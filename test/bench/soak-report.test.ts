@@ -7,6 +7,8 @@ import {
   KEPT_LINES,
   LogScan,
   levelOf,
+  loopDelayDuring,
+  loopDelayMaxMs,
   NORMAL_ONLY,
   type Phase,
   type Probe,
@@ -162,6 +164,7 @@ test('rssByPhase: the highest RSS sampled during each attack, and in between', (
 test('soakTargets: the verdicts of issue #30 from the run own numbers', () => {
   const good = soakTargets({
     probes: { count: 2900, failures: 0, p50Ms: 2, p99Ms: 20, maxMs: 60, over: 0 },
+    probeSpan: 'from the first attack on',
     probeLimitMs: 100,
     rssBaselineMb: 200,
     rssMaxMb: 280,
@@ -174,12 +177,19 @@ test('soakTargets: the verdicts of issue #30 from the run own numbers', () => {
     [true, true, true, true],
   );
   assert.equal(good[2]?.measured, 1.4);
+  assert.match(
+    good[0]?.name ?? '',
+    /never slower than 100 ms from the first attack on \(slowest of 2900 probes\)/,
+  );
+  assert.equal(good[2]?.note, 'highest 280 MB');
 
   const bad = soakTargets({
     probes: { count: 2900, failures: 3, p50Ms: 2, p99Ms: 900, maxMs: 3000, over: 12 },
+    probeSpan: 'after warm-up',
     probeLimitMs: 100,
     rssBaselineMb: 200,
     rssMaxMb: 320,
+    rssNote: '2.00x of the RSS after normal traffic alone (160 MB)',
     rssFactorLimit: 1.5,
     errorLines: 2,
     stderrLines: 1,
@@ -190,10 +200,12 @@ test('soakTargets: the verdicts of issue #30 from the run own numbers', () => {
   );
   assert.equal(bad[0]?.note, '12 probes over 100 ms');
   assert.equal(bad[3]?.measured, 3);
+  assert.equal(bad[2]?.note, 'highest 320 MB; 2.00x of the RSS after normal traffic alone (160 MB)');
 
   // A run that measured nothing after warm-up has no verdict, rather than a met one.
   const empty = soakTargets({
     probes: probeFigures([], 100),
+    probeSpan: 'after warm-up',
     probeLimitMs: 100,
     rssBaselineMb: Number.NaN,
     rssMaxMb: Number.NaN,
@@ -205,4 +217,33 @@ test('soakTargets: the verdicts of issue #30 from the run own numbers', () => {
     empty.map((t) => verdict(t).met),
     [undefined, undefined, undefined, true],
   );
+});
+
+test('loopDelayMaxMs: the gauge of a prom-client exposition, in ms; NaN without it', () => {
+  const text = [
+    '# HELP nodejs_eventloop_lag_max_seconds The maximum recorded event loop delay.',
+    '# TYPE nodejs_eventloop_lag_max_seconds gauge',
+    'nodejs_eventloop_lag_max_seconds 0.012738559',
+    'nodejs_eventloop_lag_max_seconds_other 9',
+  ].join('\n');
+  assert.equal(loopDelayMaxMs(text), 12.738559);
+  assert.equal(loopDelayMaxMs('nodejs_eventloop_lag_max_seconds{app="x"} 0.5\n'), 500);
+  assert.ok(Number.isNaN(loopDelayMaxMs('nodejs_eventloop_lag_p99_seconds 0.01\n')));
+});
+
+test('loopDelayDuring: the largest reading from the first after the probe was sent to the first after its answer', () => {
+  const readings = [
+    { atMs: 1_000, maxMs: 90 },
+    { atMs: 3_000, maxMs: 12 },
+    { atMs: 5_000, maxMs: 40 },
+    { atMs: 7_000, maxMs: 11 },
+  ];
+  // Sent at 2.9 s, answered at 3.2 s: the readings of 3 s and 5 s cover it, not that of 1 s.
+  assert.equal(loopDelayDuring(probe(2_900, 300), readings), 40);
+  // Sent and answered between two readings: the one after it.
+  assert.equal(loopDelayDuring(probe(5_500, 100), readings), 11);
+  // Sent before the first reading: that reading covers it.
+  assert.equal(loopDelayDuring(probe(500, 100), readings), 90);
+  // Answered after the last reading: nothing covers it yet.
+  assert.ok(Number.isNaN(loopDelayDuring(probe(6_900, 200), readings)));
 });

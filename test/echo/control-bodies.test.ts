@@ -210,25 +210,29 @@ async function sendInPieces(
   echo: RunningEcho,
   method: string,
   path: string,
-  pieces: readonly string[],
+  pieces: readonly (string | Buffer)[],
+  framing: 'chunked' | 'content-length' = 'chunked',
 ): Promise<{ status: number; code: string; text: string }> {
   const socket = connect(echo.port, '127.0.0.1');
   await once(socket, 'connect');
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  // Listened for now: with a Content-Length the answer (and the close) may come before the last pause ends.
+  const closed = once(socket, 'close', { signal: AbortSignal.timeout(30_000) });
+  const parts = pieces.map((piece) => (typeof piece === 'string' ? Buffer.from(piece) : piece));
+  const length = parts.reduce((n, part) => n + part.length, 0);
   socket.write(
-    `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+    `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${length}`}\r\nConnection: close\r\n\r\n`,
   );
-  for (const piece of pieces) {
-    const bytes = Buffer.from(piece);
-    socket.write(`${bytes.length.toString(16)}\r\n`);
+  for (const bytes of parts) {
+    if (framing === 'chunked') socket.write(`${bytes.length.toString(16)}\r\n`);
     socket.write(bytes);
-    socket.write('\r\n');
+    if (framing === 'chunked') socket.write('\r\n');
     // Apart, so that the server reads them as separate chunks (not asserted: a merged read is fine too).
     await sleep(20);
   }
-  socket.write('0\r\n\r\n');
-  await once(socket, 'close');
+  if (framing === 'chunked') socket.write('0\r\n\r\n');
+  await closed;
   const raw = Buffer.concat(chunks).toString('utf8');
   const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0);
   const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
@@ -279,4 +283,46 @@ test('control bodies – read as they arrive: a forbidden key cut across chunks 
     assert.deepEqual([empty.status, empty.code], [400, 'ECHO_ERR_INVALID_JSON']);
     const broken = await sendInPieces(echo, 'PUT', '/control/faults', ['{"enabled":', 'tru']);
     assert.deepEqual([broken.status, broken.code], [400, 'ECHO_ERR_INVALID_JSON']);
+  }));
+
+test('control bodies – a long body with its Content-Length is gathered as it comes: characters cut between reads, a key cut in two, escapes and the text are as sent', () =>
+  withEcho(async (echo) => {
+    const state = await knownState(echo);
+    const before = await state();
+    // Over 64 KiB announced: gathered into one buffer of that length (json-body.ts).
+    const text = `é€😀"\\[${'ü'.repeat(50_000)}`;
+    const set = JSON.stringify([
+      { name: 'long', path: '/long', responses: [{ status: 203, body: text }] },
+      { name: 'filler', path: '/filler', responses: [{ status: 200, body: 'f'.repeat(40_000) }] },
+    ]);
+    const bytes = Buffer.from(set);
+    assert.ok(bytes.length > 64 * 1024);
+    // Cut inside the two-, three- and four-byte characters at the start of the body, and in the ü's.
+    const at = bytes.indexOf(Buffer.from('é€😀'));
+    const cuts = [at + 1, at + 3, at + 7, at + 1001, 70_001, bytes.length - 5];
+    const pieces = [0, ...cuts].map((from, i) => bytes.subarray(from, cuts[i] ?? bytes.length));
+    const taken = await sendInPieces(echo, 'POST', '/scenario', pieces, 'content-length');
+    assert.equal(taken.status, 200, taken.text);
+    const served = await fetch(`${echo.url}/long`);
+    assert.equal(served.status, 203);
+    assert.equal(await served.text(), text);
+
+    // A `__proto__` cut across two reads of a long body is still refused, and the set stays.
+    const kept = await state();
+    assert.notDeepEqual(kept, before);
+    const poisoned = Buffer.from(
+      `[{"name":"p","path":"/p","responses":[{"status":200,"body":"${'x'.repeat(80_000)}"}],"__pr` +
+        'oto__":{"polluted":true}}]',
+    );
+    const cut = poisoned.indexOf('__pr') + 3;
+    const refused = await sendInPieces(
+      echo,
+      'POST',
+      '/scenario',
+      [poisoned.subarray(0, cut), poisoned.subarray(cut)],
+      'content-length',
+    );
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.code, 'ECHO_ERR_FORBIDDEN_JSON_KEY');
+    assert.deepEqual(await state(), kept);
   }));
