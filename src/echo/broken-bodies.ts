@@ -66,7 +66,7 @@ export function sendBrokenBody(
   const socket = request.raw.socket;
   const length = bodyLength(content.body);
   const half = Math.floor(length / 2);
-  const headers = { ...reply.getHeaders(), 'content-type': content.contentType, connection: 'close' };
+  const headers = { ...reply.getHeaders(), 'content-type': content.contentType };
   switch (kind) {
     case 'empty':
       socket.end();
@@ -75,11 +75,14 @@ export function sendBrokenBody(
       socket.end(garbage(random));
       return 0;
     case 'truncate':
+      // As a server that crashed mid-body: nothing announces the end (no `Connection: close`), the
+      // connection just ends. A client's retry (undici's RetryAgent) treats it as the crash it is;
+      // announced, it took the close as the server's choice and gave up (issue #31).
       socket.write(head({ ...headers, 'content-length': length }));
       writePart(socket, content.body, half, () => socket.end());
       return BROKEN_STATUS;
     case 'malformed':
-      socket.write(head({ ...headers, 'transfer-encoding': 'chunked' }));
+      socket.write(head({ ...headers, connection: 'close', 'transfer-encoding': 'chunked' }));
       // Half the body as a valid chunk (none when empty: a 0 chunk would end the body properly),
       // then a chunk-size line that is not hexadecimal.
       if (half > 0) socket.write(`${half.toString(16)}\r\n`);
