@@ -354,6 +354,10 @@ function send(
   shaper?: ShapingStream,
 ): FastifyReply {
   applyModifiers(reply, controls);
+  // A 408 says the server gave up on the connection (RFC 9110 15.5.9): it announces the close and
+  // closes, whoever asked for it (an error fault, a chaos draw, a status, a scenario).
+  if (reply.statusCode === 408 && reply.request.raw.httpVersionMajor === 1)
+    reply.header('connection', 'close');
   // As bytes: fastify would append `; charset=utf-8` to a JSON-like type given with a string, and
   // X-Echo-Content-Type (or a scenario's Content-Type) must reach the client exactly as asked.
   const payload = typeof body === 'string' ? Buffer.from(body) : body;

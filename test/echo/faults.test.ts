@@ -518,3 +518,43 @@ test('X-Echo-Chaos – a failed draw leaves the request to X-Echo-Error', async 
     await server.close();
   }
 });
+
+/** Sends `head` on a keep-alive connection; answers what came back and whether the server closed it. */
+async function keepAliveExchange(port: number, head: string): Promise<{ response: string; closed: boolean }> {
+  const socket = net.connect(port, '127.0.0.1');
+  let response = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    response += chunk;
+  });
+  const closed = new Promise<boolean>((resolve) => {
+    socket.once('close', () => resolve(true));
+    socket.once('error', () => resolve(true));
+    // A kept-alive connection stays open: it is ours to close after a while.
+    setTimeout(() => resolve(false), 2_000).unref();
+  });
+  socket.write(head);
+  const result = { response: '', closed: await closed };
+  socket.destroy();
+  result.response = response;
+  return result;
+}
+
+test('408 – an injected 408 announces Connection: close and closes the connection; other statuses keep it', async () => {
+  for (const control of ['X-Echo-Error: 408', 'X-Echo-Status: 408']) {
+    const { response, closed } = await keepAliveExchange(
+      echo.port,
+      `GET /timeout-408 HTTP/1.1\r\nHost: a\r\n${control}\r\n\r\n`,
+    );
+    assert.match(response, /^HTTP\/1\.1 408 /, control);
+    assert.match(response, /\r\nconnection: close\r\n/i, control);
+    assert.ok(closed, `${control}: the server closed the connection`);
+  }
+  const kept = await keepAliveExchange(
+    echo.port,
+    'GET /kept HTTP/1.1\r\nHost: a\r\nX-Echo-Error: 503\r\n\r\n',
+  );
+  assert.match(kept.response, /^HTTP\/1\.1 503 /);
+  assert.doesNotMatch(kept.response, /\r\nconnection: close\r\n/i);
+  assert.equal(kept.closed, false, 'a 503 keeps the connection');
+});
