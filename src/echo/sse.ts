@@ -13,7 +13,8 @@ export const MAX_LAST_EVENT_ID = Number.MAX_SAFE_INTEGER - 1;
 
 /** Headers of every `/sse` response. */
 const SSE_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
+  // The media type alone: an event stream is UTF-8 by definition (WHATWG HTML 9.2.5).
+  'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
   // nginx (and proxies that follow it) would otherwise hold events back in a buffer.
   'x-accel-buffering': 'no',
