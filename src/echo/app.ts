@@ -134,6 +134,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     drainDeadline: new AbortController(),
     lifecycle: { ready: true, healthy: true },
     faults: new FaultGate(config.faultsEnabled, config.maxActiveFaults),
+    ...(config.rateLimitRps > 0
+      ? { rateLimit: new TokenBucket(config.rateLimitRps, config.rateLimitBurst) }
+      : {}),
     upgradeHandlers: new Map(),
   };
   app.decorate('echo', state);
@@ -207,8 +210,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   if (config.enableCors) registerCors(app, { admin: config.corsAdmin });
 
   // 3. Rate limit; probes and scrapes are never limited.
-  if (config.rateLimitRps > 0) {
-    const bucket = new TokenBucket(config.rateLimitRps, config.rateLimitBurst);
+  const bucket = state.rateLimit;
+  if (bucket !== undefined) {
     app.addHook('onRequest', (request, reply, done) => {
       if (UNLIMITED_PATHS.has(request.routeOptions.url ?? '')) return done();
       const waitMs = bucket.take();

@@ -6,6 +6,7 @@ import type { FaultGate } from './applied.ts';
 import type { EchoConfig } from './config.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
+import type { TokenBucket } from './rate-limit.ts';
 
 /** The service's live state, reachable as `app.echo`. */
 export interface EchoState {
@@ -35,6 +36,11 @@ export interface EchoState {
   readonly lifecycle: { ready: boolean; healthy: boolean };
   /** The safety valve and master switch of echo faults (`ECHO_MAX_ACTIVE_FAULTS`, `PUT /control/faults`). */
   readonly faults: FaultGate;
+  /**
+   * The global bucket of `ECHO_RATE_LIMIT_RPS`, when it is set: every request but the probes takes a
+   * token from it, WebSocket upgrades included.
+   */
+  readonly rateLimit?: TokenBucket;
   /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
   readonly upgradeHandlers: Map<string, UpgradeHandler>;
 }

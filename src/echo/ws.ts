@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { rawErrorResponse } from './error-handler.ts';
@@ -123,18 +124,30 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
     });
   };
 
+  const refuse = (socket: Duplex, error: EchoError, extraHeaders: string) => {
+    try {
+      if (socket.writable) socket.write(rawErrorResponse(error, extraHeaders));
+    } finally {
+      socket.end();
+      setTimeout(() => socket.destroy(), 1000).unref();
+    }
+  };
+
   state.upgradeHandlers.set(WS_PATH, (request, socket, head) => {
+    // An upgrade is a request like any other against the global rate limit (it bypassed it).
+    const waitMs = state.rateLimit?.take() ?? 0;
+    if (waitMs > 0) {
+      const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
+      return refuse(socket, error, `Retry-After: ${Math.max(1, Math.ceil(waitMs / 1000))}\r\n`);
+    }
     // ws refuses a bad handshake itself, but in plain text: the service answers in its JSON shape.
     const problem = handshakeProblem(request);
     if (problem !== undefined) {
-      const error = new EchoError('ECHO_ERR_BAD_REQUEST', [problem]);
-      try {
-        if (socket.writable) socket.write(rawErrorResponse(error, `Sec-WebSocket-Version: 13\r\n`));
-      } finally {
-        socket.end();
-        setTimeout(() => socket.destroy(), 1000).unref();
-      }
-      return;
+      return refuse(
+        socket,
+        new EchoError('ECHO_ERR_BAD_REQUEST', [problem]),
+        'Sec-WebSocket-Version: 13\r\n',
+      );
     }
     wss.handleUpgrade(request, socket, head, (ws) => onConnection(ws, request));
   });

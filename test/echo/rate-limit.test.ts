@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import WebSocket from 'ws';
 import { TokenBucket } from '../../src/echo/rate-limit.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 
@@ -170,4 +171,45 @@ test('rate limit – limited requests are counted in echo_requests_total with st
   const scrape = await (await fetch(`${server.url}/metrics`)).text();
   assert.match(scrape, /^echo_requests_total\{method="GET",path="\/m",status="200",fault="none"\} 1$/m);
   assert.match(scrape, /^echo_requests_total\{method="GET",path="\/m",status="429",fault="none"\} 2$/m);
+});
+
+/** Opens a WebSocket to `/ws`: 'open', or the status, Retry-After and body of the refusal. */
+function upgrade(
+  server: RunningEcho,
+): Promise<{ open: true } | { status: number; retryAfter: string | undefined; body: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/ws`);
+    ws.on('open', () => {
+      ws.close();
+      resolve({ open: true });
+    });
+    ws.on('unexpected-response', (_request, response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'], body }),
+      );
+    });
+    ws.on('error', (error) => {
+      if (!/Unexpected server response/.test(error.message)) reject(error);
+    });
+  });
+}
+
+test('rate limit – a WebSocket upgrade takes its token like any request: past the limit it is a 429 JSON error with Retry-After', async (t) => {
+  // One token, the next in 100 s: nothing refills it during the test, however slow the machine.
+  const server = await startEcho({ ECHO_RATE_LIMIT_RPS: '0.01' });
+  t.after(() => server.close());
+  assert.deepEqual(await upgrade(server), { open: true });
+  const refused = await upgrade(server);
+  assert.ok(!('open' in refused), 'the second upgrade was let through');
+  assert.equal(refused.status, 429);
+  assert.ok(Number(refused.retryAfter) >= 1, `Retry-After: ${refused.retryAfter}`);
+  assert.equal(JSON.parse(refused.body).error.code, 'ECHO_ERR_RATE_LIMITED');
+  // The upgrades drew from the one bucket the HTTP requests draw from.
+  assert.equal((await get(server, '/after-upgrades')).status, 429);
+  assert.equal((await get(server, '/health')).status, 200);
 });
