@@ -34,6 +34,8 @@ export interface Controls {
   chunkBytes?: number;
   /** `X-Echo-Body-Delay`: the wait after the headers, before the body. */
   bodyDelayMs?: number;
+  /** `X-Echo-Retry-After`: the answer's `Retry-After`, whole seconds or an HTTP date, as sent. */
+  retryAfter?: string;
 }
 
 /** Ceilings the parser enforces (from the service's configuration). */
@@ -294,6 +296,14 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     },
   ],
   [
+    'x-echo-retry-after',
+    (value, ctx, name) => {
+      const retryAfter = parseRetryAfter(value);
+      if (retryAfter === undefined) return problem(ctx, name, value, RETRY_AFTER_FORM);
+      ctx.controls.retryAfter = retryAfter;
+    },
+  ],
+  [
     'x-echo-compress',
     (value, ctx, name) => {
       const v = value.trim().toLowerCase();
@@ -445,3 +455,29 @@ function drawControls(ctx: ParseContext, random: RandomSource): void {
 }
 
 const EMPTY: ParseResult = Object.freeze({ controls: Object.freeze({}) as Controls, problems: NO_PROBLEMS });
+
+/** The longest `Retry-After` in seconds `X-Echo-Retry-After` takes: a day. */
+export const MAX_RETRY_AFTER_SECONDS = 86_400;
+
+/** What `X-Echo-Retry-After` takes, for the 400 a bad value gets. */
+export const RETRY_AFTER_FORM = `expected whole seconds 0-${MAX_RETRY_AFTER_SECONDS} or an HTTP date (Sun, 06 Nov 1994 08:49:37 GMT)`;
+
+/** RFC 9110's preferred date form (IMF-fixdate), the one `Retry-After` carries. */
+const IMF_FIXDATE =
+  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/**
+ * Reads a `Retry-After` value (RFC 9110 10.2.3): whole seconds (0 to a day; leading zeros dropped)
+ * or an IMF-fixdate naming a real moment. Undefined for anything else.
+ */
+export function parseRetryAfter(value: string): string | undefined {
+  const v = value.trim();
+  if (/^\d{1,6}$/.test(v)) {
+    const seconds = Number(v);
+    return seconds <= MAX_RETRY_AFTER_SECONDS ? String(seconds) : undefined;
+  }
+  if (!IMF_FIXDATE.test(v)) return undefined;
+  const at = Date.parse(v);
+  // A date that does not exist (31 Feb) parses to another one, or to nothing: either way refused.
+  return Number.isNaN(at) || new Date(at).toUTCString() !== v ? undefined : v;
+}

@@ -354,6 +354,11 @@ function send(
   shaper?: ShapingStream,
 ): FastifyReply {
   applyModifiers(reply, controls);
+  // Retry-After, one rule: `X-Echo-Retry-After` when sent, else 1 s on every 429 and 503 the echo
+  // answers on purpose (an error, a status, chaos, a scenario that sets none of its own).
+  if (controls.retryAfter !== undefined) reply.header('retry-after', controls.retryAfter);
+  else if ((reply.statusCode === 429 || reply.statusCode === 503) && !reply.hasHeader('retry-after'))
+    reply.header('retry-after', '1');
   // A 408 says the server gave up on the connection (RFC 9110 15.5.9): it announces the close and
   // closes, whoever asked for it (an error fault, a chaos draw, a status, a scenario).
   if (reply.statusCode === 408 && reply.request.raw.httpVersionMajor === 1)
@@ -406,7 +411,6 @@ function sendFault(
   shaper: ShapingStream | undefined,
 ): FastifyReply {
   reply.code(status);
-  if (status === 429 || status === 503) reply.header('retry-after', '1');
   reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
   return send(
     reply,

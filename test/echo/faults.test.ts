@@ -558,3 +558,70 @@ test('408 – an injected 408 announces Connection: close and closes the connect
   assert.doesNotMatch(kept.response, /\r\nconnection: close\r\n/i);
   assert.equal(kept.closed, false, 'a 503 keeps the connection');
 });
+
+test('Retry-After – one rule: 1 s on every 429 and 503 answered on purpose, X-Echo-Retry-After sets it, a scenario keeps its own', async () => {
+  // Error, status, chaos: each 429 and 503 says when to come back; other statuses do not.
+  const controls: Record<string, string>[] = [
+    { 'X-Echo-Error': '503' },
+    { 'X-Echo-Error': 'rate-limit' },
+    { 'X-Echo-Status': '503' },
+    { 'X-Echo-Status': '429' },
+    { 'X-Echo-Chaos': '100', 'X-Echo-Seed': '1' },
+  ];
+  for (const headers of controls) {
+    const r = await get(`${echo.url}/retry-rule`, headers);
+    if (r.status === 429 || r.status === 503)
+      assert.equal(r.headers['retry-after'], '1', `${JSON.stringify(headers)}: ${r.status}`);
+    else assert.equal(r.headers['retry-after'], undefined, `${JSON.stringify(headers)}: ${r.status}`);
+  }
+  assert.equal(
+    (await get(`${echo.url}/retry-rule`, { 'X-Echo-Error': '500' })).headers['retry-after'],
+    undefined,
+  );
+  assert.equal((await get(`${echo.url}/retry-rule`)).headers['retry-after'], undefined);
+
+  // X-Echo-Retry-After: seconds (leading zeros dropped) or an HTTP date, on any answer it comes with.
+  const date = 'Wed, 21 Oct 2026 07:28:00 GMT';
+  for (const [value, sent, control] of [
+    ['120', '120', { 'X-Echo-Error': '503' }],
+    ['007', '7', { 'X-Echo-Status': '429' }],
+    [date, date, { 'X-Echo-Error': 'unavailable' }],
+    ['0', '0', { 'X-Echo-Status': '301' }],
+  ] as const) {
+    const r = await get(`${echo.url}/retry-set`, { ...control, 'X-Echo-Retry-After': value });
+    assert.equal(r.headers['retry-after'], sent, value);
+  }
+
+  // A scenario's own Retry-After is its answer's.
+  const set = [
+    { name: 'own-retry', path: '/own-retry', responses: [{ status: 503, headers: { 'Retry-After': '30' } }] },
+    { name: 'no-retry', path: '/no-retry', responses: [{ status: 503 }] },
+  ];
+  const posted = await request(`${echo.url}/scenario`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(set),
+  });
+  assert.equal(posted.statusCode, 200, await posted.body.text());
+  try {
+    assert.equal((await get(`${echo.url}/own-retry`)).headers['retry-after'], '30');
+    assert.equal((await get(`${echo.url}/no-retry`)).headers['retry-after'], '1');
+  } finally {
+    const cleared = await request(`${echo.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '[]',
+    });
+    await cleared.body.dump();
+  }
+});
+
+test('Retry-After – a bad X-Echo-Retry-After is a 400 naming the header and the forms it takes', async () => {
+  for (const value of ['-1', '86401', '1.5', 'tomorrow', 'Sat, 31 Feb 2026 00:00:00 GMT', '21 Oct 2026']) {
+    const r = await get(`${echo.url}/retry-bad`, { 'X-Echo-Error': '503', 'X-Echo-Retry-After': value });
+    assert.equal(r.status, 400, value);
+    const error = JSON.parse(r.body).error;
+    assert.equal(error.details[0].field, 'x-echo-retry-after', value);
+    assert.match(error.details[0].message, /whole seconds 0-86400 or an HTTP date/, value);
+  }
+});

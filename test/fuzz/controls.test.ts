@@ -29,6 +29,7 @@ const CONTROL_HEADERS = [
   'x-echo-chunk-delay',
   'x-echo-chunk-size',
   'x-echo-body-delay',
+  'x-echo-retry-after',
   'x-echo-compress',
   'x-echo-content-type',
   'x-echo-headers',
