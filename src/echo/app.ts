@@ -22,7 +22,7 @@ import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { type RandomSource, seededRandom } from './random.ts';
-import { TokenBucket } from './rate-limit.ts';
+import { retryAfterSeconds, TokenBucket } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
@@ -216,7 +216,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       if (UNLIMITED_PATHS.has(request.routeOptions.url ?? '')) return done();
       const waitMs = bucket.take();
       if (waitMs === 0) return done();
-      reply.header('retry-after', Math.max(1, Math.ceil(waitMs / 1000)));
+      reply.header('retry-after', retryAfterSeconds(waitMs));
       done(new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]));
     });
   }

@@ -29,3 +29,8 @@ export class TokenBucket {
     return Math.ceil(((1 - this.#tokens) / this.rps) * 1000);
   }
 }
+
+/** The `Retry-After` of a refusal that must wait `waitMs` for its token: whole seconds, at least 1. */
+export function retryAfterSeconds(waitMs: number): number {
+  return Math.max(1, Math.ceil(waitMs / 1000));
+}

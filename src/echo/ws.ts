@@ -5,6 +5,7 @@ import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { TOKEN } from './http-grammar.ts';
+import { retryAfterSeconds } from './rate-limit.ts';
 import type { EchoState } from './state.ts';
 
 /** The path of the WebSocket echo. */
@@ -138,7 +139,7 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
     const waitMs = state.rateLimit?.take() ?? 0;
     if (waitMs > 0) {
       const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
-      return refuse(socket, error, `Retry-After: ${Math.max(1, Math.ceil(waitMs / 1000))}\r\n`);
+      return refuse(socket, error, `Retry-After: ${retryAfterSeconds(waitMs)}\r\n`);
     }
     // ws refuses a bad handshake itself, but in plain text: the service answers in its JSON shape.
     const problem = handshakeProblem(request);
