@@ -1,5 +1,6 @@
 import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
-import { DELAY_SPEC_FORM, type DelaySpec, parseDelaySpec } from '../scenario/duration.ts';
+import { DELAY_SPEC_FORM, type DelaySpec, drawDelayMs, parseDelaySpec } from '../scenario/duration.ts';
+import { FAULT_FIELDS, type FaultField, type FaultSpec, readFault } from '../scenario/faults.ts';
 import { EchoConfigError } from './errors.ts';
 import { HEADER_VALUE, MAX_HEADER_VALUE_LENGTH, TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
 import type { ReplayCredentials } from './replay.ts';
@@ -18,6 +19,12 @@ export interface EchoConfig {
   readonly maxScenarioBodyBytes: number;
   readonly chaosPercent: number;
   readonly defaultDelay: DelaySpec | undefined;
+  /**
+   * The environment's fault defaults (`ECHO_DELAY`, `ECHO_STATUS`, `ECHO_ERROR`, ... see
+   * {@link FAULT_DEFAULT_VARIABLES}), read by the headers' own parsers; `undefined` when none is set.
+   * `ECHO_CHAOS` stays `chaosPercent`: chaos is decided before a scenario is.
+   */
+  readonly faultDefaults: FaultSpec | undefined;
   readonly maxDelayMs: number;
   readonly errorTimeoutMs: number;
   readonly maxResponseBytes: number;
@@ -541,6 +548,90 @@ export const HEADER_VARIABLE = {
   meaning: 'Sets response header `<Name>` on every response',
 } as const;
 
+/** The ceilings a scenario set is checked against: `ECHO_MAX_DELAY` and `ECHO_MAX_RESPONSE_SIZE`. */
+export function scenarioLimits(config: EchoConfig): { maxDelayMs: number; maxResponseBytes: number } {
+  return { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes };
+}
+
+/** A fault default: the variable, the header whose text it takes, what it does. */
+export interface FaultDefaultVariable {
+  readonly name: string;
+  readonly field: FaultField;
+  readonly header: string;
+  readonly form: string;
+  readonly meaning: string;
+}
+
+const FAULT_DEFAULT_FORMS: Readonly<Partial<Record<FaultField, string>>> = {
+  jitter: 'base,jitter, e.g. 200,50',
+  randomDelay: 'min,max, e.g. 100,500',
+  exponential: 'base,attempt, e.g. 100,3',
+  latency: `${DELAY_SPEC_FORM}`,
+  status: 'a status 100-599 or a weighted list (503:10,500:5)',
+  error: 'an error kind or status, or a weighted list of them (reset:10,503:5)',
+  size: 'bytes, or a weighted list of them, at most ECHO_MAX_RESPONSE_SIZE',
+  compress: '`gzip`, `br` or `deflate`',
+  contentType: 'a media type such as application/json',
+  throttle: 'a rate such as 10KB/s',
+  chunkDelay: `${DURATION_FORM}, at most ECHO_MAX_DELAY`,
+  chunkSize: 'integer bytes 1-1048576',
+  bodyDelay: `${DURATION_FORM}, at most ECHO_MAX_DELAY`,
+  retryAfter: 'whole seconds 0-86400 or an HTTP date',
+};
+
+/**
+ * The environment defaults of the control headers (spec 1.1: "environment variables set defaults;
+ * a header overrides its environment variable"), each read by its header's parser at startup. They
+ * apply to echo paths only. `ECHO_DELAY` and `ECHO_CHAOS` are in {@link VARIABLES}.
+ */
+export const FAULT_DEFAULT_VARIABLES: readonly FaultDefaultVariable[] = FAULT_FIELDS.filter(
+  (f) => f.field !== 'delay' && f.field !== 'chaos',
+).map((f) => {
+  const header = f.header.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+  return {
+    name: f.env,
+    field: f.field,
+    header,
+    form: `empty, or what \`${header}\` takes: ${FAULT_DEFAULT_FORMS[f.field] ?? ''}`,
+    meaning: `Default of \`${header}\` on echo paths when a request sends none (a scenario response's own field wins)`,
+  };
+});
+
+/**
+ * Reads the fault defaults of `env` (with `ECHO_DELAY`'s delay, already parsed) into one spec, each
+ * with its header's parser; a bad one is a problem line naming the variable, the value and the form.
+ */
+function faultDefaults(
+  env: Readonly<Record<string, string | undefined>>,
+  defaultDelay: DelaySpec | undefined,
+  limits: { maxDelayMs: number; maxResponseBytes: number },
+  problems: string[],
+): FaultSpec | undefined {
+  const spec: FaultSpec = {};
+  let given = false;
+  if (defaultDelay !== undefined) {
+    const capMs = limits.maxDelayMs;
+    spec.delay = {
+      field: 'delay',
+      draw: (random) => drawDelayMs(defaultDelay, random, capMs),
+      worstMs: defaultDelay.maxMs,
+    };
+    given = true;
+  }
+  for (const variable of FAULT_DEFAULT_VARIABLES) {
+    const raw = env[variable.name];
+    if (raw === undefined || raw.trim() === '') continue;
+    const message = readFault(variable.field, raw.trim(), spec, limits);
+    if (message === undefined) given = true;
+    else
+      problems.push(
+        `${variable.name}=${JSON.stringify(raw)} is invalid: ${message.startsWith('expected') ? message : `expected what ${variable.header} takes (${message})`}`,
+      );
+  }
+  // ECHO_DELAY beats the other delay variables, as X-Echo-Delay beats the other delay headers.
+  return given ? spec : undefined;
+}
+
 /**
  * Resolves the service's settings from an environment. A pure function of `env`: no file or
  * network access. Every bad value is reported, one line each, in a single `EchoConfigError`
@@ -609,6 +700,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
       `ECHO_HISTORY_MAX_BYTES=${JSON.stringify(env['ECHO_HISTORY_MAX_BYTES'] ?? String(historyMaxBytes))} is invalid: expected at least 2 x ECHO_HISTORY_MAX_BODY (${historyMaxBodyBytes}: a body and room for its JSON) + ${HISTORY_HEAD_BYTES} bytes for one request's head, ${2 * historyMaxBodyBytes + HISTORY_HEAD_BYTES}`,
     );
   }
+
+  out['faultDefaults'] =
+    maxDelayMs === undefined || out['maxResponseBytes'] === undefined
+      ? undefined
+      : faultDefaults(
+          env,
+          defaultDelay,
+          { maxDelayMs, maxResponseBytes: out['maxResponseBytes'] as number },
+          problems,
+        );
 
   const extraHeaders: Array<readonly [string, string]> = [];
   for (const [name, value] of Object.entries(env)) {

@@ -1,16 +1,36 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { DURATION_FORM, nearestName, parseDurationMs } from '@echo-chaos/obs';
-import { type DelaySpec, drawDelayMs, readDelaySpec } from '../scenario/duration.ts';
-import { drawWeighted, parseWeightedList, type WeightedList } from '../scenario/weighted.ts';
+import { nearestName } from '@echo-chaos/obs';
+import {
+  type Compression,
+  type ErrorFault,
+  FAULT_FIELDS,
+  type FaultField,
+  type FaultLimits,
+  type FaultSpec,
+  parseErrorFault,
+  readFault,
+} from '../scenario/faults.ts';
+import { drawWeighted } from '../scenario/weighted.ts';
+import type { FaultSource } from './applied.ts';
 import type { ErrorDetail } from './errors.ts';
-import { ERROR_FAULT_FORM, type ErrorFault, parseErrorFault } from './faults.ts';
 import { TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
 import { parseSeed, type RandomSource } from './random.ts';
-import { MAX_CHUNK_BYTES, parseRate, RATE_FORM } from './shaping.ts';
 
-export type Compression = 'gzip' | 'br' | 'deflate';
+export type { Compression } from '../scenario/faults.ts';
+export { MAX_RETRY_AFTER_SECONDS, parseRetryAfter, RETRY_AFTER_FORM } from '../scenario/faults.ts';
 
-/** The parsed `X-Echo-*` control headers of one request. Absent means "not asked for". */
+/** Where a control that is not the request's own header came from: a scenario or a variable. */
+export interface Origin {
+  /** A variable (`ECHO_STATUS`) or `scenario <label>`. */
+  readonly control: string;
+  readonly source: FaultSource;
+}
+
+/**
+ * The controls of one request, drawn: its `X-Echo-*` headers, and (see {@link withFallbacks}) what
+ * its scenario response and the environment defaults give for the fields its headers leave unset.
+ * Absent means "not asked for".
+ */
 export interface Controls {
   delayMs?: number;
   status?: number;
@@ -36,20 +56,26 @@ export interface Controls {
   bodyDelayMs?: number;
   /** `X-Echo-Retry-After`: the answer's `Retry-After`, whole seconds or an HTTP date, as sent. */
   retryAfter?: string;
+  /** `X-Echo-Session`: the session whose positions and counters the request's scenario uses. */
+  session?: string;
+  /** The fields a scenario or an environment default gave; a field not listed came from its header. */
+  origins?: Partial<Record<FaultField, Origin>>;
 }
 
 /** Ceilings the parser enforces (from the service's configuration). */
-export interface ControlLimits {
-  readonly maxDelayMs: number;
-  readonly maxResponseBytes: number;
-}
+export type ControlLimits = FaultLimits;
 
-export type ParseResult = { readonly controls: Controls; readonly problems: readonly ErrorDetail[] };
+export type ParseResult = {
+  readonly controls: Controls;
+  readonly problems: readonly ErrorDetail[];
+  /** The fault fields the headers gave, undrawn; `undefined` when they gave none. */
+  readonly spec?: FaultSpec;
+};
 
-const EXPONENTIAL_MAX_ATTEMPT = 32;
 const MAX_ECHOED_HEADERS = 64;
-const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;[^\r\n]*)?$/;
-const NON_NEGATIVE_INT = /^\d{1,16}$/;
+/** Longest `X-Echo-Session`. */
+export const MAX_SESSION_LENGTH = 128;
+const SESSION = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 /** Response-only headers a client may reflect back at us; they control nothing. */
 const IGNORED = new Set([
   'x-echo-request-count',
@@ -66,80 +92,16 @@ export const SET_HEADER_PREFIX = 'x-echo-set-header-';
 /** Context handed to each header parser. */
 interface ParseContext {
   readonly limits: ControlLimits;
-  readonly random: RandomSource;
   readonly controls: Controls;
   readonly problems: ErrorDetail[];
-  /** The winning delay header so far, drawn once all headers are checked. */
-  delay?: { readonly name: string; readonly draw: Draw };
-  /** Weighted lists, drawn once all headers are checked, in a fixed order (see `drawControls`). */
-  statuses?: WeightedList<number>;
-  errors?: WeightedList<string>;
-  sizes?: WeightedList<number>;
+  /** The fault fields, parsed and drawn once all headers are checked (see `drawControls`). */
+  readonly spec: FaultSpec;
 }
 
 type HeaderParser = (value: string, ctx: ParseContext, name: string) => void;
 
 function problem(ctx: ParseContext, field: string, value: string, message: string): void {
   ctx.problems.push({ field, value, message });
-}
-
-/** Delay headers in precedence order: the first present one decides the delay. */
-const DELAY_RANK: Readonly<Record<string, number>> = {
-  'x-echo-delay': 0,
-  'x-echo-jitter': 1,
-  'x-echo-random-delay': 2,
-  'x-echo-exponential': 3,
-  'x-echo-latency': 4,
-};
-
-/**
- * Offers a delay header's draw. Only the winner by precedence is drawn (after every header is
- * checked), so a losing header consumes no randomness and a seeded run stays reproducible.
- */
-function setDelay(ctx: ParseContext, name: string, value: string, draw: Draw, worstMs: number): void {
-  if (worstMs > ctx.limits.maxDelayMs) {
-    problem(ctx, name, value, `delay of ${worstMs} ms is above ECHO_MAX_DELAY (${ctx.limits.maxDelayMs} ms)`);
-    return;
-  }
-  const current = ctx.delay;
-  if (current !== undefined && (DELAY_RANK[current.name] ?? 99) < (DELAY_RANK[name] ?? 99)) return;
-  ctx.delay = { name, draw };
-}
-
-type Draw = (random: RandomSource) => number;
-
-/** Checks an `X-Echo-Error` entry without drawing: `random` is drawn for real at the draw. */
-const CHECK_ONLY: RandomSource = () => 0;
-
-function parseStatus(text: string): number | undefined {
-  const status = /^\d{3}$/.test(text) ? Number(text) : 0;
-  return status < 100 || status > 599 || status === 101 ? undefined : status;
-}
-
-/**
- * `X-Echo-Delay` (a list) and `X-Echo-Latency` (every form): worst case checked against
- * `ECHO_MAX_DELAY`; a log-normal delay's median is, and its draws are capped at it.
- */
-const delaySpec: HeaderParser = (value, ctx, name) => {
-  const read = readDelaySpec(value);
-  if (!read.ok) return problem(ctx, name, value, read.message);
-  const spec: DelaySpec = read.spec;
-  if (spec.minMs > spec.maxMs) {
-    return problem(ctx, name, value, `a range goes from low to high, got ${spec.minMs}ms-${spec.maxMs}ms`);
-  }
-  if (name === 'x-echo-delay' && spec.lognormal !== undefined) {
-    return problem(ctx, name, value, 'lognormal is for X-Echo-Latency');
-  }
-  const capMs = ctx.limits.maxDelayMs;
-  setDelay(ctx, name, value, (random) => drawDelayMs(spec, random, capMs), spec.maxMs);
-};
-
-function pair(value: string): [number, number] | undefined {
-  const parts = value.split(',');
-  if (parts.length !== 2) return undefined;
-  const a = parseDurationMs(parts[0] ?? '');
-  const b = parseDurationMs(parts[1] ?? '');
-  return a === undefined || b === undefined ? undefined : [a, b];
 }
 
 function bool(ctx: ParseContext, name: string, value: string): boolean | undefined {
@@ -150,177 +112,17 @@ function bool(ctx: ParseContext, name: string, value: string): boolean | undefin
   return undefined;
 }
 
-/** A single duration of at most `ECHO_MAX_DELAY` (the slow-body waits). */
-function boundedDuration(ctx: ParseContext, name: string, value: string): number | undefined {
-  const ms = parseDurationMs(value);
-  if (ms === undefined) problem(ctx, name, value, `expected ${DURATION_FORM}`);
-  else if (ms > ctx.limits.maxDelayMs) {
-    problem(ctx, name, value, `delay of ${ms} ms is above ECHO_MAX_DELAY (${ctx.limits.maxDelayMs} ms)`);
-  } else return ms;
-  return undefined;
+/** A fault header: its field's one parser (`src/scenario/faults.ts`). */
+function faultHeader(field: FaultField): HeaderParser {
+  return (value, ctx, name) => {
+    const message = readFault(field, value, ctx.spec, ctx.limits);
+    if (message !== undefined) problem(ctx, name, value, message);
+  };
 }
 
 /** One parser per control header: a table, so a request pays one lookup per `X-Echo-*` header. */
 const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>([
-  [
-    'x-echo-delay',
-    (value, ctx, name) => {
-      if (value.includes(':') && !value.trim().startsWith('lognormal:')) return delaySpec(value, ctx, name);
-      const ms = parseDurationMs(value);
-      if (ms === undefined) {
-        return problem(
-          ctx,
-          name,
-          value,
-          `expected ${DURATION_FORM}, or a weighted list such as 100ms:90,2s:10`,
-        );
-      }
-      setDelay(ctx, name, value, () => ms, ms);
-    },
-  ],
-  [
-    'x-echo-jitter',
-    (value, ctx, name) => {
-      const p = pair(value);
-      if (p === undefined) return problem(ctx, name, value, 'expected base,jitter in ms, e.g. 200,50');
-      const [base, jitter] = p;
-      const draw: Draw = (random) => Math.max(0, base + Math.round((random() * 2 - 1) * jitter));
-      setDelay(ctx, name, value, draw, base + jitter);
-    },
-  ],
-  [
-    'x-echo-random-delay',
-    (value, ctx, name) => {
-      const p = pair(value);
-      if (p === undefined || p[0] > p[1])
-        return problem(ctx, name, value, 'expected min,max in ms with min <= max, e.g. 100,500');
-      const range = { minMs: p[0], maxMs: p[1] };
-      setDelay(ctx, name, value, (random) => drawDelayMs(range, random), p[1]);
-    },
-  ],
-  [
-    'x-echo-exponential',
-    (value, ctx, name) => {
-      const parts = value.split(',');
-      const base = parts.length === 2 ? parseDurationMs(parts[0] ?? '') : undefined;
-      const attemptText = (parts[1] ?? '').trim();
-      const attempt = /^\d{1,3}$/.test(attemptText) ? Number(attemptText) : 0;
-      if (base === undefined || attempt < 1 || attempt > EXPONENTIAL_MAX_ATTEMPT) {
-        return problem(
-          ctx,
-          name,
-          value,
-          `expected base_ms,attempt with attempt 1-${EXPONENTIAL_MAX_ATTEMPT}, e.g. 100,3`,
-        );
-      }
-      const nominal = base * 2 ** (attempt - 1);
-      const draw: Draw = (random) => Math.round(nominal * (0.75 + random() * 0.5));
-      setDelay(ctx, name, value, draw, Math.round(nominal * 1.25));
-    },
-  ],
-  ['x-echo-latency', (value, ctx, name) => delaySpec(value, ctx, name)],
-  [
-    'x-echo-status',
-    (value, ctx, name) => {
-      const parsed = parseWeightedList(value, parseStatus, 'an HTTP status 100-599 (101 cannot be injected)');
-      if (!parsed.ok) return problem(ctx, name, value, parsed.message);
-      ctx.statuses = parsed.list;
-    },
-  ],
-  [
-    'x-echo-error',
-    (value, ctx, name) => {
-      // Each entry is checked now; the drawn one is read again, with the request's randomness, at the draw.
-      const parsed = parseWeightedList(
-        value,
-        (entry) => (parseErrorFault(entry, CHECK_ONLY) === undefined ? undefined : entry),
-        ERROR_FAULT_FORM,
-      );
-      if (!parsed.ok) return problem(ctx, name, value, parsed.message);
-      ctx.errors = parsed.list;
-    },
-  ],
-  [
-    'x-echo-chaos',
-    (value, ctx, name) => {
-      const t = value.trim();
-      const pct = /^\d{1,3}$/.test(t) ? Number(t) : -1;
-      if (pct < 0 || pct > 100) return problem(ctx, name, value, 'expected an integer percentage 0-100');
-      ctx.controls.chaosPercent = pct;
-    },
-  ],
-  [
-    'x-echo-response-size',
-    (value, ctx, name) => {
-      const max = ctx.limits.maxResponseBytes;
-      const parsed = parseWeightedList(
-        value,
-        (t) => (NON_NEGATIVE_INT.test(t) && Number(t) <= max ? Number(t) : undefined),
-        `a non-negative integer number of bytes, at most ECHO_MAX_RESPONSE_SIZE (${max} bytes)`,
-      );
-      if (!parsed.ok) return problem(ctx, name, value, parsed.message);
-      ctx.sizes = parsed.list;
-    },
-  ],
-  [
-    'x-echo-throttle',
-    (value, ctx, name) => {
-      const bytesPerSecond = parseRate(value);
-      if (bytesPerSecond === undefined) return problem(ctx, name, value, `expected ${RATE_FORM}`);
-      ctx.controls.throttle = { text: value.trim(), bytesPerSecond };
-    },
-  ],
-  [
-    'x-echo-chunk-delay',
-    (value, ctx, name) => {
-      const ms = boundedDuration(ctx, name, value);
-      if (ms !== undefined) ctx.controls.chunkDelayMs = ms;
-    },
-  ],
-  [
-    'x-echo-chunk-size',
-    (value, ctx, name) => {
-      const t = value.trim();
-      const size = NON_NEGATIVE_INT.test(t) ? Number(t) : 0;
-      if (size < 1 || size > MAX_CHUNK_BYTES) {
-        return problem(ctx, name, value, `expected an integer number of bytes 1-${MAX_CHUNK_BYTES}`);
-      }
-      ctx.controls.chunkBytes = size;
-    },
-  ],
-  [
-    'x-echo-body-delay',
-    (value, ctx, name) => {
-      const ms = boundedDuration(ctx, name, value);
-      if (ms !== undefined) ctx.controls.bodyDelayMs = ms;
-    },
-  ],
-  [
-    'x-echo-retry-after',
-    (value, ctx, name) => {
-      const retryAfter = parseRetryAfter(value);
-      if (retryAfter === undefined) return problem(ctx, name, value, RETRY_AFTER_FORM);
-      ctx.controls.retryAfter = retryAfter;
-    },
-  ],
-  [
-    'x-echo-compress',
-    (value, ctx, name) => {
-      const v = value.trim().toLowerCase();
-      if (v !== 'gzip' && v !== 'br' && v !== 'deflate')
-        return problem(ctx, name, value, 'expected gzip, br or deflate');
-      ctx.controls.compress = v;
-    },
-  ],
-  [
-    'x-echo-content-type',
-    (value, ctx, name) => {
-      const v = value.trim();
-      if (!MEDIA_TYPE.test(v))
-        return problem(ctx, name, value, 'expected a media type such as application/json');
-      ctx.controls.contentType = v;
-    },
-  ],
+  ...FAULT_FIELDS.map((f) => [f.header, faultHeader(f.field)] as const),
   [
     'x-echo-headers',
     (value, ctx, name) => {
@@ -349,6 +151,21 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     (value, ctx, name) => {
       // Only checked here: the pipeline reads it first (`requestSeed`), to seed every draw.
       if (parseSeed(value) === undefined) problem(ctx, name, value, 'expected an integer seed 0-4294967295');
+    },
+  ],
+  [
+    'x-echo-session',
+    (value, ctx, name) => {
+      const v = value.trim();
+      if (!SESSION.test(v)) {
+        return problem(
+          ctx,
+          name,
+          value,
+          `expected a session id of 1-${MAX_SESSION_LENGTH} letters, digits and !#$%&'*+-.^_\`|~`,
+        );
+      }
+      ctx.controls.session = v;
     },
   ],
   [
@@ -406,7 +223,7 @@ export function parseControls(
   let ctx: ParseContext | undefined;
   for (const name in headers) {
     if (!name.startsWith('x-echo-')) continue;
-    ctx ??= { limits, random, controls: {}, problems: [] };
+    ctx ??= { limits, controls: {}, problems: [], spec: {} };
     const raw = headers[name];
     const value = Array.isArray(raw) ? raw.join(', ') : (raw ?? '');
     const parser = PARSERS.get(name);
@@ -424,60 +241,121 @@ export function parseControls(
   }
   if (ctx === undefined) return EMPTY;
   if (ctx.problems.length > 0) return { controls: ctx.controls, problems: ctx.problems };
-  drawControls(ctx, random);
-  return { controls: ctx.controls, problems: NO_PROBLEMS };
+  drawControls(ctx.controls, ctx.spec, random, undefined);
+  return { controls: ctx.controls, problems: NO_PROBLEMS, spec: ctx.spec };
+}
+
+const HEADER_OF: Readonly<Record<string, string>> = Object.fromEntries(
+  FAULT_FIELDS.map((f) => [f.field, dashCase(f.header)]),
+);
+
+/** The control that gave a field of `controls`, and where it came from: its header unless listed. */
+export function originOf(controls: Controls, field: FaultField): Origin {
+  return controls.origins?.[field] ?? { control: HEADER_OF[field] ?? field, source: 'header' };
 }
 
 /**
- * Draws every distribution of the headers once, in a fixed order whatever the order of the headers
+ * Draws a spec's fields into `controls`, in a fixed order whatever the order of the headers
  * (delay, status, error, response size), so a seed replays. A draw in a list's rest leaves the
- * control unset: nothing is applied.
+ * control unset: nothing is applied. With `from`, only the fields `skip` does not give are drawn,
+ * and each is listed in `controls.origins`.
  */
-function drawControls(ctx: ParseContext, random: RandomSource): void {
-  const { controls } = ctx;
-  if (ctx.delay !== undefined) {
-    controls.delayMs = ctx.delay.draw(random);
-    controls.delayControl = dashCase(ctx.delay.name);
+function drawControls(
+  controls: Controls,
+  spec: FaultSpec,
+  random: RandomSource,
+  from: { readonly origin: (field: FaultField) => Origin; readonly skip: FaultSpec } | undefined,
+): void {
+  const skip = from?.skip;
+  const take = (field: FaultField, named: FaultField = field) => {
+    if (from === undefined) return;
+    controls.origins ??= {};
+    controls.origins[field] = from.origin(named);
+  };
+  if (spec.delay !== undefined && skip?.delay === undefined) {
+    controls.delayMs = spec.delay.draw(random);
+    controls.delayControl = HEADER_OF[spec.delay.field];
+    // A delay is listed under `delay`, named by the field that gave it (`ECHO_LATENCY`).
+    take('delay', spec.delay.field);
   }
-  if (ctx.statuses !== undefined) {
-    const status = drawWeighted(ctx.statuses, random);
+  if (spec.statuses !== undefined && skip?.statuses === undefined) {
+    const status = drawWeighted(spec.statuses, random);
     if (status !== undefined) controls.status = status;
+    take('status');
   }
-  if (ctx.errors !== undefined) {
-    const entry = drawWeighted(ctx.errors, random);
+  if (spec.errors !== undefined && skip?.errors === undefined) {
+    const entry = drawWeighted(spec.errors, random);
     // Checked when parsed, so it parses.
     if (entry !== undefined) controls.error = parseErrorFault(entry, random) as ErrorFault;
+    take('error');
   }
-  if (ctx.sizes !== undefined) {
-    const size = drawWeighted(ctx.sizes, random);
+  if (spec.sizes !== undefined && skip?.sizes === undefined) {
+    const size = drawWeighted(spec.sizes, random);
     if (size !== undefined) controls.responseSize = size;
+    take('size');
   }
+  if (spec.chaosPercent !== undefined && skip?.chaosPercent === undefined) {
+    controls.chaosPercent = spec.chaosPercent;
+    take('chaos');
+  }
+  if (spec.compress !== undefined && skip?.compress === undefined) {
+    controls.compress = spec.compress;
+    take('compress');
+  }
+  if (spec.contentType !== undefined && skip?.contentType === undefined) {
+    controls.contentType = spec.contentType;
+    take('contentType');
+  }
+  if (spec.throttle !== undefined && skip?.throttle === undefined) {
+    controls.throttle = spec.throttle;
+    take('throttle');
+  }
+  if (spec.chunkDelayMs !== undefined && skip?.chunkDelayMs === undefined) {
+    controls.chunkDelayMs = spec.chunkDelayMs;
+    take('chunkDelay');
+  }
+  if (spec.chunkBytes !== undefined && skip?.chunkBytes === undefined) {
+    controls.chunkBytes = spec.chunkBytes;
+    take('chunkSize');
+  }
+  if (spec.bodyDelayMs !== undefined && skip?.bodyDelayMs === undefined) {
+    controls.bodyDelayMs = spec.bodyDelayMs;
+    take('bodyDelay');
+  }
+  if (spec.retryAfter !== undefined && skip?.retryAfter === undefined) {
+    controls.retryAfter = spec.retryAfter;
+    take('retryAfter');
+  }
+}
+
+/** One source a request's unset fields fall back to: its scenario response, or the environment. */
+export interface Fallback {
+  readonly spec: FaultSpec;
+  /** The control and source that gave a field (a variable per field, one scenario for all). */
+  readonly origin: (field: FaultField) => Origin;
+}
+
+/**
+ * The request's controls with the fields its headers (`headerSpec`) leave unset taken from each
+ * fallback in turn (its scenario response, then the environment defaults), drawn from `random`
+ * in the order `drawControls` keeps. Per field, the first source that gives it wins; a source's
+ * weighted list is never blended with another's. `controls` itself is not changed.
+ */
+export function withFallbacks(
+  controls: Controls,
+  headerSpec: FaultSpec | undefined,
+  fallbacks: readonly Fallback[],
+  random: RandomSource,
+): Controls {
+  const merged: Controls = { ...controls };
+  if (controls.origins !== undefined) merged.origins = { ...controls.origins };
+  // What is already decided, by the headers and then by each earlier fallback.
+  let decided: FaultSpec = headerSpec === undefined ? {} : { ...headerSpec };
+  for (const fallback of fallbacks) {
+    drawControls(merged, fallback.spec, random, { origin: fallback.origin, skip: decided });
+    decided = { ...fallback.spec, ...decided };
+  }
+  return merged;
 }
 
 const EMPTY: ParseResult = Object.freeze({ controls: Object.freeze({}) as Controls, problems: NO_PROBLEMS });
-
-/** The longest `Retry-After` in seconds `X-Echo-Retry-After` takes: a day. */
-export const MAX_RETRY_AFTER_SECONDS = 86_400;
-
-/** What `X-Echo-Retry-After` takes, for the 400 a bad value gets. */
-export const RETRY_AFTER_FORM = `expected whole seconds 0-${MAX_RETRY_AFTER_SECONDS} or an HTTP date (Sun, 06 Nov 1994 08:49:37 GMT)`;
-
-/** RFC 9110's preferred date form (IMF-fixdate), the one `Retry-After` carries. */
-const IMF_FIXDATE =
-  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
-
-/**
- * Reads a `Retry-After` value (RFC 9110 10.2.3): whole seconds (0 to a day; leading zeros dropped)
- * or an IMF-fixdate naming a real moment. Undefined for anything else.
- */
-export function parseRetryAfter(value: string): string | undefined {
-  const v = value.trim();
-  if (/^\d{1,6}$/.test(v)) {
-    const seconds = Number(v);
-    return seconds <= MAX_RETRY_AFTER_SECONDS ? String(seconds) : undefined;
-  }
-  if (!IMF_FIXDATE.test(v)) return undefined;
-  const at = Date.parse(v);
-  // A date that does not exist (31 Feb) parses to another one, or to nothing: either way refused.
-  return Number.isNaN(at) || new Date(at).toUTCString() !== v ? undefined : v;
-}

@@ -3,13 +3,21 @@ import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Co
 import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
+import { FAULT_FIELDS, type FaultField } from '../scenario/faults.ts';
 import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
 import { applyFault, type FaultGate, faultsAllowed } from './applied.ts';
 import { compressionSlots, compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { brokenContent, sendBrokenBody } from './broken-bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
-import { type Controls, dashCase, parseControls } from './controls.ts';
+import {
+  type Controls,
+  dashCase,
+  type Fallback,
+  originOf,
+  parseControls,
+  withFallbacks,
+} from './controls.ts';
 import { EchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
@@ -78,6 +86,16 @@ export function createEchoHandler(deps: PipelineDeps) {
   const { config, history, metrics } = deps;
   const limits = { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes };
   const waits = new Waits(deps.drainSignal);
+  // The environment's fault defaults; under a scenario, without the status (its response has its own).
+  const envFaults = config.faultDefaults;
+  const envFallback = (statusToo: boolean): Fallback | undefined => {
+    if (envFaults === undefined) return undefined;
+    const { statuses: _statuses, ...rest } = envFaults;
+    const spec = statusToo ? envFaults : rest;
+    return { spec, origin: (field) => ({ control: ENV_NAMES[field], source: 'environment' }) };
+  };
+  const envAlone = envFallback(true);
+  const envUnderScenario = envFallback(false);
 
   return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = request.raw;
@@ -87,7 +105,9 @@ export function createEchoHandler(deps: PipelineDeps) {
     const processSeed = deps.seeds === undefined ? undefined : drawSeed(deps.seeds);
     const seed = requestSeed(raw.headers) ?? processSeed;
     const random = seed === undefined ? deps.random : seededRandom(seed);
-    const { controls, problems } = parseControls(raw.headers, limits, random);
+    const parsed = parseControls(raw.headers, limits, random);
+    const problems = parsed.problems;
+    let controls = parsed.controls;
     if (problems.length > 0) {
       throw new EchoError('ECHO_ERR_INVALID_HEADER', [problems.map((p) => p.field).join(', ')], {
         details: problems,
@@ -141,21 +161,30 @@ export function createEchoHandler(deps: PipelineDeps) {
       step = deps.scenarios.take(handle);
     }
 
+    // The fields the headers leave unset: the scenario response's, then the environment's (ADR 0033).
+    // Drawn even when faults are refused, so a seeded request's later draws do not move.
+    const stepFaults = step?.faults;
+    if (stepFaults !== undefined || envAlone !== undefined) {
+      const fallbacks: Fallback[] = [];
+      if (stepFaults !== undefined) {
+        const origin = { control: scenario!, source: 'scenario' } as const;
+        fallbacks.push({ spec: stepFaults, origin: () => origin });
+      }
+      const env = step === undefined ? envAlone : envUnderScenario;
+      if (env !== undefined) fallbacks.push(env);
+      controls = withFallbacks(controls, parsed.spec, fallbacks, random);
+    }
+
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
     // error below take over when they strike.
     if (step !== undefined) request.echoFault = 'scenario';
     let delayMs = 0;
-    if (controls.delayMs !== undefined) {
-      if (
-        controls.delayMs > 0 &&
-        fault('delay', controls.delayControl ?? 'X-Echo-Delay', 'header', controls.delayMs)
-      ) {
-        delayMs = controls.delayMs;
-      }
-    } else if (config.defaultDelay !== undefined) {
-      // Drawn even when faults are refused, so a seeded request's later draws do not move.
-      const drawn = drawDelayMs(config.defaultDelay, random, config.maxDelayMs);
-      if (drawn > 0 && fault('delay', 'ECHO_DELAY', 'environment', drawn)) delayMs = drawn;
+    if (controls.delayMs !== undefined && controls.delayMs > 0) {
+      const from = controls.origins?.delay ?? {
+        control: controls.delayControl ?? 'X-Echo-Delay',
+        source: 'header' as const,
+      };
+      if (fault('delay', from.control, from.source, controls.delayMs)) delayMs = controls.delayMs;
     }
     if (step?.delay !== undefined) {
       const drawn = drawDelayMs(step.delay, random, config.maxDelayMs);
@@ -178,10 +207,11 @@ export function createEchoHandler(deps: PipelineDeps) {
 
     const error = controls.error;
     if (error !== undefined) {
+      const from = originOf(controls, 'error');
       const applied =
         error.kind === 'status'
-          ? fault('error', 'X-Echo-Error', 'header', error.status)
-          : fault(error.kind === 'timeout' ? 'error' : error.kind, 'X-Echo-Error', 'header', error.kind);
+          ? fault('error', from.control, from.source, error.status)
+          : fault(error.kind === 'timeout' ? 'error' : error.kind, from.control, from.source, error.kind);
       if (applied) {
         request.echoFault = 'error';
         switch (error.kind) {
@@ -213,7 +243,11 @@ export function createEchoHandler(deps: PipelineDeps) {
     }
 
     let status = step?.status ?? 200;
-    if (controls.status !== undefined && fault('status', 'X-Echo-Status', 'header', controls.status)) {
+    const statusFrom = controls.status === undefined ? undefined : originOf(controls, 'status');
+    if (
+      controls.status !== undefined &&
+      fault('status', statusFrom!.control, statusFrom!.source, controls.status)
+    ) {
       status = controls.status;
       if (request.echoFault === 'none' || request.echoFault === 'delay') request.echoFault = 'status';
     }
@@ -256,6 +290,7 @@ export function createEchoHandler(deps: PipelineDeps) {
 }
 
 const EMPTY = Buffer.alloc(0);
+const ENV_NAMES = Object.fromEntries(FAULT_FIELDS.map((f) => [f.field, f.env])) as Record<FaultField, string>;
 /** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
 const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
 

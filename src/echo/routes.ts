@@ -12,6 +12,7 @@ import {
   scenarioPatternTexts,
   withPatternVerdicts,
 } from '../scenario/index.ts';
+import { scenarioLimits } from './config.ts';
 import { EchoError } from './errors.ts';
 import { nextPageUrl, parseHistoryQuery } from './history-query.ts';
 import { historyStream } from './history-stream.ts';
@@ -386,7 +387,7 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
     return withPatternVerdicts(ahead, () => {
       // Validated once, by the store (anything at all gives a result there, never a throw but this).
       try {
-        scenarios.replace(document as readonly Scenario[], { maxDelayMs: config.maxDelayMs });
+        scenarios.replace(document as readonly Scenario[], scenarioLimits(config));
       } catch (error) {
         if (isScenarioError(error) && error.code === 'SCENARIO_ERR_INVALID')
           throw invalidScenarios((error as ScenarioInvalidError).problems);

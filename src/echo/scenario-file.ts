@@ -7,7 +7,7 @@ import {
   type ScenarioStore,
   watchScenarioFile,
 } from '../scenario/index.ts';
-import type { EchoConfig } from './config.ts';
+import { type EchoConfig, scenarioLimits } from './config.ts';
 import { EchoConfigError } from './errors.ts';
 
 /**
@@ -32,7 +32,7 @@ export function startScenarioFile(
     return watch(file, config, store, logger);
   }
   try {
-    store.replace(loadScenarioFile(file, { maxDelayMs: config.maxDelayMs }));
+    store.replace(loadScenarioFile(file, scenarioLimits(config)));
   } catch (err) {
     if (!config.scenarioFileExplicit) {
       logger.warn(
@@ -50,7 +50,7 @@ export function startScenarioFile(
 /** Watches the file; each valid change replaces the store's set. */
 function watch(file: string, config: EchoConfig, store: ScenarioStore, logger: Logger): { close(): void } {
   return watchScenarioFile(file, {
-    maxDelayMs: config.maxDelayMs,
+    ...scenarioLimits(config),
     // The set just loaded: a change made between that load and the watcher's first read is then
     // applied, not taken for the starting point.
     initial: store.list(),

@@ -42,10 +42,8 @@ export interface ShapingPlan {
 
 /** Piece size of a chunk delay without `X-Echo-Chunk-Size`, and the most a throttle's piece gets. */
 export const DEFAULT_CHUNK_BYTES = 16 * 1024;
-/** The ceiling of `X-Echo-Chunk-Size`. */
-export const MAX_CHUNK_BYTES = 1024 * 1024;
-/** The lowest `X-Echo-Throttle` rate. */
-export const MIN_BYTES_PER_SECOND = 1;
+export { MAX_CHUNK_BYTES, MIN_BYTES_PER_SECOND, parseRate, RATE_FORM } from '../scenario/faults.ts';
+
 /** A throttled body goes out in pieces of about a tenth of a second's bytes, so the rate is smooth. */
 const THROTTLE_PIECES_PER_SECOND = 10;
 
@@ -57,29 +55,6 @@ export function pieceBytes(plan: ShapingPlan): number {
     return Math.min(DEFAULT_CHUNK_BYTES, Math.max(1, tenth));
   }
   return DEFAULT_CHUNK_BYTES;
-}
-
-const UNIT_BYTES: Readonly<Record<string, number>> = {
-  b: 1,
-  kb: 1000,
-  mb: 1000 ** 2,
-  gb: 1000 ** 3,
-  kib: 1024,
-  mib: 1024 ** 2,
-  gib: 1024 ** 3,
-};
-const RATE = /^(\d{1,12}(?:\.\d{1,3})?)\s*(b|kb|mb|gb|kib|mib|gib)\/s$/i;
-
-/** The form of an `X-Echo-Throttle` value, for the 400 a bad one gets. */
-export const RATE_FORM =
-  'a rate of at least 1 B/s such as 500B/s, 10KB/s, 1MB/s (KB = 1000 bytes; KiB/s, MiB/s for 1024)';
-
-/** Reads a rate (`10KB/s`, `1.5MiB/s`, `500B/s`) as bytes per second; `undefined` when it is not one. */
-export function parseRate(value: string): number | undefined {
-  const m = RATE.exec(value.trim());
-  if (m === null) return undefined;
-  const rate = Number(m[1]) * (UNIT_BYTES[(m[2] ?? '').toLowerCase()] ?? 0);
-  return rate >= MIN_BYTES_PER_SECOND ? rate : undefined;
 }
 
 /**

@@ -6,7 +6,7 @@
 import { pipeline, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FaultKind, FaultSource } from './applied.ts';
-import type { Controls } from './controls.ts';
+import { type Controls, originOf } from './controls.ts';
 import { REAL_CLOCK, type ShapingPlan, ShapingStream } from './shaping.ts';
 
 /**
@@ -57,18 +57,21 @@ export type ApplyFault = (
  */
 function shapingPlan(controls: Controls, maxShapingMs: number, fault: ApplyFault): ShapingPlan | undefined {
   const { throttle, chunkDelayMs, chunkBytes, bodyDelayMs } = controls;
+  // Each named by the control that gave it: its header, a scenario or a variable.
+  const admit = (kind: FaultKind, field: 'throttle' | 'chunkDelay' | 'bodyDelay', value: string | number) => {
+    const from = originOf(controls, field);
+    return fault(kind, from.control, from.source, value);
+  };
   const bytesPerSecond =
-    throttle !== undefined && fault('throttle', 'X-Echo-Throttle', 'header', throttle.text)
+    throttle !== undefined && admit('throttle', 'throttle', throttle.text)
       ? throttle.bytesPerSecond
       : undefined;
   const chunkDelay =
-    chunkDelayMs !== undefined &&
-    chunkDelayMs > 0 &&
-    fault('throttle', 'X-Echo-Chunk-Delay', 'header', chunkDelayMs)
+    chunkDelayMs !== undefined && chunkDelayMs > 0 && admit('throttle', 'chunkDelay', chunkDelayMs)
       ? chunkDelayMs
       : undefined;
   const bodyDelay =
-    bodyDelayMs !== undefined && bodyDelayMs > 0 && fault('delay', 'X-Echo-Body-Delay', 'header', bodyDelayMs)
+    bodyDelayMs !== undefined && bodyDelayMs > 0 && admit('delay', 'bodyDelay', bodyDelayMs)
       ? bodyDelayMs
       : undefined;
   if (

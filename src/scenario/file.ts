@@ -226,7 +226,10 @@ export function watchScenarioFile(path: string, options: WatchScenarioFileOption
     );
   }
   const maxFileBytes = maxFileBytesOf(options);
-  const validateOptions: ValidateScenariosOptions = { maxDelayMs: options.maxDelayMs };
+  const validateOptions: ValidateScenariosOptions = {
+    maxDelayMs: options.maxDelayMs,
+    maxResponseBytes: options.maxResponseBytes,
+  };
   const directory = dirname(resolve(path));
 
   let closed = false;

@@ -8,6 +8,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { MAX_DOCUMENT_DEPTH } from './bounds.ts';
 import { DELAY_SPEC_PATTERN } from './duration.ts';
 import { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
+import { MAX_WEIGHTED_LIST_LENGTH } from './weighted.ts';
 
 /** Most scenarios in one set (one file, one `POST /scenario`, one pod's merged array). */
 export const MAX_SCENARIOS = 1000;
@@ -148,6 +149,17 @@ const HeaderValueSchema = Type.String({
   pattern: HEADER_VALUE_PATTERN,
 });
 
+/** Longest text of a scenario response's fault field other than `error` and `size` (weighted lists). */
+export const MAX_FAULT_TEXT_LENGTH = 256;
+
+/**
+ * A fault field of a scenario response: the text its control header takes, checked by that header's
+ * parser (`faults.ts`) in `validateScenarios`; the schema bounds it and keeps it one line.
+ */
+function faultText(description: string, maxLength: number) {
+  return Type.String({ description, minLength: 1, maxLength, pattern: HEADER_VALUE_PATTERN });
+}
+
 /** The JSON schema of one scripted response. */
 export const ScenarioResponseSchema = Type.Object(
   {
@@ -180,6 +192,62 @@ export const ScenarioResponseSchema = Type.Object(
         maximum: MAX_REPEAT,
       }),
     ),
+    error: Type.Optional(
+      faultText(
+        'Fault instead of the response, the text X-Echo-Error takes: a status 400-599, internal, ' +
+          'bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close, empty, ' +
+          'truncate, malformed or garbage, or a weighted list of them (reset:50,503:10; the rest answers normally).',
+        MAX_WEIGHTED_LIST_LENGTH,
+      ),
+    ),
+    size: Type.Optional(
+      faultText(
+        'Random body of this many bytes instead of body, the text X-Echo-Response-Size takes ("1024", ' +
+          'or a weighted list such as 1024:90,1048576:10); at most the service maximum response size.',
+        MAX_WEIGHTED_LIST_LENGTH,
+      ),
+    ),
+    compress: Type.Optional(
+      faultText('Compress the body, as X-Echo-Compress: gzip, br or deflate.', MAX_FAULT_TEXT_LENGTH),
+    ),
+    contentType: Type.Optional(
+      faultText(
+        'Content-Type of the answer, as X-Echo-Content-Type (a media type such as application/json); ' +
+          'wins over a Content-Type in headers.',
+        MAX_FAULT_TEXT_LENGTH,
+      ),
+    ),
+    throttle: Type.Optional(
+      faultText(
+        'Bandwidth cap of the body, as X-Echo-Throttle: a rate such as 500B/s, 10KB/s, 1MiB/s.',
+        MAX_FAULT_TEXT_LENGTH,
+      ),
+    ),
+    chunkDelay: Type.Optional(
+      faultText(
+        'Wait between chunks of the body, as X-Echo-Chunk-Delay: a duration (100ms, 1s) up to the maximum delay.',
+        MAX_FAULT_TEXT_LENGTH,
+      ),
+    ),
+    chunkSize: Type.Optional(
+      faultText(
+        'Size of those chunks in bytes, as X-Echo-Chunk-Size: "1" to "1048576" (a string).',
+        MAX_FAULT_TEXT_LENGTH,
+      ),
+    ),
+    bodyDelay: Type.Optional(
+      faultText(
+        'Wait after the headers, before the body, as X-Echo-Body-Delay: a duration up to the maximum delay.',
+        MAX_FAULT_TEXT_LENGTH,
+      ),
+    ),
+    retryAfter: Type.Optional(
+      faultText(
+        'Retry-After of the answer, as X-Echo-Retry-After: whole seconds "0" to "86400" (a string) or an ' +
+          'HTTP date (Sun, 06 Nov 1994 08:49:37 GMT).',
+        MAX_FAULT_TEXT_LENGTH,
+      ),
+    ),
     headers: Type.Optional(
       // A map: `additionalProperties` with a schema, and no `properties` entries, is the structural
       // form Kubernetes accepts. `Unsafe` only gives it the right static type.
@@ -196,7 +264,8 @@ export const ScenarioResponseSchema = Type.Object(
     ),
   },
   {
-    description: 'One scripted response: status, and optionally delay, body, repeat and headers.',
+    description:
+      'One scripted response: status, and optionally delay, body, repeat, headers, and any fault a control header gives (error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter).',
     additionalProperties: false,
   },
 );

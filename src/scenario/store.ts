@@ -6,6 +6,7 @@
 import { jsonDepthWithin } from './bounds.ts';
 import { type DelaySpec, parseDelaySpec } from './duration.ts';
 import { ScenarioInvalidError } from './errors.ts';
+import { type FaultLimits, type FaultSpec, readFault, SCENARIO_FAULT_FIELDS } from './faults.ts';
 import { scenarioSetHash } from './hash.ts';
 import {
   compilePathPattern,
@@ -16,7 +17,7 @@ import {
   textMatches,
 } from './matchers.ts';
 import { type IndexedItem, PathIndex } from './path-index.ts';
-import type { BodyCondition, Scenario, ScenarioResponse } from './schema.ts';
+import { type BodyCondition, MAX_TIMER_DELAY_MS, type Scenario, type ScenarioResponse } from './schema.ts';
 import { copyScenario, isPlainPath, type ValidateScenariosOptions, validateScenarios } from './validate.ts';
 
 /** The response a scenario supplies for one request: ready to send, nothing left to parse. */
@@ -29,6 +30,11 @@ export interface ScenarioStep {
   readonly headers: Readonly<Record<string, string>>;
   /** Delay before responding, pre-parsed; `undefined` when there is none. */
   readonly delay: DelaySpec | undefined;
+  /**
+   * The response's fault fields (`error`, `size`, `throttle`, ...), read by their headers' parsers
+   * and drawn per request by the echo; `undefined` when it has none.
+   */
+  readonly faults: FaultSpec | undefined;
   /** Position of this response in its scenario's cycle, 0-based. */
   readonly index: number;
 }
@@ -111,7 +117,7 @@ class Entry implements ScenarioHandle {
   positionServed = 0;
   total = 0;
 
-  constructor(scenario: Scenario, index: number) {
+  constructor(scenario: Scenario, index: number, limits: FaultLimits) {
     this.index = index;
     this.scenario = scenario;
     this.label = scenario.name ?? scenario.path ?? scenario.pathPattern ?? '';
@@ -123,7 +129,7 @@ class Entry implements ScenarioHandle {
     this.headers = conditions(scenario.headers, (name) => name.toLowerCase());
     this.query = conditions(scenario.query, (name) => name);
     this.body = compileBody(scenario.body);
-    this.steps = scenario.responses.map(toStep);
+    this.steps = scenario.responses.map((response, i) => toStep(response, i, limits));
     this.repeats = Uint32Array.from(scenario.responses, (r) => r.repeat ?? 1);
     this.cycle = scenario.cycle ?? true;
     this.served = new Float64Array(scenario.responses.length);
@@ -256,7 +262,11 @@ export class ScenarioStore {
   replace(scenarios: readonly Scenario[], options: ValidateScenariosOptions = {}): void {
     const result = validateScenarios(scenarios, options);
     if (!result.ok) throw new ScenarioInvalidError(result.problems, 'scenario store');
-    const entries = result.scenarios.map((scenario, index) => new Entry(scenario, index));
+    const limits: FaultLimits = {
+      maxDelayMs: options.maxDelayMs ?? MAX_TIMER_DELAY_MS,
+      maxResponseBytes: options.maxResponseBytes ?? Number.MAX_SAFE_INTEGER,
+    };
+    const entries = result.scenarios.map((scenario, index) => new Entry(scenario, index, limits));
     const plain = new Map<string, Entry>();
     const conditional: Array<IndexedItem<Entry>> = [];
     for (const entry of entries) {
@@ -422,13 +432,26 @@ function compileBody(body: BodyCondition | undefined): CompiledBody | undefined 
   };
 }
 
-function toStep(response: ScenarioResponse, index: number): ScenarioStep {
+/** A response's fault fields as one spec; validated in `replace`, so each reads. */
+function faultsOf(response: ScenarioResponse, limits: FaultLimits): FaultSpec | undefined {
+  let spec: FaultSpec | undefined;
+  for (const field of SCENARIO_FAULT_FIELDS) {
+    const text = response[field];
+    if (text === undefined) continue;
+    spec ??= {};
+    readFault(field, text, spec, limits);
+  }
+  return spec === undefined ? undefined : Object.freeze(spec);
+}
+
+function toStep(response: ScenarioResponse, index: number, limits: FaultLimits): ScenarioStep {
   return Object.freeze({
     status: response.status,
     body: response.body,
     headers: response.headers === undefined ? NO_HEADERS : lowercaseNames(response.headers),
     // Validated in `replace`, so it parses.
     delay: response.delay === undefined ? undefined : Object.freeze(parseDelaySpec(response.delay)),
+    faults: faultsOf(response, limits),
     index,
   });
 }

@@ -5,6 +5,7 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { measureTree, type TreeBound } from './bounds.ts';
 import { DELAY_SPEC_FORM, parseDelayBounds } from './duration.ts';
+import { type FaultLimits, readFault, SCENARIO_FAULT_FIELDS } from './faults.ts';
 import { compilePathPattern, compileTextMatcher, REGEX_PREFIX } from './matchers.ts';
 import { describe, escapePointer, quote, schemaMessage } from './problem-messages.ts';
 import { MAX_PROBLEMS, ProblemList, type ScenarioProblem } from './problems.ts';
@@ -35,6 +36,11 @@ export interface ValidateScenariosOptions {
    * service's `ECHO_MAX_DELAY`. Default: no ceiling of the caller's own, only `MAX_TIMER_DELAY_MS`.
    */
   readonly maxDelayMs?: number;
+  /**
+   * Largest `size` a response may ask for, in bytes; the service's `ECHO_MAX_RESPONSE_SIZE`.
+   * Default: no ceiling of the caller's own.
+   */
+  readonly maxResponseBytes?: number;
 }
 
 /** The outcome of {@link validateScenarios}: the validated set, or every problem found. */
@@ -135,7 +141,11 @@ export function validateScenarios(
     const problems = new ProblemList();
     const view = boundedView(input, problems);
     if (!checker.Check(view)) collectSchemaProblems(view, problems);
-    collectSemanticProblems(view, problems, delayLimitMs, maxDelayMs !== undefined);
+    const limits: FaultLimits = {
+      maxDelayMs: delayLimitMs,
+      maxResponseBytes: options.maxResponseBytes ?? Number.MAX_SAFE_INTEGER,
+    };
+    collectSemanticProblems(view, problems, delayLimitMs, maxDelayMs !== undefined, limits);
     if (problems.size > 0) return failure(problems.sorted());
     return { ok: true, scenarios: (view as Scenario[]).map(copyScenario) };
   } catch (error) {
@@ -194,6 +204,10 @@ function copyResponse(response: ScenarioResponse): ScenarioResponse {
   if (response.repeat !== undefined) copy.repeat = response.repeat;
   // fromEntries defines own properties, so even a header named `__proto__` survives the copy.
   if (response.headers !== undefined) copy.headers = Object.fromEntries(Object.entries(response.headers));
+  for (const field of SCENARIO_FAULT_FIELDS) {
+    const text = response[field];
+    if (text !== undefined) copy[field] = text;
+  }
   return copy;
 }
 
@@ -241,6 +255,7 @@ function collectSemanticProblems(
   problems: ProblemList,
   delayLimitMs: number,
   callerLimit: boolean,
+  limits: FaultLimits,
 ): void {
   const firstByPath = new Map<string, number>();
   const firstByName = new Map<string, number>();
@@ -301,7 +316,24 @@ function collectSemanticProblems(
       }
       checkDelay(response['delay'], `${location}/delay`, problems, delayLimitMs, callerLimit);
       checkNames(response['headers'], `${location}/headers`, problems, 'response header');
+      checkFaults(response, location, problems, limits);
     }
+  }
+}
+
+/** A response's fault fields, each read by its control header's parser (`faults.ts`). */
+function checkFaults(
+  response: Record<string, unknown>,
+  location: string,
+  problems: ProblemList,
+  limits: FaultLimits,
+): void {
+  for (const field of SCENARIO_FAULT_FIELDS) {
+    const text = response[field];
+    const at = `${location}/${field}`;
+    if (typeof text !== 'string' || problems.has(at)) continue;
+    const message = readFault(field, text, {}, limits);
+    if (message !== undefined) problems.add(at, `${field} ${quote(text)}: ${message}`);
   }
 }
 

@@ -41,6 +41,7 @@ const DEFAULTS: EchoConfig = {
   maxScenarioBodyBytes: 33_554_432,
   chaosPercent: 0,
   defaultDelay: undefined,
+  faultDefaults: undefined,
   maxDelayMs: 300_000,
   errorTimeoutMs: 65_000,
   maxResponseBytes: 104_857_600,

@@ -124,7 +124,22 @@ test('ScenarioListSchema – carries the documented limits and required fields',
   assert.equal(responseProperties['status']?.['maximum'], 599);
   assert.equal(responseProperties['body']?.['maxLength'], MAX_BODY_LENGTH);
   assert.equal(responseProperties['delay']?.['pattern'], DELAY_SPEC_PATTERN);
-  assert.deepEqual(Object.keys(responseProperties), ['status', 'delay', 'body', 'repeat', 'headers']);
+  assert.deepEqual(Object.keys(responseProperties), [
+    'status',
+    'delay',
+    'body',
+    'repeat',
+    'error',
+    'size',
+    'compress',
+    'contentType',
+    'throttle',
+    'chunkDelay',
+    'chunkSize',
+    'bodyDelay',
+    'retryAfter',
+    'headers',
+  ]);
   assert.equal(responseProperties['repeat']?.['minimum'], 1);
   assert.equal(responseProperties['repeat']?.['maximum'], MAX_REPEAT);
   assert.equal([MAX_SCENARIOS, MAX_RESPONSES, MAX_HEADERS, MAX_BODY_LENGTH].join(), '1000,1000,100,1048576');

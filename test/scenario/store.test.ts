@@ -45,6 +45,7 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     body: 'first',
     headers: { 'content-type': 'text/plain', 'x-step': 'one' },
     delay: undefined,
+    faults: undefined,
     index: 0,
   });
   assert.deepEqual(second, {
@@ -52,6 +53,7 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     body: undefined,
     headers: {},
     delay: { minMs: 100, maxMs: 500 },
+    faults: undefined,
     index: 1,
   });
   assert.deepEqual(third, {
@@ -59,6 +61,7 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     body: undefined,
     headers: { 'retry-after': '1' },
     delay: { minMs: 2000, maxMs: 2000 },
+    faults: undefined,
     index: 2,
   });
   assert.equal(Object.isFrozen(first), true);
