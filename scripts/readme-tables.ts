@@ -6,7 +6,7 @@
  * differs from what this produces. (obs's README has its own generator, src/obs/config-doc.ts.)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
+import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
 import { OPERATOR_ERRORS } from '../src/operator/errors.ts';
 import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
@@ -16,9 +16,15 @@ const esc = (s: string) => s.replaceAll('|', '\\|');
 const code = (s: string) => (s === '' ? '(empty)' : `\`${s}\``);
 
 export function variablesTable(): string {
-  const rows = VARIABLES.map(
-    (v) => `| \`${v.name}\` | ${esc(v.meaning)} | ${code(v.default)} | ${esc(v.form)} |`,
-  );
+  const rows: string[] = [];
+  for (const v of VARIABLES) {
+    rows.push(`| \`${v.name}\` | ${esc(v.meaning)} | ${code(v.default)} | ${esc(v.form)} |`);
+    // The other control headers' defaults follow ECHO_DELAY's (src/echo/config.ts).
+    if (v.name === 'ECHO_DELAY') {
+      for (const f of FAULT_DEFAULT_VARIABLES)
+        rows.push(`| \`${f.name}\` | ${esc(f.meaning)} | (empty) | ${esc(f.form)} |`);
+    }
+  }
   rows.push(
     `| \`${HEADER_VARIABLE.name}\` | ${HEADER_VARIABLE.meaning} | ${HEADER_VARIABLE.default} | ${esc(HEADER_VARIABLE.form)} |`,
   );

@@ -579,6 +579,15 @@ const FAULT_DEFAULT_FORMS: Readonly<Partial<Record<FaultField, string>>> = {
   retryAfter: 'whole seconds 0-86400 or an HTTP date',
 };
 
+/** How a scenario response's own field combines with a default, where it is not simply "wins". */
+const SCENARIO_RULE: Readonly<Partial<Record<FaultField, string>>> = {
+  jitter: "a scenario response's delay adds to it; `ECHO_DELAY` wins over it",
+  randomDelay: "a scenario response's delay adds to it; `ECHO_DELAY` and `ECHO_JITTER` win over it",
+  exponential: "a scenario response's delay adds to it; the delay variables above win over it",
+  latency: "a scenario response's delay adds to it; the delay variables above win over it",
+  status: "a scenario response's status wins",
+};
+
 /**
  * The environment defaults of the control headers (spec 1.1: "environment variables set defaults;
  * a header overrides its environment variable"), each read by its header's parser at startup. They
@@ -593,7 +602,7 @@ export const FAULT_DEFAULT_VARIABLES: readonly FaultDefaultVariable[] = FAULT_FI
     field: f.field,
     header,
     form: `empty, or what \`${header}\` takes: ${FAULT_DEFAULT_FORMS[f.field] ?? ''}`,
-    meaning: `Default of \`${header}\` on echo paths when a request sends none (a scenario response's own field wins)`,
+    meaning: `Default of \`${header}\` on echo paths when a request sends none (${SCENARIO_RULE[f.field] ?? "a scenario response's own field wins"})`,
   };
 });
 
