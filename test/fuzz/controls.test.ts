@@ -37,6 +37,7 @@ const CONTROL_HEADERS = [
   'x-echo-seed',
   'x-echo-explain',
   'x-echo-history-enabled',
+  'x-echo-session',
 ] as const;
 
 const headerName: fc.Arbitrary<string> = fc.oneof(
