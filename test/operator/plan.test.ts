@@ -107,6 +107,42 @@ test('plan – same path: the oldest wins, the newer is Conflict; invalid and mi
   );
 });
 
+test('plan – a fault field the echo would refuse makes the EchoScenario Invalid, naming the field', () => {
+  const spec = (response: object) => ({
+    target: { service: 'echo', port: 'http' },
+    path: '/f',
+    responses: [{ status: 200, ...response }],
+  });
+  const plan = planNamespace(
+    [
+      {
+        metadata: { name: 'bad-error', creationTimestamp: '2026-01-01T00:00:01Z' },
+        spec: spec({ error: 'explode' }),
+      },
+      {
+        metadata: { name: 'bad-throttle', creationTimestamp: '2026-01-01T00:00:02Z' },
+        spec: { ...spec({ throttle: 'fast' }), path: '/g' },
+      },
+      {
+        metadata: { name: 'good', creationTimestamp: '2026-01-01T00:00:03Z' },
+        spec: { ...spec({ error: 'reset', repeat: 2 }), path: '/h' },
+      },
+    ] as never,
+    [pod('p', { app: 'echo' })],
+    services,
+    controllerSlices([pod('p', { app: 'echo' })]),
+  );
+  const bad = plan.scenarios.get('bad-error');
+  assert.equal(bad?.kind, 'Invalid');
+  assert.match(JSON.stringify(bad), /spec\.responses\.0\.error: error \\"explode\\": expected a status/);
+  assert.equal(plan.scenarios.get('bad-throttle')?.kind, 'Invalid');
+  assert.equal(plan.scenarios.get('good')?.kind, 'Active');
+  assert.deepEqual(
+    plan.desired.get('uid-p:8080')!.scenarios.map((s) => s.path),
+    ['/h'],
+  );
+});
+
 test('plan – a port is resolved by container port name or taken as a number', () => {
   const p = pod('p', {});
   assert.equal(resolvePort(p, 'http'), 8080);

@@ -95,6 +95,19 @@ test('verify – every scenario field an EchoScenario may carry reads back with 
       cycle: false,
       responses: [
         { status: 503, delay: '100-500ms', body: 'down', headers: { 'Retry-After': '1' }, repeat: 2 },
+        // Every fault a control header gives (#31), as the header's text.
+        {
+          status: 200,
+          error: 'reset:50,503:10',
+          size: '1024',
+          compress: 'gzip',
+          contentType: 'application/json',
+          throttle: '10KB/s',
+          chunkDelay: '5ms',
+          chunkSize: '512',
+          bodyDelay: '10ms',
+          retryAfter: '30',
+        },
         { status: 200 },
       ],
     },
