@@ -15,7 +15,7 @@ import { registerCors } from './cors.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { History } from './history.ts';
-import { maskedEntry } from './history-secrets.ts';
+import { maskedEntry, maskedPath } from './history-secrets.ts';
 import { isoTimestamp, stdoutDestination } from './log-destination.ts';
 import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
@@ -120,7 +120,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     config,
     history: new History(config.historySize, config.historyMaxBodyBytes, {
       maxBytes: config.historyMaxBytes,
-      ...(config.historySecrets === 'mask' ? { view: maskedEntry } : {}),
+      ...(config.historySecrets === 'mask' ? { view: maskedEntry, pathView: maskedPath } : {}),
     }),
     scenarios: new ScenarioStore(),
     metrics: new EchoMetrics(registry),

@@ -73,7 +73,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_INVALID_HISTORY_QUERY: {
     status: 400,
     message: 'invalid history query: %s',
-    when: '`GET /history` got a `limit` that is not an integer from 1 to 1000, a `cursor` that is not one it handed out, a parameter twice or an unknown one; `details` names each',
+    when: '`GET /history` or `GET /history/count` got a filter (`path`, `method`, `status`, `fault`, `session`, `since`) not in its form, a `limit` that is not an integer from 1 to 1000 or a `cursor` that is not one it handed out (`GET /history` only), a parameter twice or an unknown one; or `DELETE /history` got any parameter. `details` names each, with the value given, and the message says what is expected; nothing changes',
   },
   ECHO_ERR_INVALID_TARGET: {
     status: 400,
@@ -93,7 +93,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_UNAUTHORIZED: {
     status: 401,
     message: '%s needs Authorization: Bearer <ECHO_ADMIN_TOKEN>',
-    when: 'An admin route (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, `GET /history`, `POST` under `/actuator`) was called without the token `ECHO_ADMIN_TOKEN` (or `ECHO_ADMIN_TOKEN_FILE`) sets, or with another; `WWW-Authenticate: Bearer realm="echo-chaos"`. Nothing changed',
+    when: 'An admin route (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, any method on `/history*`, `POST` under `/actuator`) was called without the token `ECHO_ADMIN_TOKEN` (or `ECHO_ADMIN_TOKEN_FILE`) sets, or with another; `WWW-Authenticate: Bearer realm="echo-chaos"`. Nothing changed',
   },
   ECHO_ERR_REPLAY_TARGET_REFUSED: {
     status: 403,

@@ -1,10 +1,13 @@
 /**
- * The query of `GET /history`: which page to read. A read is bounded by `limit` (entries a page,
- * at most {@link MAX_HISTORY_LIMIT}); `cursor` continues after the last entry a client has seen.
- * Issue #31's filters (`path`, `method`, `status`, `session`, `since`) belong here too: the next
- * page's link repeats every parameter but the cursor.
+ * The queries of the history routes, read by one parser: which page of `GET /history` to read
+ * (`limit` entries a page, at most {@link MAX_HISTORY_LIMIT}; `cursor` continues after the last
+ * entry a client has seen) and which entries it and `GET /history/count` cover (the filters of
+ * history-filter.ts). `DELETE /history` takes none. Every value is bounded; a bad one, a parameter
+ * given twice or an unknown one is a 400 naming it, so a misspelt filter never silently matches
+ * everything (or, for `DELETE`, empties everything).
  */
 import { EchoError, type ErrorDetail } from './errors.ts';
+import { FILTER_PARAMS, type HistoryFilter, parseHistoryFilter } from './history-filter.ts';
 
 /** Entries a page holds when no `limit` is given: today's whole history at the default ECHO_HISTORY_SIZE. */
 export const DEFAULT_HISTORY_LIMIT = 100;
@@ -15,11 +18,59 @@ export interface HistoryQuery {
   readonly limit: number;
   /** The `seq` of the last entry already read; the page starts after it. */
   readonly cursor: number | undefined;
+  readonly filter: HistoryFilter;
 }
 
-const KNOWN = ['limit', 'cursor'] as const;
+/** The parameters each history route takes. */
+const PAGE_PARAMS: readonly string[] = ['limit', 'cursor', ...FILTER_PARAMS];
+const COUNT_PARAMS: readonly string[] = FILTER_PARAMS;
 /** Longest value quoted back in an error. */
 const MAX_QUOTED = 64;
+
+/** A route's parameters as given, and the problems found so far. */
+interface Params {
+  /** The value of `name`, or undefined when it is not given (or given twice: a problem). */
+  one(name: string): string | undefined;
+  readonly problems: ErrorDetail[];
+}
+
+/**
+ * Reads `query` (fastify's parsed query string: a string per parameter, an array for one given
+ * more than once) for a route that takes the parameters `known`; each unknown one is a problem.
+ */
+function readParams(query: unknown, known: readonly string[], route: string): Params {
+  const params = (query ?? {}) as Record<string, unknown>;
+  const problems: ErrorDetail[] = [];
+  for (const name of Object.keys(params)) {
+    if (!known.includes(name)) {
+      const quoted = JSON.stringify(name.slice(0, MAX_QUOTED));
+      problems.push({
+        field: name.slice(0, MAX_QUOTED),
+        message:
+          known.length === 0
+            ? `unknown parameter ${quoted}: ${route} takes no parameters`
+            : `unknown parameter ${quoted}: ${route} takes ${known.slice(0, -1).join(', ')} or ${known.at(-1)}`,
+      });
+    }
+  }
+  const one = (name: string): string | undefined => {
+    const value = params[name];
+    if (value === undefined || !known.includes(name)) return undefined;
+    if (typeof value === 'string') return value;
+    problems.push({ field: name, message: `${name} is given more than once: expected it once` });
+    return undefined;
+  };
+  return { one, problems };
+}
+
+/** Throws the 400 for `problems`, if there are any. */
+function refuse(problems: readonly ErrorDetail[]): void {
+  if (problems.length > 0) {
+    throw new EchoError('ECHO_ERR_INVALID_HISTORY_QUERY', [problems.map((p) => p.message).join('; ')], {
+      details: problems,
+    });
+  }
+}
 
 /**
  * The page asked for by `query` (fastify's parsed query string). `nextSeq` is the sequence number
@@ -27,22 +78,7 @@ const MAX_QUOTED = 64;
  * @throws EchoError `ECHO_ERR_INVALID_HISTORY_QUERY`, one detail per bad parameter.
  */
 export function parseHistoryQuery(query: unknown, nextSeq: number): HistoryQuery {
-  const params = (query ?? {}) as Record<string, unknown>;
-  const problems: ErrorDetail[] = [];
-  const one = (name: string): string | undefined => {
-    const value = params[name];
-    if (value === undefined) return undefined;
-    if (typeof value === 'string') return value;
-    problems.push({ field: name, message: `${name} is given more than once: expected it once` });
-    return undefined;
-  };
-  for (const name of Object.keys(params)) {
-    if (!(KNOWN as readonly string[]).includes(name))
-      problems.push({
-        field: name.slice(0, MAX_QUOTED),
-        message: `unknown parameter ${JSON.stringify(name.slice(0, MAX_QUOTED))}: expected ${KNOWN.join(' or ')}`,
-      });
-  }
+  const { one, problems } = readParams(query, PAGE_PARAMS, 'GET /history');
 
   let limit = DEFAULT_HISTORY_LIMIT;
   const rawLimit = one('limit');
@@ -76,15 +112,37 @@ export function parseHistoryQuery(query: unknown, nextSeq: number): HistoryQuery
     else cursor = n;
   }
 
-  if (problems.length > 0) {
-    throw new EchoError('ECHO_ERR_INVALID_HISTORY_QUERY', [problems.map((p) => p.message).join('; ')], {
-      details: problems,
-    });
-  }
-  return { limit, cursor };
+  const filter = parseHistoryFilter(one, problems);
+  refuse(problems);
+  return { limit, cursor, filter };
 }
 
-/** The address of the page after `query`'s, starting after `nextCursor`. */
+/**
+ * The filter of `GET /history/count`: the filters of `GET /history`, without its `limit` and
+ * `cursor` (a count covers every stored entry).
+ * @throws EchoError `ECHO_ERR_INVALID_HISTORY_QUERY`, one detail per bad parameter.
+ */
+export function parseHistoryCountQuery(query: unknown): HistoryFilter {
+  const { one, problems } = readParams(query, COUNT_PARAMS, 'GET /history/count');
+  const filter = parseHistoryFilter(one, problems);
+  refuse(problems);
+  return filter;
+}
+
+/**
+ * Checks that `DELETE /history` was given no parameter: it empties the whole history, so one
+ * that looks like a filter (`?path=/pay`) is refused rather than ignored.
+ * @throws EchoError `ECHO_ERR_INVALID_HISTORY_QUERY`, one detail per parameter.
+ */
+export function parseHistoryDeleteQuery(query: unknown): void {
+  refuse(readParams(query, [], 'DELETE /history').problems);
+}
+
+/** The address of the page after `query`'s, starting after `nextCursor`: the same filters, as given. */
 export function nextPageUrl(query: HistoryQuery, nextCursor: number): string {
-  return `/history?limit=${query.limit}&cursor=${nextCursor}`;
+  let url = `/history?limit=${query.limit}`;
+  // `/` and `:` are left as they are (a query may hold them), so a path or a time stays readable.
+  for (const [name, value] of query.filter.given)
+    url += `&${name}=${encodeURIComponent(value).replace(/%2F/g, '/').replace(/%3A/g, ':')}`;
+  return `${url}&cursor=${nextCursor}`;
 }

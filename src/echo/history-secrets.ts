@@ -54,7 +54,7 @@ export function maskedEntry(entry: HistoryEntry): HistoryEntry {
     else if (isCredentialHeader(name)) headers[name] = Array.isArray(value) ? value.map(() => MASK) : MASK;
     else headers[name] = Array.isArray(value) ? value.map(maskText) : maskText(value);
   }
-  const path = maskText(plain.path);
+  const path = maskedPath(plain.path);
   const query = maskedPairs(plain.query);
   const q = plain.url.indexOf('?');
   return {
@@ -68,6 +68,14 @@ export function maskedEntry(entry: HistoryEntry): HistoryEntry {
         ? maskedTextBody(plain.body, contentType(plain.headers))
         : maskedBinaryBody(plain.body),
   };
+}
+
+/**
+ * The path of an entry as {@link maskedEntry} shows it; filters on `path` compare this, so a prefix
+ * filter cannot spell out a masked secret a character at a time.
+ */
+export function maskedPath(path: string): string {
+  return maskText(path);
 }
 
 /**

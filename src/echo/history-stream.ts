@@ -14,7 +14,8 @@ const CLOSE = Buffer.from(']');
 
 /**
  * The entries of `page` still stored when each one's turn comes (one evicted meanwhile is left
- * out), oldest first, as a JSON array; an empty array for no page.
+ * out; of a filtered page, one that no longer passes its filter too), oldest first, as a JSON
+ * array; an empty array for no page.
  */
 export function historyStream(history: History, page: HistoryPage | undefined): Readable {
   return Readable.from(entries(history, page), { objectMode: false });
@@ -22,7 +23,19 @@ export function historyStream(history: History, page: HistoryPage | undefined): 
 
 async function* entries(history: History, page: HistoryPage | undefined): AsyncGenerator<Buffer> {
   yield OPEN;
-  if (page !== undefined) {
+  if (page?.matched !== undefined) {
+    // A filtered page: its entries by number, each checked again (a filter reads what may change).
+    let first = true;
+    for (const seq of page.matched.seqs) {
+      const entry = history.atOrAfter(seq);
+      if (entry === undefined) break;
+      if (History.seqOf(entry) !== seq || !page.matched.test(entry)) continue;
+      if (!first) yield COMMA;
+      first = false;
+      yield history.json(entry);
+      await nextTurn();
+    }
+  } else if (page !== undefined) {
     let seq = page.firstSeq;
     let first = true;
     while (seq <= page.lastSeq) {

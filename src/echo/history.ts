@@ -59,6 +59,8 @@ class Recorded implements HistoryEntry {
   costBytes: number;
   /** The entry as `GET /history` shows it (masked or not), prepared once it is complete. */
   json: Buffer | undefined;
+  /** Its path as `GET /history` shows it, once a filter has asked (see `History.shownPath`). */
+  shownPath: string | undefined;
   // Only the encoding and the length of the text are remembered: the body's text form would double
   // what the entry holds (a 10 MiB body is a 10 to 20 MiB string), and it is rarely asked for again.
   #decoded: { encoding: 'utf8' | 'base64'; keptBytes: number } | undefined;
@@ -78,11 +80,17 @@ class Recorded implements HistoryEntry {
     this.#cut = cut;
     this.costBytes = costBytes;
     this.json = undefined;
+    this.shownPath = undefined;
   }
 
   /** Bytes of the body kept (at most ECHO_HISTORY_MAX_BODY). */
   get keptBodyBytes(): number {
     return this.#bytes.byteLength;
+  }
+
+  /** When the request was recorded, in epoch milliseconds (`timestamp` is its text). */
+  get timeMs(): number {
+    return this.#timeMs;
   }
 
   get timestamp(): string {
@@ -173,6 +181,8 @@ export interface HistoryOptions {
   readonly maxBytes?: number;
   /** The entry as `GET /history` shows it (`maskedEntry` when secrets are masked); as stored if not given. */
   readonly view?: (entry: HistoryEntry) => HistoryEntry;
+  /** The `path` of an entry as `view` shows it (`maskedPath`), for filters; as stored if not given. */
+  readonly pathView?: (path: string) => string;
 }
 
 /** Which entries one read of `GET /history` covers: sequence numbers, both ends included. */
@@ -181,6 +191,14 @@ export interface HistoryPage {
   readonly lastSeq: number;
   /** The cursor of the page after this one; undefined when no entry was stored after it. */
   readonly nextCursor: number | undefined;
+  /**
+   * A filtered page's entries: only those numbered in `seqs`, each shown if it still passes `test`
+   * when its turn comes (history-filter.ts). Without it, every stored entry of the range.
+   */
+  readonly matched?: {
+    readonly seqs: readonly number[];
+    readonly test: (entry: HistoryEntry) => boolean;
+  };
 }
 
 /**
@@ -200,6 +218,7 @@ export class History {
   readonly maxBodyBytes: number;
   readonly maxBytes: number;
   readonly #view: ((entry: HistoryEntry) => HistoryEntry) | undefined;
+  readonly #pathView: ((path: string) => string) | undefined;
   readonly #ring: Array<Recorded | undefined>;
   #start = 0;
   #size = 0;
@@ -221,6 +240,7 @@ export class History {
     this.maxBodyBytes = maxBodyBytes;
     this.maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
     this.#view = options.view;
+    this.#pathView = options.pathView;
     this.#ring = new Array(capacity);
   }
 
@@ -345,9 +365,42 @@ export class History {
     return json;
   }
 
+  /**
+   * Lets every stored entry go (`DELETE /history`) and answers how many there were. Sequence
+   * numbers go on from where they were, so a cursor handed out before stays valid and a page after
+   * it holds what arrives next. An entry still in flight completes as usual but is no longer stored.
+   */
+  clear(): number {
+    const cleared = this.#size;
+    for (let i = 0; i < this.#size; i++) this.#ring[(this.#start + i) % this.capacity] = undefined;
+    this.#start = 0;
+    this.#size = 0;
+    this.#storedBytes = 0;
+    this.#byId.clear();
+    this.#indexedUpTo = this.#recorded;
+    return cleared;
+  }
+
+  /**
+   * `entry`'s path as `GET /history` shows it, worked out at the first ask and kept with the entry
+   * (a pointer to the path itself when there is nothing to mask); `undefined` when paths are shown
+   * as stored, so that a filter reads the stored URL in place.
+   */
+  shownPath(entry: HistoryEntry): string | undefined {
+    if (this.#pathView === undefined) return undefined;
+    const recorded = entry as Recorded;
+    recorded.shownPath ??= this.#pathView(recorded.path);
+    return recorded.shownPath;
+  }
+
   /** An entry's sequence number (its place among every entry ever recorded), for cursors. */
   static seqOf(entry: HistoryEntry): number {
     return (entry as Recorded).seq;
+  }
+
+  /** When an entry was recorded, in epoch milliseconds (filters compare it without making text). */
+  static timeMsOf(entry: HistoryEntry): number {
+    return (entry as Recorded).timeMs;
   }
 }
 

@@ -14,7 +14,13 @@ import {
 } from '../scenario/index.ts';
 import { scenarioLimits } from './config.ts';
 import { EchoError } from './errors.ts';
-import { nextPageUrl, parseHistoryQuery } from './history-query.ts';
+import { countMatching, filteredPage, isFiltered } from './history-filter.ts';
+import {
+  nextPageUrl,
+  parseHistoryCountQuery,
+  parseHistoryDeleteQuery,
+  parseHistoryQuery,
+} from './history-query.ts';
 import { historyStream } from './history-stream.ts';
 import { readJsonBody, readTextBody } from './json-body.ts';
 import { limitsInfo } from './limits.ts';
@@ -236,13 +242,29 @@ export async function registerServiceRoutes(
   // next page's cursor goes in headers so that the body stays the plain array it always was.
   app.get('/history', async (request, reply) => {
     const query = parseHistoryQuery(request.query, history.nextSeq);
-    const page = history.page(query.cursor, query.limit);
+    const page = isFiltered(query.filter)
+      ? await filteredPage(history, query.cursor, query.limit, query.filter)
+      : history.page(query.cursor, query.limit);
     if (page?.nextCursor !== undefined) {
       reply.header('link', `<${nextPageUrl(query, page.nextCursor)}>; rel="next"`);
       reply.header('x-echo-history-next-cursor', String(page.nextCursor));
     }
     reply.type('application/json; charset=utf-8');
     return reply.send(historyStream(history, page));
+  });
+
+  // What a test asks of history most ("my service called /pay exactly twice"), without the entries.
+  app.get('/history/count', async (request) => ({
+    count: await countMatching(history, parseHistoryCountQuery(request.query)),
+  }));
+
+  // Between two tests, so that the next one counts its own requests only. Behind the admin token
+  // like every history route (admin-auth.ts), answered as the other admin writes are: what changed.
+  app.delete('/history', async (request) => {
+    parseHistoryDeleteQuery(request.query);
+    const deleted = history.clear();
+    request.log.warn({ deleted }, `history cleared: ${deleted} entries deleted`);
+    return { status: 'history cleared', deleted };
   });
 
   // One connection pool for every replay, bounded in time at each phase, connect included.

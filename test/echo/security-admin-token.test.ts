@@ -32,6 +32,8 @@ const PROTECTED: readonly Call[] = [
   { method: 'PUT', path: '/control/faults', body: '{"enabled":true}', status: 200 },
   { method: 'POST', path: '/replay', body: '{"id":"not-in-history"}', status: 404 },
   { method: 'GET', path: '/history', status: 200 },
+  { method: 'GET', path: '/history/count?status=5xx', status: 200 },
+  { method: 'DELETE', path: '/history', status: 200 },
   { method: 'POST', path: '/actuator/obs/enforcement', body: '{"value":"ENFORCING"}', status: 200 },
   { method: 'POST', path: '/actuator/obs/mode', body: '{"value":"ENFORCING"}', status: 200 },
   // The router decodes the path: the same route, the same lock.
