@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { renderReadme } from '../scripts/readme-tables.ts';
-import { HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
+import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
 import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
 
@@ -45,6 +45,12 @@ test('README – every variable of VARIABLES is documented, with its default and
     assert.ok(row.includes(spec.form.replaceAll('|', '\\|')), `${spec.name} form`);
   }
   assert.ok(README.includes(`\`${HEADER_VARIABLE.name}\``));
+  // The control headers' defaults (ECHO_STATUS, ...): a row each, with the header's form.
+  for (const spec of FAULT_DEFAULT_VARIABLES) {
+    const row = README.split('\n').find((line) => line.startsWith(`| \`${spec.name}\` |`));
+    assert.ok(row, `${spec.name} has no row in README.md`);
+    assert.ok(row.includes(spec.form.replaceAll('|', '\\|')), `${spec.name} form`);
+  }
 });
 
 test('README – every error code of ECHO_ERRORS and SCENARIO_ERRORS is documented with its status', () => {
@@ -88,7 +94,7 @@ test('README – every variable of the seed specification is a variable of the s
 });
 
 test('README – every variable and error code the prose names exists in the code', () => {
-  const variables = new Set<string>(VARIABLES.map((v) => v.name));
+  const variables = new Set<string>([...VARIABLES, ...FAULT_DEFAULT_VARIABLES].map((v) => v.name));
   // Named in the prose as examples of what is ignored or as the header family.
   const mentionedOnly = new Set(['ECHO_HEADER_', 'ECHO_SERVICE_HOST']);
   for (const [, name] of README.matchAll(/`((?:ECHO|LOG|MAX)_[A-Z_]+)(?:[=<`])/g)) {

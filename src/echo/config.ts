@@ -374,7 +374,7 @@ export const VARIABLES: readonly VariableSpec[] = [
       'adminToken',
       '',
       'unset (the admin routes are open), or a token of visible ASCII characters',
-      'When set, the admin routes (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, `GET /history`, `POST` under `/actuator`) need `Authorization: Bearer <token>`; otherwise a 401. Never logged',
+      'When set, the admin routes (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, every method on `/history*`, `POST` under `/actuator`) need `Authorization: Bearer <token>`; otherwise a 401. Never logged',
       (raw) => (raw === '' ? ok(undefined) : ADMIN_TOKEN.test(raw) ? ok(raw) : bad),
     ),
     secret: true,
