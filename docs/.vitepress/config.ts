@@ -102,7 +102,7 @@ export default defineConfig({
           { text: 'Overview and telemetry', link: '/faults/' },
           { text: 'Delay and latency', link: '/faults/delay' },
           { text: 'Status', link: '/faults/status' },
-          { text: 'Error (reset, close, timeout)', link: '/faults/error' },
+          { text: 'Error (reset, close, timeout, slow-close, blackhole)', link: '/faults/error' },
           { text: 'Chaos', link: '/faults/chaos' },
           { text: 'Slow and broken bodies', link: '/faults/bodies' },
           { text: 'Size and compression', link: '/faults/size-compression' },

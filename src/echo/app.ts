@@ -11,6 +11,7 @@ import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
 import { FaultGate, registerAppliedFaults } from './applied.ts';
 import { recordOnClose, registerCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
+import { createSlowCloseSender } from './connection-faults.ts';
 import { registerCors } from './cors.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
 import { EchoError } from './errors.ts';
@@ -280,6 +281,15 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
     scope.addHook('preValidation', createBodylessMethodReader(config.maxBodyBytes));
+    // Last of the onSend hooks: a `slow-close` answer is sent by it, with the close held back.
+    scope.addHook(
+      'onSend',
+      createSlowCloseSender({
+        lingerMs: config.errorTimeoutMs,
+        metrics: state.metrics,
+        drainSignal: state.drainDeadline.signal,
+      }),
+    );
     // A CORS preflight is answered in onRequest; any other OPTIONS is echoed like every method.
     scope.route({ method: scope.supportedMethods, url: '*', handler: echo });
   });

@@ -21,6 +21,8 @@ export const FAULT_KINDS = [
   'truncate',
   'malformed',
   'garbage',
+  'slow-close',
+  'blackhole',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -145,6 +147,17 @@ export function applyFault(
 export function faultsAllowed(request: FastifyRequest, gate: FaultGate): boolean {
   const faults = request.echoFaults;
   return faults === undefined ? gate.enabled && gate.active < gate.maxActive : faults.state === 'admitted';
+}
+
+/**
+ * Whether `kind` was applied to the request. The ledger is what a later step of the answer reads
+ * (the `slow-close` of `connection-faults.ts`), so a fault the safety valve refused never acts.
+ */
+export function wasApplied(request: FastifyRequest, kind: FaultKind): boolean {
+  const faults = request.echoFaults;
+  if (faults === undefined || faults.state !== 'admitted') return false;
+  for (const fault of faults.list) if (fault.kind === kind) return true;
+  return false;
 }
 
 /** The kinds applied, in order, each once: `delay,status`. */

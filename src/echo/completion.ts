@@ -10,7 +10,7 @@ import type { EchoFault, EchoMetrics } from './metrics.ts';
 
 /** Status recorded for a request whose client went away before the answer (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = 499;
-/** Status recorded for a connection ended on purpose without a response (`reset`, `close`). */
+/** Status recorded for a connection ended on purpose without a response (`reset`, `close`, `blackhole`). */
 export const NO_RESPONSE_STATUS = 0;
 
 declare module 'fastify' {

@@ -221,7 +221,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'errorTimeoutMs',
     '65s',
     `${DURATION_FORM}, at most 1440m (24 hours)`,
-    'How long `X-Echo-Error: timeout` holds a request before its 504',
+    'How long `X-Echo-Error: timeout` holds a request before its 504, and how long `slow-close` keeps the connection open after its answer',
     duration(0, DAY_MS),
   ),
   v(
@@ -301,7 +301,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'requestTimeoutMs',
     '60s',
     `${DURATION_FORM}, 1ms to 60m`,
-    'How long a client may take to send its whole request, body included (HTTP/1.1, HTTPS/1.1 and each HTTP/2 stream); an injected delay of the answer is not counted',
+    'How long a client may take to send its whole request, body included (HTTP/1.1, HTTPS/1.1 and each HTTP/2 stream); an injected delay of the answer is not counted; also how long `X-Echo-Error: blackhole` holds a connection silent before closing it',
     duration(1, 3_600_000),
   ),
   v(

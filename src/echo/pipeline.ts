@@ -228,6 +228,20 @@ export function createEchoHandler(deps: PipelineDeps) {
           case 'close':
             metrics.recordFault(error.kind);
             return endWithoutResponse(request, reply, deps, error.kind);
+          case 'blackhole':
+            // The request is read; nothing is ever sent. Node's ECHO_REQUEST_TIMEOUT stops counting
+            // once a request is whole, so the hold ends itself at that bound (or when the client
+            // leaves, or the drain ends), and only then does the connection close.
+            metrics.recordFault('blackhole');
+            reply.hijack();
+            if ((await waits.wait(config.requestTimeoutMs, reply)) === 'client-gone') {
+              return abandon(request, reply, deps);
+            }
+            return endWithoutResponse(request, reply, deps, 'blackhole');
+          case 'slow-close':
+            // Answered below as any request is; its sender (connection-faults.ts) holds the close.
+            metrics.recordFault('slow-close');
+            break;
           case 'empty':
           case 'truncate':
           case 'malformed':
@@ -314,10 +328,10 @@ function contentTypeOf(request: FastifyRequest, fallback: string): string {
 }
 
 /**
- * The waits of one app's echoed requests (delays, `X-Echo-Error: timeout`). Each wait is a plain
- * timer and one `close` listener on its response; the drain ends them all through one listener on
- * the drain signal and a set, rather than a listener (and an AbortController) per waiting request,
- * so thousands of concurrent delays cost what their timers cost.
+ * The waits of one app's echoed requests (delays, `X-Echo-Error: timeout` and `blackhole`). Each
+ * wait is a plain timer and one `close` listener on its response; the drain ends them all through
+ * one listener on the drain signal and a set, rather than a listener (and an AbortController) per
+ * waiting request, so thousands of concurrent delays cost what their timers cost.
  */
 class Waits {
   readonly #pending = new Set<() => void>();
@@ -478,18 +492,25 @@ function abandon(request: FastifyRequest, reply: FastifyReply, deps: PipelineDep
   recordCompletion(request, reply, deps.metrics, CLIENT_CLOSED_STATUS);
 }
 
+/**
+ * Ends a request's connection with no response: `reset` (TCP RST), `close` (FIN), and `blackhole`
+ * at the end of its hold (FIN: the connection a silent server gives up on). Recorded as status 0.
+ */
 function endWithoutResponse(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: PipelineDeps,
-  kind: 'reset' | 'close',
+  kind: 'reset' | 'close' | 'blackhole',
 ): void {
   reply.hijack();
   const stream = (request.raw as unknown as Partial<Http2ServerRequest>).stream;
   if (stream !== undefined) {
     // HTTP/2: the connection carries other streams. `reset` resets this stream (RST_STREAM);
     // `close` ends the session (GOAWAY, then the connection closes), as closing an HTTP/1.1 one does.
+    // `blackhole` held only its own stream silent, and ends only it (RST_STREAM(NO_ERROR), as the
+    // request timeout of a stream does): the other streams were answered all along.
     if (kind === 'reset') stream.close(http2Constants.NGHTTP2_INTERNAL_ERROR);
+    else if (kind === 'blackhole') stream.close(http2Constants.NGHTTP2_NO_ERROR);
     else stream.session?.destroy();
   } else {
     const socket = request.raw.socket;

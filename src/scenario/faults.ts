@@ -19,13 +19,23 @@ export type Compression = 'gzip' | 'br' | 'deflate';
  */
 export type BrokenBodyKind = 'empty' | 'truncate' | 'malformed' | 'garbage';
 
+/**
+ * A connection that misbehaves around a whole answer, as toxiproxy's toxics do
+ * (docs/adr/0035-slow-close-and-blackhole.md): `slow-close` (the answer goes whole, the connection
+ * closes `ECHO_ERROR_TIMEOUT` later) and `blackhole` (the request is read and nothing is ever sent;
+ * the connection closes after `ECHO_REQUEST_TIMEOUT`, or when the client leaves). Neither takes a
+ * parameter here: `:` already separates a weighted list's weight (`blackhole:10`).
+ */
+export type ConnectionFaultKind = 'slow-close' | 'blackhole';
+
 /** What an error fault asked for. A status fault carries the status it answers with. */
 export type ErrorFault =
   | { readonly kind: 'status'; readonly name: string; readonly status: number }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'reset' }
   | { readonly kind: 'close' }
-  | { readonly kind: BrokenBodyKind };
+  | { readonly kind: BrokenBodyKind }
+  | { readonly kind: ConnectionFaultKind };
 
 /** Statuses a chaos draw and an `error` of `random` pick from. */
 export const CHAOS_STATUSES = [500, 502, 503, 504, 408, 429] as const;
@@ -42,7 +52,7 @@ export const NAMED_ERRORS: Readonly<Record<string, number>> = {
 
 /** The form of an error value, for the messages a bad one gets. */
 export const ERROR_FAULT_FORM =
-  'a status 400-599, one of internal, bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close, empty, truncate, malformed, garbage';
+  'a status 400-599, one of internal, bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close, empty, truncate, malformed, garbage, slow-close, blackhole';
 
 /** One of `items`, drawn from `random`. */
 function pick<T>(items: readonly T[], random: () => number): T {
@@ -69,6 +79,8 @@ export function parseErrorFault(value: string, random: () => number): ErrorFault
     case 'truncate':
     case 'malformed':
     case 'garbage':
+    case 'slow-close':
+    case 'blackhole':
       return { kind: v };
     default:
       return undefined;

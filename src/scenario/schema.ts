@@ -196,7 +196,9 @@ export const ScenarioResponseSchema = Type.Object(
       faultText(
         'Fault instead of the response, the text X-Echo-Error takes: a status 400-599, internal, ' +
           'bad-gateway, unavailable, gateway-timeout, rate-limit, random, timeout, reset, close, empty, ' +
-          'truncate, malformed or garbage, or a weighted list of them (reset:50,503:10; the rest answers normally).',
+          'truncate, malformed, garbage or blackhole; or slow-close, which sends this response and keeps ' +
+          'the connection open for the service ECHO_ERROR_TIMEOUT before closing it; or a weighted list ' +
+          'of them (reset:50,503:10; the rest answers normally).',
         MAX_WEIGHTED_LIST_LENGTH,
       ),
     ),

@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import fc from 'fast-check';
+import { FAULT_KINDS } from '../../src/echo/applied.ts';
 import { type ControlLimits, parseControls, SET_HEADER_PREFIX } from '../../src/echo/controls.ts';
+import { parseErrorFault } from '../../src/echo/faults.ts';
 import { TOKEN, UNSETTABLE_HEADERS } from '../../src/echo/http-grammar.ts';
 import { parseSeed } from '../../src/echo/random.ts';
 import { MAX_CHUNK_BYTES, parseRate } from '../../src/echo/shaping.ts';
@@ -158,6 +160,40 @@ test('parseControls – each control header alone, near its grammar: at most one
       if (problems.length === 1) assert.equal(problems[0]?.field, name);
     }),
     fuzzParameters(FILE, 'one header', 3000),
+  );
+});
+
+test('X-Echo-Error – an accepted value is a status 400-599 or a kind counted under its own name, in any case and spacing', () => {
+  fc.assert(
+    fc.property(
+      fc.oneof(
+        headerValue,
+        fc
+          .array(fc.constantFrom(...GRAMMAR_PIECES.filter((p) => /^[a-z-]+$/.test(p))), {
+            minLength: 1,
+            maxLength: 3,
+          })
+          .map((p) => p.join('-')),
+      ),
+      randomValue,
+      (text, r) => {
+        const fault = parseErrorFault(text, () => r);
+        if (fault === undefined) return;
+        if (fault.kind === 'status') {
+          assert.ok(fault.status >= 400 && fault.status <= 599, `${text} → ${fault.status}`);
+        } else {
+          // A kind is its own text; every one but `timeout` (an answer: counted as `error`) has its
+          // own `kind` of echo_faults_injected_total, so the pipeline can count what it injects.
+          assert.equal(fault.kind, text.trim().toLowerCase());
+          if (fault.kind !== 'timeout') assert.ok((FAULT_KINDS as readonly string[]).includes(fault.kind));
+        }
+        assert.deepEqual(
+          parseErrorFault(` ${text.trim().toUpperCase()}\t`, () => r),
+          fault,
+        );
+      },
+    ),
+    fuzzParameters(FILE, 'error kinds', 2000),
   );
 });
 

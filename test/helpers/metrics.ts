@@ -16,7 +16,7 @@ export async function scrapeValue(base: string, series: string): Promise<number>
 export async function faultCounts(base: string): Promise<Record<string, number>> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^echo_faults_injected_total\{kind="([a-z]+)"\} (\d+)$/gm)) {
+  for (const m of text.matchAll(/^echo_faults_injected_total\{kind="([a-z-]+)"\} (\d+)$/gm)) {
     out[m[1] as string] = Number(m[2]);
   }
   return out;
