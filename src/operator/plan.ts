@@ -81,6 +81,9 @@ export interface EchoScenario {
     query?: unknown;
     body?: unknown;
     cycle?: unknown;
+    order?: unknown;
+    activeFor?: unknown;
+    times?: unknown;
     responses?: unknown;
     /** Lifecycle (lifecycle.ts): how long it runs, whether it is suspended, when it aborts. */
     duration?: unknown;
@@ -212,6 +215,9 @@ const SCENARIO_SPEC_FIELDS = [
   'query',
   'body',
   'cycle',
+  'order',
+  'activeFor',
+  'times',
   'responses',
 ] as const;
 

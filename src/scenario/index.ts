@@ -27,6 +27,12 @@ export {
   parseDelaySpec,
   readDelaySpec,
 } from './duration.ts';
+export type {
+  ScenarioHandle,
+  ScenarioRequest,
+  ScenarioState,
+  ScenarioStep,
+} from './entry.ts';
 export {
   isScenarioError,
   SCENARIO_ERRORS,
@@ -62,6 +68,15 @@ export {
   textMatches,
   withPatternVerdicts,
 } from './matchers.ts';
+export {
+  DEFAULT_WEIGHT,
+  MAX_ORDER_LENGTH,
+  MAX_WEIGHT,
+  ORDER_PATTERN,
+  SCENARIO_ORDERS,
+  type ScenarioOrder,
+  WeightedOrder,
+} from './order.ts';
 export {
   type BodyCondition,
   BodyConditionSchema,
@@ -105,13 +120,12 @@ export {
   toOpenApiV3Schema,
   UNSETTABLE_HEADERS,
 } from './schema.ts';
+export { MAX_SESSION_STATES, MAX_SESSIONS, SessionTable } from './sessions.ts';
 export {
-  type ScenarioHandle,
-  type ScenarioRequest,
   type ScenarioSelector,
-  type ScenarioState,
-  type ScenarioStep,
   ScenarioStore,
+  type ScenarioStoreCounts,
+  type ScenarioStoreOptions,
   type SetPositionResult,
 } from './store.ts';
 export {
@@ -133,3 +147,12 @@ export {
   type WeightedList,
   type WeightedParse,
 } from './weighted.ts';
+export {
+  ACTIVE_FOR_FORM,
+  ACTIVE_FOR_PATTERN,
+  type ActiveForRead,
+  MAX_ACTIVE_FOR_LENGTH,
+  MAX_ACTIVE_FOR_MS,
+  MAX_TIMES,
+  readActiveFor,
+} from './windows.ts';

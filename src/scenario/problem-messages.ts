@@ -4,7 +4,9 @@
  */
 import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { DELAY_SPEC_FORM } from './duration.ts';
+import { MAX_WEIGHT, SCENARIO_ORDERS } from './order.ts';
 import {
+  BodyConditionSchema,
   MAX_BODY_CONDITION_LENGTH,
   MAX_BODY_LENGTH,
   MAX_CONDITIONS,
@@ -18,11 +20,15 @@ import {
   MAX_SCENARIOS,
   MAX_STATUS,
   MIN_STATUS,
+  ScenarioResponseSchema,
+  ScenarioSchema,
 } from './schema.ts';
+import { ACTIVE_FOR_FORM, MAX_TIMES } from './windows.ts';
 
-const SCENARIO_KEYS = 'name, path, pathPattern, method, headers, query, body, cycle, responses';
-const RESPONSE_KEYS = 'status, delay, body, repeat, headers';
-const BODY_KEYS = 'contains, equals, jsonPointer, value';
+// From the schema, so that a field added there is named here too.
+const SCENARIO_KEYS = Object.keys(ScenarioSchema.properties).join(', ');
+const RESPONSE_KEYS = Object.keys(ScenarioResponseSchema.properties).join(', ');
+const BODY_KEYS = Object.keys(BodyConditionSchema.properties).join(', ');
 const PATH_FORM =
   'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#"';
 const HEADER_VALUE_FORM = 'printable ASCII or Latin-1 text (no CR, LF, NUL or other control characters)';
@@ -40,6 +46,7 @@ const RESPONSE_FIELDS: Readonly<Record<string, Field>> = {
   delay: { label: 'delay', expected: `a string holding ${DELAY_SPEC_FORM}` },
   body: { label: 'body', expected: `a string of at most ${MAX_BODY_LENGTH} characters` },
   repeat: { label: 'repeat', expected: `an integer 1-${MAX_REPEAT}` },
+  weight: { label: 'weight', expected: `an integer 0-${MAX_WEIGHT}` },
   headers: {
     label: 'headers',
     expected: `an object of header names to string values, at most ${MAX_HEADERS} entries`,
@@ -74,6 +81,9 @@ const SCENARIO_FIELDS: Readonly<Record<string, Field>> = {
   },
   body: { label: 'body', expected: `an object with one of ${BODY_KEYS.replace(', value', '')} (with value)` },
   cycle: { label: 'cycle', expected: 'true or false' },
+  order: { label: 'order', expected: SCENARIO_ORDERS.map((order) => JSON.stringify(order)).join(' or ') },
+  activeFor: { label: 'activeFor', expected: `a string holding ${ACTIVE_FOR_FORM}` },
+  times: { label: 'times', expected: `an integer 1-${MAX_TIMES}` },
   responses: { label: 'responses', expected: `an array of 1-${MAX_RESPONSES} responses`, unit: 'responses' },
 };
 
@@ -109,7 +119,9 @@ export function schemaMessage(error: ValueError): string {
       return `${field.label} must be ${field.expected}, got ${Object.keys(value as object).length} ${field.unit ?? 'entries'}`;
     default: {
       const hint =
-        key === 'delay' && typeof value === 'number' ? ` (write it as a string, e.g. "${value}ms")` : '';
+        (key === 'delay' || key === 'activeFor') && typeof value === 'number'
+          ? ` (write it as a string, e.g. "${value}ms")`
+          : '';
       return `${field.label} must be ${field.expected}, got ${describe(value)}${hint}`;
     }
   }

@@ -8,7 +8,17 @@ import { type Static, Type } from '@sinclair/typebox';
 import { MAX_DOCUMENT_DEPTH } from './bounds.ts';
 import { DELAY_SPEC_PATTERN } from './duration.ts';
 import { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
+import {
+  DEFAULT_WEIGHT,
+  MAX_ORDER_LENGTH,
+  MAX_WEIGHT,
+  ORDER_PATTERN,
+  SCENARIO_ORDERS,
+  type ScenarioOrder,
+} from './order.ts';
+import { MAX_SESSIONS } from './sessions.ts';
 import { MAX_WEIGHTED_LIST_LENGTH } from './weighted.ts';
+import { ACTIVE_FOR_PATTERN, MAX_ACTIVE_FOR_LENGTH, MAX_TIMES } from './windows.ts';
 
 /** Most scenarios in one set (one file, one `POST /scenario`, one pod's merged array). */
 export const MAX_SCENARIOS = 1000;
@@ -192,6 +202,15 @@ export const ScenarioResponseSchema = Type.Object(
         maximum: MAX_REPEAT,
       }),
     ),
+    weight: Type.Optional(
+      Type.Integer({
+        description:
+          `Under order: random, how likely this response is, relative to the others: a whole number 0-${MAX_WEIGHT} ` +
+          `(default ${DEFAULT_WEIGHT}; 0 never drawn). Only with order: random.`,
+        minimum: 0,
+        maximum: MAX_WEIGHT,
+      }),
+    ),
     error: Type.Optional(
       faultText(
         'Fault instead of the response, the text X-Echo-Error takes: a status 400-599, internal, ' +
@@ -267,7 +286,7 @@ export const ScenarioResponseSchema = Type.Object(
   },
   {
     description:
-      'One scripted response: status, and optionally delay, body, repeat, headers, and any fault a control header gives (error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter).',
+      'One scripted response: status, and optionally delay, body, repeat, weight, headers, and any fault a control header gives (error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter).',
     additionalProperties: false,
   },
 );
@@ -396,12 +415,47 @@ export const ScenarioSchema = Type.Object(
     cycle: Type.Optional(
       Type.Boolean({
         description:
-          'Whether to start again after the last response (default true); false stays on the last one.',
+          'Whether to start again after the last response (default true); false stays on the last one. ' +
+          'Only with order: cycle.',
+      }),
+    ),
+    order: Type.Optional(
+      Type.Unsafe<ScenarioOrder>(
+        Type.String({
+          description:
+            'How responses are served: cycle (in turn, the default) or random (each answer drawn by the ' +
+            "responses' weight, seeded like every draw by X-Echo-Seed or ECHO_SEED; a drawn response is served " +
+            'repeat times in a row).',
+          maxLength: MAX_ORDER_LENGTH,
+          pattern: ORDER_PATTERN,
+          enum: [...SCENARIO_ORDERS],
+        }),
+      ),
+    ),
+    activeFor: Type.Optional(
+      Type.String({
+        description:
+          'How long the scenario matches, from when the set was stored (or the scenario reset): a duration ' +
+          '(30s, 5m, 1.5h; a bare number is milliseconds), above 0 and at most 366d. Past it the scenario is ' +
+          'expired: it stops matching and GET /scenario/state says so. Apart from spec.duration, which ' +
+          'removes an EchoScenario from its pods.',
+        maxLength: MAX_ACTIVE_FOR_LENGTH,
+        pattern: ACTIVE_FOR_PATTERN,
+      }),
+    ),
+    times: Type.Optional(
+      Type.Integer({
+        description:
+          `How many requests the scenario answers, 1-${MAX_TIMES}; then it is expired and stops matching. ` +
+          `Counted per X-Echo-Session (at most ${MAX_SESSIONS} sessions are kept), and apart for requests without one.`,
+        minimum: 1,
+        maximum: MAX_TIMES,
       }),
     ),
     responses: Type.Array(ScenarioResponseSchema, {
       description:
-        'Responses returned in order, one per matching request (each repeat times), wrapping after the last.',
+        'Responses returned in order, one per matching request (each repeat times), wrapping after the last; ' +
+        'under order: random, drawn by weight instead.',
       minItems: 1,
       maxItems: MAX_RESPONSES,
     }),

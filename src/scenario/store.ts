@@ -1,86 +1,45 @@
 /**
- * The live scenario set of one echo process. `match` sits on the hot path of every echo request, so
+ * The live scenario set of one echo process, and where each scenario stands for the requests
+ * without a session and for each session. `match` sits on the hot path of every echo request, so
  * all the work (validation, pattern compilation, delay parsing, header normalisation) happens once,
- * in `replace`.
+ * in `replace` (`entry.ts`).
  */
-import { jsonDepthWithin } from './bounds.ts';
-import { type DelaySpec, parseDelaySpec } from './duration.ts';
-import { ScenarioInvalidError } from './errors.ts';
-import { type FaultLimits, type FaultSpec, readFault, SCENARIO_FAULT_FIELDS } from './faults.ts';
-import { scenarioSetHash } from './hash.ts';
 import {
-  compilePathPattern,
-  compileTextMatcher,
-  type PatternMatcher,
-  pointedText,
-  type TextMatcher,
-  textMatches,
-} from './matchers.ts';
+  Cursor,
+  Entry,
+  LazyRequest,
+  type ScenarioHandle,
+  type ScenarioRequest,
+  type ScenarioState,
+  type ScenarioStep,
+} from './entry.ts';
+import { ScenarioInvalidError } from './errors.ts';
+import type { FaultLimits } from './faults.ts';
+import { scenarioSetHash } from './hash.ts';
 import { type IndexedItem, PathIndex } from './path-index.ts';
-import { type BodyCondition, MAX_TIMER_DELAY_MS, type Scenario, type ScenarioResponse } from './schema.ts';
+import { MAX_TIMER_DELAY_MS, type Scenario } from './schema.ts';
+import { SessionTable } from './sessions.ts';
 import { copyScenario, isPlainPath, type ValidateScenariosOptions, validateScenarios } from './validate.ts';
-
-/** The response a scenario supplies for one request: ready to send, nothing left to parse. */
-export interface ScenarioStep {
-  /** HTTP status, 100-599. */
-  readonly status: number;
-  /** Response body; `undefined` when the scenario response has none. */
-  readonly body: string | undefined;
-  /** Response headers, names lowercased (HTTP names are case-insensitive); frozen, may be empty. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** Delay before responding, pre-parsed; `undefined` when there is none. */
-  readonly delay: DelaySpec | undefined;
-  /**
-   * The response's fault fields (`error`, `size`, `throttle`, ...), read by their headers' parsers
-   * and drawn per request by the echo; `undefined` when it has none.
-   */
-  readonly faults: FaultSpec | undefined;
-  /** Position of this response in its scenario's cycle, 0-based. */
-  readonly index: number;
-}
-
-/** What a scenario may match on, from one request. */
-export interface ScenarioRequest {
-  /** The request method, e.g. `GET` (compared case-insensitively). */
-  readonly method: string;
-  /** The request path, without the query. */
-  readonly path: string;
-  /** The query string without its `?`; `''` when there is none. */
-  readonly query: string;
-  /** Request headers as Node gives them: names lowercased. */
-  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
-  /** The request body; `undefined` when there is none. */
-  readonly body: Buffer | string | undefined;
-}
-
-/** The scenario a request matched, before anything is served: see {@link ScenarioStore.take}. */
-export interface ScenarioHandle {
-  /** The scenario's name, else its `path`, else its `pathPattern`: how faults and logs name it. */
-  readonly label: string;
-  /** The response {@link ScenarioStore.take} would serve now, 0-based. */
-  readonly position: number;
-}
 
 /** Names one scenario (or, by `path`, every scenario with that `path` or `pathPattern`). */
 export type ScenarioSelector = { readonly name: string } | { readonly path: string };
 
-/** Where one scenario stands: what `GET /scenario/state` lists. */
-export interface ScenarioState {
-  /** Position of the scenario in the set, 0-based (the order that decides which matches first). */
-  readonly index: number;
-  readonly name?: string;
-  readonly path?: string;
-  readonly pathPattern?: string;
-  /** Whether the scenario starts again after its last response. */
-  readonly cycle: boolean;
-  /** The response the next matching request gets, 0-based. */
-  readonly position: number;
-  /** How often the response at `position` was served in its current run (below its `repeat`). */
-  readonly positionServed: number;
-  /** How often each response was served since the set was loaded or reset. */
-  readonly served: number[];
-  /** All responses served since the set was loaded or reset. */
-  readonly total: number;
+/** Options of a {@link ScenarioStore}. */
+export interface ScenarioStoreOptions {
+  /** The clock of `activeFor`, in epoch milliseconds; default `Date.now` (tests pass a fake one). */
+  readonly now?: () => number;
+}
+
+/** What a store has counted since it was made, for the meters: never reset, never lower. */
+export interface ScenarioStoreCounts {
+  /** Scenarios whose `activeFor` ended (once per set or reset). */
+  readonly expiredActiveFor: number;
+  /** Scenarios that answered their `times` (once per session, or for requests without one, per set or reset). */
+  readonly expiredTimes: number;
+  /** Sessions kept now. */
+  readonly sessions: number;
+  /** Sessions dropped because one of the session bounds was reached, least recently used first. */
+  readonly sessionsEvicted: number;
 }
 
 /** The outcome of {@link ScenarioStore.setPosition}. */
@@ -88,156 +47,15 @@ export type SetPositionResult =
   | { readonly ok: true; readonly state: ScenarioState }
   | {
       readonly ok: false;
-      readonly reason: 'not-found' | 'ambiguous' | 'out-of-range';
+      readonly reason: 'not-found' | 'ambiguous' | 'out-of-range' | 'random';
       readonly message: string;
     };
 
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
-
-type CompiledBody =
-  | { readonly kind: 'contains'; readonly text: string }
-  | { readonly kind: 'equals'; readonly text: string }
-  | { readonly kind: 'pointer'; readonly pointer: string; readonly value: TextMatcher };
-
-/** One compiled scenario and its state. Fixed size: the counters are one per response. */
-class Entry implements ScenarioHandle {
-  readonly index: number;
-  readonly scenario: Scenario;
-  readonly label: string;
-  readonly pattern: PatternMatcher | undefined;
-  readonly methods: ReadonlySet<string> | undefined;
-  readonly headers: ReadonlyArray<readonly [string, TextMatcher]> | undefined;
-  readonly query: ReadonlyArray<readonly [string, TextMatcher]> | undefined;
-  readonly body: CompiledBody | undefined;
-  readonly steps: readonly ScenarioStep[];
-  readonly repeats: Uint32Array;
-  readonly cycle: boolean;
-  readonly served: Float64Array;
-  position = 0;
-  positionServed = 0;
-  total = 0;
-
-  constructor(scenario: Scenario, index: number, limits: FaultLimits) {
-    this.index = index;
-    this.scenario = scenario;
-    this.label = scenario.name ?? scenario.path ?? scenario.pathPattern ?? '';
-    // Validated in `replace`, so every pattern compiles.
-    this.pattern =
-      scenario.pathPattern === undefined ? undefined : compiled(compilePathPattern(scenario.pathPattern));
-    this.methods =
-      scenario.method === undefined ? undefined : new Set(scenario.method.map((m) => m.toUpperCase()));
-    this.headers = conditions(scenario.headers, (name) => name.toLowerCase());
-    this.query = conditions(scenario.query, (name) => name);
-    this.body = compileBody(scenario.body);
-    this.steps = scenario.responses.map((response, i) => toStep(response, i, limits));
-    this.repeats = Uint32Array.from(scenario.responses, (r) => r.repeat ?? 1);
-    this.cycle = scenario.cycle ?? true;
-    this.served = new Float64Array(scenario.responses.length);
-  }
-
-  matches(request: ScenarioRequest, lazy: LazyRequest): boolean {
-    if (this.pattern === undefined ? this.scenario.path !== request.path : !this.pattern.test(request.path))
-      return false;
-    if (this.methods !== undefined && !this.methods.has(request.method.toUpperCase())) return false;
-    if (this.headers !== undefined) {
-      for (const [name, matcher] of this.headers) {
-        // Own properties only: a condition on `constructor` must not find Object's.
-        const value = Object.hasOwn(request.headers, name) ? request.headers[name] : undefined;
-        if (value === undefined) return false;
-        if (
-          typeof value === 'string'
-            ? !textMatches(matcher, value)
-            : !value.some((v) => textMatches(matcher, v))
-        )
-          return false;
-      }
-    }
-    if (this.query !== undefined) {
-      const params = lazy.params();
-      for (const [name, matcher] of this.query) {
-        if (!params.getAll(name).some((v) => textMatches(matcher, v))) return false;
-      }
-    }
-    if (this.body !== undefined) {
-      const body = this.body;
-      if (body.kind === 'contains') return lazy.text().includes(body.text);
-      if (body.kind === 'equals') return lazy.text() === body.text;
-      const document = lazy.json();
-      if (document === NOT_JSON) return false;
-      const found = pointedText(document, body.pointer);
-      return found !== undefined && textMatches(body.value, found);
-    }
-    return true;
-  }
-
-  reset(): void {
-    this.position = 0;
-    this.positionServed = 0;
-    this.total = 0;
-    this.served.fill(0);
-  }
-
-  state(): ScenarioState {
-    const { name, path, pathPattern } = this.scenario;
-    return {
-      index: this.index,
-      ...(name === undefined ? {} : { name }),
-      ...(path === undefined ? {} : { path }),
-      ...(pathPattern === undefined ? {} : { pathPattern }),
-      cycle: this.cycle,
-      position: this.position,
-      positionServed: this.positionServed,
-      served: Array.from(this.served),
-      total: this.total,
-    };
-  }
-}
-
-const NOT_JSON = Symbol('not JSON');
-/** Deepest request body a `jsonPointer` condition reads; a deeper one is taken as not JSON. */
-const MAX_BODY_MATCH_DEPTH = 1000;
-
-/** The parts of a request only some conditions need, each worked out once per request, at first use. */
-class LazyRequest {
-  readonly #request: ScenarioRequest;
-  #params: URLSearchParams | undefined;
-  #text: string | undefined;
-  #json: unknown = undefined;
-  #jsonDone = false;
-
-  constructor(request: ScenarioRequest) {
-    this.#request = request;
-  }
-
-  params(): URLSearchParams {
-    this.#params ??= new URLSearchParams(this.#request.query);
-    return this.#params;
-  }
-
-  text(): string {
-    const body = this.#request.body;
-    this.#text ??= body === undefined ? '' : typeof body === 'string' ? body : body.toString('utf8');
-    return this.#text;
-  }
-
-  json(): unknown {
-    if (!this.#jsonDone) {
-      this.#jsonDone = true;
-      try {
-        const text = this.text();
-        // A body nesting deeper than any condition could mean costs seconds to parse: not JSON here.
-        this.#json = jsonDepthWithin(text, MAX_BODY_MATCH_DEPTH) === undefined ? NOT_JSON : JSON.parse(text);
-      } catch {
-        this.#json = NOT_JSON;
-      }
-    }
-    return this.#json;
-  }
-}
-
 /**
  * In-memory scenarios, matched in list order. Replacing is atomic: a request sees the old set or
- * the new one, never a mix, and every scenario starts again at its first response.
+ * the new one, never a mix, and every scenario starts again at its first response. A request may
+ * name a session (`X-Echo-Session`): the session has its own position and `times` count in every
+ * scenario, apart from the requests without one and from other sessions.
  */
 export class ScenarioStore {
   #scenarios: readonly Scenario[] = [];
@@ -247,6 +65,15 @@ export class ScenarioStore {
   #plain: ReadonlyMap<string, Entry> = new Map();
   /** Every other scenario, indexed by the exact path or the literal prefix a matching path has. */
   #conditional: PathIndex<Entry> = new PathIndex([]);
+  readonly #now: () => number;
+  readonly #sessions: SessionTable<Entry, Cursor>;
+  #expiredActiveFor = 0;
+  #expiredTimes = 0;
+
+  constructor(options: ScenarioStoreOptions = {}) {
+    this.#now = options.now ?? Date.now;
+    this.#sessions = new SessionTable((entry, session) => new Cursor(entry, session));
+  }
 
   /** Number of scenarios in the current set. */
   get size(): number {
@@ -254,9 +81,10 @@ export class ScenarioStore {
   }
 
   /**
-   * Swaps in a whole new set and restarts every scenario. The set is validated first (schema,
-   * patterns, delays, unique names and plain paths, header names), with `options` as
-   * {@link validateScenarios} takes them; when it is invalid nothing changes.
+   * Swaps in a whole new set and restarts every scenario (its `activeFor` from now) and drops every
+   * session. The set is validated first (schema, patterns, delays, unique names and plain paths,
+   * header names, order, windows), with `options` as {@link validateScenarios} takes them; when it is
+   * invalid nothing changes.
    * @throws {ScenarioInvalidError} `SCENARIO_ERR_INVALID` listing every problem.
    */
   replace(scenarios: readonly Scenario[], options: ValidateScenariosOptions = {}): void {
@@ -266,7 +94,8 @@ export class ScenarioStore {
       maxDelayMs: options.maxDelayMs ?? MAX_TIMER_DELAY_MS,
       maxResponseBytes: options.maxResponseBytes ?? Number.MAX_SAFE_INTEGER,
     };
-    const entries = result.scenarios.map((scenario, index) => new Entry(scenario, index, limits));
+    const now = this.#now();
+    const entries = result.scenarios.map((scenario, index) => new Entry(scenario, index, limits, now));
     const plain = new Map<string, Entry>();
     const conditional: Array<IndexedItem<Entry>> = [];
     for (const entry of entries) {
@@ -275,11 +104,14 @@ export class ScenarioStore {
       else if (path !== undefined) conditional.push({ item: entry, exact: path });
       else conditional.push({ item: entry, prefix: entry.pattern!.literalPrefix });
     }
+    // The windows of the old set that ended unnoticed are counted before it goes.
+    this.#countEnded(this.#entries, now);
     this.#scenarios = result.scenarios;
     this.#hash = undefined;
     this.#entries = entries;
     this.#plain = plain;
     this.#conditional = new PathIndex(conditional);
+    this.#sessions.clear();
   }
 
   /**
@@ -297,49 +129,100 @@ export class ScenarioStore {
   }
 
   /**
-   * The first scenario, in list order, that matches the request; nothing advances (see
-   * {@link take}). A set of plain exact paths costs one map lookup and allocates nothing. Only the
+   * The first scenario, in list order, that matches the request and is not expired (its `activeFor`
+   * over, or its `times` answered for this session); nothing advances (see {@link take}). A set of
+   * plain exact paths without windows costs one map lookup and allocates nothing. Only the
    * scenarios that can match the path are tried: those with that exact `path`, and the patterns
    * whose literal prefix (`/api/` of `/api/*` or of `re:/api/v[0-9]+`) the path starts with.
+   * @param session the request's `X-Echo-Session`: its first match in a scenario makes its state
+   *   there (the least recently used session goes past the bounds); `undefined` for none.
+   * @param random the request's randomness in `[0, 1)` (seeded by `X-Echo-Seed` or `ECHO_SEED`):
+   *   under `order: random`, the response is drawn from it here, once a run of `repeat` is over,
+   *   so the handle's `position` is the response {@link take} serves. Default `Math.random`.
    * @returns the handle, or `undefined` when no scenario matches.
    */
-  match(request: ScenarioRequest): ScenarioHandle | undefined {
+  match(request: ScenarioRequest, session?: string, random?: () => number): ScenarioHandle | undefined {
     const plain = this.#plain.get(request.path);
     const conditional = this.#conditional;
-    if (conditional.size === 0) return plain;
-    let best: Entry | undefined = plain;
-    let lazy: LazyRequest | undefined;
-    // Each list is in set order, so its first match is its earliest; the earliest of those wins.
-    for (const list of conditional.candidates(request.path)) {
-      for (const entry of list) {
-        if (best !== undefined && entry.index > best.index) break;
-        lazy ??= new LazyRequest(request);
-        if (entry.matches(request, lazy)) {
-          best = entry;
-          break;
+    // The common case, answered at once: plain paths only, no session, no window, in turn.
+    if (conditional.size === 0 && (plain === undefined || (session === undefined && plain.simple))) {
+      return plain?.cursor;
+    }
+    let best = plain === undefined || this.#live(plain, session) ? plain : undefined;
+    if (conditional.size !== 0) {
+      let lazy: LazyRequest | undefined;
+      // Each list is in set order, so its first match is its earliest; the earliest of those wins.
+      for (const list of conditional.candidates(request.path)) {
+        for (const entry of list) {
+          if (best !== undefined && entry.index > best.index) break;
+          if (!this.#live(entry, session)) continue;
+          lazy ??= new LazyRequest(request);
+          if (entry.matches(request, lazy)) {
+            best = entry;
+            break;
+          }
         }
       }
     }
-    return best;
+    if (best === undefined) return undefined;
+    const cursor = session === undefined ? best.cursor : this.#sessions.use(session, best);
+    if (best.random !== undefined && cursor.positionServed === 0) {
+      cursor.position = best.random.draw(random ?? Math.random);
+    }
+    return cursor;
+  }
+
+  /** Whether a scenario still matches for `session`: its `activeFor` and its `times` not over. */
+  #live(entry: Entry, session: string | undefined): boolean {
+    if (!entry.windowed) return true;
+    if (entry.activeForMs !== undefined) {
+      const now = this.#now();
+      if (entry.ended(now)) {
+        this.#countEnd(entry, now);
+        return false;
+      }
+    }
+    if (entry.times === undefined) return true;
+    const cursor = session === undefined ? entry.cursor : this.#sessions.find(session, entry);
+    return cursor === undefined || cursor.total < entry.times;
+  }
+
+  /** Counts, once each, the `activeFor` windows of `entries` over at `now`. */
+  #countEnded(entries: readonly Entry[], now: number): void {
+    for (const entry of entries) this.#countEnd(entry, now);
+  }
+
+  /** Counts the end of one scenario's `activeFor`, once, when it is over at `now`. */
+  #countEnd(entry: Entry, now: number): void {
+    if (entry.activeForMs === undefined || entry.activeEndCounted || !entry.ended(now)) return;
+    entry.activeEndCounted = true;
+    this.#expiredActiveFor += 1;
   }
 
   /**
-   * Serves the matched scenario's current response and moves it on: after the response's `repeat`
-   * servings to the next one, after the last back to the first (or, with `cycle: false`, staying).
-   * A handle of a set since replaced moves only that old set.
+   * Serves the matched scenario's current response and moves it on (for the handle's session, or
+   * for the requests without one): after the response's `repeat` servings to the next one, after
+   * the last back to the first (or, with `cycle: false`, staying); under `order: random` the next
+   * {@link match} draws again. Its `times`-th answer expires it. A handle of a set since replaced
+   * moves only that old set.
    */
   take(handle: ScenarioHandle): ScenarioStep {
-    if (!(handle instanceof Entry)) throw new TypeError('take: not a handle from ScenarioStore.match');
+    if (!(handle instanceof Cursor)) throw new TypeError('take: not a handle from ScenarioStore.match');
+    const entry = handle.entry;
     const position = handle.position;
-    const step = handle.steps[position]!;
-    handle.served[position]! += 1;
+    const step = entry.steps[position]!;
+    if (handle.served !== undefined) handle.served[position]! += 1;
     handle.total += 1;
     handle.positionServed += 1;
-    if (handle.positionServed >= handle.repeats[position]!) {
+    if (handle.positionServed >= entry.repeats[position]!) {
       handle.positionServed = 0;
-      if (position + 1 < handle.steps.length) handle.position = position + 1;
-      else if (handle.cycle) handle.position = 0;
+      // Under order: random the next match draws.
+      if (entry.random === undefined) {
+        if (position + 1 < entry.steps.length) handle.position = position + 1;
+        else if (entry.cycle) handle.position = 0;
+      }
     }
+    if (handle.total === entry.times) this.#expiredTimes += 1;
     return step;
   }
 
@@ -348,32 +231,61 @@ export class ScenarioStore {
    * shorthand for tools and tests.
    * @returns the step, or `undefined` when no scenario matches.
    */
-  next(path: string): ScenarioStep | undefined {
-    const handle = this.match({ method: 'GET', path, query: '', headers: {}, body: undefined });
+  next(path: string, session?: string, random?: () => number): ScenarioStep | undefined {
+    const handle = this.match(
+      { method: 'GET', path, query: '', headers: {}, body: undefined },
+      session,
+      random,
+    );
     return handle === undefined ? undefined : this.take(handle);
   }
 
-  /** Where every scenario stands, in list order. */
-  states(): ScenarioState[] {
-    return this.#entries.map((entry) => entry.state());
+  /**
+   * Where every scenario stands, in list order: for the requests without a session, or for
+   * `session` (a session that has not used a scenario stands at its start there). Reading is not a
+   * use: the session's place among the least recently used stays.
+   */
+  states(session?: string): ScenarioState[] {
+    const now = this.#now();
+    this.#countEnded(this.#entries, now);
+    return this.#entries.map((entry) => entry.state(this.#view(entry, session), now));
+  }
+
+  /** The cursor of `entry` for `session`, or a fresh one (not kept) when the session has none. */
+  #view(entry: Entry, session: string | undefined): Cursor {
+    if (session === undefined) return entry.cursor;
+    return this.#sessions.find(session, entry) ?? new Cursor(entry, session);
   }
 
   /**
    * Starts scenarios again at their first response with their counters at zero: all of them, the
-   * one with that `name`, or every one whose `path` or `pathPattern` is that `path`.
-   * @returns the states of the scenarios reset; empty when the selector names none.
+   * one with that `name`, or every one whose `path` or `pathPattern` is that `path`. Without a
+   * session, for everyone: the requests without a session, every session (all of them dropped, when
+   * no selector is given) and `activeFor`, which counts again from now. With one, for that session
+   * only (`activeFor` runs on: it is the set's, not a session's).
+   * @returns the states of the scenarios reset (for `session`, when given); empty when the selector
+   *   names none.
    */
-  reset(selector?: ScenarioSelector): ScenarioState[] {
+  reset(selector?: ScenarioSelector, session?: string): ScenarioState[] {
     const entries = selector === undefined ? this.#entries : this.#select(selector);
-    for (const entry of entries) entry.reset();
-    return entries.map((entry) => entry.state());
+    const now = this.#now();
+    if (session !== undefined) {
+      this.#sessions.drop(session, selector === undefined ? undefined : entries);
+    } else {
+      this.#countEnded(entries, now);
+      for (const entry of entries) entry.restart(now);
+      if (selector === undefined) this.#sessions.clear();
+      else this.#sessions.dropKeys(entries);
+    }
+    return entries.map((entry) => entry.state(this.#view(entry, session), now));
   }
 
   /**
-   * Sets one scenario's position (its counters stay). The selector must name exactly one scenario
-   * and the position must be one of its responses; otherwise nothing changes.
+   * Sets one scenario's position (its counters stay), for the requests without a session or for
+   * `session`. The selector must name exactly one scenario, served in turn (under `order: random`
+   * each answer is drawn), and the position must be one of its responses; otherwise nothing changes.
    */
-  setPosition(selector: ScenarioSelector, position: number): SetPositionResult {
+  setPosition(selector: ScenarioSelector, position: number, session?: string): SetPositionResult {
     const entries = this.#select(selector);
     const named =
       'name' in selector ? `name ${JSON.stringify(selector.name)}` : `path ${JSON.stringify(selector.path)}`;
@@ -386,6 +298,13 @@ export class ScenarioStore {
       };
     }
     const entry = entries[0]!;
+    if (entry.random !== undefined) {
+      return {
+        ok: false,
+        reason: 'random',
+        message: `the scenario with ${named} has order: random, so each answer is drawn: it has no position to set`,
+      };
+    }
     if (!Number.isInteger(position) || position < 0 || position >= entry.steps.length) {
       return {
         ok: false,
@@ -393,9 +312,25 @@ export class ScenarioStore {
         message: `position must be an integer 0-${entry.steps.length - 1} (the scenario has ${entry.steps.length} responses), got ${position}`,
       };
     }
-    entry.position = position;
-    entry.positionServed = 0;
-    return { ok: true, state: entry.state() };
+    const cursor = session === undefined ? entry.cursor : this.#sessions.use(session, entry);
+    cursor.position = position;
+    cursor.positionServed = 0;
+    return { ok: true, state: entry.state(cursor, this.#now()) };
+  }
+
+  /**
+   * What the store has counted since it was made, for the meters (`echo_scenario_expired_total`,
+   * `echo_scenario_sessions_evicted_total`): an `activeFor` that ended without a request to notice
+   * it is counted here.
+   */
+  counts(): ScenarioStoreCounts {
+    this.#countEnded(this.#entries, this.#now());
+    return {
+      expiredActiveFor: this.#expiredActiveFor,
+      expiredTimes: this.#expiredTimes,
+      sessions: this.#sessions.size,
+      sessionsEvicted: this.#sessions.evicted,
+    };
   }
 
   #select(selector: ScenarioSelector): Entry[] {
@@ -404,60 +339,4 @@ export class ScenarioStore {
       (e) => e.scenario.path === selector.path || e.scenario.pathPattern === selector.path,
     );
   }
-}
-
-function compiled<T>(result: { ok: true; value: T } | { ok: false; reason: string }): T {
-  if (!result.ok) throw new Error(`validated pattern failed to compile: ${result.reason}`);
-  return result.value;
-}
-
-function conditions(
-  map: Readonly<Record<string, string>> | undefined,
-  key: (name: string) => string,
-): Array<readonly [string, TextMatcher]> | undefined {
-  if (map === undefined) return undefined;
-  return Object.entries(map).map(
-    ([name, value]) => [key(name), compiled(compileTextMatcher(value))] as const,
-  );
-}
-
-function compileBody(body: BodyCondition | undefined): CompiledBody | undefined {
-  if (body === undefined) return undefined;
-  if (body.contains !== undefined) return { kind: 'contains', text: body.contains };
-  if (body.equals !== undefined) return { kind: 'equals', text: body.equals };
-  return {
-    kind: 'pointer',
-    pointer: body.jsonPointer ?? '',
-    value: compiled(compileTextMatcher(body.value ?? '')),
-  };
-}
-
-/** A response's fault fields as one spec; validated in `replace`, so each reads. */
-function faultsOf(response: ScenarioResponse, limits: FaultLimits): FaultSpec | undefined {
-  let spec: FaultSpec | undefined;
-  for (const field of SCENARIO_FAULT_FIELDS) {
-    const text = response[field];
-    if (text === undefined) continue;
-    spec ??= {};
-    readFault(field, text, spec, limits);
-  }
-  return spec === undefined ? undefined : Object.freeze(spec);
-}
-
-function toStep(response: ScenarioResponse, index: number, limits: FaultLimits): ScenarioStep {
-  return Object.freeze({
-    status: response.status,
-    body: response.body,
-    headers: response.headers === undefined ? NO_HEADERS : lowercaseNames(response.headers),
-    // Validated in `replace`, so it parses.
-    delay: response.delay === undefined ? undefined : Object.freeze(parseDelaySpec(response.delay)),
-    faults: faultsOf(response, limits),
-    index,
-  });
-}
-
-function lowercaseNames(headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
-  return Object.freeze(
-    Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value])),
-  );
 }

@@ -25,6 +25,7 @@ import {
   type ScenarioResponse,
   UNSETTABLE_HEADERS,
 } from './schema.ts';
+import { readActiveFor } from './windows.ts';
 
 // Part of validateScenarios' contract, so exported with it.
 export { MAX_PROBLEMS, type ScenarioProblem };
@@ -92,7 +93,9 @@ export function scenarioPatternTexts(input: unknown): string[] {
  * `contains`, `equals` and `jsonPointer` (and `value` only beside `jsonPointer`), a reversed delay
  * range, a delay above `maxDelayMs` (or {@link MAX_TIMER_DELAY_MS}), a `name` used twice, an exact
  * `path` without other conditions used twice (a second one could never match), header names that
- * are not HTTP tokens, repeat in another case, or are reserved (`Connection`, `Content-Length`, ...).
+ * are not HTTP tokens, repeat in another case, or are reserved (`Connection`, `Content-Length`, ...),
+ * an `activeFor` of 0 or past 366 days, a `weight` on a scenario whose `order` is not `random`, a
+ * `random` one whose weights are all 0 or that says `cycle: false`.
  * A `method` given as one string is taken as a list of one.
  *
  * Never throws because of the input: anything at all (null, strings, cycles, huge arrays) gives a
@@ -182,6 +185,9 @@ export function copyScenario(scenario: Scenario): Scenario {
   if (scenario.query !== undefined) copy.query = Object.fromEntries(Object.entries(scenario.query));
   if (scenario.body !== undefined) copy.body = { ...scenario.body };
   if (scenario.cycle !== undefined) copy.cycle = scenario.cycle;
+  if (scenario.order !== undefined) copy.order = scenario.order;
+  if (scenario.activeFor !== undefined) copy.activeFor = scenario.activeFor;
+  if (scenario.times !== undefined) copy.times = scenario.times;
   copy.responses = scenario.responses.map(copyResponse);
   return copy;
 }
@@ -202,6 +208,7 @@ function copyResponse(response: ScenarioResponse): ScenarioResponse {
   if (response.delay !== undefined) copy.delay = response.delay;
   if (response.body !== undefined) copy.body = response.body;
   if (response.repeat !== undefined) copy.repeat = response.repeat;
+  if (response.weight !== undefined) copy.weight = response.weight;
   // fromEntries defines own properties, so even a header named `__proto__` survives the copy.
   if (response.headers !== undefined) copy.headers = Object.fromEntries(Object.entries(response.headers));
   for (const field of SCENARIO_FAULT_FIELDS) {
@@ -302,8 +309,10 @@ function collectSemanticProblems(
     checkConditionValues(scenario['headers'], `/${i}/headers`, problems);
     checkConditionValues(scenario['query'], `/${i}/query`, problems);
     checkBodyCondition(scenario['body'], `/${i}/body`, problems);
+    checkActiveFor(scenario['activeFor'], `/${i}/activeFor`, problems);
     const responses = scenario['responses'];
     if (!Array.isArray(responses)) continue;
+    checkOrder(scenario, responses, i, problems);
     for (let j = 0; j < responses.length && !problems.full; j++) {
       const response = responses[j];
       if (!isRecord(response)) continue;
@@ -318,6 +327,49 @@ function collectSemanticProblems(
       checkNames(response['headers'], `${location}/headers`, problems, 'response header');
       checkFaults(response, location, problems, limits);
     }
+  }
+}
+
+/** `activeFor`: a duration the schema's pattern admits may still be 0 or past the ceiling. */
+function checkActiveFor(activeFor: unknown, location: string, problems: ProblemList): void {
+  if (typeof activeFor !== 'string' || problems.has(location)) return;
+  const read = readActiveFor(activeFor);
+  if (!read.ok) problems.add(location, `${read.message}, got ${quote(activeFor)}`);
+}
+
+/**
+ * What goes only with one `order`: `weight` and a weight above 0 with `random`, `cycle: false`
+ * with `cycle` (a random draw has no last response to stay on; `times` or `activeFor` end it).
+ */
+function checkOrder(
+  scenario: Record<string, unknown>,
+  responses: unknown[],
+  i: number,
+  problems: ProblemList,
+): void {
+  const random = scenario['order'] === 'random';
+  if (random && scenario['cycle'] === false && !problems.has(`/${i}/cycle`)) {
+    problems.add(
+      `/${i}/cycle`,
+      'cycle: false goes only with order: cycle (a random draw has no last response to stay on; end it with times or activeFor)',
+    );
+  }
+  // A weight that is not a number already has its problem: only all weights 0 is one more.
+  let weighted = false;
+  for (let j = 0; j < responses.length && !problems.full; j++) {
+    const response = responses[j];
+    if (!isRecord(response)) continue;
+    const weight = response['weight'];
+    if (random) weighted ||= weight !== 0;
+    else if (weight !== undefined) {
+      problems.add(`/${i}/responses/${j}/weight`, 'weight goes only with order: random on its scenario');
+    }
+  }
+  if (random && !weighted && responses.length > 0 && !problems.has(`/${i}/responses`)) {
+    problems.add(
+      `/${i}/responses`,
+      'under order: random at least one response needs a weight above 0 (the default is 1)',
+    );
   }
 }
 

@@ -34,10 +34,12 @@ interface State {
   path?: string;
   pathPattern?: string;
   cycle: boolean;
+  order: string;
   position: number;
   positionServed: number;
   served: number[];
   total: number;
+  expired: boolean;
 }
 
 async function states(echo: RunningEcho): Promise<State[]> {
@@ -101,10 +103,12 @@ test('scenario state – cycle: false stays on the last response', () =>
       name: 'once',
       pathPattern: '/boot/*',
       cycle: false,
+      order: 'cycle',
       position: 1,
       positionServed: 0,
       served: [2, 4],
       total: 6,
+      expired: false,
     });
   }));
 
@@ -119,22 +123,36 @@ test('scenario state – GET /scenario/state lists each scenario position and co
         name: 'flaky',
         path: '/flaky',
         cycle: true,
+        order: 'cycle',
         position: 2,
         positionServed: 0,
         served: [3, 1, 0],
         total: 4,
+        expired: false,
       },
       {
         index: 1,
         name: 'once',
         pathPattern: '/boot/*',
         cycle: false,
+        order: 'cycle',
         position: 0,
         positionServed: 1,
         served: [1, 0],
         total: 1,
+        expired: false,
       },
-      { index: 2, path: '/plain', cycle: true, position: 0, positionServed: 0, served: [0], total: 0 },
+      {
+        index: 2,
+        path: '/plain',
+        cycle: true,
+        order: 'cycle',
+        position: 0,
+        positionServed: 0,
+        served: [0],
+        total: 0,
+        expired: false,
+      },
     ]);
   }));
 

@@ -97,6 +97,10 @@ test('lifecycle – invalid duration, suspend and abortWhen are named one by one
   assert.match(problems[0]!, /^spec\.duration: .*"soon"/);
   assert.match(lifecycleProblems({ duration: '0s' })[0]!, /above 0/);
   assert.match(specProblems(es({ duration: 'soon' })) ?? '', /spec\.duration/);
+  // A scenario's own window is checked by the scenario schema, named where it is.
+  assert.match(specProblems(es({ activeFor: '0s' })) ?? '', /spec\.activeFor: activeFor must be/);
+  assert.match(specProblems(es({ times: 0 })) ?? '', /spec\.times: times must be an integer/);
+  assert.match(specProblems(es({ order: 'shuffle' })) ?? '', /spec\.order: order must be/);
 });
 
 const pod: V1Pod = {

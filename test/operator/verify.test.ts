@@ -116,7 +116,23 @@ test('verify – every scenario field an EchoScenario may carry reads back with 
     metadata: { name: 'plain' },
     spec: { target: { service: 'echo', port: 'http' }, path: '/a', responses: [{ status: 418 }] },
   });
-  const array = [rich, plain];
+  // Order by weight and the windows (#31 items 3, 4).
+  const drawn = scenarioOf({
+    metadata: { name: 'drawn' },
+    spec: {
+      target: { service: 'echo', port: 'http' },
+      path: '/drawn',
+      order: 'random',
+      activeFor: '10m',
+      times: 5,
+      responses: [
+        { status: 503, weight: 2 },
+        { status: 200, weight: 8, repeat: 2 },
+      ],
+    },
+  });
+  assert.deepEqual([drawn.order, drawn.activeFor, drawn.times], ['random', '10m', 5]);
+  const array = [rich, plain, drawn];
   const verified = createVerifiedPush(push, readBack);
   assert.equal(await verified(endpoint(echo.port), array, JSON.stringify(array)), scenarioSetHash(array));
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  ACTIVE_FOR_PATTERN,
   DELAY_SPEC_PATTERN,
   HEADER_VALUE_PATTERN,
   type JsonSchemaObject,
@@ -13,6 +14,8 @@ import {
   MAX_REPEAT,
   MAX_RESPONSES,
   MAX_SCENARIOS,
+  MAX_TIMES,
+  MAX_WEIGHT,
   PATH_PATTERN,
   parseDelayBounds,
   ScenarioListSchema,
@@ -109,6 +112,9 @@ test('ScenarioListSchema – carries the documented limits and required fields',
     'query',
     'body',
     'cycle',
+    'order',
+    'activeFor',
+    'times',
     'responses',
   ]);
   assert.equal(properties['pathPattern']?.['maxLength'], MAX_PATTERN_LENGTH);
@@ -129,6 +135,7 @@ test('ScenarioListSchema – carries the documented limits and required fields',
     'delay',
     'body',
     'repeat',
+    'weight',
     'error',
     'size',
     'compress',
@@ -142,6 +149,14 @@ test('ScenarioListSchema – carries the documented limits and required fields',
   ]);
   assert.equal(responseProperties['repeat']?.['minimum'], 1);
   assert.equal(responseProperties['repeat']?.['maximum'], MAX_REPEAT);
+  assert.deepEqual(
+    [responseProperties['weight']?.['minimum'], responseProperties['weight']?.['maximum']],
+    [0, MAX_WEIGHT],
+  );
+  assert.equal(properties['order']?.['pattern'], '^(?:cycle|random)$');
+  assert.deepEqual(properties['order']?.['enum'], ['cycle', 'random']);
+  assert.equal(properties['activeFor']?.['pattern'], ACTIVE_FOR_PATTERN);
+  assert.deepEqual([properties['times']?.['minimum'], properties['times']?.['maximum']], [1, MAX_TIMES]);
   assert.equal([MAX_SCENARIOS, MAX_RESPONSES, MAX_HEADERS, MAX_BODY_LENGTH].join(), '1000,1000,100,1048576');
 });
 

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { seededRandom } from '../../src/echo/random.ts';
 import {
+  MAX_SESSION_STATES,
+  MAX_SESSIONS,
   type Scenario,
   type ScenarioInvalidError,
   type ScenarioRequest,
@@ -231,20 +234,24 @@ test('ScenarioStore – repeat, cycle: false, states, reset and setPosition', ()
       name: 'r',
       path: '/r',
       cycle: true,
+      order: 'cycle',
       position: 1,
       positionServed: 0,
       served: [4, 1],
       total: 5,
+      expired: false,
     },
     {
       index: 1,
       name: 'once',
       path: '/o',
       cycle: false,
+      order: 'cycle',
       position: 1,
       positionServed: 0,
       served: [1, 3],
       total: 4,
+      expired: false,
     },
   ]);
   assert.deepEqual(
@@ -280,4 +287,199 @@ test('ScenarioStore – replace rejects a bad pattern and keeps the old set', ()
       /\/0\/pathPattern: .*not a valid regular expression/.test(error.message),
   );
   assert.equal(store.next('/flaky')?.status, 500);
+});
+
+/** A random source that hands out `values` in turn and counts the draws. */
+function scripted(values: readonly number[]): { random: () => number; draws: () => number } {
+  let i = 0;
+  return { random: () => values[i++ % values.length]!, draws: () => i };
+}
+
+const weighted: Scenario = {
+  name: 'weighted',
+  path: '/w',
+  order: 'random',
+  responses: [
+    { status: 200, weight: 1 },
+    { status: 503, weight: 3 },
+    { status: 504, weight: 0 },
+    { status: 429, weight: 6 },
+  ],
+};
+
+test('ScenarioStore – order: random draws by weight, one value of the given random per answer', () => {
+  const store = new ScenarioStore();
+  store.replace([weighted]);
+  // Weights 1, 3, 0, 6 of 10: [0, 0.1) is 200, [0.1, 0.4) 503, never 504, [0.4, 1) 429.
+  const points = [0, 0.0999, 0.1, 0.3999, 0.4, 0.9999];
+  const source = scripted(points);
+  assert.deepEqual(
+    points.map(() => store.next('/w', undefined, source.random)?.status),
+    [200, 200, 503, 503, 429, 429],
+  );
+  assert.equal(source.draws(), points.length);
+});
+
+test('ScenarioStore – order: random answers match the weights over many seeded draws, and a seed replays', () => {
+  const store = new ScenarioStore();
+  store.replace([weighted]);
+  const draws = 20_000;
+  const random = seededRandom(42);
+  const counts = new Map<number, number>();
+  for (let i = 0; i < draws; i++) {
+    const status = store.next('/w', undefined, random)!.status;
+    counts.set(status, (counts.get(status) ?? 0) + 1);
+  }
+  // Binomial standard deviation at 20,000 draws is at most 0.36%: 1.5% is over four of them.
+  for (const [status, share] of [
+    [200, 0.1],
+    [503, 0.3],
+    [429, 0.6],
+  ] as const) {
+    assert.ok(
+      Math.abs((counts.get(status) ?? 0) / draws - share) < 0.015,
+      `${status}: ${counts.get(status)}`,
+    );
+  }
+  assert.equal(counts.get(504), undefined, 'weight 0 is never drawn');
+  const run = (seed: number) => {
+    store.reset();
+    const seeded = seededRandom(seed);
+    return Array.from({ length: 20 }, () => store.next('/w', undefined, seeded)?.status);
+  };
+  assert.deepEqual(run(7), run(7));
+  assert.notDeepEqual(run(7), run(8));
+});
+
+test('ScenarioStore – order: random serves a drawn response repeat times, then draws again; the handle shows the draw', () => {
+  const store = new ScenarioStore();
+  store.replace([{ path: '/r', order: 'random', responses: [{ status: 500, repeat: 3 }, { status: 200 }] }]);
+  const source = scripted([0.1, 0.9, 0.2]);
+  const handle = store.match(get('/r'), undefined, source.random);
+  assert.equal(handle?.position, 0, 'drawn at match, so the handle names what take serves');
+  assert.equal(store.take(handle!).status, 500);
+  assert.deepEqual(
+    Array.from({ length: 5 }, () => store.next('/r', undefined, source.random)?.status),
+    [500, 500, 200, 500, 500],
+  );
+  assert.equal(source.draws(), 3, 'one draw a run');
+  const [state] = store.states();
+  assert.deepEqual([state?.order, state?.position, state?.positionServed], ['random', 0, 2]);
+  const pinned = store.setPosition({ path: '/r' }, 1);
+  assert.deepEqual([pinned.ok, !pinned.ok && pinned.reason], [false, 'random']);
+});
+
+test('ScenarioStore – activeFor: matches until the window ends on the injected clock, then the next scenario does', () => {
+  let now = 1_000_000;
+  const store = new ScenarioStore({ now: () => now });
+  store.replace([
+    { name: 'brief', path: '/a', activeFor: '30s', responses: [{ status: 503 }] },
+    { name: 'after', pathPattern: '/*', responses: [{ status: 200 }] },
+  ]);
+  assert.equal(store.next('/a')?.status, 503);
+  now += 29_999;
+  assert.equal(store.next('/a')?.status, 503);
+  assert.deepEqual(store.counts(), { expiredActiveFor: 0, expiredTimes: 0, sessions: 0, sessionsEvicted: 0 });
+  now += 1;
+  assert.equal(store.next('/a')?.status, 200, 'expired: the pattern below answers');
+  assert.equal(store.next('/a')?.status, 200);
+  const [brief] = store.states();
+  assert.equal(brief?.expired, true);
+  assert.equal(brief?.activeUntil, new Date(1_030_000).toISOString());
+  assert.equal(brief?.total, 2);
+  assert.equal(store.counts().expiredActiveFor, 1, 'counted once, however often it is passed over');
+  // A reset starts the window again, from now.
+  store.reset({ name: 'brief' });
+  assert.equal(store.next('/a')?.status, 503);
+  assert.equal(store.states()[0]?.activeUntil, new Date(now + 30_000).toISOString());
+  now += 30_000;
+  // Replacing the set counts a window that ended without a request to notice it.
+  store.replace([{ path: '/a', activeFor: '1ms', responses: [{ status: 503 }] }]);
+  assert.equal(store.counts().expiredActiveFor, 2);
+  now += 1;
+  assert.equal(store.states()[0]?.expired, true);
+  assert.equal(store.counts().expiredActiveFor, 3, 'a read of the state or the counts notices it too');
+});
+
+test('ScenarioStore – times: answers at most n requests, then stops matching; a reset gives n more', () => {
+  const store = new ScenarioStore();
+  store.replace([{ name: 'twice', path: '/t', times: 2, responses: [{ status: 503 }, { status: 500 }] }]);
+  assert.deepEqual(statuses(store, '/t', 4), [503, 500, undefined, undefined]);
+  const [state] = store.states();
+  assert.deepEqual([state?.expired, state?.remaining, state?.total], [true, 0, 2]);
+  assert.equal(store.counts().expiredTimes, 1);
+  store.reset();
+  assert.deepEqual(store.states()[0]?.remaining, 2);
+  assert.deepEqual(statuses(store, '/t', 3), [503, 500, undefined]);
+  assert.equal(store.counts().expiredTimes, 2);
+});
+
+test('ScenarioStore – sessions: each has its own position and times count, apart from requests without one', () => {
+  const store = new ScenarioStore();
+  store.replace([
+    { name: 'seq', path: '/s', times: 3, responses: [{ status: 500 }, { status: 502 }, { status: 200 }] },
+  ]);
+  assert.deepEqual(statuses(store, '/s', 2), [500, 502]);
+  const session = (id: string, count: number) =>
+    Array.from({ length: count }, () => store.next('/s', id)?.status);
+  assert.deepEqual(session('a', 2), [500, 502], 'a starts at the start');
+  assert.deepEqual(session('b', 4), [500, 502, 200, undefined], 'b too, and its times run out alone');
+  assert.deepEqual(session('a', 2), [200, undefined]);
+  assert.deepEqual(statuses(store, '/s', 2), [200, undefined], 'requests without a session went on');
+  assert.equal(store.counts().expiredTimes, 3);
+  const a = store.states('a')[0]!;
+  assert.deepEqual([a.position, a.total, a.expired, a.remaining, a.served], [0, 3, true, 0, undefined]);
+  const unknown = store.states('nobody')[0]!;
+  assert.deepEqual([unknown.position, unknown.total, unknown.expired], [0, 0, false]);
+  assert.equal(store.counts().sessions, 2, 'reading a session keeps nothing');
+  // A session's reset and position touch that session only.
+  assert.equal(store.reset(undefined, 'a')[0]?.total, 0);
+  assert.equal(store.states('b')[0]?.total, 3);
+  assert.equal(store.states()[0]?.total, 3);
+  assert.equal(store.setPosition({ name: 'seq' }, 2, 'a').ok, true);
+  assert.deepEqual(session('a', 2), [200, 500]);
+  assert.equal(store.states()[0]?.position, 0);
+  // A reset without a session drops every session; so does a new set.
+  store.reset();
+  assert.equal(store.counts().sessions, 0);
+  assert.deepEqual(session('b', 1), [500]);
+  store.replace([{ path: '/s', responses: [{ status: 201 }] }]);
+  assert.equal(store.counts().sessions, 0);
+  assert.equal(store.counts().sessionsEvicted, 0, 'neither is an eviction');
+});
+
+test('ScenarioStore – keeps at most MAX_SESSIONS sessions, dropping the least recently used and counting it', () => {
+  const store = new ScenarioStore();
+  store.replace([{ path: '/p', responses: [{ status: 500 }, { status: 200 }] }]);
+  for (let i = 0; i < MAX_SESSIONS; i++) store.next('/p', `s${i}`);
+  assert.deepEqual(store.counts(), {
+    expiredActiveFor: 0,
+    expiredTimes: 0,
+    sessions: MAX_SESSIONS,
+    sessionsEvicted: 0,
+  });
+  // s0 is used again, so s1 is now the least recently used.
+  assert.equal(store.next('/p', 's0')?.status, 200);
+  store.next('/p', 'new');
+  assert.deepEqual([store.counts().sessions, store.counts().sessionsEvicted], [MAX_SESSIONS, 1]);
+  assert.equal(store.states('s1')[0]?.total, 0, 's1 was dropped: it starts again');
+  assert.equal(store.states('s0')[0]?.total, 2);
+  assert.equal(store.states('s2')[0]?.total, 1);
+  assert.equal(store.next('/p', 's1')?.status, 500);
+  assert.equal(store.counts().sessionsEvicted, 2, 's2 made room for it');
+});
+
+test('ScenarioStore – keeps at most MAX_SESSION_STATES session states in all, dropping whole sessions', () => {
+  const store = new ScenarioStore();
+  const perSession = 100;
+  store.replace(
+    Array.from({ length: perSession }, (_, i) => ({ path: `/p${i}`, responses: [{ status: 200 }] })),
+  );
+  const sessions = MAX_SESSION_STATES / perSession;
+  for (let s = 0; s < sessions; s++) for (let i = 0; i < perSession; i++) store.next(`/p${i}`, `s${s}`);
+  assert.deepEqual([store.counts().sessions, store.counts().sessionsEvicted], [sessions, 0]);
+  store.next('/p0', 'one-more');
+  assert.deepEqual([store.counts().sessions, store.counts().sessionsEvicted], [sessions, 1]);
+  assert.equal(store.states('s0')[0]?.total, 0);
+  assert.equal(store.states('s1')[0]?.total, 1);
 });

@@ -98,7 +98,7 @@ test('validateScenarios – lists every problem with its path, in input order', 
     {
       path: '/0/extra',
       message:
-        'unknown property "extra" in scenario; expected only name, path, pathPattern, method, headers, query, body, cycle, responses',
+        'unknown property "extra" in scenario; expected only name, path, pathPattern, method, headers, query, body, cycle, order, activeFor, times, responses',
     },
     { path: '/0/path', message: `path must be ${PATH_FORM}, got "no-slash"` },
     { path: '/0/responses', message: 'responses must be an array of 1-1000 responses, got 0 responses' },
@@ -109,7 +109,8 @@ test('validateScenarios – lists every problem with its path, in input order', 
     { path: '/2/path', message: 'path or pathPattern is required: a scenario gives exactly one of them' },
     {
       path: '/2/responses/0/foo',
-      message: 'unknown property "foo" in response; expected only status, delay, body, repeat, headers',
+      message:
+        'unknown property "foo" in response; expected only status, delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers',
     },
     { path: '/2/responses/0/status', message: 'status must be an integer 100-599, got 700' },
     {
@@ -603,4 +604,99 @@ test('validateScenarios – names are unique; the same exact path is allowed whe
     { pathPattern: '/a', responses: [{ status: 203 }] },
   ]);
   assert.equal(ok.ok, true);
+});
+
+test('validateScenarios – order, weight, activeFor and times: accepted and copied', () => {
+  const input: Scenario[] = [
+    {
+      path: '/w',
+      order: 'random',
+      activeFor: '30s',
+      times: 5,
+      responses: [{ status: 200, weight: 9 }, { status: 503, weight: 0, repeat: 2 }, { status: 500 }],
+    },
+    {
+      path: '/c',
+      order: 'cycle',
+      cycle: false,
+      activeFor: '1.5h',
+      times: 1_000_000_000,
+      responses: [{ status: 200 }],
+    },
+    { path: '/r', order: 'random', activeFor: '366d', responses: [{ status: 200, weight: 1_000_000 }] },
+  ];
+  const result = validateScenarios(JSON.parse(JSON.stringify(input)));
+  assert.equal(result.ok, true, JSON.stringify(!result.ok && result.problems));
+  assert.deepEqual(result.ok && result.scenarios, input);
+});
+
+test('validateScenarios – order, weight, activeFor and times: each bad value is named where it is', () => {
+  const scenario = (fields: Record<string, unknown>, responses: unknown[] = [{ status: 200 }]) =>
+    problemsOf([{ path: '/x', ...fields, responses }]);
+  const one = (fields: Record<string, unknown>, responses?: unknown[]) => {
+    const problems = scenario(fields, responses);
+    assert.equal(problems.length, 1, JSON.stringify(problems));
+    return problems[0]!;
+  };
+  const activeForForm =
+    'a duration such as 100ms, 2s, 5m or 1h (a bare number is milliseconds), above 0 and at most 366d';
+  assert.deepEqual(one({ order: 'shuffle' }), {
+    path: '/0/order',
+    message: 'order must be "cycle" or "random", got "shuffle"',
+  });
+  assert.deepEqual(one({ order: 1 }), {
+    path: '/0/order',
+    message: 'order must be "cycle" or "random", got 1',
+  });
+  for (const activeFor of ['soon', '-1s', '1w', '30 s', '']) {
+    assert.deepEqual(one({ activeFor }), {
+      path: '/0/activeFor',
+      message: `activeFor must be a string holding ${activeForForm}, got ${JSON.stringify(activeFor)}`,
+    });
+  }
+  for (const activeFor of ['0', '0s', '0.4ms', '367d', '9000h']) {
+    assert.deepEqual(one({ activeFor }), {
+      path: '/0/activeFor',
+      message: `activeFor must be ${activeForForm}, got ${JSON.stringify(activeFor)}`,
+    });
+  }
+  assert.deepEqual(one({ activeFor: 30 }), {
+    path: '/0/activeFor',
+    message: `activeFor must be a string holding ${activeForForm}, got 30 (write it as a string, e.g. "30ms")`,
+  });
+  for (const times of [0, -1, 1.5, 1_000_000_001, '2', null]) {
+    assert.deepEqual(one({ times }), {
+      path: '/0/times',
+      message: `times must be an integer 1-1000000000, got ${JSON.stringify(times)}`,
+    });
+  }
+  for (const weight of [-1, 0.5, 1_000_001, '1', true]) {
+    assert.deepEqual(one({ order: 'random' }, [{ status: 200, weight }, { status: 200 }]), {
+      path: '/0/responses/0/weight',
+      message: `weight must be an integer 0-1000000, got ${JSON.stringify(weight)}`,
+    });
+  }
+  assert.deepEqual(one({}, [{ status: 200 }, { status: 500, weight: 2 }]), {
+    path: '/0/responses/1/weight',
+    message: 'weight goes only with order: random on its scenario',
+  });
+  assert.deepEqual(one({ order: 'cycle' }, [{ status: 200, weight: 1 }]), {
+    path: '/0/responses/0/weight',
+    message: 'weight goes only with order: random on its scenario',
+  });
+  assert.deepEqual(
+    one({ order: 'random' }, [
+      { status: 200, weight: 0 },
+      { status: 500, weight: 0 },
+    ]),
+    {
+      path: '/0/responses',
+      message: 'under order: random at least one response needs a weight above 0 (the default is 1)',
+    },
+  );
+  assert.deepEqual(one({ order: 'random', cycle: false }), {
+    path: '/0/cycle',
+    message:
+      'cycle: false goes only with order: cycle (a random draw has no last response to stay on; end it with times or activeFor)',
+  });
 });
