@@ -142,6 +142,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   };
   app.decorate('echo', state);
   state.metrics.watchActiveFaults(() => state.faults.active);
+  state.metrics.watchScenarios(() => state.scenarios.counts());
   if (destination !== undefined) state.metrics.watchLogLinesDropped(() => destination.dropped);
 
   let scenarioFile: { close(): void } | undefined;

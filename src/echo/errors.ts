@@ -48,7 +48,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_INVALID_SCENARIO_STATE: {
     status: 400,
     message: 'invalid scenario state request: %s',
-    when: '`POST /scenario/reset` or `PUT /scenario/state` body is malformed, `PUT /scenario/state` names more than one scenario by `path`, or its `position` is out of range; nothing changes',
+    when: '`POST /scenario/reset` or `PUT /scenario/state` body is malformed (a `session` not in the `X-Echo-Session` form included), `GET /scenario/state` got a parameter other than one `session` of that form, `PUT /scenario/state` names more than one scenario by `path` or one of `order: random`, or its `position` is out of range; nothing changes',
   },
   ECHO_ERR_SCENARIO_NOT_FOUND: {
     status: 404,

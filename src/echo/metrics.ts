@@ -1,5 +1,6 @@
 import { CounterBatch, HistogramBatch, type ObsConfigInput, registryGuard } from '@echo-chaos/obs';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ScenarioStoreCounts } from '../scenario/index.ts';
 import { FAULT_KINDS, type FaultKind, type FaultMeters } from './applied.ts';
 
 /** The buckets of `echo_request_duration_seconds`; a latency objective's threshold is one of them. */
@@ -22,6 +23,13 @@ const UNLABELLED_TOTAL_GAUGES = [
 export const ECHO_FAULTS = ['none', 'chaos', 'error', 'scenario', 'status', 'delay'] as const;
 export type EchoFault = (typeof ECHO_FAULTS)[number];
 
+const NO_SCENARIO_COUNTS: ScenarioStoreCounts = Object.freeze({
+  expiredActiveFor: 0,
+  expiredTimes: 0,
+  sessions: 0,
+  sessionsEvicted: 0,
+});
+
 /** The echo service's own meters, on a registry of their own (one per app, so tests stay apart). */
 export class EchoMetrics implements FaultMeters {
   readonly registry: Registry;
@@ -37,6 +45,7 @@ export class EchoMetrics implements FaultMeters {
   readonly #connectionsRefused: Counter;
   #openConnections: () => number = () => 0;
   #logLinesDropped: () => number = () => 0;
+  #scenarioCounts: () => ScenarioStoreCounts = () => NO_SCENARIO_COUNTS;
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
@@ -112,6 +121,55 @@ export class EchoMetrics implements FaultMeters {
         dropped = Math.max(dropped, now);
       },
     });
+    this.#registerScenarioMeters(registry);
+  }
+
+  /** The scenario store's counts as meters, read at each scrape (a window may end without traffic). */
+  #registerScenarioMeters(registry: Registry): void {
+    const metrics = this;
+    const seen = { activeFor: 0, times: 0, evicted: 0 };
+    const expired = new Counter({
+      name: 'echo_scenario_expired_total',
+      help: 'Scenarios that expired and stopped matching, by reason: activeFor (its window ended; once per set or reset) or times (it answered its times; once per session, and once for requests without a session)',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        const counts = metrics.#scenarioCounts();
+        if (counts.expiredActiveFor > seen.activeFor)
+          this.inc({ reason: 'activeFor' }, counts.expiredActiveFor - seen.activeFor);
+        if (counts.expiredTimes > seen.times) this.inc({ reason: 'times' }, counts.expiredTimes - seen.times);
+        seen.activeFor = Math.max(seen.activeFor, counts.expiredActiveFor);
+        seen.times = Math.max(seen.times, counts.expiredTimes);
+      },
+    });
+    // Both reasons from the start, so a rate() over one not yet seen is 0, not absent.
+    for (const reason of ['activeFor', 'times']) expired.inc({ reason }, 0);
+    new Counter({
+      name: 'echo_scenario_sessions_evicted_total',
+      help: 'Scenario sessions (X-Echo-Session) dropped, least recently used first, to stay within 10,000 sessions and 100,000 session states',
+      registers: [registry],
+      collect() {
+        const evicted = metrics.#scenarioCounts().sessionsEvicted;
+        if (evicted > seen.evicted) this.inc(evicted - seen.evicted);
+        seen.evicted = Math.max(seen.evicted, evicted);
+      },
+    });
+    new Gauge({
+      name: 'echo_scenario_sessions',
+      help: 'Scenario sessions (X-Echo-Session) whose positions and times counts are kept',
+      registers: [registry],
+      collect() {
+        this.set(metrics.#scenarioCounts().sessions);
+      },
+    });
+  }
+
+  /**
+   * Where `echo_scenario_expired_total`, `echo_scenario_sessions_evicted_total` and
+   * `echo_scenario_sessions` read their counts (the scenario store).
+   */
+  watchScenarios(read: () => ScenarioStoreCounts): void {
+    this.#scenarioCounts = read;
   }
 
   /** Where `echo_log_lines_dropped_total` reads its count (the log destination). */

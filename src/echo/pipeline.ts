@@ -36,7 +36,12 @@ export interface PipelineDeps {
   readonly history: History;
   readonly scenarios: {
     readonly size: number;
-    match(request: ScenarioRequest): ScenarioHandle | undefined;
+    /** With the request's `X-Echo-Session` and its (seeded) randomness, for `order: random`. */
+    match(
+      request: ScenarioRequest,
+      session: string | undefined,
+      random: RandomSource,
+    ): ScenarioHandle | undefined;
     take(handle: ScenarioHandle): ScenarioStep;
   };
   readonly metrics: EchoMetrics;
@@ -153,7 +158,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     const url = raw.url ?? '/';
     const handle =
       !failing && deps.scenarios.size > 0 && faultsAllowed(request, gate)
-        ? deps.scenarios.match(scenarioRequest(raw, url, body))
+        ? deps.scenarios.match(scenarioRequest(raw, url, body), controls.session, random)
         : undefined;
     const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
     let step: ScenarioStep | undefined;

@@ -13,6 +13,7 @@ import {
   withPatternVerdicts,
 } from '../scenario/index.ts';
 import { scenarioLimits } from './config.ts';
+import { MAX_SESSION_LENGTH } from './controls.ts';
 import { EchoError } from './errors.ts';
 import { countMatching, filteredPage, isFiltered } from './history-filter.ts';
 import {
@@ -22,6 +23,7 @@ import {
   parseHistoryQuery,
 } from './history-query.ts';
 import { historyStream } from './history-stream.ts';
+import { TOKEN } from './http-grammar.ts';
 import { readJsonBody, readTextBody } from './json-body.ts';
 import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
@@ -436,51 +438,113 @@ function parseYaml(text: string): unknown {
 }
 
 /**
- * Scenario state: `GET /scenario/state` lists where each scenario stands; `POST /scenario/reset`
- * starts every scenario again (or one, by `{"name"}`, or those of one `{"path"}`: a path or
- * pathPattern as written); `PUT /scenario/state {"name"|"path", "position"}` moves one scenario.
- * A selector that names nothing is a 404 `ECHO_ERR_SCENARIO_NOT_FOUND`; a malformed body, a path
- * naming several scenarios (for PUT) or a position out of range a 400 `ECHO_ERR_INVALID_SCENARIO_STATE`;
- * either way nothing changes.
+ * Scenario state: `GET /scenario/state` lists where each scenario stands (`?session=<id>`: for that
+ * `X-Echo-Session`); `POST /scenario/reset` starts every scenario again (or one, by `{"name"}`, or
+ * those of one `{"path"}`: a path or pathPattern as written; with `"session"`, for that session
+ * only); `PUT /scenario/state {"name"|"path", "position", "session"?}` moves one scenario.
+ * A selector that names nothing is a 404 `ECHO_ERR_SCENARIO_NOT_FOUND`; a malformed body or query,
+ * a path naming several scenarios (for PUT), a scenario of `order: random` (for PUT) or a position
+ * out of range a 400 `ECHO_ERR_INVALID_SCENARIO_STATE`; either way nothing changes.
  */
 function registerScenarioState(app: FastifyInstance, state: EchoState): void {
   const { scenarios } = state;
-  app.get('/scenario/state', async () => ({ scenarios: scenarios.states() }));
+  app.get('/scenario/state', async (request) => {
+    const session = parseSessionQuery(request.query);
+    if (session !== undefined) return { session, scenarios: scenarios.states(session) };
+    return { scenarios: scenarios.states(), sessions: scenarios.counts().sessions };
+  });
 
   app.post('/scenario/reset', CONTROL_BODY, async (request) => {
     const body = request.body as unknown;
     if (body === undefined || body === null || (isPlainObject(body) && Object.keys(body).length === 0)) {
       return { status: 'scenarios reset', scenarios: scenarios.reset() };
     }
-    const selector = parseSelector(body, [], 'expected no body, {} or {"name": "..."} or {"path": "..."}');
-    const reset = scenarios.reset(selector);
-    if (reset.length === 0) throw new EchoError('ECHO_ERR_SCENARIO_NOT_FOUND', [describeSelector(selector)]);
-    return { status: 'scenarios reset', scenarios: reset };
+    const expected =
+      'expected no body, {} or {"name": "..."} or {"path": "..."}, or {"session": "..."} alone or beside either';
+    const session = parseSessionField(body, expected);
+    const selector = parseSelector(body, ['session'], expected, session !== undefined);
+    const reset = scenarios.reset(selector, session);
+    if (reset.length === 0 && selector !== undefined) {
+      throw new EchoError('ECHO_ERR_SCENARIO_NOT_FOUND', [describeSelector(selector)]);
+    }
+    return { status: 'scenarios reset', ...(session === undefined ? {} : { session }), scenarios: reset };
   });
 
   app.put('/scenario/state', CONTROL_BODY, async (request) => {
     const body = request.body as unknown;
-    const expected = 'expected {"name": "...", "position": N} or {"path": "...", "position": N}';
-    const selector = parseSelector(body, ['position'], expected);
+    const expected =
+      'expected {"name": "...", "position": N} or {"path": "...", "position": N}, with an optional "session"';
+    const session = parseSessionField(body, expected);
+    const selector = parseSelector(body, ['position', 'session'], expected)!;
     const position = (body as Record<string, unknown>)['position'];
     if (typeof position !== 'number' || !Number.isInteger(position)) {
       throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [
         `position must be an integer, got ${JSON.stringify(position) ?? 'nothing'}`,
       ]);
     }
-    const result = scenarios.setPosition(selector, position);
+    const result = scenarios.setPosition(selector, position, session);
     if (!result.ok) {
       if (result.reason === 'not-found') {
         throw new EchoError('ECHO_ERR_SCENARIO_NOT_FOUND', [describeSelector(selector)]);
       }
       throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [result.message]);
     }
-    return { status: 'scenario position set', scenario: result.state };
+    return {
+      status: 'scenario position set',
+      ...(session === undefined ? {} : { session }),
+      scenario: result.state,
+    };
   });
 }
 
-/** `{"name": "..."}` or `{"path": "..."}`, plus the `extra` keys a route reads itself. */
-function parseSelector(body: unknown, extra: readonly string[], expected: string): ScenarioSelector {
+/** What a session id is, worded for messages: what `X-Echo-Session` takes. */
+const SESSION_FORM = `a session id as X-Echo-Session takes it: 1-${MAX_SESSION_LENGTH} letters, digits and !#$%&'*+-.^_\`|~`;
+
+function isSessionId(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_SESSION_LENGTH && TOKEN.test(value);
+}
+
+/** `?session=<id>` of `GET /scenario/state`, the only parameter it takes; `undefined` without. */
+function parseSessionQuery(query: unknown): string | undefined {
+  const params = isPlainObject(query) ? query : {};
+  const unknown = Object.keys(params).filter((key) => key !== 'session');
+  if (unknown.length > 0) {
+    throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [
+      `GET /scenario/state takes only ?session=<id>, got ${unknown.map((key) => JSON.stringify(key).slice(0, 100)).join(', ')}`,
+    ]);
+  }
+  const session = params['session'];
+  if (session === undefined) return undefined;
+  if (!isSessionId(session)) {
+    throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [
+      `session must be ${SESSION_FORM}, got ${(JSON.stringify(session) ?? 'nothing').slice(0, 200)}`,
+    ]);
+  }
+  return session;
+}
+
+/** A body's `"session"`, when it has one. */
+function parseSessionField(body: unknown, expected: string): string | undefined {
+  if (!isPlainObject(body) || !Object.hasOwn(body, 'session')) return undefined;
+  const session = body['session'];
+  if (!isSessionId(session)) {
+    throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [
+      `session must be ${SESSION_FORM}, got ${(JSON.stringify(session) ?? 'nothing').slice(0, 200)} (${expected})`,
+    ]);
+  }
+  return session;
+}
+
+/**
+ * `{"name": "..."}` or `{"path": "..."}`, plus the `extra` keys a route reads itself; with
+ * `optional`, neither is fine too (`undefined`).
+ */
+function parseSelector(
+  body: unknown,
+  extra: readonly string[],
+  expected: string,
+  optional = false,
+): ScenarioSelector | undefined {
   const fail = (): never => {
     throw new EchoError('ECHO_ERR_INVALID_SCENARIO_STATE', [
       `${expected}, got ${(JSON.stringify(body) ?? 'nothing').slice(0, 200)}`,
@@ -488,6 +552,7 @@ function parseSelector(body: unknown, extra: readonly string[], expected: string
   };
   if (!isPlainObject(body)) return fail();
   const keys = Object.keys(body).filter((key) => !extra.includes(key));
+  if (keys.length === 0 && optional) return undefined;
   if (keys.length !== 1) return fail();
   const [key] = keys;
   const value = body[key!];
