@@ -13,14 +13,21 @@ import { TOKEN } from '../../src/echo/http-grammar.ts';
 import { parseReplayRequest, parseTarget } from '../../src/echo/replay.ts';
 import {
   isScenarioError,
+  MAX_ACTIVE_FOR_MS,
   MAX_TIMER_DELAY_MS,
+  MAX_TIMES,
+  MAX_WEIGHT,
   parseDelayBounds,
   parseScenarioDocument,
+  readActiveFor,
   type Scenario,
+  ScenarioInvalidError,
+  ScenarioStore,
   UNSETTABLE_HEADERS,
   validateScenarios,
 } from '../../src/scenario/index.ts';
 import { fuzzParameters, GRAMMAR_PIECES, headerValue } from './fuzz.ts';
+import { activeForArb, badWindowFieldArb, withBadWindowField } from './scenario-windows.ts';
 
 const FILE = 'bodies';
 
@@ -51,6 +58,7 @@ const responseArb = fc.record(
     delay: fc.oneof(delayArb, fc.anything()),
     body: fc.oneof(fc.string({ maxLength: 30 }), fc.anything()),
     repeat: fc.oneof(fc.integer({ min: -1, max: 1_000_001 }), fc.anything()),
+    weight: fc.oneof(fc.integer({ min: -1, max: MAX_WEIGHT + 1 }), pick<unknown>(0, 0.5, '1'), fc.anything()),
     headers: fc.oneof(headersArb, fc.anything()),
     extra: fc.anything(),
   },
@@ -88,6 +96,9 @@ const scenarioArb = fc.record(
       fc.anything(),
     ),
     cycle: fc.oneof(fc.boolean(), fc.anything()),
+    order: fc.oneof(pick('cycle', 'random', 'Random', 'shuffle', ''), fc.anything()),
+    activeFor: fc.oneof(activeForArb, fc.anything()),
+    times: fc.oneof(fc.integer({ min: -1, max: MAX_TIMES + 1 }), pick<unknown>(1.5, '2'), fc.anything()),
     responses: fc.oneof(fc.array(responseArb, { maxLength: 3 }), fc.anything()),
     extra: fc.anything(),
   },
@@ -131,11 +142,24 @@ const validScenarioArb = fc
       }),
       query: fc.dictionary(pick('q', 'page', 'toString'), pick('1', 're:\\d+'), { maxKeys: 2 }),
       cycle: fc.boolean(),
+      activeFor: pick('1ms', '250', '30s', '1.5h', '366d'),
+      times: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constant(MAX_TIMES)),
       responses: fc.array(validResponseArb, { minLength: 1, maxLength: 3 }),
+      // order: cycle (written or not), or random with weights (one above 0) and no cycle: false.
+      random: fc.option(fc.array(fc.integer({ min: 0, max: MAX_WEIGHT }), { minLength: 3, maxLength: 3 })),
+      cycleWritten: fc.boolean(),
     },
-    { requiredKeys: ['where', 'responses'] },
+    { requiredKeys: ['where', 'responses', 'random', 'cycleWritten'] },
   )
-  .map(({ where, ...rest }) => ({ ...rest, ...where }));
+  .map(({ where, random, cycleWritten, ...rest }) => {
+    if (random === null) return { ...rest, ...(cycleWritten ? { order: 'cycle' } : {}), ...where };
+    const { cycle: _cycle, ...noCycle } = rest;
+    const responses = rest.responses.map((r, i) => ({
+      ...r,
+      weight: i === 0 ? Math.max(1, random[0]!) : random[i]!,
+    }));
+    return { ...noCycle, order: 'random', responses, ...where };
+  });
 /** Valid sets, sets with a broken scenario among valid ones, and anything at all. */
 const setArb = fc.oneof(
   { weight: 4, arbitrary: fc.array(validScenarioArb, { maxLength: 3 }) },
@@ -146,7 +170,21 @@ const setArb = fc.oneof(
 function checkAccepted(scenarios: Scenario[], maxDelayMs: number): void {
   for (const s of scenarios) {
     assert.ok((s.path === undefined) !== (s.pathPattern === undefined));
+    assert.ok(s.order === undefined || s.order === 'cycle' || s.order === 'random', s.order);
+    if (s.activeFor !== undefined) {
+      const read = readActiveFor(s.activeFor);
+      assert.ok(read.ok && read.ms > 0 && read.ms <= MAX_ACTIVE_FOR_MS, s.activeFor);
+    }
+    if (s.times !== undefined) assert.ok(Number.isInteger(s.times) && s.times >= 1 && s.times <= MAX_TIMES);
+    if (s.order === 'random') {
+      assert.notEqual(s.cycle, false);
+      assert.ok(s.responses.some((r) => r.weight !== 0));
+    }
     for (const r of s.responses) {
+      if (r.weight !== undefined) {
+        assert.equal(s.order, 'random');
+        assert.ok(Number.isInteger(r.weight) && r.weight >= 0 && r.weight <= MAX_WEIGHT);
+      }
       assert.ok(Number.isInteger(r.status) && r.status >= 100 && r.status <= 599 && r.status !== 101);
       if (r.delay !== undefined) {
         const bounds = parseDelayBounds(r.delay);
@@ -179,6 +217,35 @@ test('validateScenarios – never throws; an accepted set respects the schema an
       assert.deepEqual(yaml, result.scenarios);
     }),
     fuzzParameters(FILE, 'validateScenarios', 800),
+  );
+});
+
+test('ScenarioStore – a bad order, weight, activeFor or times is refused naming its place alone; the stored set and its state stay', () => {
+  const store = new ScenarioStore();
+  const stored: Scenario[] = [
+    { name: 'kept', path: '/kept', order: 'random', times: 3, responses: [{ status: 201 }] },
+  ];
+  store.replace(stored);
+  store.next('/kept');
+  fc.assert(
+    fc.property(badWindowFieldArb, (bad) => {
+      const { set, at } = withBadWindowField(bad);
+      assert.throws(
+        () => store.replace(set as Scenario[]),
+        (error: unknown) => {
+          assert.ok(error instanceof ScenarioInvalidError, String(error));
+          assert.deepEqual(
+            error.problems.map((p) => p.path),
+            [at],
+            JSON.stringify(error.problems),
+          );
+          return true;
+        },
+      );
+      assert.deepEqual(store.list(), stored);
+      assert.equal(store.states()[0]?.total, 1);
+    }),
+    fuzzParameters(FILE, 'bad window field', 500),
   );
 });
 

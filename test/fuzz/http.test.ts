@@ -15,6 +15,7 @@ import { UNSETTABLE_HEADERS } from '../../src/scenario/index.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { curl, h2Request, needCurl, openH2, TIMEOUT_MS } from '../helpers/protocol-clients.ts';
 import { fuzzParameters, headerValue } from './fuzz.ts';
+import { badWindowFieldArb, withBadWindowField } from './scenario-windows.ts';
 
 const FILE = 'http';
 
@@ -49,6 +50,7 @@ const SAFE_CONTROLS = [
   'x-echo-seed',
   'x-echo-explain',
   'x-echo-history-enabled',
+  'x-echo-session',
   'x-echo-dealy',
   'x-echo-constructor',
 ] as const;
@@ -135,6 +137,7 @@ const bodyArb: fc.Arbitrary<Buffer | undefined> = fc.oneof(
     .constantFrom(
       '[{"path":"/x","responses":[{"status":503,"delay":"10ms"},{"status":200}]}]',
       '- path: /x\n  responses: [{status: 599}]\n',
+      '[{"path":"/x","order":"random","times":3,"activeFor":"1m","responses":[{"status":503,"weight":2},{"status":200}]}]',
       // With a deep body below, once a 500: the pointed node could not be printed back.
       '[{"path":"/x","body":{"jsonPointer":"","value":"re:.*"},"responses":[{"status":201}]}]',
       '{"enabled": false}',
@@ -307,6 +310,36 @@ test('HTTP fuzz – after an h2c upgrade (curl --http2): every answer is below 5
       },
     ),
     fuzzParameters(FILE, 'h2c upgrade', 25),
+  );
+  await healthy();
+});
+
+test('HTTP fuzz – POST /scenario with a bad order, weight, activeFor or times: a 400 naming it, and GET /scenario unchanged', async () => {
+  const post = (body: unknown) =>
+    fetch(`${echo.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const kept = [{ path: '/kept', order: 'random', times: 2, responses: [{ status: 201, weight: 3 }] }];
+  assert.equal((await post(kept)).status, 200);
+  const stored = await (await fetch(`${echo.url}/scenario`)).text();
+  await fc.assert(
+    fc.asyncProperty(badWindowFieldArb, async (bad) => {
+      const { set, at } = withBadWindowField(bad);
+      const answer = await post(set);
+      assert.equal(answer.status, 400, JSON.stringify(set));
+      const { error } = (await answer.json()) as {
+        error: { code: string; details: Array<{ field: string }> };
+      };
+      assert.equal(error.code, 'ECHO_ERR_INVALID_SCENARIOS');
+      assert.deepEqual(
+        error.details.map((d) => d.field),
+        [at],
+      );
+      assert.equal(await (await fetch(`${echo.url}/scenario`)).text(), stored);
+    }),
+    fuzzParameters(FILE, 'bad window field', 60),
   );
   await healthy();
 });
