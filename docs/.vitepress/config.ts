@@ -84,6 +84,7 @@ export default defineConfig({
         items: [
           { text: 'Getting started', link: '/getting-started' },
           { text: 'Overview', link: '/service/' },
+          { text: 'Testing your own service', link: '/service/testing-your-service' },
           { text: 'Control headers', link: '/service/control-headers' },
           { text: 'Endpoints', link: '/service/endpoints' },
           { text: 'Scenarios', link: '/scenarios' },
