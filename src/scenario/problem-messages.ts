@@ -4,6 +4,7 @@
  */
 import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { DELAY_SPEC_FORM } from './duration.ts';
+import { ERROR_FAULT_FORM, MAX_CHUNK_BYTES, MAX_RETRY_AFTER_SECONDS, RATE_FORM } from './faults.ts';
 import { MAX_WEIGHT, SCENARIO_ORDERS } from './order.ts';
 import {
   BodyConditionSchema,
@@ -47,6 +48,25 @@ const RESPONSE_FIELDS: Readonly<Record<string, Field>> = {
   body: { label: 'body', expected: `a string of at most ${MAX_BODY_LENGTH} characters` },
   repeat: { label: 'repeat', expected: `an integer 1-${MAX_REPEAT}` },
   weight: { label: 'weight', expected: `an integer 0-${MAX_WEIGHT}` },
+  // The fault fields: the text their header takes, so a number is given as a string ("1024").
+  error: { label: 'error', expected: `a string holding ${ERROR_FAULT_FORM}, or a weighted list of them` },
+  size: {
+    label: 'size',
+    expected: 'a string holding a number of bytes or a weighted list of them, e.g. "1024"',
+  },
+  compress: { label: 'compress', expected: 'a string: "gzip", "br" or "deflate"' },
+  contentType: { label: 'contentType', expected: 'a string holding a media type such as "application/json"' },
+  throttle: { label: 'throttle', expected: `a string holding ${RATE_FORM}` },
+  chunkDelay: { label: 'chunkDelay', expected: 'a string holding a duration such as "100ms"' },
+  chunkSize: {
+    label: 'chunkSize',
+    expected: `a string holding a number of bytes 1-${MAX_CHUNK_BYTES}, e.g. "512"`,
+  },
+  bodyDelay: { label: 'bodyDelay', expected: 'a string holding a duration such as "1s"' },
+  retryAfter: {
+    label: 'retryAfter',
+    expected: `a string holding whole seconds 0-${MAX_RETRY_AFTER_SECONDS} (e.g. "30") or an HTTP date`,
+  },
   headers: {
     label: 'headers',
     expected: `an object of header names to string values, at most ${MAX_HEADERS} entries`,
@@ -150,7 +170,7 @@ function fieldAt(segments: string[]): Field {
     if (segments.length === 3)
       return {
         label: 'response',
-        expected: 'an object with status and optionally delay, body, repeat and headers',
+        expected: `an object with status and optionally ${RESPONSE_KEYS.replace('status, ', '')}`,
       };
     if (segments.length === 4)
       return own(RESPONSE_FIELDS, fourth ?? '') ?? { label: fourth ?? '', expected: 'valid' };

@@ -172,16 +172,17 @@ test('validateScenarios – responses: required, an array of 1 to 1000 objects',
     {
       path: '/0/responses/0',
       message:
-        'response must be an object with status and optionally delay, body, repeat and headers, got null',
+        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, got null',
     },
     {
       path: '/0/responses/1',
       message:
-        'response must be an object with status and optionally delay, body, repeat and headers, got array',
+        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, got array',
     },
     {
       path: '/0/responses/2',
-      message: 'response must be an object with status and optionally delay, body, repeat and headers, got 3',
+      message:
+        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, got 3',
     },
   ]);
 });
@@ -699,4 +700,24 @@ test('validateScenarios – order, weight, activeFor and times: each bad value i
     message:
       'cycle: false goes only with order: cycle (a random draw has no last response to stay on; end it with times or activeFor)',
   });
+});
+
+test('validateScenarios – a fault field given as a number is named with the string form its header takes', () => {
+  const result = validateScenarios([
+    { path: '/a', responses: [{ status: 200, size: 1024, chunkSize: 512, retryAfter: 30, error: 503 }] },
+  ]);
+  assert.equal(result.ok, false);
+  if (result.ok) return;
+  assert.deepEqual(
+    result.problems.map((p) => p.path),
+    ['/0/responses/0/error', '/0/responses/0/size', '/0/responses/0/chunkSize', '/0/responses/0/retryAfter'],
+  );
+  assert.match(
+    result.problems[1]?.message ?? '',
+    /^size must be a string holding a number of bytes .* e\.g\. "1024", got 1024$/,
+  );
+  assert.match(
+    result.problems[3]?.message ?? '',
+    /retryAfter must be a string holding whole seconds 0-86400 \(e\.g\. "30"\)/,
+  );
 });
