@@ -27,7 +27,7 @@ export const FAULT_KINDS = [
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Where a fault's control came from. */
-export type FaultSource = 'header' | 'environment' | 'scenario';
+export type FaultSource = 'header' | 'env' | 'scenario';
 
 /** One applied fault: its kind, the control that asked for it, where that came from, the drawn value. */
 export interface AppliedFault {

@@ -97,7 +97,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     if (envFaults === undefined) return undefined;
     const { statuses: _statuses, ...rest } = envFaults;
     const spec = statusToo ? envFaults : rest;
-    return { spec, origin: (field) => ({ control: ENV_NAMES[field], source: 'environment' }) };
+    return { spec, origin: (field) => ({ control: ENV_NAMES[field], source: 'env' }) };
   };
   const envAlone = envFallback(true);
   const envUnderScenario = envFallback(false);
@@ -202,7 +202,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     }
 
     if (chaosStatus !== undefined) {
-      const source = headerChaos === undefined ? 'environment' : 'header';
+      const source = headerChaos === undefined ? 'env' : 'header';
       if (fault('chaos', headerChaos === undefined ? 'ECHO_CHAOS' : 'X-Echo-Chaos', source, chaosStatus)) {
         metrics.recordFault('chaos');
         request.echoFault = 'chaos';

@@ -99,14 +99,14 @@ test('applied faults – counters, X-Echo-Fault, X-Echo-Applied and history agre
   assert.equal(bad.status, 400);
 });
 
-test('applied faults – ECHO_DELAY and ECHO_CHAOS are named with source environment', async (t) => {
+test('applied faults – ECHO_DELAY and ECHO_CHAOS are named with source env', async (t) => {
   const echo = await startEcho({ ECHO_DELAY: '15ms', ECHO_CHAOS: '100' });
   t.after(() => echo.close());
   const r = await fetch(`${echo.url}/env`, { headers: { 'X-Echo-Explain': 'true' } });
   assert.equal(r.headers.get('x-echo-fault'), 'delay,chaos');
   assert.deepEqual(JSON.parse(r.headers.get('x-echo-applied') ?? 'null'), [
-    { kind: 'delay', control: 'ECHO_DELAY', source: 'environment', value: 15 },
-    { kind: 'chaos', control: 'ECHO_CHAOS', source: 'environment', value: r.status },
+    { kind: 'delay', control: 'ECHO_DELAY', source: 'env', value: 15 },
+    { kind: 'chaos', control: 'ECHO_CHAOS', source: 'env', value: r.status },
   ]);
 });
 

@@ -402,7 +402,7 @@ test('ECHO_ERROR=blackhole and ECHO_ERROR=slow-close – a request without a hea
     await new RawClient(blackhole.port, rawRequest('/env', { 'X-Request-ID': 'env-bh' })).closed,
   );
   assert.deepEqual((await historyEntry(blackhole.url, 'env-bh'))?.faults, [
-    { kind: 'blackhole', control: 'ECHO_ERROR', source: 'environment', value: 'blackhole' },
+    { kind: 'blackhole', control: 'ECHO_ERROR', source: 'env', value: 'blackhole' },
   ]);
   assert.deepEqual(countDelta({}, await faultCounts(blackhole.url)), { blackhole: 1 });
   assert.equal((await fetch(`${blackhole.url}/health`)).status, 200, 'the service routes are not touched');
@@ -414,7 +414,7 @@ test('ECHO_ERROR=blackhole and ECHO_ERROR=slow-close – a request without a hea
   );
   assert.equal(answer.body, 'from the environment');
   assert.deepEqual((await historyEntry(slowClose.url, 'env-sc'))?.faults, [
-    { kind: 'slow-close', control: 'ECHO_ERROR', source: 'environment', value: 'slow-close' },
+    { kind: 'slow-close', control: 'ECHO_ERROR', source: 'env', value: 'slow-close' },
   ]);
   assert.deepEqual(countDelta({}, await faultCounts(slowClose.url)), { 'slow-close': 1 });
 });

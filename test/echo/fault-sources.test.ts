@@ -72,8 +72,8 @@ describe('environment defaults', () => {
     assert.deepEqual(
       faults.map((f) => [f.kind, f.control, f.source]),
       [
-        ['delay', 'ECHO_LATENCY', 'environment'],
-        ['status', 'ECHO_STATUS', 'environment'],
+        ['delay', 'ECHO_LATENCY', 'env'],
+        ['status', 'ECHO_STATUS', 'env'],
       ],
     );
   });
