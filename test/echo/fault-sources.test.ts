@@ -233,6 +233,27 @@ describe('scenario responses carry any fault', () => {
     assert.equal(a.status, b.status, 'the same seed draws the same answer');
   });
 
+  test('the same fields in YAML, as a scenario file holds them', async () => {
+    const yaml = [
+      '- path: /yaml-flaky',
+      '  responses:',
+      '    - { status: 200, error: reset, repeat: 1 }',
+      '    - { status: 503, retryAfter: "12", contentType: text/x-yaml-set, body: later }',
+    ].join('\n');
+    const posted = await request(`${echo.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/yaml' },
+      body: yaml,
+    });
+    assert.equal(posted.statusCode, 200, await posted.body.text());
+    assert.equal(await socketFails(`${echo.url}/yaml-flaky`), true);
+    const second = await get(`${echo.url}/yaml-flaky`);
+    assert.equal(second.status, 503);
+    assert.equal(second.headers['retry-after'], '12');
+    assert.equal(second.headers['content-type'], 'text/x-yaml-set');
+    assert.equal(second.body.toString(), 'later');
+  });
+
   test('a bad fault field is a 400 naming it, and the stored set stays as it was', async () => {
     const stored = [{ path: '/kept', responses: [{ status: 200, error: 'truncate' }] }];
     assert.equal((await postScenarios(echo, stored)).status, 200);
