@@ -20,6 +20,15 @@ export interface BrokenContent {
   /** The body the request would have been answered with: its bytes, or a size of random bytes. */
   readonly body: Buffer | number;
   readonly contentType: string;
+  /** The status of the head `truncate` and `malformed` send: the scenario response's, else 200. */
+  readonly status: number;
+}
+
+/** What a scenario response that breaks its own answer scripted: its status, body and headers. */
+export interface ScriptedAnswer {
+  readonly status: number;
+  readonly body: string | undefined;
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /**
@@ -31,20 +40,39 @@ export function brokenContent(
   controls: Controls,
   body: Buffer | undefined,
   summary: () => string,
+  scripted?: ScriptedAnswer,
 ): BrokenContent {
+  // A scenario response breaks the answer it scripts: its status (one with a body to break) and,
+  // unless a size replaces it, its body and Content-Type.
+  const status =
+    scripted !== undefined && scripted.status >= 200 && !NO_CONTENT_STATUSES.has(scripted.status)
+      ? scripted.status
+      : BROKEN_STATUS;
   if (controls.responseSize !== undefined) {
     const type = controls.contentType ?? request.headers['content-type'] ?? 'application/octet-stream';
-    return { body: controls.responseSize, contentType: type };
+    return { body: controls.responseSize, contentType: type, status };
+  }
+  if (scripted?.body !== undefined) {
+    const type = controls.contentType ?? scripted.headers['content-type'] ?? 'text/plain; charset=utf-8';
+    return { body: Buffer.from(scripted.body), contentType: type, status };
   }
   if (body !== undefined && body.length > 0) {
-    return { body, contentType: controls.contentType ?? request.headers['content-type'] ?? 'text/plain' };
+    const type = controls.contentType ?? request.headers['content-type'] ?? 'text/plain';
+    return { body, contentType: type, status };
   }
-  return { body: Buffer.from(summary()), contentType: controls.contentType ?? 'text/plain; charset=utf-8' };
+  return {
+    body: Buffer.from(summary()),
+    contentType: controls.contentType ?? 'text/plain; charset=utf-8',
+    status,
+  };
 }
+
+/** Statuses without content: a broken body cannot be sent with them, so 200 is. */
+const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
 
 /** How many random bytes `garbage` sends. */
 export const GARBAGE_BYTES = 1024;
-/** The status whose head `truncate` and `malformed` send before they break. */
+/** The status whose head `truncate` and `malformed` send before they break, unless a scenario scripted one. */
 const BROKEN_STATUS = 200;
 /** Headers HTTP/2 refuses (RFC 9113 8.2.2); never among the reply's, but kept out to be sure. */
 const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade']);
@@ -78,18 +106,18 @@ export function sendBrokenBody(
       // As a server that crashed mid-body: nothing announces the end (no `Connection: close`), the
       // connection just ends. A client's retry (undici's RetryAgent) treats it as the crash it is;
       // announced, it took the close as the server's choice and gave up (issue #31).
-      socket.write(head({ ...headers, 'content-length': length }));
+      socket.write(head(content.status, { ...headers, 'content-length': length }));
       writePart(socket, content.body, half, () => socket.end());
-      return BROKEN_STATUS;
+      return content.status;
     case 'malformed':
-      socket.write(head({ ...headers, connection: 'close', 'transfer-encoding': 'chunked' }));
+      socket.write(head(content.status, { ...headers, connection: 'close', 'transfer-encoding': 'chunked' }));
       // Half the body as a valid chunk (none when empty: a 0 chunk would end the body properly),
       // then a chunk-size line that is not hexadecimal.
       if (half > 0) socket.write(`${half.toString(16)}\r\n`);
       writePart(socket, content.body, half, () =>
         socket.end(`${half > 0 ? '\r\n' : ''}zz\r\nnot a chunk\r\n`),
       );
-      return BROKEN_STATUS;
+      return content.status;
   }
 }
 
@@ -120,7 +148,7 @@ function breakStream(
     case 'malformed': {
       const length = bodyLength(content.body);
       const headers: Record<string, string | number | string[]> = {
-        ':status': BROKEN_STATUS,
+        ':status': content.status,
         'content-type': content.contentType,
       };
       for (const [name, value] of Object.entries(reply.getHeaders())) {
@@ -132,7 +160,7 @@ function breakStream(
       stream.respond(headers, { waitForTrailers: true });
       stream.once('wantTrailers', () => stream.close(code));
       writePart(stream, content.body, Math.floor(length / 2), () => stream.end());
-      return BROKEN_STATUS;
+      return content.status;
     }
   }
 }
@@ -154,8 +182,11 @@ function writePart(out: Writable | Socket, body: Buffer | number, n: number, the
 }
 
 /** An HTTP/1.1 response head. */
-function head(headers: Record<string, string | number | readonly string[] | undefined>): string {
-  let out = `HTTP/1.1 ${BROKEN_STATUS} ${STATUS_CODES[BROKEN_STATUS]}\r\n`;
+function head(
+  status: number,
+  headers: Record<string, string | number | readonly string[] | undefined>,
+): string {
+  let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     for (const v of typeof value === 'object' ? value : [value]) out += `${name}: ${v}\r\n`;

@@ -253,7 +253,11 @@ export function createEchoHandler(deps: PipelineDeps) {
           case 'garbage': {
             metrics.recordFault(error.kind);
             const summary = () => requestSummary(raw, request.ip, protocolOf(request));
-            const content = brokenContent(request, controls, body, summary);
+            // A scenario's own answer is what breaks: its status, headers and body (unless a size).
+            if (step !== undefined) {
+              for (const name in step.headers) reply.header(name, step.headers[name]);
+            }
+            const content = brokenContent(request, controls, body, summary, step);
             const sent = sendBrokenBody(request, reply, error.kind, content, random);
             return recordCompletion(request, reply, metrics, sent);
           }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
@@ -24,6 +25,21 @@ async function get(url: string, headers: Record<string, string> = {}) {
 function applied(headers: Record<string, string | string[] | undefined>): Applied {
   const raw = headers['x-echo-applied'];
   return raw === undefined ? [] : (JSON.parse(String(raw)) as Applied);
+}
+
+/** Sends `text` on a raw connection and reads until the server closes it. */
+function rawExchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(text));
+    let got = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      got += chunk;
+    });
+    socket.setTimeout(10_000, () => socket.destroy(new Error(`no close after: ${got}`)));
+    socket.on('close', () => resolve(got));
+    socket.on('error', reject);
+  });
 }
 
 async function postScenarios(echo: RunningEcho, scenarios: unknown) {
@@ -231,6 +247,34 @@ describe('scenario responses carry any fault', () => {
     const a = await get(`${echo.url}/weighted`, { 'x-echo-seed': '7' });
     const b = await get(`${echo.url}/weighted`, { 'x-echo-seed': '7' });
     assert.equal(a.status, b.status, 'the same seed draws the same answer');
+  });
+
+  test("truncate and malformed from a scenario break that response's own status, headers and body", async () => {
+    const body = '{"orders":[1,2,3,4]}';
+    const set = [
+      {
+        path: '/broken',
+        responses: [
+          {
+            status: 503,
+            error: 'truncate',
+            body,
+            headers: { 'Content-Type': 'application/json', 'X-Shard': '7' },
+          },
+          { status: 201, error: 'malformed', body },
+        ],
+      },
+    ];
+    assert.equal((await postScenarios(echo, set)).status, 200);
+    const truncated = await rawExchange(echo.port, 'GET /broken HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.match(truncated, /^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    assert.match(truncated, /\r\ncontent-type: application\/json\r\n/i);
+    assert.match(truncated, /\r\nx-shard: 7\r\n/i);
+    assert.match(truncated, new RegExp(`\\r\\ncontent-length: ${body.length}\\r\\n`, 'i'));
+    assert.ok(truncated.endsWith(`\r\n\r\n${body.slice(0, body.length / 2)}`), truncated);
+    const malformed = await rawExchange(echo.port, 'GET /broken HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.match(malformed, /^HTTP\/1\.1 201 Created\r\n/);
+    assert.ok(malformed.includes(`\r\n\r\na\r\n${body.slice(0, 10)}\r\nzz\r\n`), malformed);
   });
 
   test('the same fields in YAML, as a scenario file holds them', async () => {
