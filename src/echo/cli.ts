@@ -3,7 +3,7 @@
  * takes no arguments besides `--help` and `--version`.
  */
 import { OTEL_PASSED_THROUGH, OTEL_VARIABLES } from '../telemetry/otel-config.ts';
-import { HEADER_VARIABLE, VARIABLES } from './config.ts';
+import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from './config.ts';
 
 /** What the command line asks for: serve, print the help, print the version, or a usage error. */
 export type CommandLine =
@@ -36,7 +36,9 @@ export function helpText(version: string): string {
     '',
     'Variables:',
   ];
-  for (const v of [...VARIABLES, HEADER_VARIABLE, ...OTEL_VARIABLES]) {
+  // The control headers' defaults (ECHO_STATUS, ...) follow the variables, as in the README.
+  const faultDefaults = FAULT_DEFAULT_VARIABLES.map((v) => ({ ...v, default: '' }));
+  for (const v of [...VARIABLES, ...faultDefaults, HEADER_VARIABLE, ...OTEL_VARIABLES]) {
     lines.push(
       `  ${v.name}`,
       `      ${plain(v.meaning)}`,

@@ -229,11 +229,11 @@ function runArgs(args: string[]): Promise<Exit> {
 }
 
 test('cli – --help lists every variable with its default and exits 0 without serving', async () => {
-  const { VARIABLES } = await import('../../src/echo/config.ts');
+  const { FAULT_DEFAULT_VARIABLES, VARIABLES } = await import('../../src/echo/config.ts');
   const result = await runArgs(['--help']);
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^Usage: echo-chaos/m);
-  for (const v of VARIABLES) {
+  for (const v of [...VARIABLES, ...FAULT_DEFAULT_VARIABLES]) {
     assert.match(result.stdout, new RegExp(`^  ${v.name}$`, 'm'), `${v.name} missing from --help`);
   }
   assert.match(result.stdout, /^ {2}ECHO_HEADER_<Name>$/m);
