@@ -424,7 +424,8 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
 
 function invalidScenarios(problems: ReadonlyArray<{ path: string; message: string }>): EchoError {
   const details = problems.map((p) => ({ field: p.path, message: p.message }));
-  const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
+  // A problem of the whole set (its path is the empty pointer) is said without a location.
+  const summary = details.map((d) => (d.field === '' ? d.message : `${d.field}: ${d.message}`)).join('; ');
   return new EchoError('ECHO_ERR_INVALID_SCENARIOS', [summary], { details });
 }
 

@@ -320,6 +320,12 @@ describe('scenario responses carry any fault', () => {
       assert.match(JSON.stringify(res.body), new RegExp(`/0/responses/0/${field}`), `${field} named`);
       assert.deepEqual(await listedScenarios(echo), before, `set unchanged after ${field}=${value}`);
     }
+    // A problem of the whole set is said without an empty location in front of it.
+    const notAList = await postScenarios(echo, { path: '/x' });
+    assert.equal(notAList.status, 400);
+    const error = notAList.body['error'] as { message?: string } | undefined;
+    assert.match(String(error?.message), /^invalid scenarios: input must be an array of scenarios/);
+    assert.deepEqual(await listedScenarios(echo), before);
     // Read back as sent: the fields are part of the stored set.
     assert.deepEqual(before, stored);
   });
