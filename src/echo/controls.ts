@@ -75,7 +75,13 @@ export type ParseResult = {
 const MAX_ECHOED_HEADERS = 64;
 /** Longest `X-Echo-Session`. */
 export const MAX_SESSION_LENGTH = 128;
-const SESSION = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+/** What a session id is, worded for messages: the one rule of `X-Echo-Session`, history and state routes. */
+export const SESSION_FORM = `a session id of 1-${MAX_SESSION_LENGTH} letters, digits and !#$%&'*+-.^_\`|~`;
+
+/** Whether `value` is a session id as `X-Echo-Session` takes it (an HTTP token, at most 128 characters). */
+export function isSessionId(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_SESSION_LENGTH && TOKEN.test(value);
+}
 /** Response-only headers a client may reflect back at us; they control nothing. */
 const IGNORED = new Set([
   'x-echo-request-count',
@@ -157,14 +163,7 @@ const PARSERS: ReadonlyMap<string, HeaderParser> = new Map<string, HeaderParser>
     'x-echo-session',
     (value, ctx, name) => {
       const v = value.trim();
-      if (!SESSION.test(v)) {
-        return problem(
-          ctx,
-          name,
-          value,
-          `expected a session id of 1-${MAX_SESSION_LENGTH} letters, digits and !#$%&'*+-.^_\`|~`,
-        );
-      }
+      if (!isSessionId(v)) return problem(ctx, name, value, `expected ${SESSION_FORM}`);
       ctx.controls.session = v;
     },
   ],

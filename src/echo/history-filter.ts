@@ -14,10 +14,9 @@
 import { METHODS } from 'node:http';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { FAULT_KINDS, type FaultKind } from './applied.ts';
-import { MAX_SESSION_LENGTH } from './controls.ts';
+import { isSessionId, SESSION_FORM } from './controls.ts';
 import type { ErrorDetail } from './errors.ts';
 import { History, type HistoryEntry, type HistoryPage } from './history.ts';
-import { TOKEN } from './http-grammar.ts';
 import { parseRfc3339 } from './iso-time.ts';
 
 /** The filter parameters, in the order the next page's link repeats them. */
@@ -115,8 +114,7 @@ const PARSERS: Record<FilterParam, (raw: string, filter: MutableFilter) => strin
   },
   // The grammar and ceiling of X-Echo-Session itself, so any session a request can name can be found.
   session(raw, filter) {
-    if (raw.length > MAX_SESSION_LENGTH || !TOKEN.test(raw))
-      return `a session id of 1-${MAX_SESSION_LENGTH} letters, digits and !#$%&'*+-.^_\`|~, as sent in X-Echo-Session`;
+    if (!isSessionId(raw)) return `${SESSION_FORM}, as sent in X-Echo-Session`;
     filter.session = raw;
     return undefined;
   },

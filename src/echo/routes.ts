@@ -13,7 +13,7 @@ import {
   withPatternVerdicts,
 } from '../scenario/index.ts';
 import { scenarioLimits } from './config.ts';
-import { MAX_SESSION_LENGTH } from './controls.ts';
+import { isSessionId, SESSION_FORM } from './controls.ts';
 import { EchoError } from './errors.ts';
 import { countMatching, filteredPage, isFiltered } from './history-filter.ts';
 import {
@@ -23,7 +23,6 @@ import {
   parseHistoryQuery,
 } from './history-query.ts';
 import { historyStream } from './history-stream.ts';
-import { TOKEN } from './http-grammar.ts';
 import { readJsonBody, readTextBody } from './json-body.ts';
 import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
@@ -496,13 +495,6 @@ function registerScenarioState(app: FastifyInstance, state: EchoState): void {
       scenario: result.state,
     };
   });
-}
-
-/** What a session id is, worded for messages: what `X-Echo-Session` takes. */
-const SESSION_FORM = `a session id as X-Echo-Session takes it: 1-${MAX_SESSION_LENGTH} letters, digits and !#$%&'*+-.^_\`|~`;
-
-function isSessionId(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= MAX_SESSION_LENGTH && TOKEN.test(value);
 }
 
 /** `?session=<id>` of `GET /scenario/state`, the only parameter it takes; `undefined` without. */
