@@ -22,6 +22,7 @@ import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
+import { Upstream } from './proxy.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { retryAfterSeconds, TokenBucket } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
@@ -267,8 +268,20 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     }
   });
 
+  // Reverse proxy (`ECHO_UPSTREAM`): one connection pool to the upstream, closed with the app.
+  const upstream =
+    config.upstream === undefined
+      ? undefined
+      : await Upstream.create({
+          url: config.upstream,
+          timeoutMs: config.upstreamTimeoutMs,
+          hostHeader: config.upstreamHostHeader,
+        });
+  if (upstream !== undefined) app.addHook('onClose', () => upstream.close());
+
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.
   const echo = createEchoHandler({
+    ...(upstream === undefined ? {} : { upstream }),
     config,
     random,
     ...(seeds === undefined ? {} : { seeds }),

@@ -68,6 +68,12 @@ export interface EchoConfig {
   readonly scenarioFileExplicit: boolean;
   readonly serverInfo: boolean;
   readonly replayTimeoutMs: number;
+  /** `ECHO_UPSTREAM`: forward what no scenario answers to this origin (and base path); unset: echo. */
+  readonly upstream: URL | undefined;
+  /** `ECHO_UPSTREAM_TIMEOUT`: how long the upstream may take for its answer's head, and each body piece. */
+  readonly upstreamTimeoutMs: number;
+  /** `ECHO_UPSTREAM_HOST_HEADER`: `upstream` sends the upstream's Host, `preserve` the client's. */
+  readonly upstreamHostHeader: 'upstream' | 'preserve';
   /** `ECHO_REPLAY_ALLOWED_TARGETS`: where `POST /replay` may send (see `ReplayGuard`). */
   readonly replayAllowedTargets: readonly TargetRule[];
   /** `ECHO_REPLAY_CREDENTIALS`: `masked` (default) replays the masked view, `original` what was received. */
@@ -140,6 +146,24 @@ function duration(minMs: number, maxMs: number): Parser {
 }
 
 const text: Parser = (raw) => (raw.length > 0 ? ok(raw) : bad);
+
+/** An upstream: an absolute http(s) URL naming a host, without query, fragment or credentials. */
+function upstreamUrl(raw: string): Parsed {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return bad;
+  }
+  const usable =
+    (url.protocol === 'http:' || url.protocol === 'https:') &&
+    url.hostname !== '' &&
+    url.search === '' &&
+    url.hash === '' &&
+    url.username === '' &&
+    url.password === '';
+  return usable ? ok(url) : bad;
+}
 
 /** What `Authorization: Bearer` can carry: visible ASCII, no spaces. */
 export const ADMIN_TOKEN = /^[\x21-\x7e]+$/;
@@ -410,6 +434,30 @@ export const VARIABLES: readonly VariableSpec[] = [
     '`true` or `false`',
     'Add `X-Echo-Server`, `X-Echo-Version`, `X-Echo-Uptime` to every response',
     boolean(),
+  ),
+  v(
+    'ECHO_UPSTREAM',
+    'upstream',
+    '',
+    'empty, or an absolute `http://` or `https://` URL without query or credentials (a base path is kept)',
+    'Reverse proxy: every echo request no scenario answers is forwarded to this upstream and its answer returned, with the faults asked for',
+    (raw) => (raw === '' ? ok(undefined) : upstreamUrl(raw)),
+  ),
+  v(
+    'ECHO_UPSTREAM_TIMEOUT',
+    'upstreamTimeoutMs',
+    '30s',
+    `${DURATION_FORM}, 1ms-1440m (24 hours)`,
+    "How long the upstream may take to connect, to send its answer's head, and each piece of its body; past it a 504 `ECHO_ERR_PROXY_TIMEOUT`",
+    duration(1, DAY_MS),
+  ),
+  v(
+    'ECHO_UPSTREAM_HOST_HEADER',
+    'upstreamHostHeader',
+    'upstream',
+    '`upstream` or `preserve`',
+    "The `Host` a forwarded request carries: the upstream's (`upstream`) or the client's, as sent (`preserve`)",
+    (raw) => (raw === 'upstream' || raw === 'preserve' ? ok(raw) : bad),
   ),
   v(
     'ECHO_REPLAY_TIMEOUT',

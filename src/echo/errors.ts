@@ -126,6 +126,16 @@ export const ECHO_ERRORS = {
     message: 'rate limit of %s requests per second exceeded',
     when: 'The global rate limit (`ECHO_RATE_LIMIT_RPS`) is exhausted; `Retry-After` says when to come back',
   },
+  ECHO_ERR_PROXY_UNREACHABLE: {
+    status: 502,
+    message: 'upstream %s unreachable: %s',
+    when: 'With `ECHO_UPSTREAM` set, the upstream refused the connection, could not be reached, or closed it before its answer',
+  },
+  ECHO_ERR_PROXY_TIMEOUT: {
+    status: 504,
+    message: 'upstream %s did not answer within %s ms (ECHO_UPSTREAM_TIMEOUT): %s',
+    when: "With `ECHO_UPSTREAM` set, the upstream did not connect, send its answer's head, or the next piece of its body within `ECHO_UPSTREAM_TIMEOUT`",
+  },
   ECHO_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,
     message: 'replay target unreachable: %s',

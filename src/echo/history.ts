@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppliedFault } from './applied.ts';
+import type { UpstreamOutcome } from './proxy.ts';
 
 const NO_FAULTS: readonly AppliedFault[] = Object.freeze([]);
 
@@ -27,6 +28,8 @@ export interface HistoryEntry {
   duration_ms: number | null;
   /** The faults applied to the answer, in order (empty: none). */
   faults: readonly AppliedFault[];
+  /** A forwarded request's upstream (`ECHO_UPSTREAM`): where, its status and its own time. */
+  upstream?: UpstreamOutcome;
 }
 
 /**
@@ -46,6 +49,7 @@ class Recorded implements HistoryEntry {
   status: number | null = null;
   duration_ms: number | null = null;
   faults: readonly AppliedFault[] = NO_FAULTS;
+  upstream: UpstreamOutcome | undefined = undefined;
   readonly #timeMs: number;
   readonly #bytes: Buffer;
   readonly #cut: boolean;
@@ -152,6 +156,7 @@ class Recorded implements HistoryEntry {
       status: this.status,
       duration_ms: this.duration_ms,
       faults: this.faults,
+      ...(this.upstream === undefined ? {} : { upstream: { ...this.upstream } }),
     };
   }
 }

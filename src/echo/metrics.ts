@@ -38,6 +38,9 @@ export class EchoMetrics implements FaultMeters {
   /** The two meters every request records, batched per series (`@echo-chaos/obs`'s batch.ts). */
   readonly #requestsBatch: CounterBatch<'method' | 'path' | 'status' | 'fault'>;
   readonly #durationBatch: HistogramBatch<'fault'>;
+  /** The upstream's own answers (reverse proxy), apart from what the echo injected. */
+  readonly #upstreamRequests: Counter<'status'>;
+  readonly #upstreamDuration: Histogram;
   readonly #chaos: Counter<'type'>;
   readonly #faults: Counter<'kind'>;
   readonly #overflow: Counter;
@@ -67,6 +70,18 @@ export class EchoMetrics implements FaultMeters {
       registers: [registry],
     });
     const firewall = registryGuard(registry);
+    this.#upstreamRequests = new Counter({
+      name: 'echo_upstream_requests_total',
+      help: 'Requests forwarded to ECHO_UPSTREAM, by the status the upstream answered (error: no answer: unreachable or too slow)',
+      labelNames: ['status'],
+      registers: [registry],
+    });
+    this.#upstreamDuration = new Histogram({
+      name: 'echo_upstream_request_duration_seconds',
+      help: "Time from forwarding a request to ECHO_UPSTREAM to its answer's head: the upstream's own latency, without any injected delay",
+      buckets: ECHO_DURATION_BUCKETS,
+      registers: [registry],
+    });
     this.#requestsBatch = new CounterBatch(this.#requests, { firewall });
     this.#durationBatch = new HistogramBatch(this.#duration, { firewall });
     this.#chaos = new Counter({
@@ -216,6 +231,12 @@ export class EchoMetrics implements FaultMeters {
       fault,
     });
     this.#durationBatch.observe(fault, { fault }, seconds);
+  }
+
+  /** A forwarded request's upstream answered with `status` (or failed: `error`) after `seconds`. */
+  upstreamAnswered(status: number | 'error', seconds: number): void {
+    this.#upstreamRequests.labels(String(status)).inc();
+    if (status !== 'error') this.#upstreamDuration.observe(seconds);
   }
 
   recordFault(type: string): void {

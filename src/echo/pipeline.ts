@@ -1,5 +1,6 @@
 import { ServerResponse, STATUS_CODES } from 'node:http';
 import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from 'node:http2';
+import type { Readable } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { drawDelayMs } from '../scenario/duration.ts';
@@ -18,10 +19,12 @@ import {
   parseControls,
   withFallbacks,
 } from './controls.ts';
+import { errorBody } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
+import type { Upstream, UpstreamAnswer, UpstreamOutcome } from './proxy.ts';
 import { drawSeed, pick, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
 import type { ShapingStream } from './shaping.ts';
 import { type ApplyFault, shapeBody, shapingFor } from './slow-bodies.ts';
@@ -49,6 +52,8 @@ export interface PipelineDeps {
   readonly faults: FaultGate;
   /** Aborted when the drain runs out of time (or the app closes): delays end early and the request is answered. */
   readonly drainSignal: AbortSignal;
+  /** `ECHO_UPSTREAM`: where a request no scenario answers is forwarded (reverse proxy); unset: echoed. */
+  readonly upstream?: Upstream;
 }
 
 /**
@@ -265,6 +270,15 @@ export function createEchoHandler(deps: PipelineDeps) {
       }
     }
 
+    // Reverse proxy: what no scenario answers goes to the upstream; the faults above already acted
+    // (the upstream is never called for an aborted request), those on an answer act on its answer.
+    if (deps.upstream !== undefined && step === undefined) {
+      // Awaited, then the reply returned once: a reply is a thenable, and each adoption of it while
+      // its body streams adds listeners to the response.
+      if (await forward(deps.upstream, request, reply, deps, controls, body, fault, slow)) return reply;
+      return;
+    }
+
     let status = step?.status ?? 200;
     const statusFrom = controls.status === undefined ? undefined : originOf(controls, 'status');
     if (
@@ -408,14 +422,20 @@ function applyModifiers(reply: FastifyReply, controls: Controls): void {
 function send(
   reply: FastifyReply,
   controls: Controls,
-  body: string | Buffer | RandomBody,
+  body: string | Buffer | RandomBody | Readable,
   shaper?: ShapingStream,
+  ownAnswer = true,
 ): FastifyReply {
   applyModifiers(reply, controls);
   // Retry-After, one rule: `X-Echo-Retry-After` when sent, else 1 s on every 429 and 503 the echo
-  // answers on purpose (an error, a status, chaos, a scenario that sets none of its own).
+  // answers on purpose (an error, a status, chaos, a scenario that sets none of its own). An
+  // upstream's own answer keeps what the upstream said.
   if (controls.retryAfter !== undefined) reply.header('retry-after', controls.retryAfter);
-  else if ((reply.statusCode === 429 || reply.statusCode === 503) && !reply.hasHeader('retry-after'))
+  else if (
+    ownAnswer &&
+    (reply.statusCode === 429 || reply.statusCode === 503) &&
+    !reply.hasHeader('retry-after')
+  )
     reply.header('retry-after', '1');
   // A 408 says the server gave up on the connection (RFC 9110 15.5.9): it announces the close and
   // closes, whoever asked for it (an error fault, a chaos draw, a status, a scenario).
@@ -458,6 +478,85 @@ function recycleOnPlainSocket(reply: FastifyReply, body: RandomBody): void {
   const res = reply.raw;
   if (!(res instanceof ServerResponse) || res.socket instanceof TLSSocket) return;
   body.recycleWhen(() => res.writableLength === 0);
+}
+
+/**
+ * Forwards the request to the upstream and answers with the upstream's answer, streamed (`false`:
+ * the client left first and nothing is sent), with the
+ * faults that act on an answer: `X-Echo-Status` (and its sources) replaces the status; set headers,
+ * the content type, compression (unless the upstream encoded its body) and slow bodies apply. A
+ * failed forward is answered 502 or 504, naming the upstream and the cause. The upstream's
+ * side (its status and own time, or the failure) goes in the history entry and its own meters.
+ */
+async function forward(
+  upstream: Upstream,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PipelineDeps,
+  controls: Controls,
+  body: Buffer | undefined,
+  fault: ApplyFault,
+  slow: () => ShapingStream | undefined,
+): Promise<boolean> {
+  const leaving = new AbortController();
+  const res = reply.raw;
+  const onClose = () => leaving.abort();
+  res.once('close', onClose);
+  const outcome: UpstreamOutcome = { url: upstream.label, status: null, duration_ms: null };
+  if (request.historyEntry !== undefined) request.historyEntry.upstream = outcome;
+  const started = performance.now();
+  let answer: UpstreamAnswer;
+  try {
+    answer = await upstream.forward(request, body, leaving.signal);
+  } catch (error) {
+    res.removeListener('close', onClose);
+    if (leaving.signal.aborted) {
+      abandon(request, reply, deps);
+      return false;
+    }
+    const failure = error instanceof EchoError ? error : upstream.failure(error);
+    outcome.error = failure.message;
+    outcome.duration_ms = Math.round(performance.now() - started);
+    deps.metrics.upstreamAnswered('error', 0);
+    // An upstream that is down is an answer of this service (502, 504), not one of its own errors:
+    // sent here, in the JSON error shape, rather than thrown past obs's exception handler.
+    reply
+      .code(failure.statusCode)
+      .type('application/json; charset=utf-8')
+      .send(errorBody(failure.code, failure.message, request.id));
+    return true;
+  }
+  outcome.status = answer.status;
+  outcome.duration_ms = Math.round(answer.headMs);
+  deps.metrics.upstreamAnswered(answer.status, answer.headMs / 1000);
+  // From here fastify ends the body's stream when the client leaves.
+  res.removeListener('close', onClose);
+
+  let status = answer.status;
+  let injected = false;
+  if (controls.status !== undefined) {
+    const from = originOf(controls, 'status');
+    if (fault('status', from.control, from.source, controls.status)) {
+      status = controls.status;
+      injected = true;
+      if (request.echoFault === 'none' || request.echoFault === 'delay') request.echoFault = 'status';
+    }
+  }
+  if (status < 200) sendInterim(reply, status);
+  reply.code(status < 200 ? 200 : status);
+  for (const name in answer.headers) reply.header(name, answer.headers[name]);
+  if (controls.contentType !== undefined) reply.type(controls.contentType);
+  if (NO_CONTENT_STATUSES.has(reply.statusCode) || request.raw.method === 'HEAD') {
+    answer.body.resume();
+    applyModifiers(reply, controls);
+    reply.send();
+    return true;
+  }
+  // An answer the upstream already encoded is not encoded again.
+  const own =
+    answer.headers['content-encoding'] === undefined ? controls : { ...controls, compress: undefined };
+  send(reply, own, answer.body, slow(), injected);
+  return true;
 }
 
 /** An injected failure: plain text, as if someone else's server had failed. */

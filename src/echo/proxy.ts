@@ -1,0 +1,212 @@
+/**
+ * The reverse proxy (issue #32): with `ECHO_UPSTREAM` set, an echo request that no scenario answers
+ * is forwarded to the upstream and the upstream's answer is returned, after the faults that act
+ * before it (delay, an error status, reset, close, blackhole, chaos: the upstream is never called
+ * for those) and with the faults that act on an answer (status, set headers, content type, slow
+ * bodies, compression). docs/adr/0036-reverse-proxy.md says what is built and what is not yet.
+ *
+ * One undici `Agent` per app, keep-alive, bounded connections. The answer's body is streamed to the
+ * client as it comes (never held whole); the request's body is the one the echo route read
+ * (bounded by `MAX_BODY_SIZE`).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { TLSSocket } from 'node:tls';
+import type { FastifyRequest } from 'fastify';
+import type { Dispatcher } from 'undici';
+import { EchoError } from './errors.ts';
+
+/** Where and how to forward: `ECHO_UPSTREAM`, `ECHO_UPSTREAM_TIMEOUT`, `ECHO_UPSTREAM_HOST_HEADER`. */
+export interface UpstreamSettings {
+  /** The upstream's origin and base path, e.g. `http://orders:8080` or `https://api.example/v2`. */
+  readonly url: URL;
+  /** How long the upstream may take to send its answer's head, and to send each piece of its body. */
+  readonly timeoutMs: number;
+  /** `upstream`: the request's `Host` is the upstream's; `preserve`: the client's, as sent. */
+  readonly hostHeader: 'upstream' | 'preserve';
+}
+
+/** Connections kept to the upstream at most (per origin). */
+export const MAX_UPSTREAM_CONNECTIONS = 256;
+
+/**
+ * Headers that belong to one connection (RFC 9110 7.6.1), never forwarded either way, with those
+ * HTTP/2 forbids and `host` (set apart) and the framing headers undici sets itself.
+ */
+const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** Also never forwarded with a request: `host` is set apart, and undici frames the body itself. */
+const NOT_FORWARDED: ReadonlySet<string> = new Set(['host', 'content-length']);
+
+/** What the upstream answered: its head, and its body as a stream (not yet read). */
+export interface UpstreamAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[]>;
+  readonly body: Readable;
+  /** Milliseconds from sending the request to the answer's head. */
+  readonly headMs: number;
+}
+
+/** The upstream's side of a forwarded request, for its history entry and the meters. */
+export interface UpstreamOutcome {
+  readonly url: string;
+  status: number | null;
+  duration_ms: number | null;
+  error?: string;
+}
+
+/** The upstream meters (`echo_upstream_requests_total`, `echo_upstream_request_duration_seconds`). */
+export interface UpstreamMeters {
+  upstreamAnswered(status: number | 'error', seconds: number): void;
+}
+
+/** Names a connection-level header listed in `Connection` (those go no further either). */
+function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const tokens = new Set<string>();
+  for (const part of [value].flat().join(',').split(',')) {
+    const token = part.trim().toLowerCase();
+    if (token !== '') tokens.add(token);
+  }
+  return tokens;
+}
+
+/**
+ * The headers a request goes to the upstream with: the client's, without hop-by-hop headers, the
+ * `X-Echo-*` controls (consumed here) and HTTP/2's pseudo-headers; with `X-Forwarded-For`,
+ * `X-Forwarded-Proto` and `X-Forwarded-Host`, and `Host` as `ECHO_UPSTREAM_HOST_HEADER` says.
+ */
+export function forwardedHeaders(
+  headers: IncomingHttpHeaders,
+  clientIp: string,
+  proto: 'http' | 'https',
+  hostHeader: UpstreamSettings['hostHeader'],
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const named = connectionTokens(headers.connection);
+  for (const name in headers) {
+    if (name.startsWith(':') || name.startsWith('x-echo-') || HOP_BY_HOP.has(name)) continue;
+    if (NOT_FORWARDED.has(name) || named?.has(name)) continue;
+    const value = headers[name];
+    if (value !== undefined) out[name] = value;
+  }
+  const host = headers.host ?? (headers[':authority'] as string | undefined);
+  const prior = headers['x-forwarded-for'];
+  out['x-forwarded-for'] = prior === undefined ? clientIp : `${[prior].flat().join(', ')}, ${clientIp}`;
+  out['x-forwarded-proto'] = proto;
+  if (host !== undefined) {
+    out['x-forwarded-host'] = host;
+    if (hostHeader === 'preserve') out['host'] = host;
+  }
+  return out;
+}
+
+/**
+ * The upstream answer's headers a client gets: without hop-by-hop ones. `Content-Length` stays: the
+ * body goes on as it came (the echo drops it only when it compresses).
+ */
+export function answerHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const named = connectionTokens(headers.connection);
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || named?.has(name)) continue;
+    const value = headers[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** The errors of a failed forward that mean "no answer in time", rather than "no answer at all". */
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/** One app's way to its upstream. */
+export class Upstream {
+  readonly settings: UpstreamSettings;
+  readonly #agent: Dispatcher;
+  /** The base path requests are appended to (`/v2` of `https://api.example/v2`; empty for `/`). */
+  readonly #basePath: string;
+
+  constructor(settings: UpstreamSettings, agent: Dispatcher) {
+    this.settings = settings;
+    this.#agent = agent;
+    const path = settings.url.pathname;
+    this.#basePath = path === '/' ? '' : path.replace(/\/$/, '');
+  }
+
+  /** Makes the agent: undici is loaded only when a proxy is configured. */
+  static async create(settings: UpstreamSettings): Promise<Upstream> {
+    const { Agent } = await import('undici');
+    const agent = new Agent({
+      connections: MAX_UPSTREAM_CONNECTIONS,
+      headersTimeout: settings.timeoutMs,
+      bodyTimeout: settings.timeoutMs,
+      connect: { timeout: settings.timeoutMs },
+      allowH2: true,
+    });
+    return new Upstream(settings, agent);
+  }
+
+  /** The origin and base path, as history and errors name the upstream. */
+  get label(): string {
+    return `${this.settings.url.origin}${this.#basePath}`;
+  }
+
+  /**
+   * Sends `request` (with `body`, already read) to the upstream and resolves with its answer's head
+   * and streaming body. `signal` is aborted when the client leaves.
+   * @throws EchoError `ECHO_ERR_PROXY_TIMEOUT` (504) or `ECHO_ERR_PROXY_UNREACHABLE` (502).
+   */
+  async forward(
+    request: FastifyRequest,
+    body: Buffer | undefined,
+    signal: AbortSignal,
+  ): Promise<UpstreamAnswer> {
+    const raw = request.raw;
+    const proto = raw.socket instanceof TLSSocket ? 'https' : 'http';
+    const headers = forwardedHeaders(raw.headers, request.ip, proto, this.settings.hostHeader);
+    const started = performance.now();
+    try {
+      const answer = await this.#agent.request({
+        origin: this.settings.url.origin,
+        path: `${this.#basePath}${raw.url ?? '/'}`,
+        method: (raw.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers,
+        body: body === undefined || body.length === 0 ? null : body,
+        signal,
+      });
+      return {
+        status: answer.statusCode,
+        headers: answerHeaders(answer.headers as IncomingHttpHeaders),
+        body: answer.body,
+        headMs: performance.now() - started,
+      };
+    } catch (error) {
+      throw this.failure(error);
+    }
+  }
+
+  /** The coded error a failed forward is answered with, naming the upstream and the cause. */
+  failure(error: unknown): EchoError {
+    const code = (error as { code?: string }).code ?? '';
+    const cause = `${code === '' ? '' : `${code}: `}${(error as Error)?.message ?? String(error)}`;
+    if (TIMEOUT_CODES.has(code)) {
+      return new EchoError('ECHO_ERR_PROXY_TIMEOUT', [this.label, this.settings.timeoutMs, cause]);
+    }
+    return new EchoError('ECHO_ERR_PROXY_UNREACHABLE', [this.label, cause]);
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}

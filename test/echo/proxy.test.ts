@@ -1,0 +1,307 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { request } from 'undici';
+import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { scrapeValue } from '../helpers/metrics.ts';
+
+/**
+ * The reverse proxy (#32, `ECHO_UPSTREAM`) against real upstreams started here: a node:http server
+ * that records what reached it, one that never answers, and a closed port. What a client sees
+ * through echo-chaos, and what the upstream sees.
+ */
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+let upstream: Server;
+let upstreamUrl: string;
+const seen: Seen[] = [];
+let hanging: Server;
+let hangingUrl: string;
+let closedUrl: string;
+
+async function listen(server: Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+before(async () => {
+  upstream = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      if (req.url?.startsWith('/big')) {
+        // 8 MiB in 64 KiB pieces, as it is made: the proxy must pass it on, not hold it.
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const piece = Buffer.alloc(64 * 1024, 7);
+        let left = 128;
+        const more = () => {
+          while (left > 0) {
+            left--;
+            if (!res.write(piece)) return void res.once('drain', more);
+          }
+          res.end();
+        };
+        more();
+        return;
+      }
+      const status = req.url?.startsWith('/busy') ? 503 : 200;
+      const answer = JSON.stringify({ path: req.url, method: req.method, body });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(answer),
+        'x-upstream': 'real',
+      });
+      res.end(answer);
+    });
+  });
+  upstreamUrl = await listen(upstream);
+  hanging = createServer(() => {});
+  hangingUrl = await listen(hanging);
+  const closed = createServer();
+  closedUrl = await listen(closed);
+  closed.close();
+});
+
+after(() => {
+  upstream.closeAllConnections();
+  upstream.close();
+  hanging.closeAllConnections();
+  hanging.close();
+});
+
+async function get(url: string, headers: Record<string, string> = {}, method = 'GET', body?: string) {
+  const res = await request(url, {
+    method: method as 'GET',
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, text };
+}
+
+function lastSeen(): Seen {
+  const entry = seen.at(-1);
+  assert.ok(entry, 'the upstream saw a request');
+  return entry;
+}
+
+describe('a proxy in front of a real service', () => {
+  let echo: RunningEcho;
+  before(async () => {
+    echo = await startEcho({ ECHO_UPSTREAM: upstreamUrl, LOG_LEVEL: 'silent' });
+  });
+  after(() => echo.close());
+
+  test("forwards method, path, query and body, and returns the upstream's status, headers and body", async () => {
+    const res = await get(
+      `${echo.url}/orders/7?expand=items`,
+      { 'content-type': 'text/plain' },
+      'POST',
+      'hello',
+    );
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['x-upstream'], 'real');
+    assert.deepEqual(JSON.parse(res.text), { path: '/orders/7?expand=items', method: 'POST', body: 'hello' });
+    const got = lastSeen();
+    assert.equal(got.method, 'POST');
+    assert.equal(got.body, 'hello');
+    assert.equal(got.headers['content-type'], 'text/plain');
+  });
+
+  test('an upstream 503 passes as the upstream sent it: no Retry-After added, no fault counted', async () => {
+    const res = await get(`${echo.url}/busy`, { 'x-echo-explain': 'true' });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers['retry-after'], undefined);
+    assert.equal(res.headers['x-echo-fault'], undefined);
+    assert.equal(res.headers['x-upstream'], 'real');
+  });
+
+  test('X-Echo-* controls are consumed, hop-by-hop headers dropped, X-Forwarded-* added, Host the upstream’s', async () => {
+    // Raw, so the Connection header goes as written (HTTP clients manage it themselves).
+    const socket = connect(echo.port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(
+      'GET /headers HTTP/1.1\r\nHost: 127.0.0.1:' +
+        echo.port +
+        '\r\nX-Echo-Delay: 1ms\r\nConnection: close, x-hop\r\nX-Hop: secret-to-this-hop\r\n' +
+        'X-Kept: yes\r\nX-Forwarded-For: 10.1.2.3\r\nTE: trailers\r\n\r\n',
+    );
+    socket.resume();
+    await once(socket, 'close');
+    const got = lastSeen();
+    assert.equal(got.headers['x-echo-delay'], undefined);
+    assert.equal(got.headers['x-hop'], undefined, 'a header named in Connection goes no further');
+    assert.equal(got.headers.te, undefined);
+    assert.equal(got.headers['x-kept'], 'yes');
+    assert.equal(got.headers['x-forwarded-for'], '10.1.2.3, 127.0.0.1');
+    assert.equal(got.headers['x-forwarded-proto'], 'http');
+    assert.equal(got.headers['x-forwarded-host'], `127.0.0.1:${echo.port}`);
+    assert.equal(got.headers.host, new URL(upstreamUrl).host);
+  });
+
+  test('faults before the upstream: an injected error or a reset never calls it; a delay does, later', async () => {
+    const before = seen.length;
+    const failed = await get(`${echo.url}/pay`, { 'x-echo-error': '503' });
+    assert.equal(failed.status, 503);
+    assert.match(failed.text, /injected by echo-chaos/);
+    await assert.rejects(request(`${echo.url}/pay`, { headers: { 'x-echo-error': 'reset' } }));
+    assert.equal(seen.length, before, 'the upstream was not called');
+    const delayed = await get(`${echo.url}/pay`, { 'x-echo-delay': '20ms', 'x-echo-explain': 'true' });
+    assert.equal(delayed.status, 200);
+    assert.equal(seen.length, before + 1);
+    assert.match(String(delayed.headers['x-echo-applied']), /"kind":"delay"/);
+  });
+
+  test("faults on the answer: a status replaces the upstream's, set headers and a throttle apply", async () => {
+    const res = await get(`${echo.url}/orders`, {
+      'x-echo-status': '502',
+      'x-echo-set-header-x-injected': 'on',
+      'x-echo-throttle': '1MB/s',
+      'x-echo-explain': 'true',
+    });
+    assert.equal(res.status, 502);
+    assert.equal(res.headers['x-injected'], 'on');
+    assert.equal(res.headers['x-upstream'], 'real', "the upstream's own headers stay");
+    assert.deepEqual(JSON.parse(res.text).path, '/orders', "the upstream's body");
+    const kinds = (JSON.parse(String(res.headers['x-echo-applied'])) as Array<{ kind: string }>).map(
+      (f) => f.kind,
+    );
+    assert.deepEqual(kinds.sort(), ['status', 'throttle']);
+  });
+
+  test('a scenario answers what it matches; everything else is forwarded', async () => {
+    const posted = await request(`${echo.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([{ path: '/mocked', responses: [{ status: 201, body: 'from the scenario' }] }]),
+    });
+    assert.equal(posted.statusCode, 200);
+    await posted.body.dump();
+    try {
+      const before = seen.length;
+      const mocked = await get(`${echo.url}/mocked`);
+      assert.equal(mocked.status, 201);
+      assert.equal(mocked.text, 'from the scenario');
+      assert.equal(seen.length, before, 'a scenario answer is not forwarded');
+      assert.equal((await get(`${echo.url}/real`)).headers['x-upstream'], 'real');
+    } finally {
+      await (
+        await request(`${echo.url}/scenario`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '[]',
+        })
+      ).body.dump();
+    }
+  });
+
+  test('the service routes are its own, never forwarded', async () => {
+    const before = seen.length;
+    for (const path of ['/health', '/ready', '/metrics', '/history', '/scenario']) {
+      assert.equal((await get(`${echo.url}${path}`)).status, 200, path);
+    }
+    assert.equal(seen.length, before);
+  });
+
+  test('a large answer is streamed through whole', async () => {
+    const res = await request(`${echo.url}/big`);
+    let bytes = 0;
+    for await (const chunk of res.body) bytes += (chunk as Buffer).length;
+    assert.equal(res.statusCode, 200);
+    assert.equal(bytes, 128 * 64 * 1024);
+  });
+
+  test("history says upstream, its status and its time; the upstream's meters count it", async () => {
+    const id = `proxy-history-${Date.now()}`;
+    await get(`${echo.url}/busy/h`, { 'x-request-id': id });
+    const history = (await (await request(`${echo.url}/history?path=/busy/h`)).body.json()) as Array<{
+      request_id: string;
+      status: number;
+      upstream?: { url: string; status: number; duration_ms: number };
+    }>;
+    const entry = history.find((e) => e.request_id === id);
+    assert.equal(entry?.status, 503);
+    assert.equal(entry?.upstream?.url, upstreamUrl);
+    assert.equal(entry?.upstream?.status, 503);
+    assert.equal(typeof entry?.upstream?.duration_ms, 'number');
+    assert.ok((await scrapeValue(echo.url, 'echo_upstream_requests_total{status="503"}')) >= 2);
+    assert.ok((await scrapeValue(echo.url, 'echo_upstream_request_duration_seconds_count')) >= 1);
+  });
+});
+
+describe('an upstream that is not there or does not answer', () => {
+  let down: RunningEcho;
+  let slow: RunningEcho;
+  before(async () => {
+    down = await startEcho({ ECHO_UPSTREAM: closedUrl });
+    slow = await startEcho({ ECHO_UPSTREAM: hangingUrl, ECHO_UPSTREAM_TIMEOUT: '300ms' });
+  });
+  after(async () => {
+    await down.close();
+    await slow.close();
+  });
+
+  test('a closed port is a 502 naming the upstream and the cause, recorded and counted', async () => {
+    const res = await get(`${down.url}/x`, { 'x-request-id': 'proxy-down-1' });
+    assert.equal(res.status, 502);
+    const error = JSON.parse(res.text).error as { code: string; message: string };
+    assert.equal(error.code, 'ECHO_ERR_PROXY_UNREACHABLE');
+    assert.ok(error.message.includes(closedUrl), error.message);
+    assert.match(error.message, /ECONNREFUSED/);
+    const history = (await (await request(`${down.url}/history`)).body.json()) as Array<{
+      request_id: string;
+      status: number;
+      upstream?: { error?: string; status: number | null };
+    }>;
+    const entry = history.find((e) => e.request_id === 'proxy-down-1');
+    assert.equal(entry?.status, 502);
+    assert.equal(entry?.upstream?.status, null);
+    assert.match(entry?.upstream?.error ?? '', /ECONNREFUSED/);
+    assert.equal(await scrapeValue(down.url, 'echo_upstream_requests_total{status="error"}'), 1);
+    // An upstream that is down is an answer, not an error of the service's own.
+    assert.doesNotMatch(await (await request(`${down.url}/metrics`)).body.text(), /ECHO_ERR_PROXY/);
+    // And the server keeps serving.
+    assert.equal((await get(`${down.url}/health`)).status, 200);
+  });
+
+  test('an upstream slower than ECHO_UPSTREAM_TIMEOUT is a 504 naming it', async () => {
+    const res = await get(`${slow.url}/x`);
+    assert.equal(res.status, 504);
+    const error = JSON.parse(res.text).error as { code: string; message: string };
+    assert.equal(error.code, 'ECHO_ERR_PROXY_TIMEOUT');
+    assert.ok(error.message.includes(hangingUrl), error.message);
+    assert.match(error.message, /300 ms/);
+  });
+
+  test('a client that leaves while the upstream is silent ends the forward: the server stays free', async () => {
+    const socket = connect((slow as RunningEcho).port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write('GET /leaving HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.destroy();
+    assert.equal((await get(`${slow.url}/health`)).status, 200);
+  });
+});
+
+describe('Host as configured', () => {
+  let echo: RunningEcho;
+  before(async () => {
+    echo = await startEcho({ ECHO_UPSTREAM: upstreamUrl, ECHO_UPSTREAM_HOST_HEADER: 'preserve' });
+  });
+  after(() => echo.close());
+
+  test("ECHO_UPSTREAM_HOST_HEADER=preserve sends the client's Host", async () => {
+    await get(`${echo.url}/host`, { host: 'shop.example' });
+    assert.equal(lastSeen().headers.host, 'shop.example');
+  });
+});
