@@ -85,6 +85,7 @@ export default defineConfig({
           { text: 'Getting started', link: '/getting-started' },
           { text: 'Overview', link: '/service/' },
           { text: 'Testing your own service', link: '/service/testing-your-service' },
+          { text: 'In front of a real service', link: '/service/proxy' },
           { text: 'Control headers', link: '/service/control-headers' },
           { text: 'Endpoints', link: '/service/endpoints' },
           { text: 'Scenarios', link: '/scenarios' },
