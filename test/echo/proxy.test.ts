@@ -222,6 +222,26 @@ describe('a proxy in front of a real service', () => {
     assert.equal(bytes, 128 * 64 * 1024);
   });
 
+  test('a forwarded entry replays through the proxy to the upstream, method, path, query and body', async () => {
+    const id = `proxy-replay-${Date.now()}`;
+    await get(
+      `${echo.url}/replayed?n=1`,
+      { 'x-request-id': id, 'content-type': 'text/plain' },
+      'POST',
+      'again',
+    );
+    const before = seen.length;
+    const replayed = await request(`${echo.url}/replay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id }),
+    });
+    assert.equal(replayed.statusCode, 200, await replayed.body.text());
+    assert.equal(seen.length, before + 1, 'the replay went through the proxy to the upstream');
+    assert.equal(lastSeen().url, '/replayed?n=1');
+    assert.equal(lastSeen().body, 'again');
+  });
+
   test("history says upstream, its status and its time; the upstream's meters count it", async () => {
     const id = `proxy-history-${Date.now()}`;
     await get(`${echo.url}/busy/h`, { 'x-request-id': id });
