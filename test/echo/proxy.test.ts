@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import http2 from 'node:http2';
 import { type AddressInfo, connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
@@ -212,6 +213,26 @@ describe('a proxy in front of a real service', () => {
       assert.equal((await get(`${echo.url}${path}`)).status, 200, path);
     }
     assert.equal(seen.length, before);
+  });
+
+  test('an HTTP/2 client (h2c) is forwarded over HTTP/1.1: no pseudo-header reaches the upstream', async () => {
+    const session = http2.connect(echo.url);
+    try {
+      const stream = session.request({ ':path': '/h2/orders?x=1', 'x-kept': 'h2' });
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      const [head] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+      await once(stream, 'end');
+      assert.equal(head[':status'], 200);
+      assert.equal(head['x-upstream'], 'real');
+      assert.equal(JSON.parse(Buffer.concat(chunks).toString()).path, '/h2/orders?x=1');
+      const got = lastSeen();
+      assert.equal(got.headers['x-kept'], 'h2');
+      assert.equal(got.headers['x-forwarded-host'], `127.0.0.1:${echo.port}`);
+      assert.ok(Object.keys(got.headers).every((name) => !name.startsWith(':')));
+    } finally {
+      session.close();
+    }
   });
 
   test('a large answer is streamed through whole', async () => {
