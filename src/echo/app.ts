@@ -22,7 +22,7 @@ import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
-import { Upstream } from './proxy.ts';
+import { peekBody, Upstream } from './proxy.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { retryAfterSeconds, TokenBucket } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
@@ -293,7 +293,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   });
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    // In proxy mode a long body streams to the upstream rather than being read whole (proxy.ts).
+    if (upstream === undefined)
+      scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    else scope.addContentTypeParser('*', (_req, payload, done) => peekBody(payload, done));
     scope.addHook('preValidation', createBodylessMethodReader(config.maxBodyBytes));
     // Last of the onSend hooks: a `slow-close` answer is sent by it, with the close held back.
     scope.addHook(

@@ -24,7 +24,7 @@ import { EchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
-import type { Upstream, UpstreamAnswer, UpstreamOutcome } from './proxy.ts';
+import { StreamedBody, type Upstream, type UpstreamAnswer, type UpstreamOutcome } from './proxy.ts';
 import { drawSeed, pick, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
 import type { ShapingStream } from './shaping.ts';
 import { type ApplyFault, shapeBody, shapingFor } from './slow-bodies.ts';
@@ -125,7 +125,9 @@ export function createEchoHandler(deps: PipelineDeps) {
     }
     if (seed !== undefined) reply.header('x-echo-seed', String(seed));
 
-    const body = request.body as Buffer | undefined;
+    // In proxy mode a long body arrives streamed: its head is what scenarios and history see.
+    const arrived = request.body as Buffer | StreamedBody | undefined;
+    const body = arrived instanceof StreamedBody ? arrived.head : arrived;
 
     if (controls.historyEnabled !== false) {
       request.historyEntry = history.record({
@@ -275,7 +277,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     if (deps.upstream !== undefined && step === undefined) {
       // Awaited, then the reply returned once: a reply is a thenable, and each adoption of it while
       // its body streams adds listeners to the response.
-      if (await forward(deps.upstream, request, reply, deps, controls, body, fault, slow)) return reply;
+      if (await forward(deps.upstream, request, reply, deps, controls, arrived, fault, slow)) return reply;
       return;
     }
 
@@ -494,7 +496,7 @@ async function forward(
   reply: FastifyReply,
   deps: PipelineDeps,
   controls: Controls,
-  body: Buffer | undefined,
+  body: Buffer | StreamedBody | undefined,
   fault: ApplyFault,
   slow: () => ShapingStream | undefined,
 ): Promise<boolean> {

@@ -5,12 +5,12 @@
  * for those) and with the faults that act on an answer (status, set headers, content type, slow
  * bodies, compression). docs/adr/0036-reverse-proxy.md says what is built and what is not yet.
  *
- * One undici `Agent` per app, keep-alive, bounded connections. The answer's body is streamed to the
- * client as it comes (never held whole); the request's body is the one the echo route read
- * (bounded by `MAX_BODY_SIZE`).
+ * One undici `Agent` per app, keep-alive, bounded connections. Bodies are streamed both ways: the
+ * answer's to the client as it comes, and a request body longer than {@link PEEK_BYTES} to the
+ * upstream (its first bytes are read first, for scenarios and history: {@link StreamedBody}).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
@@ -24,6 +24,64 @@ export interface UpstreamSettings {
   readonly timeoutMs: number;
   /** `upstream`: the request's `Host` is the upstream's; `preserve`: the client's, as sent. */
   readonly hostHeader: 'upstream' | 'preserve';
+}
+
+/**
+ * How much of a request body the proxy reads before deciding where it goes: a body this long or
+ * shorter is read whole (scenarios match on it, history keeps it, as without a proxy); a longer one
+ * is a {@link StreamedBody}, its first bytes read and the rest streamed to the upstream as it comes,
+ * so an upload of any size costs the proxy this much memory, not its size.
+ */
+export const PEEK_BYTES = 64 * 1024;
+
+/**
+ * A request body too long to read whole: its first {@link PEEK_BYTES} (what scenarios match on and
+ * history keeps) and the rest of the request, paused. Answered by anything but the upstream, the
+ * rest is left unread (node discards it once the answer is sent).
+ */
+export class StreamedBody {
+  readonly head: Buffer;
+  readonly #rest: Readable;
+
+  constructor(head: Buffer, rest: Readable) {
+    this.head = head;
+    this.#rest = rest;
+  }
+
+  /** The whole body, the head then the rest as it comes: to be read once. */
+  async *chunks(): AsyncGenerator<Buffer> {
+    yield this.head;
+    for await (const chunk of this.#rest) yield chunk as Buffer;
+  }
+}
+
+/**
+ * The echo route's body parser in proxy mode (fastify's content-type parser signature): reads up to
+ * {@link PEEK_BYTES}; a body that ends by then is a Buffer, as without a proxy, a longer one a
+ * {@link StreamedBody}. No body limit applies: a streamed body costs the proxy only its head.
+ */
+export function peekBody(payload: Readable, done: (error: Error | null, body?: unknown) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const finish = (error: Error | null, body?: unknown) => {
+    payload.removeListener('data', onData);
+    payload.removeListener('end', onEnd);
+    payload.removeListener('error', onError);
+    done(error, body);
+  };
+  const onData = (chunk: Buffer) => {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > PEEK_BYTES) {
+      payload.pause();
+      finish(null, new StreamedBody(Buffer.concat(chunks), payload));
+    }
+  };
+  const onEnd = () => finish(null, Buffer.concat(chunks));
+  const onError = (error: Error) => finish(error);
+  payload.on('data', onData);
+  payload.once('end', onEnd);
+  payload.once('error', onError);
 }
 
 /** Connections kept to the upstream at most (per origin). */
@@ -169,12 +227,15 @@ export class Upstream {
    */
   async forward(
     request: FastifyRequest,
-    body: Buffer | undefined,
+    body: Buffer | StreamedBody | undefined,
     signal: AbortSignal,
   ): Promise<UpstreamAnswer> {
     const raw = request.raw;
     const proto = raw.socket instanceof TLSSocket ? 'https' : 'http';
     const headers = forwardedHeaders(raw.headers, request.ip, proto, this.settings.hostHeader);
+    // A streamed body keeps the length the client announced (undici checks it); else it is chunked.
+    const length = raw.headers['content-length'];
+    if (body instanceof StreamedBody && length !== undefined) headers['content-length'] = length;
     const started = performance.now();
     try {
       const answer = await this.#agent.request({
@@ -182,7 +243,12 @@ export class Upstream {
         path: `${this.#basePath}${raw.url ?? '/'}`,
         method: (raw.method ?? 'GET') as Dispatcher.HttpMethod,
         headers,
-        body: body === undefined || body.length === 0 ? null : body,
+        body:
+          body instanceof StreamedBody
+            ? Readable.from(body.chunks(), { objectMode: false })
+            : body === undefined || body.length === 0
+              ? null
+              : body,
         signal,
       });
       return {

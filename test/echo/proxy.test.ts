@@ -3,9 +3,11 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import http2 from 'node:http2';
 import { type AddressInfo, connect } from 'node:net';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
 
 /**
@@ -331,6 +333,85 @@ describe('an upstream that is not there or does not answer', () => {
     socket.write('GET /leaving HTTP/1.1\r\nHost: x\r\n\r\n');
     socket.destroy();
     assert.equal((await get(`${slow.url}/health`)).status, 200);
+  });
+});
+
+describe('a large upload streams through', () => {
+  let sink: Server;
+  let sinkUrl: string;
+  const received: Array<{ bytes: number; length: string | undefined }> = [];
+  let proxy: EchoProcess;
+  before(async () => {
+    sink = createServer((req, res) => {
+      let bytes = 0;
+      req.on('data', (c: Buffer) => {
+        bytes += c.length;
+      });
+      req.on('end', () => {
+        received.push({ bytes, length: req.headers['content-length'] });
+        res.end(String(bytes));
+      });
+    });
+    sinkUrl = await listen(sink);
+    // Its own process, so its memory is its own.
+    proxy = await startEchoProcess({ ECHO_UPSTREAM: sinkUrl });
+  });
+  after(async () => {
+    await proxy.stop();
+    sink.closeAllConnections();
+    sink.close();
+  });
+
+  test('256 MiB, far past MAX_BODY_SIZE, reach the upstream whole with their length; the proxy holds a bounded part', async () => {
+    const total = 256 * 1024 * 1024;
+    const piece = Buffer.alloc(256 * 1024, 1);
+    let sent = 0;
+    const upload = new Readable({
+      read() {
+        if (sent >= total) return void this.push(null);
+        sent += piece.length;
+        this.push(piece);
+      },
+    });
+    const idle = proxy.rssBytes();
+    let peak = idle;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, proxy.rssBytes());
+    }, 20);
+    try {
+      const res = await request(`${proxy.url}/upload`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/octet-stream', 'content-length': String(total) },
+        body: upload,
+      });
+      assert.equal(res.statusCode, 200);
+      assert.equal(await res.body.text(), String(total));
+    } finally {
+      clearInterval(sampler);
+    }
+    assert.deepEqual(received.at(-1), { bytes: total, length: String(total) });
+    // Read whole, the body alone would be 256 MiB (MAX_BODY_SIZE would have refused it at 10 MB).
+    assert.ok(peak - idle < 96 * 1024 * 1024, `RSS grew ${Math.round((peak - idle) / 2 ** 20)} MiB`);
+  });
+
+  test('a long body a scenario matches on its first 64 KiB is answered by the scenario, not forwarded', async () => {
+    const posted = await request(`${proxy.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([
+        { path: '/upload', body: { contains: 'MARK' }, responses: [{ status: 202, body: 'held' }] },
+      ]),
+    });
+    assert.equal(posted.statusCode, 200);
+    await posted.body.dump();
+    const before = received.length;
+    const long = Buffer.concat([Buffer.from('MARK'), Buffer.alloc(1024 * 1024, 2)]);
+    const res = await request(`${proxy.url}/upload`, { method: 'POST', body: long });
+    assert.equal(res.statusCode, 202);
+    assert.equal(await res.body.text(), 'held');
+    assert.equal(received.length, before);
+    // The connection is still good for the next request.
+    assert.equal((await request(`${proxy.url}/health`)).statusCode, 200);
   });
 });
 
