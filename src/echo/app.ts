@@ -28,7 +28,7 @@ import { retryAfterSeconds, TokenBucket } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
-import { transportOptions, wireServer } from './server.ts';
+import { refuse, transportOptions, wireServer } from './server.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
@@ -277,7 +277,18 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
           timeoutMs: config.upstreamTimeoutMs,
           hostHeader: config.upstreamHostHeader,
         });
-  if (upstream !== undefined) app.addHook('onClose', () => upstream.close());
+  if (upstream !== undefined) {
+    app.addHook('onClose', () => upstream.close());
+    // WebSocket upgrades of any path but the service's own `/ws` are tunnelled to the upstream.
+    state.upgradeHandlers.set('*', (request, socket, head) => {
+      const waitMs = state.rateLimit?.take() ?? 0;
+      if (waitMs > 0) {
+        const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
+        return refuse(socket, error);
+      }
+      upstream.tunnel(request, socket, head, request.socket.remoteAddress ?? '');
+    });
+  }
 
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.
   const echo = createEchoHandler({

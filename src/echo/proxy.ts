@@ -9,11 +9,12 @@
  * answer's to the client as it comes, and a request body longer than {@link PEEK_BYTES} to the
  * upstream (its first bytes are read first, for scenarios and history: {@link StreamedBody}).
  */
-import type { IncomingHttpHeaders } from 'node:http';
-import { Readable } from 'node:stream';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { type Duplex, Readable } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
+import { rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 
 /** Where and how to forward: `ECHO_UPSTREAM`, `ECHO_UPSTREAM_TIMEOUT`, `ECHO_UPSTREAM_HOST_HEADER`. */
@@ -272,7 +273,69 @@ export class Upstream {
     return new EchoError('ECHO_ERR_PROXY_UNREACHABLE', [this.label, cause]);
   }
 
+  /**
+   * Tunnels a WebSocket upgrade to the upstream (undici's `upgrade`): the upstream's `101` and its
+   * headers go to the client, then bytes pass both ways untouched until either side closes. A
+   * refused or failed handshake is answered with the upstream's failure in the JSON shape.
+   */
+  tunnel(request: IncomingMessage, socket: Duplex, head: Buffer, clientIp: string): void {
+    const proto = socket instanceof TLSSocket ? 'https' : 'http';
+    const headers = forwardedHeaders(request.headers, clientIp, proto, this.settings.hostHeader);
+    // undici's upgrade writes the handshake's own `Connection` and `Upgrade` (they are hop-by-hop,
+    // and forwardedHeaders leaves them out); the `Sec-WebSocket-*` headers go as the client sent them.
+    const protocol = String(request.headers.upgrade ?? 'websocket');
+    const leaving = new AbortController();
+    const onEarlyClose = () => leaving.abort();
+    socket.once('close', onEarlyClose);
+    this.#agent
+      // An Agent serves many origins: it needs `origin`, which undici's upgrade types leave out.
+      .upgrade({
+        origin: this.settings.url.origin,
+        path: `${this.#basePath}${request.url ?? '/'}`,
+        method: 'GET',
+        headers,
+        protocol,
+        signal: leaving.signal,
+      } as Dispatcher.UpgradeOptions)
+      .then(
+        ({ headers: answered, socket: upstream }) => {
+          socket.removeListener('close', onEarlyClose);
+          if (socket.destroyed) return void upstream.destroy();
+          let out = 'HTTP/1.1 101 Switching Protocols\r\n';
+          for (const [name, value] of Object.entries(answered)) {
+            for (const v of [value ?? []].flat()) out += `${name}: ${v}\r\n`;
+          }
+          socket.write(`${out}\r\n`);
+          if (head.length > 0) upstream.write(head);
+          this.#tunnels.add(socket);
+          const end = () => {
+            this.#tunnels.delete(socket);
+            socket.destroy();
+            upstream.destroy();
+          };
+          socket.on('error', end).on('close', end);
+          upstream.on('error', end).on('close', end);
+          socket.pipe(upstream);
+          upstream.pipe(socket);
+        },
+        (error: unknown) => {
+          socket.removeListener('close', onEarlyClose);
+          if (socket.destroyed) return;
+          try {
+            socket.write(rawErrorResponse(this.failure(error)));
+          } finally {
+            socket.end();
+            setTimeout(() => socket.destroy(), 1000).unref();
+          }
+        },
+      );
+  }
+
+  /** Open WebSocket tunnels: ended when the app closes (a drain does not wait for them). */
+  readonly #tunnels = new Set<Duplex>();
+
   async close(): Promise<void> {
+    for (const socket of this.#tunnels) socket.destroy();
     await this.#agent.close();
   }
 }

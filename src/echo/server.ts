@@ -174,8 +174,14 @@ function wireLimits(app: FastifyInstance, config: EchoConfig | undefined): void 
 export function wireServer(app: FastifyInstance, config?: EchoConfig): void {
   const server = app.server as unknown as UpgradingServer;
   const cleartext = cleartextByServer.get(server);
-  const handlerFor = (request: IncomingMessage) =>
-    (app as Partial<FastifyInstance>).echo?.upgradeHandlers.get(pathOf(request.url ?? '/'));
+  const handlerFor = (request: IncomingMessage) => {
+    const handlers = (app as Partial<FastifyInstance>).echo?.upgradeHandlers;
+    // Any other WebSocket upgrade goes to the `*` handler when there is one (the reverse proxy's).
+    return (
+      handlers?.get(pathOf(request.url ?? '/')) ??
+      (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket' ? handlers?.get('*') : undefined)
+    );
+  };
 
   server.shouldUpgradeCallback = (request) =>
     (cleartext !== undefined && isH2cUpgrade(request)) || handlerFor(request) !== undefined;

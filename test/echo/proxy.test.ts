@@ -6,6 +6,7 @@ import { type AddressInfo, connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
+import { WebSocket, WebSocketServer } from 'ws';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
@@ -412,6 +413,93 @@ describe('a large upload streams through', () => {
     assert.equal(received.length, before);
     // The connection is still good for the next request.
     assert.equal((await request(`${proxy.url}/health`)).statusCode, 200);
+  });
+});
+
+describe('streams through the proxy: WebSocket and SSE', () => {
+  let streams: Server;
+  let streamsUrl: string;
+  let wss: WebSocketServer;
+  let echo: RunningEcho;
+  let sawFirst: () => void = () => {};
+  const firstSeen = new Promise<void>((resolve) => {
+    sawFirst = resolve;
+  });
+  before(async () => {
+    streams = createServer((req, res) => {
+      if (req.url === '/events') {
+        // The first event, then the rest only once the client has it: a proxy that held the body
+        // until its end would never deliver the first one.
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        res.write('data: event 1\n\n');
+        void firstSeen.then(() => res.end('data: event 2\n\n'));
+        return;
+      }
+      res.end('plain');
+    });
+    wss = new WebSocketServer({ server: streams });
+    wss.on('connection', (socket, req) => {
+      socket.send(`hello ${req.url} via ${String(req.headers['x-forwarded-host'])}`);
+      socket.on('message', (data) => socket.send(`upstream got ${String(data)}`));
+    });
+    streamsUrl = await listen(streams);
+    echo = await startEcho({ ECHO_UPSTREAM: streamsUrl });
+  });
+  after(async () => {
+    await echo.close();
+    wss.close();
+    streams.closeAllConnections();
+    streams.close();
+  });
+
+  test('a WebSocket upgrade on any path but /ws is tunnelled to the upstream, both ways', async () => {
+    const client = new WebSocket(`${echo.url.replace('http', 'ws')}/live/feed`);
+    const messages: string[] = [];
+    client.on('message', (data) => messages.push(String(data)));
+    await once(client, 'open');
+    client.send('ping');
+    const deadline = Date.now() + 10_000;
+    while (messages.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    client.close();
+    assert.deepEqual(messages, [`hello /live/feed via 127.0.0.1:${echo.port}`, 'upstream got ping']);
+  });
+
+  test("the service's own /ws stays its own", async () => {
+    const client = new WebSocket(`${echo.url.replace('http', 'ws')}/ws`);
+    await once(client, 'open');
+    client.send('ping');
+    const [data] = (await once(client, 'message')) as [Buffer];
+    client.close();
+    assert.doesNotMatch(String(data), /hello|upstream got/);
+  });
+
+  test('an upstream that refuses the upgrade: the client gets a failure, not a hang', async () => {
+    const refusing = await startEcho({ ECHO_UPSTREAM: closedUrl });
+    try {
+      const client = new WebSocket(`${refusing.url.replace('http', 'ws')}/live`);
+      const [error] = (await once(client, 'error').catch((e: unknown) => [e])) as [Error];
+      assert.match(error.message, /Unexpected server response: 502/);
+      client.terminate();
+    } finally {
+      await refusing.close();
+    }
+  });
+
+  test('an SSE stream passes event by event, not at its end', async () => {
+    const res = await request(`${echo.url}/events`);
+    assert.equal(res.headers['content-type'], 'text/event-stream');
+    let text = '';
+    const reading = (async () => {
+      for await (const chunk of res.body) {
+        text += String(chunk);
+        if (text.includes('event 1')) sawFirst();
+      }
+    })();
+    const timeout = new Promise((_, reject) =>
+      setTimeout(() => reject(new Error(`stalled at: ${text}`)), 10_000).unref(),
+    );
+    await Promise.race([reading, timeout]);
+    assert.equal(text, 'data: event 1\n\ndata: event 2\n\n');
   });
 });
 
