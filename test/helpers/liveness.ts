@@ -34,7 +34,7 @@ export interface EchoProcess {
  * `env` on top of a clean environment (LOG_REQUESTS=false unless given), and waits for `/health`.
  */
 export async function startEchoProcess(env: Record<string, string> = {}): Promise<EchoProcess> {
-  const port = await freePort();
+  const port = env['PORT'] === undefined ? await freePort() : Number(env['PORT']);
   const child = spawn(process.execPath, ['--max-semi-space-size=16', '--heap-growing-percent=30', MAIN], {
     cwd: ROOT,
     env: {
