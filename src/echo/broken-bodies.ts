@@ -24,10 +24,11 @@ export interface BrokenContent {
   readonly status: number;
 }
 
-/** What a scenario response that breaks its own answer scripted: its status, body and headers. */
+/** The answer a broken body breaks: a scenario response's, or an upstream's (status, body, headers). */
 export interface ScriptedAnswer {
   readonly status: number;
-  readonly body: string | undefined;
+  /** A scenario's text, or an upstream's bytes (reverse proxy). */
+  readonly body: string | Buffer | undefined;
   readonly headers: Readonly<Record<string, string>>;
 }
 

@@ -8,7 +8,7 @@ import { FAULT_FIELDS, type FaultField } from '../scenario/faults.ts';
 import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
 import { applyFault, type FaultGate, faultsAllowed } from './applied.ts';
 import { compressionSlots, compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
-import { brokenContent, sendBrokenBody } from './broken-bodies.ts';
+import { brokenContent, type ScriptedAnswer, sendBrokenBody } from './broken-bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
 import {
@@ -260,11 +260,23 @@ export function createEchoHandler(deps: PipelineDeps) {
           case 'garbage': {
             metrics.recordFault(error.kind);
             const summary = () => requestSummary(raw, request.ip, protocolOf(request));
-            // A scenario's own answer is what breaks: its status, headers and body (unless a size).
-            if (step !== undefined) {
-              for (const name in step.headers) reply.header(name, step.headers[name]);
+            // A scenario's own answer is what breaks: its status, headers and body (unless a size);
+            // in proxy mode, without a scenario, the upstream's answer (truncate, malformed).
+            let scripted: ScriptedAnswer | undefined = step;
+            if (
+              step === undefined &&
+              deps.upstream !== undefined &&
+              (error.kind === 'truncate' || error.kind === 'malformed')
+            ) {
+              const answer = await callUpstream(deps.upstream, request, reply, deps, arrived);
+              if (answer === undefined) return;
+              if (answer === 'answered') return reply;
+              scripted = await upstreamToBreak(answer);
             }
-            const content = brokenContent(request, controls, body, summary, step);
+            if (scripted !== undefined) {
+              for (const name in scripted.headers) reply.header(name, scripted.headers[name]);
+            }
+            const content = brokenContent(request, controls, body, summary, scripted);
             const sent = sendBrokenBody(request, reply, error.kind, content, random);
             return recordCompletion(request, reply, metrics, sent);
           }
@@ -500,6 +512,22 @@ async function forward(
   fault: ApplyFault,
   slow: () => ShapingStream | undefined,
 ): Promise<boolean> {
+  const answer = await callUpstream(upstream, request, reply, deps, body);
+  if (answer === undefined || answer === 'answered') return answer === 'answered';
+  return answerWith(answer, request, reply, controls, fault, slow);
+}
+
+/**
+ * Calls the upstream. Resolves with its answer (head, and its body not yet read); `'answered'` when
+ * it failed and the 502 or 504 naming it was sent; `undefined` when the client left first.
+ */
+async function callUpstream(
+  upstream: Upstream,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PipelineDeps,
+  body: Buffer | StreamedBody | undefined,
+): Promise<UpstreamAnswer | 'answered' | undefined> {
   const leaving = new AbortController();
   const res = reply.raw;
   const onClose = () => leaving.abort();
@@ -514,7 +542,7 @@ async function forward(
     res.removeListener('close', onClose);
     if (leaving.signal.aborted) {
       abandon(request, reply, deps);
-      return false;
+      return undefined;
     }
     const failure = error instanceof EchoError ? error : upstream.failure(error);
     outcome.error = failure.message;
@@ -526,14 +554,25 @@ async function forward(
       .code(failure.statusCode)
       .type('application/json; charset=utf-8')
       .send(errorBody(failure.code, failure.message, request.id));
-    return true;
+    return 'answered';
   }
   outcome.status = answer.status;
   outcome.duration_ms = Math.round(answer.headMs);
   deps.metrics.upstreamAnswered(answer.status, answer.headMs / 1000);
   // From here fastify ends the body's stream when the client leaves.
   res.removeListener('close', onClose);
+  return answer;
+}
 
+/** Answers with the upstream's answer and the faults that act on an answer (see {@link forward}). */
+function answerWith(
+  answer: UpstreamAnswer,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  controls: Controls,
+  fault: ApplyFault,
+  slow: () => ShapingStream | undefined,
+): boolean {
   let status = answer.status;
   let injected = false;
   if (controls.status !== undefined) {
@@ -559,6 +598,33 @@ async function forward(
     answer.headers['content-encoding'] === undefined ? controls : { ...controls, compress: undefined };
   send(reply, own, answer.body, slow(), injected);
   return true;
+}
+
+/** The most of an upstream's answer `truncate` and `malformed` read before breaking it: 16 MiB. */
+export const MAX_BROKEN_UPSTREAM_BYTES = 16 * 1024 * 1024;
+
+/**
+ * An upstream's answer as the answer `truncate` or `malformed` breaks: its status, its headers
+ * (without `Content-Length`, which the break sets) and its body, read up to
+ * {@link MAX_BROKEN_UPSTREAM_BYTES} (a longer one is broken as if it were that long).
+ */
+async function upstreamToBreak(answer: UpstreamAnswer): Promise<ScriptedAnswer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of answer.body) {
+    const piece = chunk as Buffer;
+    chunks.push(piece.subarray(0, MAX_BROKEN_UPSTREAM_BYTES - size));
+    size += piece.length;
+    if (size >= MAX_BROKEN_UPSTREAM_BYTES) {
+      answer.body.destroy();
+      break;
+    }
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (name !== 'content-length') headers[name] = [value].flat().join(', ');
+  }
+  return { status: answer.status, body: Buffer.concat(chunks), headers };
 }
 
 /** An injected failure: plain text, as if someone else's server had failed. */

@@ -94,6 +94,21 @@ async function get(url: string, headers: Record<string, string> = {}, method = '
   return { status: res.statusCode, headers: res.headers, text };
 }
 
+/** Sends `text` on a raw connection and reads until the server closes it. */
+function rawExchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(text));
+    let got = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      got += chunk;
+    });
+    socket.setTimeout(10_000, () => socket.destroy(new Error(`no close after: ${got}`)));
+    socket.on('close', () => resolve(got));
+    socket.on('error', reject);
+  });
+}
+
 function lastSeen(): Seen {
   const entry = seen.at(-1);
   assert.ok(entry, 'the upstream saw a request');
@@ -182,6 +197,26 @@ describe('a proxy in front of a real service', () => {
       (f) => f.kind,
     );
     assert.deepEqual(kinds.sort(), ['status', 'throttle']);
+  });
+
+  test("truncate and malformed break the upstream's own answer: its status, headers, half its body", async () => {
+    const answer = JSON.stringify({ path: '/cut', method: 'GET', body: '' });
+    const truncated = await rawExchange(
+      echo.port,
+      'GET /cut HTTP/1.1\r\nHost: x\r\nX-Echo-Error: truncate\r\n\r\n',
+    );
+    assert.match(truncated, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(truncated, /\r\nx-upstream: real\r\n/i);
+    assert.match(truncated, new RegExp(`\\r\\ncontent-length: ${answer.length}\\r\\n`, 'i'));
+    assert.ok(truncated.endsWith(`\r\n\r\n${answer.slice(0, Math.floor(answer.length / 2))}`), truncated);
+    const busy = await rawExchange(
+      echo.port,
+      'GET /busy/cut HTTP/1.1\r\nHost: x\r\nX-Echo-Error: malformed\r\n\r\n',
+    );
+    assert.match(busy, /^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    assert.match(busy, /\r\ntransfer-encoding: chunked\r\n/i);
+    assert.match(busy, /\r\nzz\r\n/);
+    assert.equal(lastSeen().url, '/busy/cut', 'the upstream was called');
   });
 
   test('a scenario answers what it matches; everything else is forwarded', async () => {
@@ -500,6 +535,35 @@ describe('streams through the proxy: WebSocket and SSE', () => {
     );
     await Promise.race([reading, timeout]);
     assert.equal(text, 'data: event 1\n\ndata: event 2\n\n');
+  });
+});
+
+describe('slow-close of an upstream answer', () => {
+  let echo: RunningEcho;
+  before(async () => {
+    echo = await startEcho({ ECHO_UPSTREAM: upstreamUrl, ECHO_ERROR_TIMEOUT: '300ms' });
+  });
+  after(() => echo.close());
+
+  test("the upstream's whole answer arrives, then the connection stays open before it closes", async () => {
+    const socket = connect(echo.port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write('GET /lingering HTTP/1.1\r\nHost: x\r\nX-Echo-Error: slow-close\r\n\r\n');
+    let got = '';
+    let wholeAt = 0;
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      got += chunk;
+      if (wholeAt === 0 && got.endsWith('}')) wholeAt = performance.now();
+    });
+    await once(socket, 'close');
+    const closedAt = performance.now();
+    assert.match(got, /\r\nx-upstream: real\r\n/i);
+    assert.ok(got.endsWith('"path":"/lingering","method":"GET","body":""}'), got);
+    assert.ok(
+      wholeAt > 0 && closedAt - wholeAt >= 250,
+      `closed ${Math.round(closedAt - wholeAt)} ms after the answer`,
+    );
   });
 });
 
