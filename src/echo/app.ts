@@ -22,7 +22,7 @@ import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
-import { peekBody, Upstream } from './proxy.ts';
+import { peekBody, Upstreams } from './proxy.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { retryAfterSeconds, TokenBucket } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
@@ -268,17 +268,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     }
   });
 
-  // Reverse proxy (`ECHO_UPSTREAM`): one connection pool to the upstream, closed with the app.
-  const upstream =
-    config.upstream === undefined
-      ? undefined
-      : await Upstream.create({
-          url: config.upstream,
-          timeoutMs: config.upstreamTimeoutMs,
-          hostHeader: config.upstreamHostHeader,
-        });
+  // Reverse proxy (`ECHO_UPSTREAM`, a scenario's `upstream`): one connection pool, closed with the app.
+  const upstreams = new Upstreams(config.upstreamTimeoutMs, config.upstreamHostHeader);
+  app.addHook('onClose', () => upstreams.close());
+  const upstream = config.upstream === undefined ? undefined : await upstreams.get(config.upstream);
   if (upstream !== undefined) {
-    app.addHook('onClose', () => upstream.close());
     // WebSocket upgrades of any path but the service's own `/ws` are tunnelled to the upstream.
     state.upgradeHandlers.set('*', (request, socket, head) => {
       const waitMs = state.rateLimit?.take() ?? 0;
@@ -293,6 +287,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   // The echo route: every other path and method. Bodies arrive as raw bytes, whatever their type.
   const echo = createEchoHandler({
     ...(upstream === undefined ? {} : { upstream }),
+    upstreams,
     config,
     random,
     ...(seeds === undefined ? {} : { seeds }),

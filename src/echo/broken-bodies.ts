@@ -26,7 +26,8 @@ export interface BrokenContent {
 
 /** The answer a broken body breaks: a scenario response's, or an upstream's (status, body, headers). */
 export interface ScriptedAnswer {
-  readonly status: number;
+  /** `undefined`: 200. */
+  readonly status: number | undefined;
   /** A scenario's text, or an upstream's bytes (reverse proxy). */
   readonly body: string | Buffer | undefined;
   readonly headers: Readonly<Record<string, string>>;
@@ -46,7 +47,7 @@ export function brokenContent(
   // A scenario response breaks the answer it scripts: its status (one with a body to break) and,
   // unless a size replaces it, its body and Content-Type.
   const status =
-    scripted !== undefined && scripted.status >= 200 && !NO_CONTENT_STATUSES.has(scripted.status)
+    scripted?.status !== undefined && scripted.status >= 200 && !NO_CONTENT_STATUSES.has(scripted.status)
       ? scripted.status
       : BROKEN_STATUS;
   if (controls.responseSize !== undefined) {

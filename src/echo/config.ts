@@ -1,6 +1,7 @@
 import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
 import { DELAY_SPEC_FORM, type DelaySpec, drawDelayMs, parseDelaySpec } from '../scenario/duration.ts';
 import { FAULT_FIELDS, type FaultField, type FaultSpec, readFault } from '../scenario/faults.ts';
+import { parseUpstreamUrl, UPSTREAM_FORM } from '../scenario/upstream.ts';
 import { EchoConfigError } from './errors.ts';
 import { HEADER_VALUE, MAX_HEADER_VALUE_LENGTH, TOKEN, UNSETTABLE_HEADERS } from './http-grammar.ts';
 import type { ReplayCredentials } from './replay.ts';
@@ -147,22 +148,10 @@ function duration(minMs: number, maxMs: number): Parser {
 
 const text: Parser = (raw) => (raw.length > 0 ? ok(raw) : bad);
 
-/** An upstream: an absolute http(s) URL naming a host, without query, fragment or credentials. */
+/** An upstream, by the one rule of `ECHO_UPSTREAM` and a scenario's `upstream` (scenario/upstream.ts). */
 function upstreamUrl(raw: string): Parsed {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return bad;
-  }
-  const usable =
-    (url.protocol === 'http:' || url.protocol === 'https:') &&
-    url.hostname !== '' &&
-    url.search === '' &&
-    url.hash === '' &&
-    url.username === '' &&
-    url.password === '';
-  return usable ? ok(url) : bad;
+  const url = parseUpstreamUrl(raw);
+  return url === undefined ? bad : ok(url);
 }
 
 /** What `Authorization: Bearer` can carry: visible ASCII, no spaces. */
@@ -439,7 +428,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'ECHO_UPSTREAM',
     'upstream',
     '',
-    'empty, or an absolute `http://` or `https://` URL without query or credentials (a base path is kept)',
+    `empty, or ${UPSTREAM_FORM}`,
     'Reverse proxy: every echo request no scenario answers is forwarded to this upstream and its answer returned, with the faults asked for',
     (raw) => (raw === '' ? ok(undefined) : upstreamUrl(raw)),
   ),

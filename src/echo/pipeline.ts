@@ -24,7 +24,13 @@ import { EchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
-import { StreamedBody, type Upstream, type UpstreamAnswer, type UpstreamOutcome } from './proxy.ts';
+import {
+  StreamedBody,
+  type Upstream,
+  type UpstreamAnswer,
+  type UpstreamOutcome,
+  type Upstreams,
+} from './proxy.ts';
 import { drawSeed, pick, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
 import type { ShapingStream } from './shaping.ts';
 import { type ApplyFault, shapeBody, shapingFor } from './slow-bodies.ts';
@@ -54,6 +60,8 @@ export interface PipelineDeps {
   readonly drainSignal: AbortSignal;
   /** `ECHO_UPSTREAM`: where a request no scenario answers is forwarded (reverse proxy); unset: echoed. */
   readonly upstream?: Upstream;
+  /** Every upstream, by URL: a scenario's `upstream` is forwarded through it. */
+  readonly upstreams?: Upstreams;
 }
 
 /**
@@ -182,7 +190,8 @@ export function createEchoHandler(deps: PipelineDeps) {
         const origin = { control: scenario!, source: 'scenario' } as const;
         fallbacks.push({ spec: stepFaults, origin: () => origin });
       }
-      const env = step === undefined ? envAlone : envUnderScenario;
+      // A scenario response without a status leaves it to the environment too.
+      const env = step?.status === undefined ? envAlone : envUnderScenario;
       if (env !== undefined) fallbacks.push(env);
       controls = withFallbacks(controls, parsed.spec, fallbacks, random);
     }
@@ -263,15 +272,18 @@ export function createEchoHandler(deps: PipelineDeps) {
             // A scenario's own answer is what breaks: its status, headers and body (unless a size);
             // in proxy mode, without a scenario, the upstream's answer (truncate, malformed).
             let scripted: ScriptedAnswer | undefined = step;
-            if (
-              step === undefined &&
-              deps.upstream !== undefined &&
-              (error.kind === 'truncate' || error.kind === 'malformed')
-            ) {
-              const answer = await callUpstream(deps.upstream, request, reply, deps, arrived);
+            const found = upstreamOf(deps, step);
+            const target = found instanceof Promise ? await found : found;
+            if (target !== undefined && (error.kind === 'truncate' || error.kind === 'malformed')) {
+              const answer = await callUpstream(target, request, reply, deps, arrived);
               if (answer === undefined) return;
               if (answer === 'answered') return reply;
-              scripted = await upstreamToBreak(answer);
+              const upstreamAnswer = await upstreamToBreak(answer);
+              scripted = {
+                status: step?.status ?? upstreamAnswer.status,
+                body: upstreamAnswer.body,
+                headers: { ...upstreamAnswer.headers, ...step?.headers },
+              };
             }
             if (scripted !== undefined) {
               for (const name in scripted.headers) reply.header(name, scripted.headers[name]);
@@ -286,10 +298,12 @@ export function createEchoHandler(deps: PipelineDeps) {
 
     // Reverse proxy: what no scenario answers goes to the upstream; the faults above already acted
     // (the upstream is never called for an aborted request), those on an answer act on its answer.
-    if (deps.upstream !== undefined && step === undefined) {
+    const found = upstreamOf(deps, step);
+    const target = found instanceof Promise ? await found : found;
+    if (target !== undefined) {
       // Awaited, then the reply returned once: a reply is a thenable, and each adoption of it while
       // its body streams adds listeners to the response.
-      if (await forward(deps.upstream, request, reply, deps, controls, arrived, fault, slow)) return reply;
+      if (await forward(target, request, reply, deps, controls, arrived, fault, slow, step)) return reply;
       return;
     }
 
@@ -511,10 +525,24 @@ async function forward(
   body: Buffer | StreamedBody | undefined,
   fault: ApplyFault,
   slow: () => ShapingStream | undefined,
+  step: ScenarioStep | undefined,
 ): Promise<boolean> {
   const answer = await callUpstream(upstream, request, reply, deps, body);
   if (answer === undefined || answer === 'answered') return answer === 'answered';
-  return answerWith(answer, request, reply, controls, fault, slow);
+  return answerWith(answer, request, reply, controls, fault, slow, step);
+}
+
+/**
+ * Where a request is forwarded: its scenario's `upstream`, else (no scenario answers it)
+ * `ECHO_UPSTREAM`'s; `undefined`: it is answered here. A promise only for a scenario's upstream, so
+ * a request that forwards nowhere awaits nothing.
+ */
+function upstreamOf(
+  deps: PipelineDeps,
+  step: ScenarioStep | undefined,
+): Upstream | Promise<Upstream> | undefined {
+  if (step?.upstream !== undefined && deps.upstreams !== undefined) return deps.upstreams.get(step.upstream);
+  return step === undefined ? deps.upstream : undefined;
 }
 
 /**
@@ -572,9 +600,11 @@ function answerWith(
   controls: Controls,
   fault: ApplyFault,
   slow: () => ShapingStream | undefined,
+  step: ScenarioStep | undefined,
 ): boolean {
-  let status = answer.status;
-  let injected = false;
+  // A forwarding scenario's response gives its status (when it has one) and adds its headers.
+  let status = step?.status ?? answer.status;
+  let injected = step?.status !== undefined;
   if (controls.status !== undefined) {
     const from = originOf(controls, 'status');
     if (fault('status', from.control, from.source, controls.status)) {
@@ -586,6 +616,7 @@ function answerWith(
   if (status < 200) sendInterim(reply, status);
   reply.code(status < 200 ? 200 : status);
   for (const name in answer.headers) reply.header(name, answer.headers[name]);
+  if (step !== undefined) for (const name in step.headers) reply.header(name, step.headers[name]);
   if (controls.contentType !== undefined) reply.type(controls.contentType);
   if (NO_CONTENT_STATUSES.has(reply.statusCode) || request.raw.method === 'HEAD') {
     answer.body.resume();

@@ -203,19 +203,6 @@ export class Upstream {
     this.#basePath = path === '/' ? '' : path.replace(/\/$/, '');
   }
 
-  /** Makes the agent: undici is loaded only when a proxy is configured. */
-  static async create(settings: UpstreamSettings): Promise<Upstream> {
-    const { Agent } = await import('undici');
-    const agent = new Agent({
-      connections: MAX_UPSTREAM_CONNECTIONS,
-      headersTimeout: settings.timeoutMs,
-      bodyTimeout: settings.timeoutMs,
-      connect: { timeout: settings.timeoutMs },
-      allowH2: true,
-    });
-    return new Upstream(settings, agent);
-  }
-
   /** The origin and base path, as history and errors name the upstream. */
   get label(): string {
     return `${this.settings.url.origin}${this.#basePath}`;
@@ -334,8 +321,63 @@ export class Upstream {
   /** Open WebSocket tunnels: ended when the app closes (a drain does not wait for them). */
   readonly #tunnels = new Set<Duplex>();
 
-  async close(): Promise<void> {
+  /** Ends the open WebSocket tunnels (the agent is the registry's). */
+  closeTunnels(): void {
     for (const socket of this.#tunnels) socket.destroy();
-    await this.#agent.close();
   }
 }
+
+/**
+ * The upstreams of one app: `ECHO_UPSTREAM`'s and each scenario's `upstream`, one {@link Upstream}
+ * per URL over one shared undici `Agent` (undici is loaded at the first). At most
+ * {@link MAX_UPSTREAMS} are kept; past it the oldest is dropped (a set of 1,000 scenarios with as
+ * many upstreams is the most a set can name).
+ */
+export class Upstreams {
+  readonly #timeoutMs: number;
+  readonly #hostHeader: UpstreamSettings['hostHeader'];
+  #agent: Promise<Dispatcher> | undefined;
+  readonly #byUrl = new Map<string, Upstream>();
+
+  constructor(timeoutMs: number, hostHeader: UpstreamSettings['hostHeader']) {
+    this.#timeoutMs = timeoutMs;
+    this.#hostHeader = hostHeader;
+  }
+
+  /** The upstream of `url` (a valid upstream URL: `ECHO_UPSTREAM`, or a validated scenario's). */
+  async get(url: string | URL): Promise<Upstream> {
+    const key = String(url);
+    const known = this.#byUrl.get(key);
+    if (known !== undefined) return known;
+    this.#agent ??= import('undici').then(
+      ({ Agent }) =>
+        new Agent({
+          connections: MAX_UPSTREAM_CONNECTIONS,
+          headersTimeout: this.#timeoutMs,
+          bodyTimeout: this.#timeoutMs,
+          connect: { timeout: this.#timeoutMs },
+          allowH2: true,
+        }),
+    );
+    const agent = await this.#agent;
+    const upstream =
+      this.#byUrl.get(key) ??
+      new Upstream({ url: new URL(key), timeoutMs: this.#timeoutMs, hostHeader: this.#hostHeader }, agent);
+    if (!this.#byUrl.has(key)) {
+      if (this.#byUrl.size >= MAX_UPSTREAMS) {
+        const oldest = this.#byUrl.keys().next().value;
+        if (oldest !== undefined) this.#byUrl.delete(oldest);
+      }
+      this.#byUrl.set(key, upstream);
+    }
+    return upstream;
+  }
+
+  async close(): Promise<void> {
+    for (const upstream of this.#byUrl.values()) upstream.closeTunnels();
+    if (this.#agent !== undefined) await (await this.#agent).close();
+  }
+}
+
+/** Upstreams kept at most: as many as a set has scenarios, and `ECHO_UPSTREAM`. */
+export const MAX_UPSTREAMS = 1001;

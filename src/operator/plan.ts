@@ -81,6 +81,7 @@ export interface EchoScenario {
     query?: unknown;
     body?: unknown;
     cycle?: unknown;
+    upstream?: unknown;
     order?: unknown;
     activeFor?: unknown;
     times?: unknown;
@@ -215,6 +216,7 @@ const SCENARIO_SPEC_FIELDS = [
   'query',
   'body',
   'cycle',
+  'upstream',
   'order',
   'activeFor',
   'times',

@@ -21,8 +21,8 @@ import { readActiveFor } from './windows.ts';
 
 /** The response a scenario supplies for one request: ready to send, nothing left to parse. */
 export interface ScenarioStep {
-  /** HTTP status, 100-599. */
-  readonly status: number;
+  /** HTTP status, 100-599; `undefined` when the response gives none. */
+  readonly status: number | undefined;
   /** Response body; `undefined` when the scenario response has none. */
   readonly body: string | undefined;
   /** Response headers, names lowercased (HTTP names are case-insensitive); frozen, may be empty. */
@@ -36,6 +36,8 @@ export interface ScenarioStep {
   readonly faults: FaultSpec | undefined;
   /** Position of this response in its scenario's cycle, 0-based. */
   readonly index: number;
+  /** The scenario's `upstream`: the request is forwarded there, with this response's faults. */
+  readonly upstream: string | undefined;
 }
 
 /** What a scenario may match on, from one request. */
@@ -148,7 +150,7 @@ export class Entry {
     this.headers = conditions(scenario.headers, (name) => name.toLowerCase());
     this.query = conditions(scenario.query, (name) => name);
     this.body = compileBody(scenario.body);
-    this.steps = scenario.responses.map((response, i) => toStep(response, i, limits));
+    this.steps = scenario.responses.map((response, i) => toStep(response, i, limits, scenario.upstream));
     this.repeats = Uint32Array.from(scenario.responses, (r) => r.repeat ?? 1);
     this.cycle = scenario.cycle ?? true;
     this.order = scenario.order ?? 'cycle';
@@ -348,7 +350,12 @@ function faultsOf(response: ScenarioResponse, limits: FaultLimits): FaultSpec | 
   return spec === undefined ? undefined : Object.freeze(spec);
 }
 
-function toStep(response: ScenarioResponse, index: number, limits: FaultLimits): ScenarioStep {
+function toStep(
+  response: ScenarioResponse,
+  index: number,
+  limits: FaultLimits,
+  upstream: string | undefined,
+): ScenarioStep {
   return Object.freeze({
     status: response.status,
     body: response.body,
@@ -357,6 +364,7 @@ function toStep(response: ScenarioResponse, index: number, limits: FaultLimits):
     delay: response.delay === undefined ? undefined : Object.freeze(parseDelaySpec(response.delay)),
     faults: faultsOf(response, limits),
     index,
+    upstream,
   });
 }
 

@@ -17,6 +17,7 @@ import {
   type ScenarioOrder,
 } from './order.ts';
 import { MAX_SESSIONS } from './sessions.ts';
+import { MAX_UPSTREAM_LENGTH, UPSTREAM_PATTERN } from './upstream.ts';
 import { MAX_WEIGHTED_LIST_LENGTH } from './weighted.ts';
 import { ACTIVE_FOR_PATTERN, MAX_ACTIVE_FOR_LENGTH, MAX_TIMES } from './windows.ts';
 
@@ -173,11 +174,13 @@ function faultText(description: string, maxLength: number) {
 /** The JSON schema of one scripted response. */
 export const ScenarioResponseSchema = Type.Object(
   {
-    status: Type.Integer({
-      description: `HTTP status of the response, ${MIN_STATUS}-${MAX_STATUS}.`,
-      minimum: MIN_STATUS,
-      maximum: MAX_STATUS,
-    }),
+    status: Type.Optional(
+      Type.Integer({
+        description: `HTTP status of the response, ${MIN_STATUS}-${MAX_STATUS}. Without it: X-Echo-Status or ECHO_STATUS when given, else 200 (or, when the scenario forwards to an upstream, the upstream's).`,
+        minimum: MIN_STATUS,
+        maximum: MAX_STATUS,
+      }),
+    ),
     delay: Type.Optional(
       Type.String({
         description:
@@ -412,6 +415,14 @@ export const ScenarioSchema = Type.Object(
       ),
     ),
     body: Type.Optional(BodyConditionSchema),
+    upstream: Type.Optional(
+      Type.String({
+        description:
+          'Forward the requests this scenario matches to this upstream (an absolute http:// or https:// URL without query, fragment or credentials; a path is its base path) instead of answering them: each response then gives the faults for the forwarded request (error, delay, throttle, ...), its status (when given) replaces the upstream status and its headers are added to the answer; its body is not used.',
+        maxLength: MAX_UPSTREAM_LENGTH,
+        pattern: UPSTREAM_PATTERN,
+      }),
+    ),
     cycle: Type.Optional(
       Type.Boolean({
         description:

@@ -25,6 +25,7 @@ import {
   type ScenarioResponse,
   UNSETTABLE_HEADERS,
 } from './schema.ts';
+import { parseUpstreamUrl, UPSTREAM_FORM } from './upstream.ts';
 import { readActiveFor } from './windows.ts';
 
 // Part of validateScenarios' contract, so exported with it.
@@ -185,6 +186,7 @@ export function copyScenario(scenario: Scenario): Scenario {
   if (scenario.query !== undefined) copy.query = Object.fromEntries(Object.entries(scenario.query));
   if (scenario.body !== undefined) copy.body = { ...scenario.body };
   if (scenario.cycle !== undefined) copy.cycle = scenario.cycle;
+  if (scenario.upstream !== undefined) copy.upstream = scenario.upstream;
   if (scenario.order !== undefined) copy.order = scenario.order;
   if (scenario.activeFor !== undefined) copy.activeFor = scenario.activeFor;
   if (scenario.times !== undefined) copy.times = scenario.times;
@@ -204,7 +206,8 @@ export function isPlainPath(scenario: Scenario): boolean {
 }
 
 function copyResponse(response: ScenarioResponse): ScenarioResponse {
-  const copy: ScenarioResponse = { status: response.status };
+  const copy: ScenarioResponse = {};
+  if (response.status !== undefined) copy.status = response.status;
   if (response.delay !== undefined) copy.delay = response.delay;
   if (response.body !== undefined) copy.body = response.body;
   if (response.repeat !== undefined) copy.repeat = response.repeat;
@@ -309,6 +312,13 @@ function collectSemanticProblems(
     checkConditionValues(scenario['headers'], `/${i}/headers`, problems);
     checkConditionValues(scenario['query'], `/${i}/query`, problems);
     checkBodyCondition(scenario['body'], `/${i}/body`, problems);
+    const upstream = scenario['upstream'];
+    if (
+      typeof upstream === 'string' &&
+      !problems.has(`/${i}/upstream`) &&
+      parseUpstreamUrl(upstream) === undefined
+    )
+      problems.add(`/${i}/upstream`, `upstream ${quote(upstream)} must be ${UPSTREAM_FORM}`);
     checkActiveFor(scenario['activeFor'], `/${i}/activeFor`, problems);
     const responses = scenario['responses'];
     if (!Array.isArray(responses)) continue;

@@ -117,6 +117,22 @@ describe('environment defaults', () => {
     }
   });
 
+  test('a scenario response without a status takes ECHO_STATUS; one with a status keeps its own', async () => {
+    const set = [
+      { path: '/no-status', responses: [{ body: 'scripted' }] },
+      { path: '/own-status', responses: [{ status: 201, body: 'scripted' }] },
+    ];
+    assert.equal((await postScenarios(echo, set)).status, 200);
+    try {
+      const without = await get(`${echo.url}/no-status`);
+      assert.equal(without.status, 503);
+      assert.equal(without.body.toString(), 'scripted');
+      assert.equal((await get(`${echo.url}/own-status`)).status, 201);
+    } finally {
+      await postScenarios(echo, []);
+    }
+  });
+
   test("a scenario response's status wins over ECHO_STATUS, and its contentType over ECHO_CONTENT_TYPE", async () => {
     assert.equal(
       (

@@ -567,6 +567,76 @@ describe('slow-close of an upstream answer', () => {
   });
 });
 
+describe("a scenario's own upstream", () => {
+  let echo: RunningEcho;
+  before(async () => {
+    // No ECHO_UPSTREAM: only what the scenario matches is forwarded.
+    echo = await startEcho();
+  });
+  after(() => echo.close());
+
+  async function setScenarios(set: unknown): Promise<{ status: number; text: string }> {
+    const res = await request(`${echo.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(set),
+    });
+    return { status: res.statusCode, text: await res.body.text() };
+  }
+
+  test('"5% of POST /orders get a 503" on a real service: the matched requests are forwarded with the faults drawn', async () => {
+    const set = [
+      { pathPattern: '/orders/*', method: ['POST'], upstream: upstreamUrl, responses: [{ error: '503:50' }] },
+    ];
+    assert.equal((await setScenarios(set)).status, 200);
+    const outcomes = new Set<string>();
+    for (let seed = 1; seed <= 24; seed++) {
+      const before = seen.length;
+      const res = await get(`${echo.url}/orders/${seed}`, { 'x-echo-seed': String(seed) }, 'POST', 'x');
+      if (res.status === 503) {
+        assert.match(res.text, /injected by echo-chaos/);
+        assert.equal(seen.length, before, 'an injected 503 never reaches the upstream');
+        outcomes.add('injected');
+      } else {
+        assert.equal(res.headers['x-upstream'], 'real');
+        assert.equal(lastSeen().url, `/orders/${seed}`);
+        outcomes.add('forwarded');
+      }
+    }
+    assert.deepEqual([...outcomes].sort(), ['forwarded', 'injected']);
+    // What the scenario does not match is echoed, as without it.
+    const other = await get(`${echo.url}/other`);
+    assert.equal(other.headers['x-upstream'], undefined);
+    assert.match(other.text, /^GET \/other HTTP\/1\.1/);
+  });
+
+  test("a forwarding response's status replaces the upstream's and its headers are added", async () => {
+    const set = [
+      {
+        path: '/relabelled',
+        upstream: upstreamUrl,
+        responses: [{ status: 299, headers: { 'X-Scn': 'on' } }],
+      },
+    ];
+    assert.equal((await setScenarios(set)).status, 200);
+    const res = await get(`${echo.url}/relabelled`);
+    assert.equal(res.status, 299);
+    assert.equal(res.headers['x-scn'], 'on');
+    assert.equal(res.headers['x-upstream'], 'real');
+    assert.equal(JSON.parse(res.text).path, '/relabelled');
+  });
+
+  test('a bad upstream is a 400 naming it, and the stored set stays', async () => {
+    const stored = await (await request(`${echo.url}/scenario`)).body.json();
+    for (const upstream of ['ftp://x', 'http://u:p@x', 'http://x/?q=1', 'not a url']) {
+      const refused = await setScenarios([{ path: '/x', upstream, responses: [{}] }]);
+      assert.equal(refused.status, 400, upstream);
+      assert.match(refused.text, /\/0\/upstream/);
+    }
+    assert.deepEqual(await (await request(`${echo.url}/scenario`)).body.json(), stored);
+  });
+});
+
 describe('Host as configured', () => {
   let echo: RunningEcho;
   before(async () => {

@@ -185,7 +185,8 @@ function checkAccepted(scenarios: Scenario[], maxDelayMs: number): void {
         assert.equal(s.order, 'random');
         assert.ok(Number.isInteger(r.weight) && r.weight >= 0 && r.weight <= MAX_WEIGHT);
       }
-      assert.ok(Number.isInteger(r.status) && r.status >= 100 && r.status <= 599 && r.status !== 101);
+      if (r.status !== undefined)
+        assert.ok(Number.isInteger(r.status) && r.status >= 100 && r.status <= 599 && r.status !== 101);
       if (r.delay !== undefined) {
         const bounds = parseDelayBounds(r.delay);
         assert.ok(

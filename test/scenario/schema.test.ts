@@ -111,6 +111,7 @@ test('ScenarioListSchema – carries the documented limits and required fields',
     'headers',
     'query',
     'body',
+    'upstream',
     'cycle',
     'order',
     'activeFor',
@@ -125,7 +126,8 @@ test('ScenarioListSchema – carries the documented limits and required fields',
   assert.equal(properties['path']?.['pattern'], PATH_PATTERN);
   assert.equal(properties['responses']?.['minItems'], 1);
   assert.equal(properties['responses']?.['maxItems'], MAX_RESPONSES);
-  assert.deepEqual(response['required'], ['status']);
+  // Every field of a response is optional: a status-less response answers 200 (or the upstream's).
+  assert.equal(response['required'], undefined);
   assert.equal(responseProperties['status']?.['minimum'], 100);
   assert.equal(responseProperties['status']?.['maximum'], 599);
   assert.equal(responseProperties['body']?.['maxLength'], MAX_BODY_LENGTH);

@@ -50,6 +50,7 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     delay: undefined,
     faults: undefined,
     index: 0,
+    upstream: undefined,
   });
   assert.deepEqual(second, {
     status: 503,
@@ -58,6 +59,7 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     delay: { minMs: 100, maxMs: 500 },
     faults: undefined,
     index: 1,
+    upstream: undefined,
   });
   assert.deepEqual(third, {
     status: 429,
@@ -66,6 +68,7 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     delay: { minMs: 2000, maxMs: 2000 },
     faults: undefined,
     index: 2,
+    upstream: undefined,
   });
   assert.equal(Object.isFrozen(first), true);
   assert.equal(Object.isFrozen(first?.headers), true);
@@ -327,7 +330,7 @@ test('ScenarioStore – order: random answers match the weights over many seeded
   const random = seededRandom(42);
   const counts = new Map<number, number>();
   for (let i = 0; i < draws; i++) {
-    const status = store.next('/w', undefined, random)!.status;
+    const status = store.next('/w', undefined, random)!.status ?? 0;
     counts.set(status, (counts.get(status) ?? 0) + 1);
   }
   // Binomial standard deviation at 20,000 draws is at most 0.36%: 1.5% is over four of them.
