@@ -20,7 +20,7 @@ import {
   withFallbacks,
 } from './controls.ts';
 import { errorBody } from './error-handler.ts';
-import { EchoError } from './errors.ts';
+import { EchoError, isEchoError } from './errors.ts';
 import { CHAOS_STATUSES } from './faults.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
@@ -572,7 +572,7 @@ async function callUpstream(
       abandon(request, reply, deps);
       return undefined;
     }
-    const failure = error instanceof EchoError ? error : upstream.failure(error);
+    const failure = isEchoError(error) ? error : upstream.failure(error);
     outcome.error = failure.message;
     outcome.duration_ms = Math.round(performance.now() - started);
     deps.metrics.upstreamAnswered('error', 0);
