@@ -134,8 +134,8 @@ export interface Target {
   readonly limit: number;
   /** NaN when the scenario did not run. */
   readonly measured: number;
-  /** How to print the numbers: a ratio (`0.83`), a factor (`1.2×`), MB, ms or a count. */
-  readonly unit: 'ratio' | 'x' | 'MB' | 'ms' | 'count';
+  /** How to print the numbers: a ratio (`0.83`), a factor (`1.2×`), MB (10^6 bytes), MiB, ms or a count. */
+  readonly unit: 'ratio' | 'x' | 'MB' | 'MiB' | 'ms' | 'count';
   readonly note?: string;
 }
 
@@ -148,6 +148,8 @@ export function formatValue(value: number, unit: Target['unit']): string {
       return `${value.toFixed(2)}×`;
     case 'MB':
       return `${value.toFixed(0)} MB`;
+    case 'MiB':
+      return `${value.toFixed(0)} MiB`;
     case 'ms':
       return `${value.toFixed(1)} ms`;
     case 'count':
@@ -220,4 +222,53 @@ export function cpuSecondsOfStat(stat: string, ticksPerSecond: number): number {
     throw new Error(`no utime and stime in ${JSON.stringify(stat.slice(0, 80))}`);
   }
   return (utime + stime) / ticksPerSecond;
+}
+
+/** A `kB` line of `/proc/<pid>/status` (`VmRSS`, `VmHWM`, ...), in KiB; NaN when it is not there. */
+export function statusKb(status: string, name: string): number {
+  const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
+  return m ? Number(m[1]) : Number.NaN;
+}
+
+/**
+ * Reads a value every `intervalMs` until `done` settles (once at the start, once after it settles):
+ * the RSS of a server while a transfer runs through it. `wait` is injected (a fake clock in tests).
+ */
+export async function sampleUntil<T>(
+  done: Promise<T>,
+  read: () => number,
+  wait: (ms: number) => Promise<void>,
+  intervalMs: number,
+): Promise<{ result: T; samples: number[] }> {
+  let settled = false;
+  const watched = done.finally(() => {
+    settled = true;
+  });
+  const samples: number[] = [];
+  while (!settled) {
+    samples.push(read());
+    await Promise.race([wait(intervalMs), watched.catch(() => undefined)]);
+  }
+  samples.push(read());
+  return { result: await watched, samples };
+}
+
+/**
+ * The highest RSS while a transfer ran, from VmHWM (the process's peak since it started) before and
+ * after it and the samples taken meanwhile: a VmHWM that rose during the transfer is exact; one
+ * that did not means the transfer stayed under an earlier peak (startup), and the samples tell.
+ */
+export function peakDuring(hwmBeforeKb: number, hwmAfterKb: number, samplesKb: readonly number[]): number {
+  if (hwmAfterKb > hwmBeforeKb) return hwmAfterKb;
+  const sampled = samplesKb.filter((x) => !Number.isNaN(x));
+  return sampled.length === 0 ? Number.NaN : Math.max(...sampled);
+}
+
+/** The highest sample of each half (first, second): a bounded RSS stops rising in the second. */
+export function halvesMax(samples: readonly number[]): [number, number] {
+  const xs = samples.filter((x) => !Number.isNaN(x));
+  if (xs.length === 0) return [Number.NaN, Number.NaN];
+  const mid = Math.ceil(xs.length / 2);
+  const second = xs.slice(mid);
+  return [Math.max(...xs.slice(0, mid)), second.length === 0 ? Number.NaN : Math.max(...second)];
 }

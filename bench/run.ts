@@ -18,11 +18,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   cpuSecondsOfStat,
   formatValue,
+  halvesMax,
   median,
   parseH2load,
   parseWrk,
+  peakDuring,
   roundRatio,
   type Sample,
+  sampleUntil,
+  statusKb,
   type Target,
   table,
   targetsSection,
@@ -150,6 +154,32 @@ const OBS_OFF: ServerSpec = {
   nodeArgs: START_FLAGS,
   env: Object.fromEntries(OBS_FEATURES.map((f) => [`OBS_${f}_ENABLED`, 'false'])),
 };
+
+/** The upstream of the proxy scenario: a small fixed body, and `/bytes/<n>` streamed. */
+const UPSTREAM: ServerSpec = {
+  id: 'upstream',
+  label: 'the bare upstream, called directly',
+  script: 'bench/bare-upstream.ts',
+  env: {},
+};
+
+/** The proxy scenario's servers, each forwarding to the upstream at `url`; the first is the baseline. */
+function proxies(url: string): ServerSpec[] {
+  return [
+    {
+      id: 'bareproxy',
+      label: 'minimal undici proxy (`bench/bare-proxy.ts`)',
+      script: 'bench/bare-proxy.ts',
+      env: { UPSTREAM: url },
+    },
+    { ...DEFAULTS, label: 'echo-chaos forwarding, defaults (`npm start`)', env: { ECHO_UPSTREAM: url } },
+    {
+      ...NO_LOG,
+      label: 'echo-chaos forwarding, `LOG_REQUESTS=false`',
+      env: { ...NO_LOG.env, ECHO_UPSTREAM: url },
+    },
+  ];
+}
 
 /** The environment a server starts with: ours minus anything that would change echo-chaos. */
 function serverEnv(spec: ServerSpec, port: number): NodeJS.ProcessEnv {
@@ -390,7 +420,7 @@ interface LoadScenario {
 }
 
 interface OtherScenario {
-  readonly kind: 'streams' | 'million';
+  readonly kind: 'streams' | 'million' | 'proxy';
   readonly id: string;
   readonly title: string;
   readonly what: string;
@@ -402,6 +432,20 @@ const WRK50 = { tool: 'wrk', connections: 50, seconds } as const;
 const DELAY_CONNECTIONS = 1000;
 /** How long the million run waits after its last request: two `ECHO_IDLE_RECLAIM` ticks and a margin. */
 const SETTLE_S = 25;
+/** The paced client's turns: each target gets the rate for this long, then the next. */
+const PACE_SLICE_MS = 500;
+/** The streamed transfer of the proxy scenario (issue #32 asks for 1 GiB). */
+const TRANSFER_BYTES = quick ? 256 * 1024 * 1024 : 1024 * 1024 * 1024;
+const TRANSFER_LABEL = quick ? '256 MiB (`--quick`; the target is about 1 GiB)' : '1 GiB';
+/** curl's `--limit-rate`: slower than upstream and proxy can send, so the proxy must hold the upstream back. */
+const TRANSFER_READ_RATE = '256M';
+const TRANSFER_READ_LABEL = '256 MiB/s';
+const RSS_SAMPLE_MS = 50;
+/**
+ * The bound of "bounded RSS" (issue #32): the highest RSS during the transfer, less the RSS before.
+ * bench/README.md says how it was chosen.
+ */
+const TRANSFER_RSS_GROWTH_MIB = 128;
 
 const SCENARIOS: readonly Scenario[] = [
   {
@@ -471,6 +515,12 @@ const SCENARIOS: readonly Scenario[] = [
     load: WRK50,
   },
   {
+    kind: 'proxy',
+    id: 'proxy',
+    title: 'reverse proxy: the cost of forwarding (issue #32)',
+    what: `\`GET ${PATH}\` forwarded to a bare node:http upstream (\`bench/bare-upstream.ts\`, a 200-byte body) by a minimal undici proxy (\`bench/bare-proxy.ts\`, the baseline) and by echo-chaos with \`ECHO_UPSTREAM\` (no scenario: every request is forwarded), all in front of the same upstream. Throughput: wrk, 2 threads, 50 connections, as \`get\`. Latency at half of the minimal proxy's throughput in the same round: \`bench/paced-client.ts\`, open loop at that rate, the upstream called directly and each proxy taking turns in ${PACE_SLICE_MS} ms slices; "p99 added" is a proxy's p99 minus the upstream's own in the same run. Memory: ${TRANSFER_LABEL} streamed from the upstream through a proxy to curl, which reads it at ${TRANSFER_READ_LABEL} and discards it, the proxy's VmRSS sampled every ${RSS_SAMPLE_MS} ms.`,
+  },
+  {
     kind: 'streams',
     id: 'streams',
     title: 'open SSE streams and WebSockets',
@@ -528,6 +578,7 @@ function ensure(tool: string, debianPackage: string): void {
 }
 
 ensure('wrk', 'wrk');
+if (selected.some((s) => s.kind === 'proxy')) ensure('curl', 'curl');
 if (selected.some((s) => s.kind === 'load' && s.load.tool === 'h2load')) ensure('h2load', 'nghttp2-client');
 
 // ---------------------------------------------------------------------------------------------------
@@ -887,6 +938,357 @@ async function runMillion(): Promise<MillionResult> {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// The reverse proxy's cost (issue #32)
+
+/** One target of a paced run (bench/paced-client.ts's JSON), with its main thread's CPU. */
+interface Paced {
+  readonly rate: number;
+  readonly ok: number;
+  readonly failed: number;
+  readonly unfinished: number;
+  readonly p50Ms: number;
+  readonly p90Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  /** How late the client handed requests over (its own delay), p99. */
+  readonly lateP99Ms: number;
+  /** Main-thread CPU µs a request over the paced run (NaN for the upstream). */
+  readonly cpuUs: number;
+}
+
+interface Transfer {
+  readonly id: string;
+  readonly label: string;
+  readonly bytes: number;
+  readonly seconds: number;
+  readonly status: string;
+  readonly idleMb: number;
+  /** The highest RSS during the transfer (peakDuring). */
+  readonly peakMb: number;
+  readonly growthMib: number;
+  /** The highest sample of the transfer's first and second half. */
+  readonly firstHalfMb: number;
+  readonly secondHalfMb: number;
+  readonly afterMb: number;
+  readonly samples: number;
+}
+
+interface ProxyResult {
+  readonly load: LoadResult;
+  /** Per round: per target id (`upstream` and the proxies), what the paced client measured. */
+  readonly paced: Map<string, Paced>[];
+  readonly transfers: Transfer[];
+}
+
+const kbToMb = (kb: number) => (kb * 1024) / 1e6;
+
+function status(pid: number | undefined): string {
+  try {
+    return readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The paced measurement of one round: the proxies started afresh and warmed up with wrk, then
+ * bench/paced-client.ts at `rate` requests a second, the upstream called directly and each proxy
+ * taking turns in slices, `seconds` of load each.
+ */
+async function pacedRound(upstream: Running, specs: readonly ServerSpec[], rate: number) {
+  const servers: Running[] = [];
+  try {
+    for (const spec of specs) servers.push(await startServer(spec));
+    for (const server of servers) await drive(server.port, WRK50, warmupSeconds);
+    await sleep(500);
+    const ids = ['upstream', ...specs.map((s) => s.id)];
+    const ports = [upstream.port, ...servers.map((s) => s.port)];
+    const before = servers.map((s) => mainThreadCpuSeconds(s.child.pid));
+    const clientWarmupS = 1;
+    const out = await run(
+      process.execPath,
+      [
+        join(root, 'bench', 'paced-client.ts'),
+        ports.join(','),
+        PATH,
+        String(rate),
+        String(seconds),
+        String(clientWarmupS),
+        '50',
+        String(PACE_SLICE_MS),
+      ],
+      ((clientWarmupS + seconds) * ports.length + 40) * 1000,
+    );
+    const after = servers.map((s) => mainThreadCpuSeconds(s.child.pid));
+    const report = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as {
+      targets: Record<string, number | null>[];
+    };
+    const num = (x: number | null | undefined) => (typeof x === 'number' ? x : Number.NaN);
+    const byId = new Map<string, Paced>();
+    report.targets.forEach((t, i) => {
+      const ok = num(t['ok']);
+      // The CPU covers the client's warm-up too, and the turns of the others (idle here).
+      const served = ok + num(t['warmupOk']);
+      const cpu = i === 0 ? Number.NaN : (num(after[i - 1]) - num(before[i - 1])) * 1e6;
+      byId.set(ids[i] as string, {
+        rate,
+        ok,
+        failed: num(t['failed']),
+        unfinished: num(t['unfinished']),
+        p50Ms: num(t['p50Ms']),
+        p90Ms: num(t['p90Ms']),
+        p99Ms: num(t['p99Ms']),
+        maxMs: num(t['maxMs']),
+        lateP99Ms: num(t['lateP99Ms']),
+        cpuUs: served > 0 ? cpu / served : Number.NaN,
+      });
+    });
+    return byId;
+  } finally {
+    for (const server of servers) await stopServer(server);
+  }
+}
+
+/**
+ * The streamed transfer through one proxy: started afresh, a few small requests (the forwarding
+ * path compiled, the upstream connection open), 1 s idle, then `TRANSFER_BYTES` from the upstream
+ * through it to curl (reading at TRANSFER_READ_RATE and discarding), VmRSS sampled meanwhile.
+ */
+async function streamThrough(spec: ServerSpec): Promise<Transfer> {
+  const server = await startServer(spec);
+  try {
+    for (let i = 0; i < 20; i++) await (await fetch(`http://127.0.0.1:${server.port}${PATH}`)).arrayBuffer();
+    await sleep(1000);
+    const pid = server.child.pid;
+    const idle = status(pid);
+    const idleKb = statusKb(idle, 'VmRSS');
+    const hwmBeforeKb = statusKb(idle, 'VmHWM');
+    const started = performance.now();
+    const transfer = run(
+      'curl',
+      [
+        '-sS',
+        '-o',
+        '/dev/null',
+        '--limit-rate',
+        TRANSFER_READ_RATE,
+        '--max-time',
+        '120',
+        '-w',
+        '%{size_download} %{http_code}',
+        `http://127.0.0.1:${server.port}/bytes/${TRANSFER_BYTES}`,
+      ],
+      150_000,
+    );
+    const { result, samples } = await sampleUntil(
+      transfer,
+      () => statusKb(status(pid), 'VmRSS'),
+      (ms) => sleep(ms),
+      RSS_SAMPLE_MS,
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const [bytes, code] = result.trim().split(/\s+/);
+    const end = status(pid);
+    const peakKb = peakDuring(hwmBeforeKb, statusKb(end, 'VmHWM'), samples);
+    const [firstKb, secondKb] = halvesMax(samples);
+    return {
+      id: spec.id,
+      label: spec.label,
+      bytes: Number(bytes),
+      seconds,
+      status: code ?? '?',
+      idleMb: kbToMb(idleKb),
+      peakMb: kbToMb(peakKb),
+      growthMib: (peakKb - idleKb) / 1024,
+      firstHalfMb: kbToMb(firstKb),
+      secondHalfMb: kbToMb(secondKb),
+      afterMb: kbToMb(statusKb(end, 'VmRSS')),
+      samples: samples.length,
+    };
+  } catch (err) {
+    throw withServerState(err, server);
+  } finally {
+    await stopServer(server);
+  }
+}
+
+async function runProxy(scenario: Scenario): Promise<ProxyResult> {
+  const upstream = await startServer(UPSTREAM);
+  try {
+    const specs = proxies(`http://127.0.0.1:${upstream.port}`);
+    const loadScenario: LoadScenario = {
+      kind: 'load',
+      id: scenario.id,
+      title: scenario.title,
+      what: scenario.what,
+      servers: specs,
+      load: WRK50,
+    };
+    const samples = new Map<string, Measured[]>(specs.map((s) => [s.id, []]));
+    const paced: Map<string, Paced>[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const parts: string[] = [];
+      for (const spec of specs) {
+        const m = await measure(spec, WRK50);
+        samples.get(spec.id)?.push(m);
+        parts.push(`${spec.id} ${m.rps.toFixed(0)} rps p99 ${m.p99Ms.toFixed(1)} ms`);
+      }
+      log(`  proxy round ${r + 1}/${rounds}, wrk: ${parts.join(', ')}`);
+      const baseline = samples.get(specs[0]?.id ?? '')?.[r];
+      const rate = Math.max(1, Math.round((baseline?.rps ?? 0) / 2));
+      const round = await pacedRound(upstream, specs, rate);
+      paced.push(round);
+      log(
+        `  proxy round ${r + 1}/${rounds}, paced at ${rate} req/s: ${[...round]
+          .map(
+            ([id, p]) =>
+              `${id} p99 ${p.p99Ms.toFixed(2)} ms${p.failed + p.unfinished ? ` ${p.failed + p.unfinished} failed` : ''}`,
+          )
+          .join(', ')}`,
+      );
+    }
+    const transfers: Transfer[] = [];
+    for (const spec of specs.slice(0, 2)) {
+      const t = await streamThrough(spec);
+      transfers.push(t);
+      log(
+        `  proxy transfer through ${spec.id}: ${(t.bytes / 2 ** 20).toFixed(0)} MiB in ${t.seconds.toFixed(1)} s, RSS ${t.idleMb.toFixed(0)} -> peak ${t.peakMb.toFixed(0)} MB (+${t.growthMib.toFixed(0)} MiB)`,
+      );
+    }
+    return { load: { scenario: loadScenario, samples }, paced, transfers };
+  } finally {
+    await stopServer(upstream);
+  }
+}
+
+interface PacedSummary {
+  readonly rate: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+  /** Median over rounds of this target's p99 minus the upstream's (called directly) in the same round. */
+  readonly addedOverUpstream: number;
+  /** The same against the minimal proxy. */
+  readonly addedOverBare: number;
+  readonly failed: number;
+  readonly lateP99: number;
+  readonly cpuUs: number;
+  readonly perRound: string;
+}
+
+function pacedSummary(result: ProxyResult, id: string): PacedSummary {
+  const rounds = result.paced.map((r) => r.get(id)).filter((p): p is Paced => p !== undefined);
+  const added = (other: string) =>
+    median(result.paced.map((r) => (r.get(id)?.p99Ms ?? Number.NaN) - (r.get(other)?.p99Ms ?? Number.NaN)));
+  return {
+    rate: median(rounds.map((p) => p.rate)),
+    p50: median(rounds.map((p) => p.p50Ms)),
+    p90: median(rounds.map((p) => p.p90Ms)),
+    p99: median(rounds.map((p) => p.p99Ms)),
+    max: median(rounds.map((p) => p.maxMs)),
+    addedOverUpstream: id === 'upstream' ? 0 : added('upstream'),
+    addedOverBare: id === 'bareproxy' || id === 'upstream' ? Number.NaN : added('bareproxy'),
+    failed: rounds.reduce((n, p) => n + p.failed + p.unfinished, 0),
+    lateP99: median(rounds.map((p) => p.lateP99Ms)),
+    cpuUs: median(rounds.map((p) => p.cpuUs)),
+    perRound: rounds.map((p) => p.p99Ms.toFixed(2)).join(' / '),
+  };
+}
+
+function proxySection(result: ProxyResult): string {
+  const ids = ['upstream', ...result.load.scenario.servers.map((s) => s.id)];
+  const labels = new Map<string, string>([
+    ['upstream', UPSTREAM.label],
+    ...result.load.scenario.servers.map((s) => [s.id, s.label] as [string, string]),
+  ]);
+  const fmt2 = (x: number) => (Number.isNaN(x) ? 'n/a' : x.toFixed(2));
+  const rates = result.paced.map((r) => r.get('upstream')?.rate ?? Number.NaN);
+  const load = result.load.samples;
+  /** The paced rate against the target's own wrk throughput in the same round (median of rounds). */
+  const ofOwn = (id: string) => median(rates.map((rate, i) => rate / (load.get(id)?.[i]?.rps ?? Number.NaN)));
+  const pacedRows = ids.map((id) => {
+    const p = pacedSummary(result, id);
+    return [
+      labels.get(id) ?? id,
+      fmt2(p.p50),
+      fmt2(p.p90),
+      fmt2(p.p99),
+      fmt2(p.max),
+      id === 'upstream' ? '0 (reference)' : fmt2(p.addedOverUpstream),
+      fmt2(p.addedOverBare),
+      String(p.failed),
+      fmt2(p.lateP99),
+      Number.isNaN(p.cpuUs) ? 'n/a' : p.cpuUs.toFixed(1),
+      load.has(id) ? fmt2(ofOwn(id)) : 'n/a',
+      p.perRound,
+    ];
+  });
+  const transferRows = result.transfers.map((t) => [
+    t.label,
+    `${(t.bytes / 2 ** 20).toFixed(0)} MiB (HTTP ${t.status})`,
+    `${t.seconds.toFixed(1)} s`,
+    t.idleMb.toFixed(0),
+    t.peakMb.toFixed(0),
+    t.growthMib.toFixed(0),
+    `${t.firstHalfMb.toFixed(0)} / ${t.secondHalfMb.toFixed(0)}`,
+    t.afterMb.toFixed(0),
+  ]);
+  const sums = summarize(result.load);
+  const bare = sums.get('bareproxy');
+  const defaults = sums.get('defaults');
+  const nolog = sums.get('nolog');
+  const notes: string[] = [];
+  if (bare && defaults && nolog && !Number.isNaN(bare.cpuUs) && !Number.isNaN(defaults.cpuUs))
+    notes.push(
+      '',
+      `Main-thread CPU a forwarded request under wrk (medians): the minimal proxy ${fmtUs(bare.cpuUs)} µs, echo-chaos ${fmtUs(defaults.cpuUs)} µs with its defaults and ${fmtUs(nolog.cpuUs)} µs with \`LOG_REQUESTS=false\` (so about ${fmtUs(defaults.cpuUs - nolog.cpuUs)} µs are the two access lines and ${fmtUs(nolog.cpuUs - bare.cpuUs)} µs the rest of echo-chaos's work: fastify, obs, history, the meters); a ratio of 0.80 allows ${fmtUs(bare.cpuUs / 0.8)} µs.`,
+    );
+  return [
+    '**Throughput** (wrk, 2 threads, 50 connections):',
+    '',
+    loadTable(result.load),
+    ...notes,
+    '',
+    `**Latency at half of the minimal proxy's throughput** (rate per round: ${rates.map((r) => r.toFixed(0)).join(' / ')} req/s; ${seconds} s of paced load per target per round, in ${PACE_SLICE_MS} ms turns; medians of rounds; "added" is the median of each round's p99 minus the other's in the same round):`,
+    '',
+    table(
+      [
+        'target',
+        'p50 ms',
+        'p90 ms',
+        'p99 ms',
+        'max ms',
+        'p99 added over the upstream ms',
+        'p99 added over the minimal proxy ms',
+        'failed',
+        "client's own lateness p99 ms",
+        'main-thread CPU µs / request (paced)',
+        'rate / its own wrk throughput',
+        'p99 ms per round',
+      ],
+      pacedRows,
+    ),
+    '',
+    `**Memory while streaming ${TRANSFER_LABEL}** (upstream → proxy → curl reading at ${TRANSFER_READ_LABEL}; VmRSS every ${RSS_SAMPLE_MS} ms; growth = highest RSS during the transfer − RSS before it; bound: ${TRANSFER_RSS_GROWTH_MIB} MiB):`,
+    '',
+    table(
+      [
+        'proxy',
+        'streamed',
+        'in',
+        'RSS before MB',
+        'highest RSS MB',
+        'growth MiB',
+        'highest in 1st / 2nd half MB',
+        'RSS after MB',
+      ],
+      transferRows,
+    ),
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
 // The run
 
 function machine(): string[] {
@@ -917,6 +1319,7 @@ log(`bench: ${selected.map((s) => s.id).join(', ')}; ${rounds} round(s) of ${sec
 const loadResults = new Map<string, LoadResult>();
 let streams: StreamsResult | undefined;
 let million: MillionResult | undefined;
+let proxy: ProxyResult | undefined;
 /** A scenario that failed: its message goes into RESULTS.md, and the run goes on. */
 const failures = new Map<string, string>();
 try {
@@ -945,6 +1348,8 @@ async function runScenario(scenario: Scenario): Promise<void> {
           ', ',
         )}, RSS held ${streams.rssHeldMb.toFixed(0)} MB, lag p99 ${streams.lagHeldP99Ms.toFixed(1)} ms`,
     );
+  } else if (scenario.kind === 'proxy') {
+    proxy = await runProxy(scenario);
   } else {
     million = await runMillion();
     log(`  million: ${million.served} served, RSS ${million.rssMb.toFixed(0)} MB`);
@@ -1071,6 +1476,46 @@ targets.push(
   },
 );
 
+// Issue #32: what the reverse proxy costs, against a minimal undici proxy in the same run.
+const proxyDefaults = proxy === undefined ? undefined : summarize(proxy.load).get('defaults');
+const proxyPaced = proxy === undefined ? undefined : pacedSummary(proxy, 'defaults');
+const proxyBarePaced = proxy === undefined ? undefined : pacedSummary(proxy, 'bareproxy');
+const proxyTransfer = proxy?.transfers.find((t) => t.id === 'defaults');
+const proxyBareTransfer = proxy?.transfers.find((t) => t.id === 'bareproxy');
+targets.push(
+  {
+    name: 'Proxy (#32), echo-chaos forwarding, defaults: throughput / the minimal undici proxy',
+    op: '>=',
+    limit: 0.8,
+    measured: proxyDefaults?.ratio ?? NA,
+    unit: 'ratio',
+  },
+  {
+    name: "Proxy (#32), echo-chaos forwarding, defaults: p99 added over the upstream called directly, at half of the minimal proxy's throughput",
+    op: '<=',
+    limit: 1,
+    measured: proxyPaced?.addedOverUpstream ?? NA,
+    unit: 'ms',
+    ...(proxyPaced && proxyBarePaced
+      ? {
+          note: `p99 ${proxyPaced.p99.toFixed(2)} ms at ${proxyPaced.rate.toFixed(0)} req/s; the minimal proxy adds ${proxyBarePaced.addedOverUpstream.toFixed(2)} ms`,
+        }
+      : {}),
+  },
+  {
+    name: `Proxy (#32), echo-chaos forwarding, defaults: RSS growth while streaming ${quick ? '256 MiB' : '1 GiB'}`,
+    op: '<=',
+    limit: TRANSFER_RSS_GROWTH_MIB,
+    measured: proxyTransfer?.growthMib ?? NA,
+    unit: 'MiB',
+    ...(proxyTransfer
+      ? {
+          note: `${proxyTransfer.idleMb.toFixed(0)} → ${proxyTransfer.peakMb.toFixed(0)} MB${proxyBareTransfer ? `; the minimal proxy +${proxyBareTransfer.growthMib.toFixed(0)} MiB` : ''}`,
+        }
+      : {}),
+  },
+);
+
 // ---------------------------------------------------------------------------------------------------
 // What limits the throughput targets: CPU a request, measured in this run
 
@@ -1183,7 +1628,7 @@ const out: string[] = [
     .join(', ')}`,
   `- ${rounds} interleaved round(s) of ${seconds} s per measurement (the delay run: its own length), ${warmupSeconds} s warm-up; medians; ratios are the median of each round's candidate / baseline`,
   '',
-  '## Targets (issue #13)',
+  '## Targets (issues #13 and #32)',
   '',
   targetsSection(targets),
   '',
@@ -1198,6 +1643,7 @@ for (const scenario of selected) {
     const r = loadResults.get(scenario.id);
     if (r) out.push(loadTable(r), '');
   } else if (scenario.kind === 'streams' && streams) out.push(streamsSection(streams), '');
+  else if (scenario.kind === 'proxy' && proxy) out.push(proxySection(proxy), '');
   else if (scenario.kind === 'million' && million)
     out.push(
       table(

@@ -3,12 +3,17 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import {
   cpuSecondsOfStat,
+  formatValue,
+  halvesMax,
   median,
   parseH2load,
   parseWrk,
+  peakDuring,
   percentile,
   roundRatio,
+  sampleUntil,
   slope,
+  statusKb,
   targetsSection,
   verdict,
   wrkDurationMs,
@@ -216,4 +221,68 @@ test('CPU seconds of a /proc stat line: utime plus stime, counted from the last 
   for (let i = 0; i < 2e7; i++) x += i % 7;
   assert.ok(x > 0);
   assert.ok(self() >= before && before > 0);
+});
+
+const STATUS = `Name:\tnode
+State:\tS (sleeping)
+VmPeak:\t 9894056 kB
+VmHWM:\t  229896 kB
+VmRSS:\t  222476 kB
+RssAnon:\t  180000 kB
+`;
+
+test('kB lines of /proc/<pid>/status by name; NaN when absent', () => {
+  assert.equal(statusKb(STATUS, 'VmRSS'), 222476);
+  assert.equal(statusKb(STATUS, 'VmHWM'), 229896);
+  assert.ok(Number.isNaN(statusKb(STATUS, 'VmSwap')));
+  assert.ok(Number.isNaN(statusKb('', 'VmRSS')));
+  assert.equal(formatValue(115.4, 'MiB'), '115 MiB');
+});
+
+test('sampling until a transfer ends: one at the start, one per interval, one after the end (fake clock)', async () => {
+  let now = 0;
+  let finish: (value: string) => void = () => {};
+  const done = new Promise<string>((resolve) => {
+    finish = resolve;
+  });
+  const waits: number[] = [];
+  // Each wait moves the clock; the transfer ends during the fourth.
+  const wait = async (ms: number) => {
+    waits.push(ms);
+    now += ms;
+    if (now >= 200) finish('1073741824 200');
+  };
+  const { result, samples } = await sampleUntil(done, () => 100 + now, wait, 50);
+  assert.equal(result, '1073741824 200');
+  assert.deepEqual(waits, [50, 50, 50, 50]);
+  assert.deepEqual(samples, [100, 150, 200, 250, 300]);
+});
+
+test('sampling stops when the transfer fails, and the failure comes through', async () => {
+  let calls = 0;
+  const failed = Promise.reject(new Error('curl exited 28'));
+  await assert.rejects(
+    sampleUntil(
+      failed,
+      () => ++calls,
+      () => new Promise<void>(() => {}),
+      50,
+    ),
+    /curl exited 28/,
+  );
+  assert.ok(calls >= 1 && calls <= 2);
+});
+
+test('the peak during a transfer: VmHWM when it rose, else the highest sample (startup peaked higher)', () => {
+  assert.equal(peakDuring(150_000, 240_000, [150_000, 200_000, 230_000]), 240_000);
+  assert.equal(peakDuring(260_000, 260_000, [150_000, 210_000, Number.NaN, 190_000]), 210_000);
+  assert.ok(Number.isNaN(peakDuring(1, 1, [])));
+});
+
+test('the highest sample of each half: a bounded RSS stops rising', () => {
+  assert.deepEqual(halvesMax([100, 180, 170, 175, 178, 160]), [180, 178]);
+  assert.deepEqual(halvesMax([100, 120, 140, 160, 180]), [140, 180]);
+  const [first, second] = halvesMax([5]);
+  assert.equal(first, 5);
+  assert.ok(Number.isNaN(second));
 });
