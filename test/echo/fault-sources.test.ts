@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { loadConfig } from '../../src/echo/config.ts';
 import { EchoConfigError } from '../../src/echo/errors.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { rawExchange } from '../helpers/protocol-clients.ts';
 
 /**
  * One fault vocabulary (ADR 0033, #31 items 1 and 2): every control header has an environment
@@ -25,21 +25,6 @@ async function get(url: string, headers: Record<string, string> = {}) {
 function applied(headers: Record<string, string | string[] | undefined>): Applied {
   const raw = headers['x-echo-applied'];
   return raw === undefined ? [] : (JSON.parse(String(raw)) as Applied);
-}
-
-/** Sends `text` on a raw connection and reads until the server closes it. */
-function rawExchange(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(text));
-    let got = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      got += chunk;
-    });
-    socket.setTimeout(10_000, () => socket.destroy(new Error(`no close after: ${got}`)));
-    socket.on('close', () => resolve(got));
-    socket.on('error', reject);
-  });
 }
 
 async function postScenarios(echo: RunningEcho, scenarios: unknown) {

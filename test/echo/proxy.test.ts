@@ -10,6 +10,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
+import { rawExchange } from '../helpers/protocol-clients.ts';
 
 /**
  * The reverse proxy (#32, `ECHO_UPSTREAM`) against real upstreams started here: a node:http server
@@ -92,21 +93,6 @@ async function get(url: string, headers: Record<string, string> = {}, method = '
   });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, text };
-}
-
-/** Sends `text` on a raw connection and reads until the server closes it. */
-function rawExchange(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(text));
-    let got = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      got += chunk;
-    });
-    socket.setTimeout(10_000, () => socket.destroy(new Error(`no close after: ${got}`)));
-    socket.on('close', () => resolve(got));
-    socket.on('error', reject);
-  });
 }
 
 function lastSeen(): Seen {
@@ -204,6 +190,7 @@ describe('a proxy in front of a real service', () => {
     const truncated = await rawExchange(
       echo.port,
       'GET /cut HTTP/1.1\r\nHost: x\r\nX-Echo-Error: truncate\r\n\r\n',
+      { keepOpen: true },
     );
     assert.match(truncated, /^HTTP\/1\.1 200 OK\r\n/);
     assert.match(truncated, /\r\nx-upstream: real\r\n/i);
@@ -212,6 +199,7 @@ describe('a proxy in front of a real service', () => {
     const busy = await rawExchange(
       echo.port,
       'GET /busy/cut HTTP/1.1\r\nHost: x\r\nX-Echo-Error: malformed\r\n\r\n',
+      { keepOpen: true },
     );
     assert.match(busy, /^HTTP\/1\.1 503 Service Unavailable\r\n/);
     assert.match(busy, /\r\ntransfer-encoding: chunked\r\n/i);

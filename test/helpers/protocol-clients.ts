@@ -162,10 +162,15 @@ export function h2Request(
 }
 
 /**
- * Sends raw bytes on a new connection, ends its side, and collects what comes back until the
- * server closes (bounded).
+ * Sends raw bytes on a new connection, ends its side (unless `keepOpen`: node's server aborts a
+ * request whose client half-closes before the answer starts, so an answer that waits needs it), and
+ * collects what comes back until the server closes (bounded).
  */
-export function rawExchange(port: number, text: string): Promise<string> {
+export function rawExchange(
+  port: number,
+  text: string,
+  options: { keepOpen?: boolean } = {},
+): Promise<string> {
   const socket = net.connect(port, '127.0.0.1');
   const chunks: Buffer[] = [];
   socket.on('data', (c: Buffer) => chunks.push(c));
@@ -173,7 +178,8 @@ export function rawExchange(port: number, text: string): Promise<string> {
     socket.once('error', reject);
     socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
   });
-  socket.end(text);
+  if (options.keepOpen === true) socket.write(text);
+  else socket.end(text);
   return waitFor(done, 'the server did not close the connection').finally(() => socket.destroy());
 }
 
