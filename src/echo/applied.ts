@@ -5,7 +5,7 @@
  * with `X-Echo-Explain: true`, in the JSON header `X-Echo-Applied`) and in the request's history
  * entry. So the counters, the header and the history cannot disagree about what was applied.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /** Every kind of fault the echo can inject, the `kind` label of `echo_faults_injected_total`. */
 export const FAULT_KINDS = [
@@ -80,7 +80,7 @@ export class FaultGate {
 }
 
 /** A request's fault state: `admitted` holds a slot, `plain` was refused one (or faults are off). */
-interface RequestFaults {
+export interface RequestFaults {
   readonly list: AppliedFault[];
   state: 'admitted' | 'plain';
 }
@@ -100,6 +100,22 @@ export function registerAppliedFaults(app: FastifyInstance): void {
 }
 
 /**
+ * What {@link applyFault} reads and writes of a request: a fastify request, or the handshake of a
+ * WebSocket upgrade the reverse proxy tunnels (which no fastify request speaks for).
+ */
+export interface FaultSubject {
+  echoFaults: RequestFaults | undefined;
+  readonly echoExplain: boolean;
+  readonly historyEntry: { faults: readonly AppliedFault[] } | undefined;
+}
+
+/** Where {@link applyFault} writes its headers while they can still go, and learns of the end. */
+export interface FaultAnswer {
+  readonly raw: { readonly headersSent: boolean; once(event: 'close', listener: () => void): unknown };
+  header(name: string, value: string): unknown;
+}
+
+/**
  * Applies one fault to a request, or refuses it. The first fault of a request takes a slot of the
  * gate (released when the response closes); when faults are off, or the gate is full, this fault
  * and every later one of the request is refused and the request is served plainly.
@@ -107,8 +123,8 @@ export function registerAppliedFaults(app: FastifyInstance): void {
  * Headers are updated only while they can still be sent.
  */
 export function applyFault(
-  request: FastifyRequest,
-  reply: FastifyReply,
+  request: FaultSubject,
+  reply: FaultAnswer,
   gate: FaultGate,
   meters: FaultMeters,
   fault: AppliedFault,
@@ -144,7 +160,7 @@ export function applyFault(
  * Whether a request may still get faults: faults are on and the gate has room, or the request
  * already holds a slot. Lets a caller skip a draw (or a scenario step) that could not apply.
  */
-export function faultsAllowed(request: FastifyRequest, gate: FaultGate): boolean {
+export function faultsAllowed(request: FaultSubject, gate: FaultGate): boolean {
   const faults = request.echoFaults;
   return faults === undefined ? gate.enabled && gate.active < gate.maxActive : faults.state === 'admitted';
 }

@@ -3,25 +3,16 @@ import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Co
 import type { Readable } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { drawDelayMs } from '../scenario/duration.ts';
-import { FAULT_FIELDS, type FaultField } from '../scenario/faults.ts';
-import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
+import type { ScenarioStep } from '../scenario/index.ts';
 import { applyFault, type FaultGate, faultsAllowed } from './applied.ts';
 import { compressionSlots, compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
 import { brokenContent, type ScriptedAnswer, sendBrokenBody } from './broken-bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
-import {
-  type Controls,
-  dashCase,
-  type Fallback,
-  originOf,
-  parseControls,
-  withFallbacks,
-} from './controls.ts';
+import { type Controls, dashCase, originOf, parseControls } from './controls.ts';
 import { errorBody } from './error-handler.ts';
 import { EchoError, isEchoError } from './errors.ts';
-import { CHAOS_STATUSES } from './faults.ts';
+import { createFaultDecider, type ScenarioMatcher, scenarioRequestOf } from './fault-decision.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
 import {
@@ -31,7 +22,7 @@ import {
   type UpstreamOutcome,
   type Upstreams,
 } from './proxy.ts';
-import { drawSeed, pick, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
+import { drawSeed, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
 import type { ShapingStream } from './shaping.ts';
 import { type ApplyFault, shapeBody, shapingFor } from './slow-bodies.ts';
 
@@ -43,16 +34,7 @@ export interface PipelineDeps {
   /** `ECHO_SEED`'s sequence: each echoed request draws its own seed from it, in arrival order. */
   readonly seeds?: RandomSource;
   readonly history: History;
-  readonly scenarios: {
-    readonly size: number;
-    /** With the request's `X-Echo-Session` and its (seeded) randomness, for `order: random`. */
-    match(
-      request: ScenarioRequest,
-      session: string | undefined,
-      random: RandomSource,
-    ): ScenarioHandle | undefined;
-    take(handle: ScenarioHandle): ScenarioStep;
-  };
+  readonly scenarios: ScenarioMatcher;
   readonly metrics: EchoMetrics;
   /** The safety valve and master switch of faults. */
   readonly faults: FaultGate;
@@ -104,16 +86,7 @@ export function createEchoHandler(deps: PipelineDeps) {
   const { config, history, metrics } = deps;
   const limits = { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes };
   const waits = new Waits(deps.drainSignal);
-  // The environment's fault defaults; under a scenario, without the status (its response has its own).
-  const envFaults = config.faultDefaults;
-  const envFallback = (statusToo: boolean): Fallback | undefined => {
-    if (envFaults === undefined) return undefined;
-    const { statuses: _statuses, ...rest } = envFaults;
-    const spec = statusToo ? envFaults : rest;
-    return { spec, origin: (field) => ({ control: ENV_NAMES[field], source: 'env' }) };
-  };
-  const envAlone = envFallback(true);
-  const envUnderScenario = envFallback(false);
+  const decide = createFaultDecider(config, deps.scenarios);
 
   return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = request.raw;
@@ -161,65 +134,29 @@ export function createEchoHandler(deps: PipelineDeps) {
     // Slow bodies, decided as a body is about to go (a broken or bodiless answer gets none).
     const slow = () => shapingFor(request, controls, config.maxDelayMs, deps.drainSignal, fault);
 
-    // Chaos and an error answer instead of everything else, so they are decided first: a request
-    // they answer takes no scenario response (its position stays) and waits no scenario delay.
-    const headerChaos = controls.chaosPercent;
-    const chaosPercent = headerChaos ?? config.chaosPercent;
-    const chaosStatus =
-      chaosPercent > 0 && random() * 100 < chaosPercent ? pick(CHAOS_STATUSES, random) : undefined;
-    const failing = chaosStatus !== undefined || controls.error !== undefined;
-
-    // The scenario's position moves only once its fault is admitted (safety valve, master switch).
     const url = raw.url ?? '/';
-    const handle =
-      !failing && deps.scenarios.size > 0 && faultsAllowed(request, gate)
-        ? deps.scenarios.match(scenarioRequest(raw, url, body), controls.session, random)
-        : undefined;
-    const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
-    let step: ScenarioStep | undefined;
-    if (handle !== undefined && fault('scenario', scenario!, 'scenario', handle.position)) {
-      step = deps.scenarios.take(handle);
-    }
-
-    // The fields the headers leave unset: the scenario response's, then the environment's (ADR 0033).
-    // Drawn even when faults are refused, so a seeded request's later draws do not move.
-    const stepFaults = step?.faults;
-    if (stepFaults !== undefined || envAlone !== undefined) {
-      const fallbacks: Fallback[] = [];
-      if (stepFaults !== undefined) {
-        const origin = { control: scenario!, source: 'scenario' } as const;
-        fallbacks.push({ spec: stepFaults, origin: () => origin });
-      }
-      // A scenario response without a status leaves it to the environment too.
-      const env = step?.status === undefined ? envAlone : envUnderScenario;
-      if (env !== undefined) fallbacks.push(env);
-      controls = withFallbacks(controls, parsed.spec, fallbacks, random);
-    }
-
+    const decided = decide({
+      parsed,
+      random,
+      scenarioRequest: () => scenarioRequestOf(raw.method, url, raw.headers, body),
+      fault,
+      allowed: () => faultsAllowed(request, gate),
+    });
+    const { step, chaosStatus, delayMs } = decided;
+    controls = decided.controls;
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
     // error below take over when they strike.
     if (step !== undefined) request.echoFault = 'scenario';
-    let delayMs = 0;
-    if (controls.delayMs !== undefined && controls.delayMs > 0) {
-      const from = controls.origins?.delay ?? {
-        control: controls.delayControl ?? 'X-Echo-Delay',
-        source: 'header' as const,
-      };
-      if (fault('delay', from.control, from.source, controls.delayMs)) delayMs = controls.delayMs;
-    }
-    if (step?.delay !== undefined) {
-      const drawn = drawDelayMs(step.delay, random, config.maxDelayMs);
-      if (drawn > 0 && fault('delay', scenario!, 'scenario', drawn)) delayMs += drawn;
-    }
-    if (delayMs > 0 && request.echoFault === 'none') request.echoFault = 'delay';
-    if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
+    else if (delayMs > 0) request.echoFault = 'delay';
     if (delayMs > 0 && (await waits.wait(delayMs, reply)) === 'client-gone') {
       return abandon(request, reply, deps);
     }
 
     if (chaosStatus !== undefined) {
-      const source = headerChaos === undefined ? 'env' : 'header';
-      if (fault('chaos', headerChaos === undefined ? 'ECHO_CHAOS' : 'X-Echo-Chaos', source, chaosStatus)) {
+      const fromHeader = decided.chaosFromHeader;
+      if (
+        fault('chaos', fromHeader ? 'X-Echo-Chaos' : 'ECHO_CHAOS', fromHeader ? 'header' : 'env', chaosStatus)
+      ) {
         metrics.recordFault('chaos');
         request.echoFault = 'chaos';
         return sendFault(reply, controls, chaosStatus, 'chaos', slow());
@@ -355,20 +292,8 @@ export function createEchoHandler(deps: PipelineDeps) {
 }
 
 const EMPTY = Buffer.alloc(0);
-const ENV_NAMES = Object.fromEntries(FAULT_FIELDS.map((f) => [f.field, f.env])) as Record<FaultField, string>;
 /** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
 const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
-
-function scenarioRequest(raw: FastifyRequest['raw'], url: string, body: Buffer | undefined): ScenarioRequest {
-  const q = url.indexOf('?');
-  return {
-    method: raw.method ?? 'GET',
-    path: q === -1 ? url : url.slice(0, q),
-    query: q === -1 ? '' : url.slice(q + 1),
-    headers: raw.headers,
-    body,
-  };
-}
 
 export function protocolOf(request: FastifyRequest): string {
   return `HTTP/${request.raw.httpVersion}`;
