@@ -23,6 +23,7 @@ import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
 import { registerStreamEndpoints } from './pages.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { peekBody, Upstreams } from './proxy.ts';
+import { createUpgradeForwarder } from './proxy-upgrade.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { retryAfterSeconds, TokenBucket } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
@@ -273,14 +274,26 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.addHook('onClose', () => upstreams.close());
   const upstream = config.upstream === undefined ? undefined : await upstreams.get(config.upstream);
   if (upstream !== undefined) {
-    // WebSocket upgrades of any path but the service's own `/ws` are tunnelled to the upstream.
+    // WebSocket upgrades of any path but the service's own `/ws` are tunnelled to the upstream,
+    // with the faults a forwarded request gets (proxy-upgrade.ts).
+    const tunnel = createUpgradeForwarder({
+      config,
+      random,
+      history: state.history,
+      scenarios: state.scenarios,
+      metrics: state.metrics,
+      faults: state.faults,
+      drainSignal: state.drainDeadline.signal,
+      upstream,
+      upstreams,
+    });
     state.upgradeHandlers.set('*', (request, socket, head) => {
       const waitMs = state.rateLimit?.take() ?? 0;
       if (waitMs > 0) {
         const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
         return refuse(socket, error);
       }
-      upstream.tunnel(request, socket, head, request.socket.remoteAddress ?? '');
+      tunnel(request, socket, head);
     });
   }
 

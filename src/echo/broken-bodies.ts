@@ -197,7 +197,8 @@ function head(
 }
 
 /** Random bytes: nothing a client could take for an HTTP response. */
-function garbage(random: RandomSource): Buffer {
+/** What `garbage` sends: random bytes that cannot start a status line. */
+export function garbage(random: RandomSource): Buffer {
   const bytes = Buffer.allocUnsafe(GARBAGE_BYTES);
   for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(random() * 256);
   // An `H` first could start a status line; anything else cannot.

@@ -17,6 +17,28 @@ import type { Dispatcher } from 'undici';
 import { rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 
+/** What a tunnelled WebSocket handshake gets besides its forwarding (the faults decided before it). */
+export interface TunnelOptions {
+  /** Added to the answer, the upstream's own of the same name replaced (applied faults, set headers). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The upstream's bytes reach the client through it (throttle, chunk delay, body delay). */
+  readonly shaper?: Duplex;
+  /** `slow-close`: once the upstream ends, the client's side is held open this long before it closes. */
+  readonly lingerMs?: number;
+  /**
+   * How the handshake ended: the upstream's `101` or its failure (answered 502 or 504), or
+   * `client-gone` when the client left first; `headMs` is the upstream's time.
+   */
+  onHandshake(outcome: { status: number | 'client-gone'; headMs: number; failure?: EchoError }): void;
+}
+
+/** `Name: value` lines of a raw HTTP head. */
+export function headerLines(headers: Readonly<Record<string, string>>): string {
+  let out = '';
+  for (const name in headers) out += `${name}: ${headers[name]}\r\n`;
+  return out;
+}
+
 /** Where and how to forward: `ECHO_UPSTREAM`, `ECHO_UPSTREAM_TIMEOUT`, `ECHO_UPSTREAM_HOST_HEADER`. */
 export interface UpstreamSettings {
   /** The upstream's origin and base path, e.g. `http://orders:8080` or `https://api.example/v2`. */
@@ -262,10 +284,19 @@ export class Upstream {
 
   /**
    * Tunnels a WebSocket upgrade to the upstream (undici's `upgrade`): the upstream's `101` and its
-   * headers go to the client, then bytes pass both ways untouched until either side closes. A
-   * refused or failed handshake is answered with the upstream's failure in the JSON shape.
+   * headers (with `options.headers` added) go to the client, then bytes pass both ways until either
+   * side closes; the upstream's pass through `options.shaper` when there is one (a slow WebSocket).
+   * A refused or failed handshake is answered with the upstream's failure in the JSON shape.
+   * `options.onHandshake` learns how the handshake ended (the faults before it are the caller's:
+   * `proxy-upgrade.ts`).
    */
-  tunnel(request: IncomingMessage, socket: Duplex, head: Buffer, clientIp: string): void {
+  tunnel(
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    clientIp: string,
+    options: TunnelOptions,
+  ): void {
     const proto = socket instanceof TLSSocket ? 'https' : 'http';
     const headers = forwardedHeaders(request.headers, clientIp, proto, this.settings.hostHeader);
     // undici's upgrade writes the handshake's own `Connection` and `Upgrade` (they are hop-by-hop,
@@ -274,6 +305,8 @@ export class Upstream {
     const leaving = new AbortController();
     const onEarlyClose = () => leaving.abort();
     socket.once('close', onEarlyClose);
+    const started = performance.now();
+    const shaper = options.shaper;
     this.#agent
       // An Agent serves many origins: it needs `origin`, which undici's upgrade types leave out.
       .upgrade({
@@ -287,29 +320,58 @@ export class Upstream {
       .then(
         ({ headers: answered, socket: upstream }) => {
           socket.removeListener('close', onEarlyClose);
-          if (socket.destroyed) return void upstream.destroy();
+          if (socket.destroyed) {
+            shaper?.destroy();
+            upstream.destroy();
+            return options.onHandshake({ status: 'client-gone', headMs: performance.now() - started });
+          }
           let out = 'HTTP/1.1 101 Switching Protocols\r\n';
+          const added = options.headers;
           for (const [name, value] of Object.entries(answered)) {
+            if (Object.hasOwn(added, name)) continue;
             for (const v of [value ?? []].flat()) out += `${name}: ${v}\r\n`;
           }
+          for (const name in added) out += `${name}: ${added[name]}\r\n`;
           socket.write(`${out}\r\n`);
+          options.onHandshake({ status: 101, headMs: performance.now() - started });
           if (head.length > 0) upstream.write(head);
           this.#tunnels.add(socket);
+          let linger: NodeJS.Timeout | undefined;
           const end = () => {
+            clearTimeout(linger);
             this.#tunnels.delete(socket);
             socket.destroy();
             upstream.destroy();
+            shaper?.destroy();
           };
           socket.on('error', end).on('close', end);
-          upstream.on('error', end).on('close', end);
+          upstream.on('error', end);
           socket.pipe(upstream);
-          upstream.pipe(socket);
+          const toClient: Readable = shaper === undefined ? upstream : upstream.pipe(shaper);
+          const lingerMs = options.lingerMs;
+          // The upstream's end reaches the client once its last bytes are out (through the shaper):
+          // at once, or (slow-close) lingerMs later, the client's side held open (no FIN) meanwhile.
+          toClient.pipe(socket, { end: lingerMs === undefined });
+          if (lingerMs !== undefined) {
+            toClient.once('end', () => {
+              linger = setTimeout(() => socket.end(), lingerMs);
+            });
+          }
+          // A client that keeps its side open after the FIN does not keep the tunnel.
+          socket.once('finish', () => setTimeout(end, 1000).unref());
+          upstream.on('close', () => {
+            if (!upstream.readableEnded) end();
+          });
         },
         (error: unknown) => {
           socket.removeListener('close', onEarlyClose);
-          if (socket.destroyed) return;
+          shaper?.destroy();
+          const headMs = performance.now() - started;
+          if (socket.destroyed) return options.onHandshake({ status: 'client-gone', headMs });
+          const failure = this.failure(error);
+          options.onHandshake({ status: failure.statusCode, headMs, failure });
           try {
-            socket.write(rawErrorResponse(this.failure(error)));
+            socket.write(rawErrorResponse(failure, headerLines(options.headers)));
           } finally {
             socket.end();
             setTimeout(() => socket.destroy(), 1000).unref();

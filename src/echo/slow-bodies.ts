@@ -21,11 +21,26 @@ export function shapingFor(
   fault: ApplyFault,
 ): ShapingStream | undefined {
   if (request.raw.method === 'HEAD') return undefined;
-  const plan = shapingPlan(controls, maxDelayMs, fault);
-  if (plan === undefined) return undefined;
+  const shaper = shapingStream(controls, maxDelayMs, drainSignal, fault);
+  if (shaper === undefined) return undefined;
+  const plan = shaper.plan;
   const slowed = plan.bytesPerSecond ?? plan.chunkDelayMs ?? plan.bodyDelayMs;
   if (slowed !== undefined && request.echoFault === 'none') request.echoFault = 'delay';
-  return new ShapingStream(plan, REAL_CLOCK, drainSignal);
+  return shaper;
+}
+
+/**
+ * The shaping stream `controls` ask for, each part admitted through `fault`; `undefined` when
+ * nothing shapes. For any byte stream: a response body, or what a WebSocket tunnel's upstream sends.
+ */
+export function shapingStream(
+  controls: Controls,
+  maxDelayMs: number,
+  drainSignal: AbortSignal,
+  fault: ApplyFault,
+): ShapingStream | undefined {
+  const plan = shapingPlan(controls, maxDelayMs, fault);
+  return plan === undefined ? undefined : new ShapingStream(plan, REAL_CLOCK, drainSignal);
 }
 
 /**
