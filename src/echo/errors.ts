@@ -134,7 +134,13 @@ export const ECHO_ERRORS = {
   ECHO_ERR_PROXY_TIMEOUT: {
     status: 504,
     message: 'upstream %s did not answer within %s ms (ECHO_UPSTREAM_TIMEOUT): %s',
-    when: "With `ECHO_UPSTREAM` set, the upstream did not connect, send its answer's head, or the next piece of its body within `ECHO_UPSTREAM_TIMEOUT`",
+    when: "With `ECHO_UPSTREAM` set, the upstream did not connect and send its answer's head within `ECHO_UPSTREAM_TIMEOUT` (a body that then stalls that long ends the answer: its connection closes, and history names the cause)",
+  },
+  ECHO_ERR_PROXY_LOOP: {
+    status: 508,
+    message:
+      'the request has come round to this proxy again (Via names %s): the upstream %s forwards back here',
+    when: 'With `ECHO_UPSTREAM` set, a request whose `Via` header already names this echo-chaos: its upstream (or one behind it) forwards back to it',
   },
   ECHO_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,

@@ -20,6 +20,8 @@ import type { ApplyFault } from './slow-bodies.ts';
 /** The scenario set as a request's decision reads it. */
 export interface ScenarioMatcher {
   readonly size: number;
+  /** Whether a scenario of the set names an `upstream` (matched then even when faults are off). */
+  readonly routes: boolean;
   /** With the request's `X-Echo-Session` and its (seeded) randomness, for `order: random`. */
   match(
     request: ScenarioRequest,
@@ -35,6 +37,11 @@ export interface FaultDecision {
   readonly controls: Controls;
   /** The scenario response the request takes (its position moved), if any. */
   readonly step: ScenarioStep | undefined;
+  /**
+   * The `upstream` of the scenario the request matched when its faults were not admitted (the
+   * master switch is off, the safety valve full): routing is not a fault, so it still goes there.
+   */
+  readonly route: string | undefined;
   /** `scenario <label>`: the control that names the step's scenario. */
   readonly scenario: string | undefined;
   /** The chaos status drawn (not yet admitted: chaos is admitted where it answers), if any. */
@@ -81,17 +88,22 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
     const chaosPercent = headerChaos ?? config.chaosPercent;
     const chaosStatus =
       chaosPercent > 0 && random() * 100 < chaosPercent ? pick(CHAOS_STATUSES, random) : undefined;
-    const failing = chaosStatus !== undefined || controls.error !== undefined;
+    const allowed = input.allowed();
+    // A chaos or an error that cannot be admitted does not keep the request from its scenario.
+    const failing = allowed && (chaosStatus !== undefined || controls.error !== undefined);
 
     // The scenario's position moves only once its fault is admitted (safety valve, master switch).
+    // Matched even when faults are refused, for its `upstream` alone: routing is not a fault.
     const handle =
-      !failing && scenarios.size > 0 && input.allowed()
+      !failing && scenarios.size > 0 && (allowed || scenarios.routes)
         ? scenarios.match(input.scenarioRequest(), controls.session, random)
         : undefined;
     const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
     let step: ScenarioStep | undefined;
-    if (handle !== undefined && fault('scenario', scenario!, 'scenario', handle.position)) {
-      step = scenarios.take(handle);
+    let route: string | undefined;
+    if (handle !== undefined) {
+      if (allowed && fault('scenario', scenario!, 'scenario', handle.position)) step = scenarios.take(handle);
+      else route = handle.upstream;
     }
 
     // The fields the headers leave unset: the scenario response's, then the environment's (ADR 0033).
@@ -122,7 +134,15 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
       if (drawn > 0 && fault('delay', scenario!, 'scenario', drawn)) delayMs += drawn;
     }
     if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
-    return { controls, step, scenario, chaosStatus, chaosFromHeader: headerChaos !== undefined, delayMs };
+    return {
+      controls,
+      step,
+      route,
+      scenario,
+      chaosStatus,
+      chaosFromHeader: headerChaos !== undefined,
+      delayMs,
+    };
   };
 }
 
@@ -141,4 +161,18 @@ export function scenarioRequestOf(
     headers,
     body,
   };
+}
+
+/**
+ * Where a decided request is forwarded: a URL (its scenario's `upstream`), `default` (to
+ * `ECHO_UPSTREAM` when there is one: no scenario took it, or its response only adds faults, with
+ * no status, body or size of its own), or `undefined` (its scenario answers it).
+ */
+export function forwardTo(decision: Pick<FaultDecision, 'step' | 'route'>): string | 'default' | undefined {
+  const { step, route } = decision;
+  if (step === undefined) return route ?? 'default';
+  if (step.upstream !== undefined) return step.upstream;
+  if (step.status !== undefined || step.body !== undefined || step.faults?.sizes !== undefined)
+    return undefined;
+  return 'default';
 }

@@ -12,7 +12,13 @@ import type { EchoConfig } from './config.ts';
 import { type Controls, dashCase, originOf, parseControls } from './controls.ts';
 import { errorBody } from './error-handler.ts';
 import { EchoError, isEchoError } from './errors.ts';
-import { createFaultDecider, type ScenarioMatcher, scenarioRequestOf } from './fault-decision.ts';
+import {
+  createFaultDecider,
+  type FaultDecision,
+  forwardTo,
+  type ScenarioMatcher,
+  scenarioRequestOf,
+} from './fault-decision.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
 import {
@@ -209,7 +215,7 @@ export function createEchoHandler(deps: PipelineDeps) {
             // A scenario's own answer is what breaks: its status, headers and body (unless a size);
             // in proxy mode, without a scenario, the upstream's answer (truncate, malformed).
             let scripted: ScriptedAnswer | undefined = step;
-            const found = upstreamOf(deps, step);
+            const found = upstreamOf(deps, decided);
             const target = found instanceof Promise ? await found : found;
             if (target !== undefined && (error.kind === 'truncate' || error.kind === 'malformed')) {
               const answer = await callUpstream(target, request, reply, deps, arrived);
@@ -235,7 +241,7 @@ export function createEchoHandler(deps: PipelineDeps) {
 
     // Reverse proxy: what no scenario answers goes to the upstream; the faults above already acted
     // (the upstream is never called for an aborted request), those on an answer act on its answer.
-    const found = upstreamOf(deps, step);
+    const found = upstreamOf(deps, decided);
     const target = found instanceof Promise ? await found : found;
     if (target !== undefined) {
       // Awaited, then the reply returned once: a reply is a thenable, and each adoption of it while
@@ -464,10 +470,11 @@ async function forward(
  */
 function upstreamOf(
   deps: PipelineDeps,
-  step: ScenarioStep | undefined,
+  decided: Pick<FaultDecision, 'step' | 'route'>,
 ): Upstream | Promise<Upstream> | undefined {
-  if (step?.upstream !== undefined && deps.upstreams !== undefined) return deps.upstreams.get(step.upstream);
-  return step === undefined ? deps.upstream : undefined;
+  const to = forwardTo(decided);
+  if (to === 'default') return deps.upstream;
+  return to === undefined || deps.upstreams === undefined ? undefined : deps.upstreams.get(to);
 }
 
 /**
@@ -485,6 +492,13 @@ async function callUpstream(
   const res = reply.raw;
   const onClose = () => leaving.abort();
   res.once('close', onClose);
+  // undici checks its own head timeout about once a second: this timer holds ECHO_UPSTREAM_TIMEOUT
+  // to the millisecond (undici's stays, as a backstop).
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    leaving.abort();
+  }, upstream.settings.timeoutMs);
   const outcome: UpstreamOutcome = { url: upstream.label, status: null, duration_ms: null };
   if (request.historyEntry !== undefined) request.historyEntry.upstream = outcome;
   const started = performance.now();
@@ -492,12 +506,13 @@ async function callUpstream(
   try {
     answer = await upstream.forward(request, body, leaving.signal);
   } catch (error) {
+    clearTimeout(timer);
     res.removeListener('close', onClose);
-    if (leaving.signal.aborted) {
+    if (leaving.signal.aborted && !timedOut) {
       abandon(request, reply, deps);
       return undefined;
     }
-    const failure = isEchoError(error) ? error : upstream.failure(error);
+    const failure = timedOut ? upstream.timedOut() : isEchoError(error) ? error : upstream.failure(error);
     outcome.error = failure.message;
     outcome.duration_ms = Math.round(performance.now() - started);
     deps.metrics.upstreamAnswered('error', 0);
@@ -509,11 +524,18 @@ async function callUpstream(
       .send(errorBody(failure.code, failure.message, request.id));
     return 'answered';
   }
+  clearTimeout(timer);
   outcome.status = answer.status;
   outcome.duration_ms = Math.round(answer.headMs);
   deps.metrics.upstreamAnswered(answer.status, answer.headMs / 1000);
   // From here fastify ends the body's stream when the client leaves.
   res.removeListener('close', onClose);
+  // A body that fails once the head has gone (a stall past ECHO_UPSTREAM_TIMEOUT, a reset): the
+  // client's connection ends, as a proxy's does; history keeps the answer's status and the cause.
+  answer.body.once('error', (error: Error) => {
+    outcome.error = upstream.failure(error).message;
+    if (res.headersSent) recordCompletion(request, reply, deps.metrics, reply.statusCode);
+  });
   return answer;
 }
 
@@ -548,6 +570,11 @@ function answerWith(
     applyModifiers(reply, controls);
     reply.send();
     return true;
+  }
+  // The head goes as soon as fastify pipes the body, not with its first byte: a body that then fails
+  // ends a started answer, never one fastify's error handling would answer as its own 500.
+  if (answer.body.readableLength === 0 && !answer.body.readableEnded) {
+    reply.raw.once('pipe', () => reply.raw.flushHeaders());
   }
   // An answer the upstream already encoded is not encoded again.
   const own =

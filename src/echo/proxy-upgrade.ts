@@ -26,7 +26,7 @@ import type { EchoConfig } from './config.ts';
 import { type Controls, parseControls } from './controls.ts';
 import { rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
-import { createFaultDecider, type ScenarioMatcher, scenarioRequestOf } from './fault-decision.ts';
+import { createFaultDecider, forwardTo, type ScenarioMatcher, scenarioRequestOf } from './fault-decision.ts';
 import type { History, HistoryEntry } from './history.ts';
 import type { EchoFault, EchoMetrics } from './metrics.ts';
 import { headerLines, type Upstream, type UpstreamOutcome, type Upstreams } from './proxy.ts';
@@ -218,12 +218,9 @@ export function createUpgradeForwarder(deps: UpgradeDeps) {
       }
     }
 
+    const to = forwardTo(decided);
     const target =
-      step === undefined
-        ? deps.upstream
-        : step.upstream === undefined
-          ? undefined
-          : await deps.upstreams.get(step.upstream);
+      to === 'default' ? deps.upstream : to === undefined ? undefined : await deps.upstreams.get(to);
     if (target === undefined) {
       // A scenario without `upstream` answers the handshake with its own response (no upgrade).
       const status = step?.status ?? 200;

@@ -9,6 +9,7 @@
  * answer's to the client as it comes, and a request body longer than {@link PEEK_BYTES} to the
  * upstream (its first bytes are read first, for scenarios and history: {@link StreamedBody}).
  */
+import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { type Duplex, Readable } from 'node:stream';
 import { TLSSocket } from 'node:tls';
@@ -47,6 +48,11 @@ export interface UpstreamSettings {
   readonly timeoutMs: number;
   /** `upstream`: the request's `Host` is the upstream's; `preserve`: the client's, as sent. */
   readonly hostHeader: 'upstream' | 'preserve';
+  /**
+   * This proxy's name in `Via` (RFC 9110 7.6.3), random per app: a request that already names it
+   * has come round a loop (an upstream that forwards back here) and is refused with a 508.
+   */
+  readonly pseudonym: string;
 }
 
 /**
@@ -173,6 +179,7 @@ export function forwardedHeaders(
   clientIp: string,
   proto: 'http' | 'https',
   hostHeader: UpstreamSettings['hostHeader'],
+  via: string,
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   const named = connectionTokens(headers.connection);
@@ -186,6 +193,8 @@ export function forwardedHeaders(
   const prior = headers['x-forwarded-for'];
   out['x-forwarded-for'] = prior === undefined ? clientIp : `${[prior].flat().join(', ')}, ${clientIp}`;
   out['x-forwarded-proto'] = proto;
+  const priorVia = headers.via;
+  out.via = priorVia === undefined ? via : `${[priorVia].flat().join(', ')}, ${via}`;
   if (host !== undefined) {
     out['x-forwarded-host'] = host;
     if (hostHeader === 'preserve') out['host'] = host;
@@ -206,6 +215,17 @@ export function answerHeaders(headers: IncomingHttpHeaders): Record<string, stri
     if (value !== undefined) out[name] = value;
   }
   return out;
+}
+
+/** Whether `headers` say the request has already passed the proxy named `pseudonym` (a loop). */
+export function hasLooped(headers: IncomingHttpHeaders, pseudonym: string): boolean {
+  const via = headers.via;
+  if (via === undefined) return false;
+  for (const hop of [via].flat().join(',').split(',')) {
+    // `1.1 name` or `1.1 name (comment)`: the name is the second token.
+    if (hop.trim().split(/\s+/)[1] === pseudonym) return true;
+  }
+  return false;
 }
 
 /** The errors of a failed forward that mean "no answer in time", rather than "no answer at all". */
@@ -242,7 +262,11 @@ export class Upstream {
   ): Promise<UpstreamAnswer> {
     const raw = request.raw;
     const proto = raw.socket instanceof TLSSocket ? 'https' : 'http';
-    const headers = forwardedHeaders(raw.headers, request.ip, proto, this.settings.hostHeader);
+    if (hasLooped(raw.headers, this.settings.pseudonym)) {
+      throw new EchoError('ECHO_ERR_PROXY_LOOP', [this.settings.pseudonym, this.label]);
+    }
+    const via = `${raw.httpVersion} ${this.settings.pseudonym}`;
+    const headers = forwardedHeaders(raw.headers, request.ip, proto, this.settings.hostHeader, via);
     // A streamed body keeps the length the client announced (undici checks it); else it is chunked.
     const length = raw.headers['content-length'];
     if (body instanceof StreamedBody && length !== undefined) headers['content-length'] = length;
@@ -298,7 +322,16 @@ export class Upstream {
     options: TunnelOptions,
   ): void {
     const proto = socket instanceof TLSSocket ? 'https' : 'http';
-    const headers = forwardedHeaders(request.headers, clientIp, proto, this.settings.hostHeader);
+    if (hasLooped(request.headers, this.settings.pseudonym)) {
+      const failure = new EchoError('ECHO_ERR_PROXY_LOOP', [this.settings.pseudonym, this.label]);
+      options.onHandshake({ status: failure.statusCode, headMs: 0, failure });
+      socket.write(rawErrorResponse(failure, headerLines(options.headers)));
+      socket.end();
+      setTimeout(() => socket.destroy(), 1000).unref();
+      return;
+    }
+    const via = `${request.httpVersion} ${this.settings.pseudonym}`;
+    const headers = forwardedHeaders(request.headers, clientIp, proto, this.settings.hostHeader, via);
     // undici's upgrade writes the handshake's own `Connection` and `Upgrade` (they are hop-by-hop,
     // and forwardedHeaders leaves them out); the `Sec-WebSocket-*` headers go as the client sent them.
     const protocol = String(request.headers.upgrade ?? 'websocket');
@@ -380,6 +413,16 @@ export class Upstream {
       );
   }
 
+  /** `ECHO_ERR_PROXY_TIMEOUT`: the upstream sent no answer's head within `ECHO_UPSTREAM_TIMEOUT`. */
+  timedOut(): EchoError {
+    const { timeoutMs } = this.settings;
+    return new EchoError('ECHO_ERR_PROXY_TIMEOUT', [
+      this.label,
+      timeoutMs,
+      `no answer after ${timeoutMs} ms`,
+    ]);
+  }
+
   /** Open WebSocket tunnels: ended when the app closes (a drain does not wait for them). */
   readonly #tunnels = new Set<Duplex>();
 
@@ -400,6 +443,8 @@ export class Upstreams {
   readonly #hostHeader: UpstreamSettings['hostHeader'];
   #agent: Promise<Dispatcher> | undefined;
   readonly #byUrl = new Map<string, Upstream>();
+  /** This app's name in `Via` (see {@link UpstreamSettings.pseudonym}). */
+  readonly pseudonym = `echo-chaos-${randomBytes(4).toString('hex')}`;
 
   constructor(timeoutMs: number, hostHeader: UpstreamSettings['hostHeader']) {
     this.#timeoutMs = timeoutMs;
@@ -424,7 +469,15 @@ export class Upstreams {
     const agent = await this.#agent;
     const upstream =
       this.#byUrl.get(key) ??
-      new Upstream({ url: new URL(key), timeoutMs: this.#timeoutMs, hostHeader: this.#hostHeader }, agent);
+      new Upstream(
+        {
+          url: new URL(key),
+          timeoutMs: this.#timeoutMs,
+          hostHeader: this.#hostHeader,
+          pseudonym: this.pseudonym,
+        },
+        agent,
+      );
     if (!this.#byUrl.has(key)) {
       if (this.#byUrl.size >= MAX_UPSTREAMS) {
         const oldest = this.#byUrl.keys().next().value;

@@ -60,6 +60,8 @@ export interface ScenarioHandle {
   readonly label: string;
   /** The response {@link ScenarioStore.take} would serve now, 0-based. */
   readonly position: number;
+  /** The scenario's `upstream`: where what it matches goes, even when its faults are not applied. */
+  readonly upstream: string | undefined;
 }
 
 /**
@@ -260,6 +262,10 @@ export class Cursor implements ScenarioHandle {
 
   get label(): string {
     return this.entry.label;
+  }
+
+  get upstream(): string | undefined {
+    return this.entry.steps[0]?.upstream;
   }
 
   reset(): void {

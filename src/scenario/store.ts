@@ -69,6 +69,7 @@ export class ScenarioStore {
   readonly #sessions: SessionTable<Entry, Cursor>;
   #expiredActiveFor = 0;
   #expiredTimes = 0;
+  #routes = false;
 
   constructor(options: ScenarioStoreOptions = {}) {
     this.#now = options.now ?? Date.now;
@@ -78,6 +79,11 @@ export class ScenarioStore {
   /** Number of scenarios in the current set. */
   get size(): number {
     return this.#scenarios.length;
+  }
+
+  /** Whether a scenario of the current set names an `upstream` (reverse proxy). */
+  get routes(): boolean {
+    return this.#routes;
   }
 
   /**
@@ -109,6 +115,7 @@ export class ScenarioStore {
     this.#scenarios = result.scenarios;
     this.#hash = undefined;
     this.#entries = entries;
+    this.#routes = result.scenarios.some((scenario) => scenario.upstream !== undefined);
     this.#plain = plain;
     this.#conditional = new PathIndex(conditional);
     this.#sessions.clear();

@@ -1,0 +1,212 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { request } from 'undici';
+import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+
+/**
+ * The reverse proxy (#32) where it meets trouble and choices: an upstream that stalls its head or
+ * its body, a loop back to itself, where a request goes when faults are switched off, and a proxy
+ * scenario that only adds faults. Real node:http upstreams started here record what reached them.
+ */
+
+interface Hit {
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+}
+
+async function listen(server: Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A counting upstream: `/stall-head` never answers, `/stall-body` sends its head only, `/half` half a body. */
+function upstreamServer(name: string, hits: Hit[]): Server {
+  return createServer((req, res) => {
+    hits.push({ url: req.url ?? '', headers: req.headers });
+    req.resume();
+    if (req.url === '/stall-head') return;
+    if (req.url === '/stall-body') {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '10' });
+      res.flushHeaders();
+      return;
+    }
+    if (req.url === '/half') {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '10' });
+      res.write('12345');
+      return;
+    }
+    res.setHeader('x-upstream', name);
+    res.end(`${name} ${req.url}`);
+  });
+}
+
+const fallbackHits: Hit[] = [];
+const ownHits: Hit[] = [];
+let fallback: Server;
+let own: Server;
+let fallbackUrl: string;
+let ownUrl: string;
+let echo: RunningEcho;
+
+before(async () => {
+  fallback = upstreamServer('fallback', fallbackHits);
+  own = upstreamServer('own', ownHits);
+  fallbackUrl = await listen(fallback);
+  ownUrl = await listen(own);
+  echo = await startEcho({ ECHO_UPSTREAM: fallbackUrl, ECHO_UPSTREAM_TIMEOUT: '150ms' });
+});
+
+after(async () => {
+  await echo.close();
+  for (const server of [fallback, own]) {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+interface HistoryEntry {
+  request_id: string;
+  status: number;
+  faults: Array<{ kind: string }>;
+  upstream?: { url: string; status: number | null; error?: string };
+}
+
+async function historyOf(id: string): Promise<HistoryEntry | undefined> {
+  const entries = (await (await request(`${echo.url}/history`)).body.json()) as HistoryEntry[];
+  return entries.find((e) => e.request_id === id);
+}
+
+async function setScenarios(scenarios: unknown[]): Promise<void> {
+  const res = await request(`${echo.url}/scenario`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(scenarios),
+  });
+  assert.equal(res.statusCode, 200, await res.body.text());
+}
+
+describe('an upstream that stalls', () => {
+  test('no head within ECHO_UPSTREAM_TIMEOUT: a 504 naming the upstream, on time', async () => {
+    const started = performance.now();
+    const res = await request(`${echo.url}/stall-head`, { headers: { 'x-request-id': 'stall-head-1' } });
+    const ms = performance.now() - started;
+    const body = (await res.body.json()) as { error: { code: string; message: string } };
+    assert.equal(res.statusCode, 504);
+    assert.equal(body.error.code, 'ECHO_ERR_PROXY_TIMEOUT');
+    assert.match(body.error.message, new RegExp(`upstream ${fallbackUrl} did not answer within 150 ms`));
+    // undici checks its own head timeout about once a second; 150 ms must not become a second.
+    assert.ok(ms < 950, `answered after ${Math.round(ms)} ms`);
+    const entry = await historyOf('stall-head-1');
+    assert.equal(entry?.status, 504);
+    assert.match(entry?.upstream?.error ?? '', /ECHO_UPSTREAM_TIMEOUT/);
+  });
+
+  test('a head, then no body: the answer starts and its connection ends; never a 500 of our own', async () => {
+    const res = await request(`${echo.url}/stall-body`, { headers: { 'x-request-id': 'stall-body-1' } });
+    assert.equal(res.statusCode, 200, 'the head went as it came');
+    await assert.rejects(res.body.text(), /terminated|other side closed|aborted|socket/i);
+    const entry = await historyOf('stall-body-1');
+    assert.equal(entry?.status, 200);
+    assert.equal(entry?.upstream?.status, 200);
+    assert.match(entry?.upstream?.error ?? '', /ECHO_UPSTREAM_TIMEOUT|timeout/i);
+    // The service goes on.
+    assert.equal((await request(`${echo.url}/health`)).statusCode, 200);
+  });
+
+  test('half a body, then nothing: the client gets the half, history the cause', async () => {
+    const res = await request(`${echo.url}/half`, { headers: { 'x-request-id': 'half-1' } });
+    assert.equal(res.statusCode, 200);
+    await assert.rejects(res.body.text(), /terminated|other side closed|aborted|socket/i);
+    const entry = await historyOf('half-1');
+    assert.equal(entry?.status, 200, 'the answer the client got, not "the client left"');
+    assert.match(entry?.upstream?.error ?? '', /timeout/i);
+  });
+});
+
+describe('Via', () => {
+  test('a forwarded request names this proxy in Via, after any Via it came with', async () => {
+    await request(`${echo.url}/via-check`, { headers: { via: '1.1 edge' } });
+    const hit = fallbackHits.findLast((h) => h.url === '/via-check');
+    assert.match(String(hit?.headers.via), /^1\.1 edge, 1\.1 echo-chaos-[0-9a-f]{8}$/);
+  });
+
+  test('a loop (the upstream forwards back here) is a 508, not a flood', async () => {
+    // A relay that sends everything back to the proxy in front of it, Via and all.
+    let relayed = 0;
+    let front: RunningEcho | undefined;
+    const relay = createServer(async (req, res) => {
+      relayed++;
+      const back = await request(`${front!.url}${req.url}`, {
+        headers: { via: String(req.headers.via ?? '') },
+      });
+      res.writeHead(back.statusCode, { 'content-type': String(back.headers['content-type']) });
+      res.end(await back.body.text());
+    });
+    const relayUrl = await listen(relay);
+    front = await startEcho({ ECHO_UPSTREAM: relayUrl });
+    try {
+      const res = await request(`${front.url}/round`);
+      const body = (await res.body.json()) as { error: { code: string; message: string } };
+      assert.equal(res.statusCode, 508);
+      assert.equal(body.error.code, 'ECHO_ERR_PROXY_LOOP');
+      assert.match(body.error.message, /Via names echo-chaos-[0-9a-f]{8}/);
+      assert.equal(relayed, 1, 'the request went round once');
+    } finally {
+      await front.close();
+      relay.closeAllConnections();
+      relay.close();
+    }
+  });
+});
+
+describe('where a request goes', () => {
+  test("with faults switched off, a scenario's upstream still takes what it matches, without its faults", async () => {
+    await setScenarios([{ path: '/orders/1', upstream: ownUrl, responses: [{ status: 503 }] }]);
+    const off = await request(`${echo.url}/control/faults`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: '{"enabled": false}',
+    });
+    assert.equal(off.statusCode, 200);
+    try {
+      const before = ownHits.length;
+      const res = await request(`${echo.url}/orders/1`, { headers: { 'x-echo-error': '500' } });
+      assert.equal(res.statusCode, 200, 'no injected status');
+      assert.equal(await res.body.text(), 'own /orders/1');
+      assert.equal(res.headers['x-echo-fault'], undefined);
+      assert.equal(ownHits.length, before + 1);
+    } finally {
+      await request(`${echo.url}/control/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: '{"enabled": true}',
+      });
+      await request(`${echo.url}/scenario`, { method: 'DELETE' });
+    }
+  });
+
+  test('a scenario response with only faults forwards to ECHO_UPSTREAM; one with a body answers', async () => {
+    await setScenarios([
+      { path: '/slowed', responses: [{ delay: '200ms', headers: { 'X-Lane': 'slow' } }] },
+      { path: '/mocked', responses: [{ body: 'mocked' }] },
+    ]);
+    try {
+      const before = fallbackHits.length;
+      const started = performance.now();
+      const slowed = await request(`${echo.url}/slowed`);
+      assert.equal(await slowed.body.text(), 'fallback /slowed');
+      assert.ok(performance.now() - started >= 190, 'the delay was applied');
+      assert.equal(slowed.headers['x-lane'], 'slow');
+      assert.equal(slowed.headers['x-echo-fault'], 'scenario,delay');
+      const mocked = await request(`${echo.url}/mocked`);
+      assert.equal(await mocked.body.text(), 'mocked');
+      assert.equal(fallbackHits.length, before + 1, 'only /slowed reached the upstream');
+    } finally {
+      await request(`${echo.url}/scenario`, { method: 'DELETE' });
+    }
+  });
+});
