@@ -37,7 +37,8 @@ export const ECHO_ERRORS = {
   },
   ECHO_ERR_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
-    message: 'unsupported content type %s',
+    message:
+      'unsupported content type %s: send application/json (POST /scenario also takes application/yaml)',
     when: '`POST /scenario` or `POST /replay` got a body that is not JSON (or YAML, for /scenario)',
   },
   ECHO_ERR_INVALID_SCENARIOS: {

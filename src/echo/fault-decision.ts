@@ -37,6 +37,8 @@ export interface FaultDecision {
   readonly controls: Controls;
   /** The scenario response the request takes (its position moved), if any. */
   readonly step: ScenarioStep | undefined;
+  /** Whether the step counted as a `scenario` fault (a pass-through forwarded step does not). */
+  readonly scenarioApplied: boolean;
   /**
    * The `upstream` of the scenario the request matched when its faults were not admitted (the
    * master switch is off, the safety valve full): routing is not a fault, so it still goes there.
@@ -101,9 +103,16 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
     const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
     let step: ScenarioStep | undefined;
     let route: string | undefined;
+    // A forwarded step that changes nothing is no fault: it is taken without one, so the meters,
+    // X-Echo-Fault and history tell it from an injected answer.
+    let scenarioApplied = false;
     if (handle !== undefined) {
-      if (allowed && fault('scenario', scenario!, 'scenario', handle.position)) step = scenarios.take(handle);
-      else route = handle.upstream;
+      if (allowed && handle.untouched && (handle.upstream !== undefined || config.upstream !== undefined)) {
+        step = scenarios.take(handle);
+      } else if (allowed && fault('scenario', scenario!, 'scenario', handle.position)) {
+        step = scenarios.take(handle);
+        scenarioApplied = true;
+      } else route = handle.upstream;
     }
 
     // The fields the headers leave unset: the scenario response's, then the environment's (ADR 0033).
@@ -137,6 +146,7 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
     return {
       controls,
       step,
+      scenarioApplied,
       route,
       scenario,
       chaosStatus,

@@ -76,7 +76,7 @@ class Recorded implements HistoryEntry {
     this.method = input.method;
     this.url = input.url;
     this.headers = input.headers;
-    this.body_size = input.body?.length ?? 0;
+    this.body_size = input.bodySize ?? input.body?.length ?? 0;
     this.remote_addr = input.remoteAddr;
     this.protocol = input.protocol;
     this.#timeMs = Date.now();
@@ -168,6 +168,11 @@ export interface RecordInput {
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer | undefined;
+  /**
+   * The whole body's size when `body` is only its head (a body the reverse proxy streams: its
+   * `Content-Length`); `body.length` when not given.
+   */
+  readonly bodySize?: number | undefined;
   readonly remoteAddr: string;
   readonly protocol: string;
   /**
@@ -262,7 +267,7 @@ export class History {
   record(input: RecordInput): HistoryEntry | undefined {
     if (this.capacity === 0) return undefined;
     const body = input.body ?? EMPTY;
-    const cut = body.length > this.maxBodyBytes;
+    const cut = body.length > this.maxBodyBytes || (input.bodySize ?? 0) > body.length;
     // Keep our own copy of a cut body, or of a view into a larger buffer, so that history never
     // holds more than maxBodyBytes of memory per entry.
     const kept = cut ? body.subarray(0, this.maxBodyBytes) : body;

@@ -89,6 +89,12 @@ async function main(): Promise<void> {
     const server = app.server as unknown as Server;
     connections = trackConnections(server, () => http2SessionsOf(server), { idleMs: DRAIN_IDLE_MS });
     await app.listen({ port: config.port, host: config.host });
+    if (config.upstream !== undefined) {
+      app.log.info(
+        { proxy: { upstream: config.upstream.href, timeout_ms: config.upstreamTimeoutMs } },
+        `reverse proxy: what no scenario answers is forwarded to ${config.upstream.href}`,
+      );
+    }
     if (config.idleReclaimMs > 0) {
       const { echo, log } = app;
       const reclaim = startIdleReclaim(

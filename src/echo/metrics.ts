@@ -72,13 +72,13 @@ export class EchoMetrics implements FaultMeters {
     const firewall = registryGuard(registry);
     this.#upstreamRequests = new Counter({
       name: 'echo_upstream_requests_total',
-      help: 'Requests forwarded to ECHO_UPSTREAM, by the status the upstream answered (error: no answer: unreachable or too slow)',
+      help: "Requests forwarded to an upstream (ECHO_UPSTREAM or a scenario's upstream; WebSocket handshakes too), by the status the upstream answered (error: no answer: unreachable, too slow, or a loop)",
       labelNames: ['status'],
       registers: [registry],
     });
     this.#upstreamDuration = new Histogram({
       name: 'echo_upstream_request_duration_seconds',
-      help: "Time from forwarding a request to ECHO_UPSTREAM to its answer's head: the upstream's own latency, without any injected delay",
+      help: "Time from forwarding a request to an upstream (ECHO_UPSTREAM or a scenario's) to its answer's head: the upstream's own latency, without any injected delay",
       buckets: ECHO_DURATION_BUCKETS,
       registers: [registry],
     });

@@ -123,6 +123,10 @@ export function createEchoHandler(deps: PipelineDeps) {
         url: raw.url ?? '/',
         headers: raw.headers,
         body,
+        // A streamed body's head is all history keeps: its size is the announced one, so the entry
+        // says it was cut (a chunked one's is unknown, and shows as its head's).
+        bodySize:
+          arrived instanceof StreamedBody ? streamedSize(raw.headers['content-length'], body) : undefined,
         remoteAddr: request.ip,
         protocol: protocolOf(request),
         // fastify took the id from X-Request-ID when the client sent one, else made a random UUID.
@@ -152,7 +156,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     controls = decided.controls;
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
     // error below take over when they strike.
-    if (step !== undefined) request.echoFault = 'scenario';
+    if (decided.scenarioApplied) request.echoFault = 'scenario';
     else if (delayMs > 0) request.echoFault = 'delay';
     if (delayMs > 0 && (await waits.wait(delayMs, reply)) === 'client-gone') {
       return abandon(request, reply, deps);
@@ -300,6 +304,12 @@ export function createEchoHandler(deps: PipelineDeps) {
 const EMPTY = Buffer.alloc(0);
 /** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
 const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
+
+/** The size a streamed body announced (`Content-Length`), else its head's. */
+function streamedSize(length: string | undefined, head: Buffer | undefined): number | undefined {
+  const announced = length === undefined ? Number.NaN : Number(length);
+  return Number.isSafeInteger(announced) ? announced : head?.length;
+}
 
 export function protocolOf(request: FastifyRequest): string {
   return `HTTP/${request.raw.httpVersion}`;

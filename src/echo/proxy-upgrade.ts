@@ -133,7 +133,7 @@ export function createUpgradeForwarder(deps: UpgradeDeps) {
     });
     const { step, delayMs } = decided;
     const controls = decided.controls;
-    if (step !== undefined) faultLabel = 'scenario';
+    if (decided.scenarioApplied) faultLabel = 'scenario';
     else if (delayMs > 0) faultLabel = 'delay';
     for (const [name, value] of controls.setHeaders ?? []) added[name] = value;
     if (step !== undefined) Object.assign(added, step.headers);

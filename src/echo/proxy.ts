@@ -267,6 +267,8 @@ export class Upstream {
     }
     const via = `${raw.httpVersion} ${this.settings.pseudonym}`;
     const headers = forwardedHeaders(raw.headers, request.ip, proto, this.settings.hostHeader, via);
+    // The request's id goes along (fastify made one when the client sent none): one id, both logs.
+    headers['x-request-id'] ??= request.id;
     // A streamed body keeps the length the client announced (undici checks it); else it is chunked.
     const length = raw.headers['content-length'];
     if (body instanceof StreamedBody && length !== undefined) headers['content-length'] = length;

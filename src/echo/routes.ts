@@ -220,6 +220,15 @@ export async function registerServiceRoutes(
           max_active: state.faults.maxActive,
         },
         limits: limitsInfo(config, connectionLimiter(app.server)),
+        // Reverse proxy mode (`ECHO_UPSTREAM`): where what no scenario answers goes; `null`: echoed.
+        proxy:
+          config.upstream === undefined
+            ? null
+            : {
+                upstream: config.upstream.href.replace(/\/$/, ''),
+                timeout_ms: config.upstreamTimeoutMs,
+                host_header: config.upstreamHostHeader,
+              },
       },
     };
   });

@@ -62,6 +62,11 @@ export interface ScenarioHandle {
   readonly position: number;
   /** The scenario's `upstream`: where what it matches goes, even when its faults are not applied. */
   readonly upstream: string | undefined;
+  /**
+   * Whether the response {@link ScenarioStore.take} would serve now does nothing to an answer: no
+   * status, body, headers, delay or fault (a forwarding scenario's pass-through step).
+   */
+  readonly untouched: boolean;
 }
 
 /**
@@ -266,6 +271,18 @@ export class Cursor implements ScenarioHandle {
 
   get upstream(): string | undefined {
     return this.entry.steps[0]?.upstream;
+  }
+
+  get untouched(): boolean {
+    const step = this.entry.steps[this.position];
+    if (step === undefined) return false;
+    return (
+      step.status === undefined &&
+      step.body === undefined &&
+      step.delay === undefined &&
+      step.faults === undefined &&
+      Object.keys(step.headers).length === 0
+    );
   }
 
   reset(): void {

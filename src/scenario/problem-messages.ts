@@ -2,6 +2,7 @@
  * The wording of validation problems: one clear message per schema error, whatever TypeBox's own
  * wording, and how values and locations are shown in every message.
  */
+
 import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { DELAY_SPEC_FORM } from './duration.ts';
 import { ERROR_FAULT_FORM, MAX_CHUNK_BYTES, MAX_RETRY_AFTER_SECONDS, RATE_FORM } from './faults.ts';
@@ -24,6 +25,7 @@ import {
   ScenarioResponseSchema,
   ScenarioSchema,
 } from './schema.ts';
+import { UPSTREAM_FORM } from './upstream.ts';
 import { ACTIVE_FOR_FORM, MAX_TIMES } from './windows.ts';
 
 // From the schema, so that a field added there is named here too.
@@ -103,6 +105,7 @@ const SCENARIO_FIELDS: Readonly<Record<string, Field>> = {
   cycle: { label: 'cycle', expected: 'true or false' },
   order: { label: 'order', expected: SCENARIO_ORDERS.map((order) => JSON.stringify(order)).join(' or ') },
   activeFor: { label: 'activeFor', expected: `a string holding ${ACTIVE_FOR_FORM}` },
+  upstream: { label: 'upstream', expected: UPSTREAM_FORM },
   times: { label: 'times', expected: `an integer 1-${MAX_TIMES}` },
   responses: { label: 'responses', expected: `an array of 1-${MAX_RESPONSES} responses`, unit: 'responses' },
 };

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { scrapeValue } from '../helpers/metrics.ts';
 
 /**
  * The reverse proxy (#32) where it meets trouble and choices: an upstream that stalls its head or
@@ -209,4 +210,74 @@ describe('where a request goes', () => {
       await request(`${echo.url}/scenario`, { method: 'DELETE' });
     }
   });
+});
+
+describe('what the proxy says about itself', () => {
+  test('a pass-through step of a forwarding scenario is no fault: no X-Echo-Fault, not counted, history has none', async () => {
+    await setScenarios([
+      { path: '/retry-me', upstream: ownUrl, cycle: false, responses: [{ status: 503 }, {}] },
+    ]);
+    try {
+      const first = await request(`${echo.url}/retry-me`);
+      await first.body.text();
+      assert.equal(first.statusCode, 503);
+      assert.equal(first.headers['x-echo-fault'], 'scenario');
+      const scenarioFaults = await scrapeValue(echo.url, 'echo_faults_injected_total{kind="scenario"}');
+      const second = await request(`${echo.url}/retry-me`, { headers: { 'x-request-id': 'pass-through-1' } });
+      assert.equal(await second.body.text(), 'own /retry-me');
+      assert.equal(second.statusCode, 200);
+      assert.equal(second.headers['x-echo-fault'], undefined);
+      assert.equal(
+        await scrapeValue(echo.url, 'echo_faults_injected_total{kind="scenario"}'),
+        scenarioFaults,
+      );
+      const entry = await historyOf('pass-through-1');
+      assert.deepEqual(entry?.faults, []);
+      assert.equal(entry?.upstream?.status, 200);
+    } finally {
+      await request(`${echo.url}/scenario`, { method: 'DELETE' });
+    }
+  });
+
+  test('the request id goes to the upstream, the one the client sent or the one made for it', async () => {
+    const res = await request(`${echo.url}/with-id`);
+    await res.body.text();
+    const made = String(res.headers['x-request-id']);
+    assert.equal(fallbackHits.findLast((h) => h.url === '/with-id')?.headers['x-request-id'], made);
+    await (await request(`${echo.url}/with-id`, { headers: { 'x-request-id': 'mine-1' } })).body.text();
+    assert.equal(fallbackHits.findLast((h) => h.url === '/with-id')?.headers['x-request-id'], 'mine-1');
+  });
+
+  test('/info shows the proxy mode; a bad scenario upstream is refused naming the form', async () => {
+    const info = (await (await request(`${echo.url}/info`)).body.json()) as {
+      server: { proxy: { upstream: string; timeout_ms: number; host_header: string } | null };
+    };
+    assert.deepEqual(info.server.proxy, { upstream: fallbackUrl, timeout_ms: 150, host_header: 'upstream' });
+    const bad = await request(`${echo.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([{ path: '/x', upstream: '127.0.0.1:7001', responses: [{}] }]),
+    });
+    const text = await bad.body.text();
+    assert.equal(bad.statusCode, 400);
+    assert.match(text, /upstream must be an absolute http:\/\/ or https:\/\/ URL/);
+  });
+});
+
+test('a streamed upload is in history with its whole size and marked cut', async () => {
+  const body = Buffer.alloc(200 * 1024, 'a');
+  const res = await request(`${echo.url}/upload`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain', 'x-request-id': 'upload-1' },
+    body,
+  });
+  assert.equal(await res.body.text(), 'fallback /upload');
+  const entries = (await (await request(`${echo.url}/history`)).body.json()) as Array<{
+    request_id: string;
+    body_size: number;
+    body_truncated: boolean;
+  }>;
+  const entry = entries.find((e) => e.request_id === 'upload-1');
+  assert.equal(entry?.body_size, 200 * 1024);
+  assert.equal(entry?.body_truncated, true);
 });

@@ -171,7 +171,10 @@ test('ScenarioStore – match finds without advancing; take serves and advances'
   assert.equal(store.take(handle).status, 200);
   assert.equal(handle.position, 0);
   assert.equal(store.match(get('/other')), undefined);
-  assert.throws(() => store.take({ label: 'x', position: 0, upstream: undefined }), TypeError);
+  assert.throws(
+    () => store.take({ label: 'x', position: 0, upstream: undefined, untouched: false }),
+    TypeError,
+  );
 });
 
 test('ScenarioStore – list order decides, whether the first match is plain or conditional', () => {
