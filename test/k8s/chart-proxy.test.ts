@@ -103,6 +103,9 @@ describe('chart echo-chaos – fault proxy', { skip: helmSkip() }, () => {
       ['proxy.timeout=soon', /at '\/proxy\/timeout'/],
       // A bare number would be milliseconds: --set makes it a number, which the schema refuses.
       ['proxy.timeout=30', /at '\/proxy\/timeout'/],
+      // Zero would be no time at all for the upstream: every forward a 504.
+      ['proxy.timeout=0s', /at '\/proxy\/timeout'/],
+      ['proxy.timeout=0.0ms', /at '\/proxy\/timeout'/],
       ['proxy.upstrem=http://orders', /at '\/proxy'.*upstrem/],
     ] as const) {
       assert.throws(
@@ -134,6 +137,22 @@ describe('chart echo-chaos – fault proxy', { skip: helmSkip() }, () => {
     assert.equal(url.hostname, service.metadata.name);
     assert.equal(Number(url.port), service.spec.ports[0].port);
     assert.equal(new URL(clients[2]!).port, new URL(upstream!).port);
+  });
+
+  test('chart – ECHO_UPSTREAM* in env beside proxy.upstream is refused in one line naming both', () => {
+    for (const name of PROXY_VARIABLES) {
+      assert.throws(
+        () => helm(['template', 'x', CHART, '--set', `proxy.upstream=${UPSTREAM},env.${name}=x`]),
+        (err: Any) => {
+          assert.match(String(err.stderr), new RegExp(`env\\.${name} and proxy\\.upstream both set ${name}`));
+          return true;
+        },
+        name,
+      );
+    }
+    // Alone, env still passes anything through (the chart's escape hatch).
+    const env = echoEnv(render('x', '--set', `env.ECHO_UPSTREAM=${UPSTREAM}`).deployment);
+    assert.equal(env['ECHO_UPSTREAM'], UPSTREAM);
   });
 
   test('chart – proxy.timeout takes the one duration grammar', () => {
