@@ -86,6 +86,7 @@ export default defineConfig({
           { text: 'Overview', link: '/service/' },
           { text: 'Testing your own service', link: '/service/testing-your-service' },
           { text: 'In front of a real service', link: '/service/proxy' },
+          { text: 'More than one replica', link: '/service/replicas' },
           { text: 'Control headers', link: '/service/control-headers' },
           { text: 'Endpoints', link: '/service/endpoints' },
           { text: 'Scenarios', link: '/scenarios' },

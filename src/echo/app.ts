@@ -10,7 +10,7 @@ import { lazyChildLoggerFactory } from './access-log.ts';
 import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
 import { FaultGate, registerAppliedFaults } from './applied.ts';
 import { recordOnClose, registerCompletion } from './completion.ts';
-import type { EchoConfig } from './config.ts';
+import { type EchoConfig, scenarioLimits } from './config.ts';
 import { createSlowCloseSender } from './connection-faults.ts';
 import { registerCors } from './cors.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
@@ -150,6 +150,20 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   let scenarioFile: { close(): void } | undefined;
   if (options.scenarios !== undefined) state.scenarios.replace([...options.scenarios]);
   else scenarioFile = startScenarioFile(config, state.scenarios, logger);
+  // Replicas that agree (`ECHO_STATE_URL`): the scenario set shared on Redis. Loaded only then.
+  if (config.stateUrl !== undefined) {
+    const { startSharedState } = await import('./shared-state.ts');
+    const shared = await startSharedState({
+      url: config.stateUrl,
+      password: config.statePassword,
+      scenarios: state.scenarios,
+      adopt: (set) => state.scenarios.replace(set, scenarioLimits(config)),
+      logger,
+    });
+    state.shared = shared;
+    state.metrics.watchStateStore(() => shared.up);
+    app.addHook('onClose', () => shared.close());
+  }
   // Closing drains: waiting requests are answered at once instead of holding close() for their delay.
   app.addHook('preClose', (done) => {
     state.drain.abort();

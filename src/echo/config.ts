@@ -75,6 +75,10 @@ export interface EchoConfig {
   readonly upstreamTimeoutMs: number;
   /** `ECHO_UPSTREAM_HOST_HEADER`: `upstream` sends the upstream's Host, `preserve` the client's. */
   readonly upstreamHostHeader: 'upstream' | 'preserve';
+  /** `ECHO_STATE_URL`: the Redis whose state the replicas naming it share; unset: each keeps its own. */
+  readonly stateUrl: URL | undefined;
+  /** `ECHO_STATE_PASSWORD`: the Redis password, when the URL carries none. */
+  readonly statePassword: string | undefined;
   /** `ECHO_REPLAY_ALLOWED_TARGETS`: where `POST /replay` may send (see `ReplayGuard`). */
   readonly replayAllowedTargets: readonly TargetRule[];
   /** `ECHO_REPLAY_CREDENTIALS`: `masked` (default) replays the masked view, `original` what was received. */
@@ -152,6 +156,23 @@ const text: Parser = (raw) => (raw.length > 0 ? ok(raw) : bad);
 function upstreamUrl(raw: string): Parsed {
   const url = parseUpstreamUrl(raw);
   return url === undefined ? bad : ok(url);
+}
+
+/** The form of `ECHO_STATE_URL`. */
+export const STATE_URL_FORM = 'redis://[:password@]host[:port][/db] or rediss:// (TLS), db 0-15';
+
+/** A Redis URL: `redis:` or `rediss:`, a host, a database 0-15 when a path is given, no query. */
+function stateUrl(raw: string): Parsed {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return bad;
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return bad;
+  if (url.hostname === '' || url.search !== '' || url.hash !== '') return bad;
+  if (url.pathname !== '' && url.pathname !== '/' && !/^\/(?:[0-9]|1[0-5])$/.test(url.pathname)) return bad;
+  return ok(url);
 }
 
 /** What `Authorization: Bearer` can carry: visible ASCII, no spaces. */
@@ -437,7 +458,7 @@ export const VARIABLES: readonly VariableSpec[] = [
     'upstreamTimeoutMs',
     '30s',
     `${DURATION_FORM}, 1ms-1440m (24 hours)`,
-    "How long the upstream may take to connect, to send its answer's head, and each piece of its body; past it a 504 `ECHO_ERR_PROXY_TIMEOUT`",
+    "How long the upstream may take to connect and send its answer's head (past it a 504 `ECHO_ERR_PROXY_TIMEOUT`), and each piece of its body (past it the answer ends)",
     duration(1, DAY_MS),
   ),
   v(
@@ -448,6 +469,29 @@ export const VARIABLES: readonly VariableSpec[] = [
     "The `Host` a forwarded request carries: the upstream's (`upstream`) or the client's, as sent (`preserve`)",
     (raw) => (raw === 'upstream' || raw === 'preserve' ? ok(raw) : bad),
   ),
+  {
+    ...v(
+      'ECHO_STATE_URL',
+      'stateUrl',
+      '',
+      `empty, or ${STATE_URL_FORM}`,
+      'Replicas that agree: the scenario set is kept in this Redis and served by every process that names it (a set posted to one is served by all within a second); empty: each process keeps its own. Its password is never logged',
+      (raw) => (raw === '' ? ok(undefined) : stateUrl(raw)),
+    ),
+    secret: true,
+  },
+  {
+    ...v(
+      'ECHO_STATE_PASSWORD',
+      'statePassword',
+      '',
+      'empty, or the password of the Redis of `ECHO_STATE_URL`, without control characters',
+      'The Redis password, when `ECHO_STATE_URL` carries none (a Secret as an environment variable). Never logged',
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
+      (raw) => (raw === '' ? ok(undefined) : /[\x00-\x1f\x7f]/.test(raw) ? bad : ok(raw)),
+    ),
+    secret: true,
+  },
   v(
     'ECHO_REPLAY_TIMEOUT',
     'replayTimeoutMs',

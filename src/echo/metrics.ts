@@ -180,6 +180,21 @@ export class EchoMetrics implements FaultMeters {
   }
 
   /**
+   * `echo_state_store_up` (1 when the shared store of `ECHO_STATE_URL` is reachable, else 0),
+   * registered only when there is such a store.
+   */
+  watchStateStore(read: () => boolean): void {
+    new Gauge({
+      name: 'echo_state_store_up',
+      help: 'Whether the shared state store (ECHO_STATE_URL, Redis) is reachable: 1, or 0 while this process serves from its own memory',
+      registers: [this.registry],
+      collect() {
+        this.set(read() ? 1 : 0);
+      },
+    });
+  }
+
+  /**
    * Where `echo_scenario_expired_total`, `echo_scenario_sessions_evicted_total` and
    * `echo_scenario_sessions` read their counts (the scenario store).
    */

@@ -155,9 +155,18 @@ export async function registerServiceRoutes(
     const mem = process.memoryUsage();
     // A liveness fault set by PUT /control/liveness: the same body, status unhealthy, 503.
     if (!state.lifecycle.healthy) reply.code(503);
+    // A shared store that is away degrades the service (each process serves from its own memory)
+    // without failing liveness: restarting the pod would not bring Redis back.
+    const shared = state.shared;
+    const status = !state.lifecycle.healthy
+      ? 'unhealthy'
+      : shared !== undefined && !shared.up
+        ? 'degraded'
+        : 'healthy';
     return {
-      status: state.lifecycle.healthy ? 'healthy' : 'unhealthy',
+      status,
       lifecycle: { ...state.lifecycle },
+      ...(shared === undefined ? {} : { store: { url: shared.store, status: shared.up ? 'up' : 'down' } }),
       timestamp: new Date().toISOString(),
       uptime: formatUptime(uptimeSeconds),
       uptime_seconds: Math.round(uptimeSeconds * 1000) / 1000,

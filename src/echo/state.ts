@@ -43,6 +43,8 @@ export interface EchoState {
   readonly rateLimit?: TokenBucket;
   /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
   readonly upgradeHandlers: Map<string, UpgradeHandler>;
+  /** The shared store of `ECHO_STATE_URL` (issue #33), when there is one: `/health` names it. */
+  shared?: { readonly store: string; readonly up: boolean };
 }
 
 /** Takes over the socket of an HTTP/1.1 upgrade request for one path. */

@@ -76,6 +76,12 @@ export class ScenarioStore {
     this.#sessions = new SessionTable((entry, session) => new Cursor(entry, session));
   }
 
+  /**
+   * Called after each {@link replace} with the new set (validated): how a shared store (issue #33)
+   * learns of a set posted, loaded from a file or pushed here.
+   */
+  onReplace: ((scenarios: readonly Scenario[]) => void) | undefined = undefined;
+
   /** Number of scenarios in the current set. */
   get size(): number {
     return this.#scenarios.length;
@@ -119,6 +125,7 @@ export class ScenarioStore {
     this.#plain = plain;
     this.#conditional = new PathIndex(conditional);
     this.#sessions.clear();
+    this.onReplace?.(this.#scenarios);
   }
 
   /**

@@ -1,0 +1,184 @@
+/**
+ * Replicas that agree (issue #33), first part: the scenario set shared on Redis (`ECHO_STATE_URL`).
+ * Loaded only when the variable is set; without it nothing here runs and ioredis is never imported.
+ *
+ * - A set replaced here (posted, deleted, loaded from the file, pushed by the operator) is written to
+ *   one key, `echo-chaos:scenarios` (`{hash, scenarios}`), and its hash published on the channel of
+ *   the same name, in one `MULTI`. Every replica subscribed adopts it on the message: it reads the
+ *   key and replaces its own store (validated again), so `GET /scenario` answers the same set with
+ *   the same ETag everywhere, within the round trip of a message.
+ * - Joining (startup, or Redis back after an outage): a replica takes the shared set when there is
+ *   one; it seeds the key with its own (its file's) only when the key is empty, and a set replaced
+ *   here while Redis was away is written when it returns (the last writer wins).
+ * - Failure: commands are bounded (`commandTimeout`), nothing queues while Redis is away
+ *   (`enableOfflineQueue: false`), reconnection retries every 0.2-2 s; meanwhile the process
+ *   serves from its own memory, `/health` says `degraded` and names the store, the gauge
+ *   `echo_state_store_up` is 0 and one line is logged per change of state.
+ *
+ * Positions, `times` counters, sessions, history and the rate limit are still per process (ADR
+ * 0037 says what is shared and what is not yet).
+ */
+import type { Logger } from 'pino';
+import type { Scenario, ScenarioStore } from '../scenario/index.ts';
+
+/** The key holding the shared set and the channel announcing a new one. */
+export const SCENARIO_KEY = 'echo-chaos:scenarios';
+
+/** How long one Redis command may take before it fails (the echo never waits longer). */
+const COMMAND_TIMEOUT_MS = 2000;
+
+/** What the rest of the service sees of the shared store. */
+export interface SharedState {
+  /** The store, as `/health` names it: its URL without the password. */
+  readonly store: string;
+  /** Whether the store is reachable now. */
+  readonly up: boolean;
+  close(): Promise<void>;
+}
+
+export interface SharedStateOptions {
+  readonly url: URL;
+  readonly password: string | undefined;
+  readonly scenarios: ScenarioStore;
+  /** Replaces the store's set with one read from Redis (validated with the service's limits). */
+  readonly adopt: (scenarios: readonly Scenario[]) => void;
+  readonly logger: Logger;
+  /** Told each change of reachability (the gauge). */
+  readonly onStatus?: (up: boolean) => void;
+}
+
+/** The URL as it may be shown: without the password. */
+export function describeStore(url: URL): string {
+  const shown = new URL(url.href);
+  shown.password = '';
+  shown.username = '';
+  return shown.href.replace(/\/$/, '');
+}
+
+/** Connects (in the background) and keeps the scenario set in step with Redis. */
+export async function startSharedState(options: SharedStateOptions): Promise<SharedState> {
+  const { Redis } = await import('ioredis');
+  const { url, scenarios, logger } = options;
+  const store = describeStore(url);
+  const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
+  const common = {
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port === '' ? 6379 : Number(url.port),
+    db,
+    ...(url.username === '' ? {} : { username: decodeURIComponent(url.username) }),
+    ...(url.password !== ''
+      ? { password: decodeURIComponent(url.password) }
+      : options.password === undefined
+        ? {}
+        : { password: options.password }),
+    ...(url.protocol === 'rediss:' ? { tls: { servername: url.hostname } } : {}),
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: COMMAND_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    // Retried for as long as the process runs: every 0.2 s at first, then every 2 s.
+    retryStrategy: (times: number) => Math.min(times * 200, 2000),
+  };
+  const client = new Redis(common);
+  const subscriber = new Redis({ ...common, enableOfflineQueue: true });
+
+  let up = false;
+  let closed = false;
+  /** A set replaced here that Redis has not taken yet (it was away): written when it returns. */
+  let unsent: readonly Scenario[] | undefined;
+  /** Set while a set read from Redis is being adopted: that replace is not published back. */
+  let adopting = false;
+
+  const setUp = (now: boolean, why?: string) => {
+    if (now === up) return;
+    up = now;
+    options.onStatus?.(now);
+    if (now) logger.info({ store }, 'shared state: connected; the scenario set is shared');
+    else logger.warn({ store, problem: why }, 'shared state: store unreachable; serving from this process');
+  };
+  const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+  const write = async (set: readonly Scenario[]) => {
+    const hash = scenarios.contentHash();
+    await client
+      .multi()
+      .set(SCENARIO_KEY, JSON.stringify({ hash, scenarios: set }))
+      .publish(SCENARIO_KEY, hash)
+      .exec();
+  };
+
+  /** Reads the shared set and adopts it when it differs from this process's. */
+  const pull = async () => {
+    const text = await client.get(SCENARIO_KEY);
+    if (text === null) return false;
+    const shared = JSON.parse(text) as { hash: string; scenarios: Scenario[] };
+    if (shared.hash === scenarios.contentHash()) return true;
+    adopting = true;
+    try {
+      options.adopt(shared.scenarios);
+      logger.info({ store, scenarios: scenarios.size }, 'shared state: scenario set adopted');
+    } catch (error) {
+      logger.warn(
+        { store, problem: errorText(error) },
+        'shared state: the shared scenario set was refused here',
+      );
+    } finally {
+      adopting = false;
+    }
+    return true;
+  };
+
+  /** On (re)connecting: send what changed here while away, else take the shared set (or seed it). */
+  const join = async () => {
+    try {
+      if (unsent !== undefined) {
+        const set = unsent;
+        unsent = undefined;
+        await write(set);
+      } else if (!(await pull()) && scenarios.size > 0) {
+        await write(scenarios.list());
+      }
+      setUp(true);
+    } catch (error) {
+      setUp(false, errorText(error));
+    }
+  };
+
+  scenarios.onReplace = (set) => {
+    if (adopting || closed) return;
+    if (!up) {
+      unsent = set;
+      return;
+    }
+    write(set).catch((error: unknown) => {
+      unsent = set;
+      setUp(false, errorText(error));
+    });
+  };
+
+  client.on('ready', () => void join());
+  client.on('error', (error: unknown) => setUp(false, errorText(error)));
+  client.on('close', () => setUp(false, 'connection closed'));
+  subscriber.on('error', () => {});
+  subscriber.on('message', (_channel: string, hash: string) => {
+    if (closed || hash === scenarios.contentHash()) return;
+    pull().catch((error: unknown) => setUp(false, errorText(error)));
+  });
+  // ioredis subscribes again after a reconnect by itself.
+  subscriber.subscribe(SCENARIO_KEY).catch(() => {});
+  client.connect().catch((error: unknown) => setUp(false, errorText(error)));
+
+  return {
+    store,
+    get up() {
+      return up;
+    },
+    async close() {
+      closed = true;
+      scenarios.onReplace = undefined;
+      client.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}

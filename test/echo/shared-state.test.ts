@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
+import { scrapeValue } from '../helpers/metrics.ts';
+import { hasRedis, REDIS_MISSING, type RedisServer, startRedis } from '../helpers/redis.ts';
+
+/**
+ * Replicas that agree (#33), the scenario set: three echo-chaos processes naming one real
+ * `redis-server` (`ECHO_STATE_URL`) serve one set, whichever of them it was posted to; a fourth
+ * that joins later takes it over its own file; with Redis gone each keeps serving from its own
+ * memory and says so, and when Redis is back they agree again without a restart.
+ */
+
+const skip = hasRedis() ? false : process.env['CI'] ? false : REDIS_MISSING;
+
+let redis: RedisServer;
+let replicas: EchoProcess[] = [];
+let dir: string;
+
+/** Polls `check` every 50 ms for at most `ms`; fails naming `what` when it never holds. */
+async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`not within ${ms} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
+async function health(
+  replica: EchoProcess,
+): Promise<{ status: string; store?: { url: string; status: string } }> {
+  return (await fetch(`${replica.url}/health`)).json() as Promise<{
+    status: string;
+    store?: { url: string; status: string };
+  }>;
+}
+
+async function etag(replica: EchoProcess): Promise<string | null> {
+  return (await fetch(`${replica.url}/scenario`)).headers.get('etag');
+}
+
+async function post(replica: EchoProcess, scenarios: unknown): Promise<void> {
+  const res = await fetch(`${replica.url}/scenario`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(scenarios),
+  });
+  assert.equal(res.status, 200, await res.text());
+}
+
+async function answer(replica: EchoProcess, path: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${replica.url}${path}`);
+  return { status: res.status, body: await res.text() };
+}
+
+describe('the scenario set shared on Redis', { skip }, () => {
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'shared-state-'));
+    redis = await startRedis();
+    replicas = await Promise.all([0, 1, 2].map(() => startEchoProcess({ ECHO_STATE_URL: redis.url })));
+    for (const replica of replicas) {
+      await until(
+        'every replica connected to the store',
+        async () => (await health(replica)).store?.status === 'up',
+      );
+    }
+  });
+
+  after(async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('/health names the store, without its password, and says it is up', async () => {
+    const body = await health(replicas[0]!);
+    assert.equal(body.status, 'healthy');
+    assert.deepEqual(body.store, { url: redis.url, status: 'up' });
+    assert.equal(await scrapeValue(replicas[0]!.url, 'echo_state_store_up'), 1);
+  });
+
+  test('a set posted to one replica is served by every replica, with the same ETag', async () => {
+    const [a, b, c] = replicas as [EchoProcess, EchoProcess, EchoProcess];
+    await post(a, [{ path: '/pay', responses: [{ status: 503, body: 'shared' }] }]);
+    const tag = await etag(a);
+    await until(
+      'b and c serve the set posted to a',
+      async () => (await etag(b)) === tag && (await etag(c)) === tag,
+    );
+    assert.deepEqual(await answer(c, '/pay'), { status: 503, body: 'shared' });
+    // And back the other way: c's set reaches a.
+    await post(c, [{ path: '/pay', responses: [{ status: 200, body: 'from c' }] }]);
+    await until('a serves the set posted to c', async () => (await answer(a, '/pay')).body === 'from c');
+    assert.equal(await etag(a), await etag(c));
+  });
+
+  test('a replica that joins later takes the shared set over its own file', async () => {
+    const file = join(dir, 'own.yaml');
+    writeFileSync(file, '- path: /pay\n  responses:\n    - status: 418\n      body: own file\n');
+    const late = await startEchoProcess({ ECHO_STATE_URL: redis.url, ECHO_SCENARIO_FILE: file });
+    try {
+      await until('the late replica connected', async () => (await health(late)).store?.status === 'up');
+      await until(
+        'the late replica serves the shared set',
+        async () => (await answer(late, '/pay')).body === 'from c',
+      );
+      assert.equal(await etag(late), await etag(replicas[0]!));
+    } finally {
+      await late.stop();
+    }
+  });
+
+  test('Redis gone: each replica serves from memory, says degraded; back: they agree again', async () => {
+    const [a, b] = replicas as [EchoProcess, EchoProcess, EchoProcess];
+    await redis.stop();
+    await until('a says degraded', async () => (await health(a)).status === 'degraded');
+    const down = await fetch(`${a.url}/health`);
+    assert.equal(down.status, 200, 'liveness holds: a restart would not bring Redis back');
+    assert.deepEqual(((await down.json()) as { store: unknown }).store, { url: redis.url, status: 'down' });
+    assert.equal(await scrapeValue(a.url, 'echo_state_store_up'), 0);
+    assert.equal((await fetch(`${a.url}/ready`)).status, 200);
+    // The echo goes on, and a set posted meanwhile is served by the replica that took it.
+    assert.equal((await answer(b, '/pay')).body, 'from c');
+    await post(a, [{ path: '/pay', responses: [{ status: 202, body: 'while away' }] }]);
+    assert.equal((await answer(a, '/pay')).body, 'while away');
+
+    redis = await startRedis(redis.port);
+    await until('a is connected again', async () => (await health(a)).status === 'healthy', 20_000);
+    await until(
+      'b adopts the set a took while Redis was away',
+      async () => (await answer(b, '/pay')).body === 'while away',
+      20_000,
+    );
+    assert.equal(await scrapeValue(a.url, 'echo_state_store_up'), 1);
+  });
+});
+
+test('without ECHO_STATE_URL, /health has no store and no shared-state gauge', async () => {
+  const alone = await startEchoProcess({});
+  try {
+    const body = await health(alone);
+    assert.equal(body.store, undefined);
+    const metrics = await (await fetch(`${alone.url}/metrics`)).text();
+    assert.doesNotMatch(metrics, /echo_state_store_up/);
+  } finally {
+    await alone.stop();
+  }
+});

@@ -1,0 +1,99 @@
+/**
+ * A real, throwaway Redis server for tests, from Debian's `redis-server` package (`.ci/run` installs
+ * it): no persistence (`--save ''`, `--appendonly no`), 127.0.0.1 only, on a free port (or the port
+ * given, so a test can stop it and start it again where its clients look). `stop()` kills it and
+ * waits for it to exit. A test process that dies takes it along: it runs with `--daemonize no` as a
+ * child whose stdin is the test's.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { connect, createServer } from 'node:net';
+import type { TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** What a test says when the server is missing. */
+export const REDIS_MISSING =
+  'redis-server not found: install the Debian package redis-server (apt-get install -y redis-server)';
+
+/** Whether `redis-server` runs here. */
+export function hasRedis(): boolean {
+  return spawnSync('redis-server', ['--version'], { encoding: 'utf8', timeout: 10_000 }).status === 0;
+}
+
+/** True when the test can start Redis; missing, the test fails under CI and is skipped elsewhere. */
+export function requireRedis(t: TestContext): boolean {
+  if (hasRedis()) return true;
+  if (process.env['CI']) assert.fail(`${REDIS_MISSING}: required in CI`);
+  t.skip(REDIS_MISSING);
+  return false;
+}
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** Answers `PING` with `+PONG`: the server takes commands. */
+async function pings(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => done(String(data).startsWith('+PONG')));
+  });
+}
+
+/** Starts `redis-server` and waits (10 s at most) until it answers. */
+export async function startRedis(port?: number): Promise<RedisServer> {
+  const chosen = port ?? (await freePort());
+  const child: ChildProcess = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(chosen),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'no',
+    ],
+    { stdio: ['pipe', 'ignore', 'ignore'] },
+  );
+  const exited = once(child, 'exit');
+  const deadline = Date.now() + 10_000;
+  while (!(await pings(chosen))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`redis-server on port ${chosen} did not start`);
+    }
+    await sleep(50);
+  }
+  return {
+    port: chosen,
+    url: `redis://127.0.0.1:${chosen}`,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
