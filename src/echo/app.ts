@@ -25,7 +25,7 @@ import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { peekBody, Upstreams } from './proxy.ts';
 import { createUpgradeForwarder } from './proxy-upgrade.ts';
 import { type RandomSource, seededRandom } from './random.ts';
-import { retryAfterSeconds, TokenBucket } from './rate-limit.ts';
+import { retryAfterSeconds, TokenBucket, takeRateToken } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
@@ -228,14 +228,18 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   if (config.enableCors) registerCors(app, { admin: config.corsAdmin });
 
   // 3. Rate limit; probes and scrapes are never limited.
-  const bucket = state.rateLimit;
-  if (bucket !== undefined) {
+  if (state.rateLimit !== undefined) {
     app.addHook('onRequest', (request, reply, done) => {
       if (UNLIMITED_PATHS.has(request.routeOptions.url ?? '')) return done();
-      const waitMs = bucket.take();
-      if (waitMs === 0) return done();
-      reply.header('retry-after', retryAfterSeconds(waitMs));
-      done(new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]));
+      const answer = (waitMs: number) => {
+        if (waitMs === 0) return done();
+        reply.header('retry-after', retryAfterSeconds(waitMs));
+        done(new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]));
+      };
+      // The process's own bucket answers at once; the fleet's (ECHO_STATE_URL) after a round trip.
+      const waitMs = takeRateToken(state) ?? 0;
+      if (typeof waitMs === 'number') answer(waitMs);
+      else void waitMs.then(answer);
     });
   }
 
@@ -302,12 +306,16 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       upstreams,
     });
     state.upgradeHandlers.set('*', (request, socket, head) => {
-      const waitMs = state.rateLimit?.take() ?? 0;
-      if (waitMs > 0) {
-        const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
-        return refuse(socket, error);
-      }
-      tunnel(request, socket, head);
+      const go = (waitMs: number) => {
+        if (waitMs > 0) {
+          const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
+          return refuse(socket, error);
+        }
+        tunnel(request, socket, head);
+      };
+      const waitMs = takeRateToken(state) ?? 0;
+      if (typeof waitMs === 'number') go(waitMs);
+      else void waitMs.then(go);
     });
   }
 

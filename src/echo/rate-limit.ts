@@ -34,3 +34,22 @@ export class TokenBucket {
 export function retryAfterSeconds(waitMs: number): number {
   return Math.max(1, Math.ceil(waitMs / 1000));
 }
+
+/** Where a request takes its token: the fleet's bucket (a shared store that is up), else its own. */
+export interface RateLimitSources {
+  readonly rateLimit?: TokenBucket;
+  readonly shared?: { takeToken(rps: number, burst: number): Promise<number> | undefined };
+}
+
+/**
+ * Takes a request's token: the milliseconds to wait (0: granted), at once from the process's own
+ * bucket, or as a promise from the fleet's (`ECHO_STATE_URL`). A fleet bucket that fails (Redis
+ * went away mid-call) falls back to the process's own. `undefined`: no rate limit is set.
+ */
+export function takeRateToken(state: RateLimitSources): number | Promise<number> | undefined {
+  const bucket = state.rateLimit;
+  if (bucket === undefined) return undefined;
+  const fleet = state.shared?.takeToken(bucket.rps, bucket.burst);
+  if (fleet === undefined) return bucket.take();
+  return fleet.catch(() => bucket.take());
+}

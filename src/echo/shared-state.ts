@@ -15,8 +15,11 @@
  *   serves from its own memory, `/health` says `degraded` and names the store, the gauge
  *   `echo_state_store_up` is 0 and one line is logged per change of state.
  *
- * Positions, `times` counters, sessions, history and the rate limit are still per process (ADR
- * 0037 says what is shared and what is not yet).
+ * - The rate limit (`ECHO_RATE_LIMIT_RPS`): one token bucket for the fleet, refilled and taken in
+ *   one Lua step on Redis's clock; while Redis is away each process takes from its own.
+ *
+ * Positions, `times` counters, sessions and history are still per process (ADR 0037 says what is
+ * shared and what is not yet).
  */
 import type { Logger } from 'pino';
 import type { Scenario, ScenarioStore } from '../scenario/index.ts';
@@ -33,8 +36,46 @@ export interface SharedState {
   readonly store: string;
   /** Whether the store is reachable now. */
   readonly up: boolean;
+  /**
+   * Takes a token from the fleet's one bucket (`rps` a second, at most `burst`): 0 when granted,
+   * else the milliseconds until the next. `undefined` while the store is away: the caller takes
+   * from its own bucket instead.
+   */
+  takeToken(rps: number, burst: number): Promise<number> | undefined;
   close(): Promise<void>;
 }
+
+/**
+ * The fleet's token bucket, one atomic step: refilled by Redis's own clock (`TIME`, one clock for
+ * every replica), then a token taken or the wait until the next returned. The key expires once
+ * idle long enough to be full again.
+ */
+const TAKE_TOKEN = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rps = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil or at == nil then
+  tokens = burst
+  at = now
+end
+if now > at then
+  tokens = math.min(burst, tokens + (now - at) * rps / 1000)
+  at = now
+end
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = math.ceil((1 - tokens) * 1000 / rps)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rps) + 1000)
+return wait
+`;
 
 export interface SharedStateOptions {
   readonly url: URL;
@@ -169,8 +210,16 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
   subscriber.subscribe(SCENARIO_KEY).catch(() => {});
   client.connect().catch((error: unknown) => setUp(false, errorText(error)));
 
+  const takeToken = (rps: number, burst: number): Promise<number> | undefined => {
+    if (!up) return undefined;
+    // Replicas with other settings keep their own bucket rather than one they disagree on.
+    const key = `echo-chaos:ratelimit:${rps}:${burst}`;
+    return (client.eval(TAKE_TOKEN, 1, key, rps, burst) as Promise<number>).then(Number);
+  };
+
   return {
     store,
+    takeToken,
     get up() {
       return up;
     },

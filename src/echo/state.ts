@@ -44,7 +44,11 @@ export interface EchoState {
   /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
   readonly upgradeHandlers: Map<string, UpgradeHandler>;
   /** The shared store of `ECHO_STATE_URL` (issue #33), when there is one: `/health` names it. */
-  shared?: { readonly store: string; readonly up: boolean };
+  shared?: {
+    readonly store: string;
+    readonly up: boolean;
+    takeToken(rps: number, burst: number): Promise<number> | undefined;
+  };
 }
 
 /** Takes over the socket of an HTTP/1.1 upgrade request for one path. */

@@ -5,7 +5,7 @@ import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { TOKEN } from './http-grammar.ts';
-import { retryAfterSeconds } from './rate-limit.ts';
+import { retryAfterSeconds, takeRateToken } from './rate-limit.ts';
 import type { EchoState } from './state.ts';
 
 /** The path of the WebSocket echo. */
@@ -136,7 +136,12 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
 
   state.upgradeHandlers.set(WS_PATH, (request, socket, head) => {
     // An upgrade is a request like any other against the global rate limit (it bypassed it).
-    const waitMs = state.rateLimit?.take() ?? 0;
+    const waitMs = takeRateToken(state) ?? 0;
+    if (typeof waitMs === 'number') upgrade(request, socket, head, waitMs);
+    else void waitMs.then((ms) => upgrade(request, socket, head, ms));
+  });
+
+  function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, waitMs: number) {
     if (waitMs > 0) {
       const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
       return refuse(socket, error, `Retry-After: ${retryAfterSeconds(waitMs)}\r\n`);
@@ -151,7 +156,7 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
       );
     }
     wss.handleUpgrade(request, socket, head, (ws) => onConnection(ws, request));
-  });
+  }
 
   app.get(WS_PATH, async (request, reply) => {
     // `Upgrade` is a connection header: HTTP/2 forbids it (and has no WebSocket upgrade of this kind).

@@ -46,7 +46,10 @@ test('startup footprint – undici and selfsigned load only when a replay or a g
   assert.ok(!atStartup.includes('undici'), `undici at startup: ${atStartup.join(' ')}`);
   assert.ok(!atStartup.includes('selfsigned'), 'selfsigned at startup');
   // The shared state's client (issue #33) is loaded only with ECHO_STATE_URL.
-  assert.ok(!atStartup.includes('ioredis') && !afterReplay.includes('ioredis'), 'ioredis without ECHO_STATE_URL');
+  assert.ok(
+    !atStartup.includes('ioredis') && !afterReplay.includes('ioredis'),
+    'ioredis without ECHO_STATE_URL',
+  );
   assert.equal(replayStatus, 502, 'the replay went out (to a closed port)');
   assert.ok(afterReplay.includes('undici'), 'a replay loads undici');
 });
