@@ -425,7 +425,7 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
     // RE2's check of a pattern takes tens of microseconds and a set may hold 66,000 patterns:
     // seconds of work, done ahead a few milliseconds at a time (issue #30).
     const ahead = await checkPatternsAhead(scenarioPatternTexts(document));
-    return withPatternVerdicts(ahead, () => {
+    const answer = withPatternVerdicts(ahead, () => {
       // Validated once, by the store (anything at all gives a result there, never a throw but this).
       try {
         scenarios.replace(document as readonly Scenario[], scenarioLimits(config));
@@ -436,6 +436,10 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
       }
       return { status: 'scenarios updated', count: scenarios.size };
     });
+    // With a shared store (ECHO_STATE_URL) the answer waits until the set is in it: every replica
+    // is then told of it (or, with the store away, it is written when the store returns).
+    if (state.shared !== undefined) await state.shared.written();
+    return answer;
   }
 }
 

@@ -1,12 +1,14 @@
 /**
- * Replicas that agree (issue #33), first part: the scenario set shared on Redis (`ECHO_STATE_URL`).
+ * Replicas that agree (issue #33), in part: the scenario set and the rate limit shared on Redis
+ * (`ECHO_STATE_URL`).
  * Loaded only when the variable is set; without it nothing here runs and ioredis is never imported.
  *
- * - A set replaced here (posted, deleted, loaded from the file, pushed by the operator) is written to
+ * - A set replaced here (posted, loaded from the file, pushed by the operator) is written to
  *   one key, `echo-chaos:scenarios` (`{hash, scenarios}`), and its hash published on the channel of
  *   the same name, in one `MULTI`. Every replica subscribed adopts it on the message: it reads the
  *   key and replaces its own store (validated again), so `GET /scenario` answers the same set with
- *   the same ETag everywhere, within the round trip of a message.
+ *   the same ETag everywhere, within the round trip of a message. A message missed (a subscriber
+ *   that was reconnecting) is caught up by a check of the set's hash once a second.
  * - Joining (startup, or Redis back after an outage): a replica takes the shared set when there is
  *   one; it seeds the key with its own (its file's) only when the key is empty, and a set replaced
  *   here while Redis was away is written when it returns (the last writer wins).
@@ -27,6 +29,15 @@ import type { Scenario, ScenarioStore } from '../scenario/index.ts';
 /** The key holding the shared set and the channel announcing a new one. */
 export const SCENARIO_KEY = 'echo-chaos:scenarios';
 
+/** The hash of the shared set alone: what the once-a-second check reads. */
+const HASH_KEY = 'echo-chaos:scenarios:hash';
+
+/**
+ * How often a replica checks the shared set's hash besides the messages: a message published while
+ * its subscriber was reconnecting is missed, and the check catches up within this.
+ */
+const CHECK_EVERY_MS = 1000;
+
 /** How long one Redis command may take before it fails (the echo never waits longer). */
 const COMMAND_TIMEOUT_MS = 2000;
 
@@ -42,6 +53,11 @@ export interface SharedState {
    * from its own bucket instead.
    */
   takeToken(rps: number, burst: number): Promise<number> | undefined;
+  /**
+   * Settles once the last set replaced here is in Redis, or could not be written (Redis away: it
+   * is written when Redis returns). Never rejects; bounded by the command timeout.
+   */
+  written(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -145,6 +161,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     await client
       .multi()
       .set(SCENARIO_KEY, JSON.stringify({ hash, scenarios: set }))
+      .set(HASH_KEY, hash)
       .publish(SCENARIO_KEY, hash)
       .exec();
   };
@@ -186,19 +203,32 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     }
   };
 
+  let lastWrite: Promise<void> = Promise.resolve();
   scenarios.onReplace = (set) => {
     if (adopting || closed) return;
     if (!up) {
       unsent = set;
       return;
     }
-    write(set).catch((error: unknown) => {
+    lastWrite = write(set).catch((error: unknown) => {
       unsent = set;
       setUp(false, errorText(error));
     });
   };
 
   client.on('ready', () => void join());
+  // Catching up on a missed message: one small GET a second while connected.
+  const check = setInterval(() => {
+    if (!up || closed || unsent !== undefined) return;
+    client
+      .get(HASH_KEY)
+      .then((hash) => {
+        if (hash !== null && hash !== scenarios.contentHash()) return pull();
+        return undefined;
+      })
+      .catch(() => {});
+  }, CHECK_EVERY_MS);
+  check.unref();
   client.on('error', (error: unknown) => setUp(false, errorText(error)));
   client.on('close', () => setUp(false, 'connection closed'));
   subscriber.on('error', () => {});
@@ -220,11 +250,13 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
   return {
     store,
     takeToken,
+    written: () => lastWrite,
     get up() {
       return up;
     },
     async close() {
       closed = true;
+      clearInterval(check);
       scenarios.onReplace = undefined;
       client.disconnect();
       subscriber.disconnect();

@@ -48,6 +48,8 @@ export interface EchoState {
     readonly store: string;
     readonly up: boolean;
     takeToken(rps: number, burst: number): Promise<number> | undefined;
+    /** Settles once the last set replaced here is in the store (or could not be written). */
+    written(): Promise<void>;
   };
 }
 

@@ -186,7 +186,7 @@ describe('where a request goes', () => {
         headers: { 'content-type': 'application/json' },
         body: '{"enabled": true}',
       });
-      await request(`${echo.url}/scenario`, { method: 'DELETE' });
+      await setScenarios([]);
     }
   });
 
@@ -207,7 +207,7 @@ describe('where a request goes', () => {
       assert.equal(await mocked.body.text(), 'mocked');
       assert.equal(fallbackHits.length, before + 1, 'only /slowed reached the upstream');
     } finally {
-      await request(`${echo.url}/scenario`, { method: 'DELETE' });
+      await setScenarios([]);
     }
   });
 });
@@ -235,7 +235,7 @@ describe('what the proxy says about itself', () => {
       assert.deepEqual(entry?.faults, []);
       assert.equal(entry?.upstream?.status, 200);
     } finally {
-      await request(`${echo.url}/scenario`, { method: 'DELETE' });
+      await setScenarios([]);
     }
   });
 

@@ -224,7 +224,11 @@ describe('scenarios, the master switch, history and meters', () => {
       assert.equal(response.headers['x-echo-fault'], 'scenario,delay');
       client.close();
     } finally {
-      await fetch(`${echo.url}/scenario`, { method: 'DELETE' });
+      await fetch(`${echo.url}/scenario`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '[]',
+      });
     }
   });
 
