@@ -18,6 +18,24 @@ export const SECRET_HEADERS: ReadonlySet<string> = new Set([
   'set-cookie',
 ]);
 
+/**
+ * Headers whose value is a number by their protocol (a length, a budget, an epoch-millisecond
+ * deadline), in lower case: a whole value of digits there is never a card number, however its
+ * digits fall (one 13-digit timestamp in ten passes the Luhn check).
+ */
+const NUMERIC_HEADERS: ReadonlySet<string> = new Set([
+  'content-length',
+  'obs-timeout-ms',
+  'obs-timeout-deadline-ms',
+  'x-request-start',
+]);
+
+/** A header value as `GET /history` shows it: a number of a numeric header as it is, else masked text. */
+function maskedHeaderValue(name: string, value: string): string {
+  if (NUMERIC_HEADERS.has(name) && /^\d+$/.test(value)) return value;
+  return maskText(value);
+}
+
 /** Whether a header of this name is a credential: shown as `[MASKED]`, not replayed when masked. */
 export function isCredentialHeader(name: string): boolean {
   return SECRET_HEADERS.has(name.toLowerCase()) || isSecretName(name);
@@ -52,7 +70,10 @@ export function maskedEntry(entry: HistoryEntry): HistoryEntry {
   for (const [name, value] of Object.entries(plain.headers)) {
     if (value === undefined) headers[name] = value;
     else if (isCredentialHeader(name)) headers[name] = Array.isArray(value) ? value.map(() => MASK) : MASK;
-    else headers[name] = Array.isArray(value) ? value.map(maskText) : maskText(value);
+    else
+      headers[name] = Array.isArray(value)
+        ? value.map((v) => maskedHeaderValue(name, v))
+        : maskedHeaderValue(name, value);
   }
   const path = maskedPath(plain.path);
   const query = maskedPairs(plain.query);

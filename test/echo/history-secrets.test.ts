@@ -259,3 +259,24 @@ test('history secrets – a text body longer than obs masks in one go is masked 
     },
     { ECHO_HISTORY_MAX_BODY: '262144' },
   ));
+
+test('history secrets – a numeric header is never a card: an epoch-ms deadline that passes the Luhn check is shown as sent', () =>
+  withEcho(async (echo) => {
+    // 1795831715044 passes the Luhn check, as one 13-digit timestamp in ten does.
+    const deadline = '1795831715044';
+    const res = await fetch(`${echo.url}/numbers`, {
+      headers: {
+        'X-Request-ID': 'numeric-1',
+        'Obs-Timeout-Deadline-Ms': deadline,
+        'X-Card': '4111 1111 1111 1111',
+        'X-Order': deadline,
+      },
+    });
+    await res.arrayBuffer();
+    const entries = (await (await fetch(`${echo.url}/history`)).json()) as Entry[];
+    const entry = entries.find((e) => e.request_id === 'numeric-1');
+    assert.equal(entry?.headers['obs-timeout-deadline-ms'], deadline);
+    // Anywhere else the same digits, and a card, are masked as before.
+    assert.equal(entry?.headers['x-order'], '[MASKED:card]');
+    assert.equal(entry?.headers['x-card'], '[MASKED:card]');
+  }));
