@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { listenLocal } from '../helpers/http.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
 
 /**
@@ -16,12 +15,6 @@ import { scrapeValue } from '../helpers/metrics.ts';
 interface Hit {
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
-}
-
-async function listen(server: Server): Promise<string> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 /** A counting upstream: `/stall-head` never answers, `/stall-body` sends its head only, `/half` half a body. */
@@ -56,8 +49,8 @@ let echo: RunningEcho;
 before(async () => {
   fallback = upstreamServer('fallback', fallbackHits);
   own = upstreamServer('own', ownHits);
-  fallbackUrl = await listen(fallback);
-  ownUrl = await listen(own);
+  fallbackUrl = await listenLocal(fallback);
+  ownUrl = await listenLocal(own);
   echo = await startEcho({ ECHO_UPSTREAM: fallbackUrl, ECHO_UPSTREAM_TIMEOUT: '150ms' });
 });
 
@@ -147,7 +140,7 @@ describe('Via', () => {
       res.writeHead(back.statusCode, { 'content-type': String(back.headers['content-type']) });
       res.end(await back.body.text());
     });
-    const relayUrl = await listen(relay);
+    const relayUrl = await listenLocal(relay);
     front = await startEcho({ ECHO_UPSTREAM: relayUrl });
     try {
       const res = await request(`${front.url}/round`);

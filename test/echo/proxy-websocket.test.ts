@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { WebSocket, WebSocketServer } from 'ws';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { listenLocal } from '../helpers/http.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
 
 /**
@@ -21,12 +21,6 @@ let wss: WebSocketServer;
 const reached: string[] = [];
 let echo: RunningEcho;
 let wsUrl: string;
-
-async function listen(server: Server): Promise<string> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 before(async () => {
   upstream = createServer((_req, res) => res.end('plain'));
@@ -46,7 +40,7 @@ before(async () => {
     socket.send(`hello ${req.url}`);
     socket.on('message', (data) => socket.send(`upstream got ${String(data)}`));
   });
-  upstreamUrl = await listen(upstream);
+  upstreamUrl = await listenLocal(upstream);
   echo = await startEcho({ ECHO_UPSTREAM: upstreamUrl, ECHO_ERROR_TIMEOUT: '400ms' });
   wsUrl = echo.url.replace('http', 'ws');
 });

@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import http2 from 'node:http2';
-import { type AddressInfo, connect } from 'node:net';
+import { connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { WebSocket, WebSocketServer } from 'ws';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { listenLocal } from '../helpers/http.ts';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
 import { rawExchange } from '../helpers/protocol-clients.ts';
@@ -31,12 +32,6 @@ const seen: Seen[] = [];
 let hanging: Server;
 let hangingUrl: string;
 let closedUrl: string;
-
-async function listen(server: Server): Promise<string> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 before(async () => {
   upstream = createServer((req, res) => {
@@ -70,11 +65,11 @@ before(async () => {
       res.end(answer);
     });
   });
-  upstreamUrl = await listen(upstream);
+  upstreamUrl = await listenLocal(upstream);
   hanging = createServer(() => {});
-  hangingUrl = await listen(hanging);
+  hangingUrl = await listenLocal(hanging);
   const closed = createServer();
-  closedUrl = await listen(closed);
+  closedUrl = await listenLocal(closed);
   closed.close();
 });
 
@@ -376,7 +371,7 @@ describe('a large upload streams through', () => {
         res.end(String(bytes));
       });
     });
-    sinkUrl = await listen(sink);
+    sinkUrl = await listenLocal(sink);
     // Its own process, so its memory is its own.
     proxy = await startEchoProcess({ ECHO_UPSTREAM: sinkUrl });
   });
@@ -465,7 +460,7 @@ describe('streams through the proxy: WebSocket and SSE', () => {
       socket.send(`hello ${req.url} via ${String(req.headers['x-forwarded-host'])}`);
       socket.on('message', (data) => socket.send(`upstream got ${String(data)}`));
     });
-    streamsUrl = await listen(streams);
+    streamsUrl = await listenLocal(streams);
     echo = await startEcho({ ECHO_UPSTREAM: streamsUrl });
   });
   after(async () => {

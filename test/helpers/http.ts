@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { type Dispatcher, request } from 'undici';
 
 /** What a client saw: status, headers, the body as bytes and as text, and how long it took. */
@@ -31,4 +32,11 @@ export async function send(url: string, options: SendOptions = {}): Promise<Answ
     text: body.toString('utf8'),
     ms: performance.now() - started,
   };
+}
+
+/** Starts `server` listening on 127.0.0.1 and a free port; resolves with its `http://` origin. */
+export async function listenLocal(server: import('node:net').Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
 }

@@ -8,9 +8,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from './runtime.ts';
 
 /** What a test says when the server is missing. */
 export const REDIS_MISSING =
@@ -33,16 +34,6 @@ export interface RedisServer {
   readonly port: number;
   readonly url: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 /** Answers `PING` with `+PONG`: the server takes commands. */
