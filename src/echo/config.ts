@@ -475,7 +475,7 @@ export const VARIABLES: readonly VariableSpec[] = [
       'stateUrl',
       '',
       `empty, or ${STATE_URL_FORM}`,
-      'Replicas that agree: every process naming this Redis serves one scenario set (a set posted to one is served by all within a second) and shares one `ECHO_RATE_LIMIT_RPS` bucket; empty: each process keeps its own. Its password is never logged',
+      'Replicas that agree: every process naming this Redis serves one scenario set (a set posted to one is served by all within a second), takes its steps of each sequence from one shared cursor and shares one `ECHO_RATE_LIMIT_RPS` bucket; empty: each process keeps its own. Its password is never logged',
       (raw) => (raw === '' ? ok(undefined) : stateUrl(raw)),
     ),
     secret: true,

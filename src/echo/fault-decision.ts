@@ -29,6 +29,10 @@ export interface ScenarioMatcher {
     random: RandomSource,
   ): ScenarioHandle | undefined;
   take(handle: ScenarioHandle): ScenarioStep;
+  /** Whether steps are taken in a home shared with other processes (`ECHO_STATE_URL`, up). */
+  readonly sharing?: boolean;
+  /** `take` in that home: `undefined` when the scenario's `times` ran out on the fleet. */
+  takeShared?(handle: ScenarioHandle): Promise<ScenarioStep | undefined>;
 }
 
 /** What was decided for one request. */
@@ -81,40 +85,20 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
   const envAlone = envFallback(true);
   const envUnderScenario = envFallback(false);
 
-  return function decide(input: DecisionInput): FaultDecision {
+  /**
+   * The rest of a decision once the step is known: the fallbacks to the scenario's and the
+   * environment's fields, and the delay.
+   */
+  const finish = (
+    input: DecisionInput,
+    headerControls: Controls,
+    matched: Matched,
+    chaosStatus: number | undefined,
+    chaosFromHeader: boolean,
+  ): FaultDecision => {
     const { parsed, random, fault } = input;
-    let controls = parsed.controls;
-    // Chaos and an error answer instead of everything else, so they are decided first: a request
-    // they answer takes no scenario response (its position stays) and waits no scenario delay.
-    const headerChaos = controls.chaosPercent;
-    const chaosPercent = headerChaos ?? config.chaosPercent;
-    const chaosStatus =
-      chaosPercent > 0 && random() * 100 < chaosPercent ? pick(CHAOS_STATUSES, random) : undefined;
-    const allowed = input.allowed();
-    // A chaos or an error that cannot be admitted does not keep the request from its scenario.
-    const failing = allowed && (chaosStatus !== undefined || controls.error !== undefined);
-
-    // The scenario's position moves only once its fault is admitted (safety valve, master switch).
-    // Matched even when faults are refused, for its `upstream` alone: routing is not a fault.
-    const handle =
-      !failing && scenarios.size > 0 && (allowed || scenarios.routes)
-        ? scenarios.match(input.scenarioRequest(), controls.session, random)
-        : undefined;
-    const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
-    let step: ScenarioStep | undefined;
-    let route: string | undefined;
-    // A forwarded step that changes nothing is no fault: it is taken without one, so the meters,
-    // X-Echo-Fault and history tell it from an injected answer.
-    let scenarioApplied = false;
-    if (handle !== undefined) {
-      if (allowed && handle.untouched && (handle.upstream !== undefined || config.upstream !== undefined)) {
-        step = scenarios.take(handle);
-      } else if (allowed && fault('scenario', scenario!, 'scenario', handle.position)) {
-        step = scenarios.take(handle);
-        scenarioApplied = true;
-      } else route = handle.upstream;
-    }
-
+    const { step, scenario } = matched;
+    let controls = headerControls;
     // The fields the headers leave unset: the scenario response's, then the environment's (ADR 0033).
     // Drawn even when faults are refused, so a seeded request's later draws do not move.
     const stepFaults = step?.faults;
@@ -143,17 +127,78 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
       if (drawn > 0 && fault('delay', scenario!, 'scenario', drawn)) delayMs += drawn;
     }
     if (delayMs > config.maxDelayMs) delayMs = config.maxDelayMs;
-    return {
-      controls,
-      step,
-      scenarioApplied,
-      route,
-      scenario,
-      chaosStatus,
-      chaosFromHeader: headerChaos !== undefined,
-      delayMs,
-    };
+    return { controls, ...matched, chaosStatus, chaosFromHeader, delayMs };
   };
+
+  /** Whether a step changes nothing and is forwarded: taken without a `scenario` fault. */
+  const passesThrough = (step: ScenarioStep) =>
+    step.status === undefined &&
+    step.body === undefined &&
+    step.delay === undefined &&
+    step.faults === undefined &&
+    Object.keys(step.headers).length === 0 &&
+    (step.upstream !== undefined || config.upstream !== undefined);
+
+  /**
+   * Decides a request's faults. A promise only when its step is taken in a shared home
+   * (`ECHO_STATE_URL`): every other request is decided at once.
+   */
+  return function decide(input: DecisionInput): FaultDecision | Promise<FaultDecision> {
+    const { random, fault } = input;
+    const controls = input.parsed.controls;
+    // Chaos and an error answer instead of everything else, so they are decided first: a request
+    // they answer takes no scenario response (its position stays) and waits no scenario delay.
+    const headerChaos = controls.chaosPercent;
+    const chaosPercent = headerChaos ?? config.chaosPercent;
+    const chaosStatus =
+      chaosPercent > 0 && random() * 100 < chaosPercent ? pick(CHAOS_STATUSES, random) : undefined;
+    const chaosFromHeader = headerChaos !== undefined;
+    const allowed = input.allowed();
+    // A chaos or an error that cannot be admitted does not keep the request from its scenario.
+    const failing = allowed && (chaosStatus !== undefined || controls.error !== undefined);
+
+    // The scenario's position moves only once its fault is admitted (safety valve, master switch).
+    // Matched even when faults are refused, for its `upstream` alone: routing is not a fault.
+    const handle =
+      !failing && scenarios.size > 0 && (allowed || scenarios.routes)
+        ? scenarios.match(input.scenarioRequest(), controls.session, random)
+        : undefined;
+    const scenario = handle === undefined ? undefined : `scenario ${handle.label}`;
+    if (handle === undefined || !allowed) {
+      const matched = { step: undefined, scenarioApplied: false, route: handle?.upstream, scenario };
+      return finish(input, controls, matched, chaosStatus, chaosFromHeader);
+    }
+    // Shared across processes: the step is taken there first (one atomic step), then admitted.
+    if (scenarios.sharing === true && scenarios.takeShared !== undefined) {
+      const position = handle.position;
+      return scenarios.takeShared(handle).then((step) => {
+        const applied =
+          step !== undefined && !passesThrough(step) && fault('scenario', scenario!, 'scenario', position);
+        const matched = { step, scenarioApplied: applied, route: undefined, scenario };
+        return finish(input, controls, matched, chaosStatus, chaosFromHeader);
+      });
+    }
+    // A forwarded step that changes nothing is no fault: it is taken without one, so the meters,
+    // X-Echo-Fault and history tell it from an injected answer.
+    let step: ScenarioStep | undefined;
+    let scenarioApplied = false;
+    let route: string | undefined;
+    if (handle.untouched && (handle.upstream !== undefined || config.upstream !== undefined)) {
+      step = scenarios.take(handle);
+    } else if (fault('scenario', scenario!, 'scenario', handle.position)) {
+      step = scenarios.take(handle);
+      scenarioApplied = true;
+    } else route = handle.upstream;
+    return finish(input, controls, { step, scenarioApplied, route, scenario }, chaosStatus, chaosFromHeader);
+  };
+}
+
+/** What the scenario part of a decision found. */
+interface Matched {
+  readonly step: ScenarioStep | undefined;
+  readonly scenarioApplied: boolean;
+  readonly route: string | undefined;
+  readonly scenario: string | undefined;
 }
 
 /** A request as scenarios match it: method, path, query, headers and (the head of) its body. */

@@ -145,13 +145,15 @@ export function createEchoHandler(deps: PipelineDeps) {
     const slow = () => shapingFor(request, controls, config.maxDelayMs, deps.drainSignal, fault);
 
     const url = raw.url ?? '/';
-    const decided = decide({
+    const deciding = decide({
       parsed,
       random,
       scenarioRequest: () => scenarioRequestOf(raw.method, url, raw.headers, body),
       fault,
       allowed: () => faultsAllowed(request, gate),
     });
+    // A promise only when the step is taken in a shared home (ECHO_STATE_URL).
+    const decided = deciding instanceof Promise ? await deciding : deciding;
     const { step, chaosStatus, delayMs } = decided;
     controls = decided.controls;
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the

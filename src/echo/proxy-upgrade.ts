@@ -124,13 +124,14 @@ export function createUpgradeForwarder(deps: UpgradeDeps) {
       metrics.recordRequest('GET', path, status, ms / 1000, faultLabel);
     };
 
-    const decided = decide({
+    const deciding = decide({
       parsed,
       random,
       scenarioRequest: () => scenarioRequestOf('GET', url, request.headers, undefined),
       fault,
       allowed: () => faultsAllowed(subject, deps.faults),
     });
+    const decided = deciding instanceof Promise ? await deciding : deciding;
     const { step, delayMs } = decided;
     const controls = decided.controls;
     if (decided.scenarioApplied) faultLabel = 'scenario';

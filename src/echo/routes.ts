@@ -472,20 +472,27 @@ function registerScenarioState(app: FastifyInstance, state: EchoState): void {
   const { scenarios } = state;
   app.get('/scenario/state', async (request) => {
     const session = parseSessionQuery(request.query);
-    if (session !== undefined) return { session, scenarios: scenarios.states(session) };
-    return { scenarios: scenarios.states(), sessions: scenarios.counts().sessions };
+    // With a shared home (ECHO_STATE_URL, up), where the fleet stands; else this process.
+    const states = (s?: string) => (scenarios.sharing ? scenarios.statesShared(s) : scenarios.states(s));
+    if (session !== undefined) return { session, scenarios: await states(session) };
+    return { scenarios: await states(), sessions: scenarios.counts().sessions };
   });
 
   app.post('/scenario/reset', CONTROL_BODY, async (request) => {
     const body = request.body as unknown;
     if (body === undefined || body === null || (isPlainObject(body) && Object.keys(body).length === 0)) {
-      return { status: 'scenarios reset', scenarios: scenarios.reset() };
+      return {
+        status: 'scenarios reset',
+        scenarios: scenarios.sharing ? await scenarios.resetShared() : scenarios.reset(),
+      };
     }
     const expected =
       'expected no body, {} or {"name": "..."} or {"path": "..."}, or {"session": "..."} alone or beside either';
     const session = parseSessionField(body, expected);
     const selector = parseSelector(body, ['session'], expected, session !== undefined);
-    const reset = scenarios.reset(selector, session);
+    const reset = scenarios.sharing
+      ? await scenarios.resetShared(selector, session)
+      : scenarios.reset(selector, session);
     if (reset.length === 0 && selector !== undefined) {
       throw new EchoError('ECHO_ERR_SCENARIO_NOT_FOUND', [describeSelector(selector)]);
     }
@@ -504,7 +511,9 @@ function registerScenarioState(app: FastifyInstance, state: EchoState): void {
         `position must be an integer, got ${JSON.stringify(position) ?? 'nothing'}`,
       ]);
     }
-    const result = scenarios.setPosition(selector, position, session);
+    const result = scenarios.sharing
+      ? await scenarios.setPositionShared(selector, position, session)
+      : scenarios.setPosition(selector, position, session);
     if (!result.ok) {
       if (result.reason === 'not-found') {
         throw new EchoError('ECHO_ERR_SCENARIO_NOT_FOUND', [describeSelector(selector)]);

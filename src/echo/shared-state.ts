@@ -20,11 +20,14 @@
  * - The rate limit (`ECHO_RATE_LIMIT_RPS`): one token bucket for the fleet, refilled and taken in
  *   one Lua step on Redis's clock; while Redis is away each process takes from its own.
  *
- * Positions, `times` counters, sessions and history are still per process (ADR 0037 says what is
- * shared and what is not yet).
+ * - Positions, `times` counters and sessions: each step of a scenario is one Lua script on a cursor
+ *   hash keyed by the set's hash, generations (moved on by a reset or a new set), the scenario's
+ *   index and the session, applying `ScenarioStore.take`'s own rule (ScenarioStore.takeShared).
+ *
+ * History is still per process (ADR 0037 says what is shared and what is not yet).
  */
 import type { Logger } from 'pino';
-import type { Scenario, ScenarioStore } from '../scenario/index.ts';
+import type { Scenario, ScenarioStore, SharedCursorState, SharedCursors } from '../scenario/index.ts';
 
 /** The key holding the shared set and the channel announcing a new one. */
 export const SCENARIO_KEY = 'echo-chaos:scenarios';
@@ -40,6 +43,95 @@ const CHECK_EVERY_MS = 1000;
 
 /** How long one Redis command may take before it fails (the echo never waits longer). */
 const COMMAND_TIMEOUT_MS = 2000;
+
+/** How long a cursor, a set's generations, outlive their last use in Redis: a day. */
+const CURSOR_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The key of one cursor, inside a script: the set's prefix, its generations (all, and the
+ * scenario's: a reset moves them on, so reset cursors are simply never read again and expire), the
+ * scenario's index and the session (empty: the requests without one).
+ */
+const CURSOR_KEY = `
+local function cursor_key(index, session)
+  local g = redis.call('HMGET', KEYS[1], '*', index)
+  return ARGV[1] .. ':' .. (g[1] or '0') .. '.' .. (g[2] or '0') .. ':' .. index .. ':' .. session
+end
+`;
+
+/** One \`take\`, atomic: the same rule as ScenarioStore.take, on the cursor in Redis. */
+const STEP = `${CURSOR_KEY}
+local key = cursor_key(ARGV[2], ARGV[3])
+local st = redis.call('HMGET', key, 'p', 's', 't')
+local p = tonumber(st[1]) or 0
+local s = tonumber(st[2]) or 0
+local t = tonumber(st[3]) or 0
+local count = tonumber(ARGV[4])
+local cand = tonumber(ARGV[7])
+if cand >= 0 and s == 0 then p = cand end
+local reps = {}
+for r in string.gmatch(ARGV[6], '[^,]+') do reps[#reps + 1] = tonumber(r) end
+local served = p
+t = t + 1
+s = s + 1
+if s >= reps[p + 1] then
+  s = 0
+  if cand < 0 then
+    if p + 1 < count then p = p + 1 elseif ARGV[5] == '1' then p = 0 end
+  end
+end
+redis.call('HSET', key, 'p', p, 's', s, 't', t)
+redis.call('HINCRBY', key, 'n' .. served, 1)
+redis.call('PEXPIRE', key, ARGV[8])
+redis.call('PEXPIRE', KEYS[1], ARGV[8])
+return {served, p, s, t}
+`;
+
+/** The cursors of the first ARGV[3] scenarios for session ARGV[2]: each as HGETALL gives it. */
+const READ = `${CURSOR_KEY}
+local out = {}
+for i = 0, tonumber(ARGV[3]) - 1 do
+  out[#out + 1] = redis.call('HGETALL', cursor_key(tostring(i), ARGV[2]))
+end
+return out
+`;
+
+/**
+ * A reset: without a session, the generation of all (no indices) or of each scenario named moves on;
+ * with one, that session's cursors of those scenarios (all: ARGV[4] is the count) are deleted.
+ */
+const RESET = `${CURSOR_KEY}
+local session = ARGV[2]
+if session == '' then
+  if #ARGV == 3 then
+    redis.call('HINCRBY', KEYS[1], '*', 1)
+  else
+    for i = 4, #ARGV do redis.call('HINCRBY', KEYS[1], ARGV[i], 1) end
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+else
+  for i = 4, #ARGV do redis.call('DEL', cursor_key(ARGV[i], session)) end
+end
+return 1
+`;
+
+/** One cursor's position set (positionServed 0, its counts kept). */
+const SET_POSITION = `${CURSOR_KEY}
+local key = cursor_key(ARGV[2], ARGV[3])
+redis.call('HSET', key, 'p', ARGV[4], 's', 0)
+redis.call('PEXPIRE', key, ARGV[5])
+return 1
+`;
+
+/** A cursor from its HGETALL fields (`p`, `s`, `t`, `n<i>`). */
+function cursorOf(fields: readonly string[]): SharedCursorState | undefined {
+  if (fields.length === 0) return undefined;
+  const map = new Map<string, number>();
+  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, Number(fields[i + 1]));
+  const served: number[] = [];
+  for (const [name, value] of map) if (name.startsWith('n')) served[Number(name.slice(1))] = value;
+  return { position: map.get('p') ?? 0, positionServed: map.get('s') ?? 0, total: map.get('t') ?? 0, served };
+}
 
 /** What the rest of the service sees of the shared store. */
 export interface SharedState {
@@ -162,6 +254,9 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
       .multi()
       .set(SCENARIO_KEY, JSON.stringify({ hash, scenarios: set }))
       .set(HASH_KEY, hash)
+      // A set replaced starts again, as it does in one process, even when it is the same set.
+      .hincrby(`echo-chaos:gen:${hash}`, '*', 1)
+      .pexpire(`echo-chaos:gen:${hash}`, CURSOR_TTL_MS)
       .publish(SCENARIO_KEY, hash)
       .exec();
   };
@@ -195,7 +290,16 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
         unsent = undefined;
         await write(set);
       } else if (!(await pull()) && scenarios.size > 0) {
-        await write(scenarios.list());
+        // Seeded only if still empty: a set another replica writes meanwhile (one posted while
+        // Redis was away, say) is newer than this file's, and must not be overwritten by it.
+        const hash = scenarios.contentHash();
+        const seeded = await client.set(
+          SCENARIO_KEY,
+          JSON.stringify({ hash, scenarios: scenarios.list() }),
+          'NX',
+        );
+        if (seeded === 'OK') await client.multi().set(HASH_KEY, hash).publish(SCENARIO_KEY, hash).exec();
+        else await pull();
       }
       setUp(true);
     } catch (error) {
@@ -240,6 +344,57 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
   subscriber.subscribe(SCENARIO_KEY).catch(() => {});
   client.connect().catch((error: unknown) => setUp(false, errorText(error)));
 
+  const gens = (set: string) => `echo-chaos:gen:${set}`;
+  const prefix = (set: string) => `echo-chaos:cur:${set}`;
+  const cursors: SharedCursors = {
+    get up() {
+      return up;
+    },
+    async step(set, rule, session) {
+      const [response, position, positionServed, total] = (await client.eval(
+        STEP,
+        1,
+        gens(set),
+        prefix(set),
+        rule.index,
+        session ?? '',
+        rule.repeats.length,
+        rule.cycle ? '1' : '0',
+        rule.repeats.join(','),
+        rule.candidate,
+        CURSOR_TTL_MS,
+      )) as number[];
+      return {
+        response: Number(response),
+        position: Number(position),
+        positionServed: Number(positionServed),
+        total: Number(total),
+      };
+    },
+    async read(set, count, session) {
+      if (count === 0) return [];
+      const rows = (await client.eval(READ, 1, gens(set), prefix(set), session ?? '', count)) as string[][];
+      return rows.map(cursorOf);
+    },
+    async reset(set, indices, session) {
+      const all = indices ?? (session === undefined ? [] : [...Array(scenarios.size).keys()]);
+      await client.eval(RESET, 1, gens(set), prefix(set), session ?? '', CURSOR_TTL_MS, ...all);
+    },
+    async setPosition(set, index, session, position) {
+      await client.eval(
+        SET_POSITION,
+        1,
+        gens(set),
+        prefix(set),
+        index,
+        session ?? '',
+        position,
+        CURSOR_TTL_MS,
+      );
+    },
+  };
+  scenarios.shared = cursors;
+
   const takeToken = (rps: number, burst: number): Promise<number> | undefined => {
     if (!up) return undefined;
     // Replicas with other settings keep their own bucket rather than one they disagree on.
@@ -257,6 +412,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     async close() {
       closed = true;
       clearInterval(check);
+      if (scenarios.shared === cursors) scenarios.shared = undefined;
       scenarios.onReplace = undefined;
       client.disconnect();
       subscriber.disconnect();

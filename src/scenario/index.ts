@@ -122,11 +122,15 @@ export {
 } from './schema.ts';
 export { MAX_SESSION_STATES, MAX_SESSIONS, SessionTable } from './sessions.ts';
 export {
+  type CursorRule,
   type ScenarioSelector,
   ScenarioStore,
   type ScenarioStoreCounts,
   type ScenarioStoreOptions,
   type SetPositionResult,
+  type SharedCursorState,
+  type SharedCursors,
+  type SharedStep,
 } from './store.ts';
 export {
   isPlainPath,

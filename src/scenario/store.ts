@@ -21,6 +21,57 @@ import { MAX_TIMER_DELAY_MS, type Scenario } from './schema.ts';
 import { SessionTable } from './sessions.ts';
 import { copyScenario, isPlainPath, type ValidateScenariosOptions, validateScenarios } from './validate.ts';
 
+/** Where a cursor stands in a shared home: what `take` reads and moves. */
+export interface SharedCursorState {
+  readonly position: number;
+  readonly positionServed: number;
+  readonly total: number;
+  /** How often each response was served (missing ones: 0). */
+  readonly served: readonly number[];
+}
+
+/** What one shared step served, and where its cursor stands after it. */
+export interface SharedStep {
+  /** The response served, 0-based. */
+  readonly response: number;
+  readonly position: number;
+  readonly positionServed: number;
+  readonly total: number;
+}
+
+/** How one scenario's cursor moves: what `take` needs to know of the scenario. */
+export interface CursorRule {
+  /** The scenario's place in the set. */
+  readonly index: number;
+  readonly repeats: readonly number[];
+  readonly cycle: boolean;
+  /** Under `order: random`, the response drawn here for a run that starts now; -1 otherwise. */
+  readonly candidate: number;
+}
+
+/**
+ * A home for the cursors of a set that several processes share (issue #33, `ECHO_STATE_URL`):
+ * every step is atomic there, so requests spread over processes take distinct steps. `set` is the
+ * set's content hash; `session` is `undefined` for the requests without one. A method that
+ * rejects leaves the caller to its own memory.
+ */
+export interface SharedCursors {
+  /** Whether the home is reachable now. */
+  readonly up: boolean;
+  /** One `take`: the response served, and the cursor after it. */
+  step(set: string, rule: CursorRule, session: string | undefined): Promise<SharedStep>;
+  /** The cursors of the first `count` scenarios (`undefined`: never stepped). */
+  read(
+    set: string,
+    count: number,
+    session: string | undefined,
+  ): Promise<Array<SharedCursorState | undefined>>;
+  /** Starts cursors again: all (`indices` undefined) or those scenarios', for everyone or one session. */
+  reset(set: string, indices: readonly number[] | undefined, session: string | undefined): Promise<void>;
+  /** Sets one cursor's position (positionServed 0, its counts kept). */
+  setPosition(set: string, index: number, session: string | undefined, position: number): Promise<void>;
+}
+
 /** Names one scenario (or, by `path`, every scenario with that `path` or `pathPattern`). */
 export type ScenarioSelector = { readonly name: string } | { readonly path: string };
 
@@ -74,6 +125,93 @@ export class ScenarioStore {
   constructor(options: ScenarioStoreOptions = {}) {
     this.#now = options.now ?? Date.now;
     this.#sessions = new SessionTable((entry, session) => new Cursor(entry, session));
+  }
+
+  /**
+   * The shared home of the cursors (issue #33), when there is one: while it is up, {@link takeShared}
+   * and the `...Shared` state methods go through it; down, the store answers from its own memory.
+   */
+  shared: SharedCursors | undefined = undefined;
+
+  /** Whether cursors are kept in a shared home now (there is one, and it is up). */
+  get sharing(): boolean {
+    return this.shared?.up === true;
+  }
+
+  /**
+   * {@link take} through the shared home: one atomic step there, mirrored into this process's
+   * cursor. `undefined`: the scenario's `times` ran out on the fleet (the request is answered as if
+   * it matched nothing). A home that fails takes the step here instead.
+   */
+  async takeShared(handle: ScenarioHandle): Promise<ScenarioStep | undefined> {
+    const shared = this.shared;
+    if (!(handle instanceof Cursor)) throw new TypeError('takeShared: not a handle from ScenarioStore.match');
+    if (shared === undefined) return this.take(handle);
+    const entry = handle.entry;
+    const rule: CursorRule = {
+      index: entry.index,
+      repeats: Array.from(entry.repeats),
+      cycle: entry.cycle,
+      candidate: entry.random === undefined ? -1 : handle.position,
+    };
+    let moved: SharedStep;
+    try {
+      moved = await shared.step(this.contentHash(), rule, handle.session);
+    } catch {
+      return this.take(handle);
+    }
+    // The step as this process saw it: what its state shows until the next.
+    handle.position = moved.position;
+    handle.positionServed = moved.positionServed;
+    handle.total = moved.total;
+    if (handle.served !== undefined && moved.response < handle.served.length)
+      handle.served[moved.response]! += 1;
+    if (entry.times !== undefined) {
+      if (moved.total > entry.times) return undefined;
+      if (moved.total === entry.times) this.#expiredTimes += 1;
+    }
+    return entry.steps[moved.response];
+  }
+
+  /** {@link states} from the shared home (its cursors, this process's windows). */
+  async statesShared(session?: string): Promise<ScenarioState[]> {
+    const shared = this.shared;
+    if (shared === undefined) return this.states(session);
+    const entries = this.#entries;
+    const cursors = await shared.read(this.contentHash(), entries.length, session);
+    const now = this.#now();
+    this.#countEnded(entries, now);
+    return entries.map((entry, i) => entry.state(mirror(entry, session, cursors[i]), now));
+  }
+
+  /** {@link reset}, here and in the shared home. */
+  async resetShared(selector?: ScenarioSelector, session?: string): Promise<ScenarioState[]> {
+    const shared = this.shared;
+    const local = this.reset(selector, session);
+    if (shared === undefined) return local;
+    const entries = selector === undefined ? undefined : this.#select(selector);
+    await shared.reset(
+      this.contentHash(),
+      entries?.map((e) => e.index),
+      session,
+    );
+    const states = await this.statesShared(session);
+    return entries === undefined ? states : entries.map((e) => states[e.index]!);
+  }
+
+  /** {@link setPosition}, here and in the shared home. */
+  async setPositionShared(
+    selector: ScenarioSelector,
+    position: number,
+    session?: string,
+  ): Promise<SetPositionResult> {
+    const result = this.setPosition(selector, position, session);
+    const shared = this.shared;
+    if (!result.ok || shared === undefined) return result;
+    const entry = this.#select(selector)[0]!;
+    await shared.setPosition(this.contentHash(), entry.index, session, position);
+    const states = await this.statesShared(session);
+    return { ok: true, state: states[entry.index]! };
   }
 
   /**
@@ -196,7 +334,8 @@ export class ScenarioStore {
         return false;
       }
     }
-    if (entry.times === undefined) return true;
+    // Shared, `times` is counted by the fleet: the step says when it ran out (takeShared).
+    if (entry.times === undefined || this.sharing) return true;
     const cursor = session === undefined ? entry.cursor : this.#sessions.find(session, entry);
     return cursor === undefined || cursor.total < entry.times;
   }
@@ -353,4 +492,17 @@ export class ScenarioStore {
       (e) => e.scenario.path === selector.path || e.scenario.pathPattern === selector.path,
     );
   }
+}
+
+/** A cursor of `entry` standing where a shared one does (a fresh one when it never moved). */
+function mirror(entry: Entry, session: string | undefined, state: SharedCursorState | undefined): Cursor {
+  const cursor = new Cursor(entry, session);
+  if (state === undefined) return cursor;
+  cursor.position = state.position;
+  cursor.positionServed = state.positionServed;
+  cursor.total = state.total;
+  if (cursor.served !== undefined) {
+    for (let i = 0; i < cursor.served.length; i++) cursor.served[i] = state.served[i] ?? 0;
+  }
+  return cursor;
 }

@@ -198,3 +198,101 @@ describe('the hot path with a shared store', { skip }, () => {
     );
   });
 });
+
+describe('scenario positions shared on Redis', { skip }, () => {
+  let server: RedisServer;
+  let fleet: EchoProcess[] = [];
+  before(async () => {
+    server = await startRedis();
+    fleet = await Promise.all([0, 1, 2].map(() => startEchoProcess({ ECHO_STATE_URL: server.url })));
+    for (const replica of fleet) {
+      await until('connected', async () => (await health(replica)).store?.status === 'up');
+    }
+  });
+  after(async () => {
+    await Promise.all(fleet.map((r) => r.stop()));
+    await server?.stop();
+  });
+
+  /** Posts `scenarios` to the first replica and waits until every replica serves that set. */
+  async function share(scenarios: unknown): Promise<void> {
+    await post(fleet[0]!, scenarios);
+    const tag = await etag(fleet[0]!);
+    await until('every replica serves the set', async () => {
+      for (const replica of fleet) if ((await etag(replica)) !== tag) return false;
+      return true;
+    });
+  }
+
+  test('"503, 503, then 200" over three replicas: two 503s in all, not two per replica', async () => {
+    await share([
+      {
+        path: '/boot',
+        cycle: false,
+        responses: [
+          { status: 503, repeat: 2 },
+          { status: 200, body: 'up' },
+        ],
+      },
+    ]);
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await answer(fleet[i % 3]!, '/boot')).status);
+    assert.deepEqual(statuses, [503, 503, 200, 200, 200, 200]);
+  });
+
+  test('fifty concurrent requests spread over three replicas take fifty distinct steps', async () => {
+    const responses = Array.from({ length: 50 }, (_, i) => ({ status: 200, body: `step ${i}` }));
+    await share([{ path: '/steps', cycle: false, responses }]);
+    const bodies = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => answer(fleet[i % 3]!, '/steps').then((a) => a.body)),
+    );
+    assert.deepEqual(
+      [...bodies].sort((a, b) => Number(a.slice(5)) - Number(b.slice(5))),
+      responses.map((r) => r.body),
+    );
+  });
+
+  test('times counts the fleet: times: 3 answers three requests in all, then the echo does', async () => {
+    await share([{ path: '/thrice', times: 3, responses: [{ status: 418, body: 'scripted' }] }]);
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) statuses.push((await answer(fleet[i % 3]!, '/thrice')).status);
+    assert.deepEqual(statuses, [418, 418, 418, 200, 200, 200, 200, 200, 200]);
+  });
+
+  test('state, reset and position on one replica are the fleet’s; a session walks its own sequence on any replica', async () => {
+    await share([{ name: 'seq', path: '/seq', responses: [{ body: 'a' }, { body: 'b' }, { body: 'c' }] }]);
+    await answer(fleet[0]!, '/seq');
+    await answer(fleet[1]!, '/seq');
+    const state = async (replica: EchoProcess, query = '') =>
+      (
+        (await (await fetch(`${replica.url}/scenario/state${query}`)).json()) as {
+          scenarios: Array<{ position: number; total: number }>;
+        }
+      ).scenarios[0]!;
+    assert.deepEqual(
+      { position: (await state(fleet[2]!)).position, total: (await state(fleet[2]!)).total },
+      { position: 2, total: 2 },
+    );
+    assert.equal((await answer(fleet[2]!, '/seq')).body, 'c');
+    // A reset on one replica starts the fleet again.
+    const reset = await fetch(`${fleet[1]!.url}/scenario/reset`, { method: 'POST' });
+    assert.equal(reset.status, 200);
+    assert.equal((await answer(fleet[0]!, '/seq')).body, 'a');
+    // A position set on one replica is where the next request on another starts.
+    const moved = await fetch(`${fleet[2]!.url}/scenario/state`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'seq', position: 2 }),
+    });
+    assert.equal(moved.status, 200, await moved.text());
+    assert.equal((await answer(fleet[1]!, '/seq')).body, 'c');
+    // A session: its own sequence, shared by the replicas it reaches.
+    const inSession = async (replica: EchoProcess) =>
+      await (await fetch(`${replica.url}/seq`, { headers: { 'X-Echo-Session': 'user-7' } })).text();
+    assert.deepEqual(
+      [await inSession(fleet[0]!), await inSession(fleet[1]!), await inSession(fleet[2]!)],
+      ['a', 'b', 'c'],
+    );
+    assert.equal((await state(fleet[0]!, '?session=user-7')).total, 3);
+  });
+});
