@@ -224,6 +224,48 @@ describe('scenario positions shared on Redis', { skip }, () => {
     });
   }
 
+  test('property: requests sent to random replicas get the answers one process gives, for many seeds', async () => {
+    const set = [
+      {
+        name: 'flaky',
+        path: '/flaky',
+        responses: [{ status: 503, repeat: 2 }, { status: 200, body: 'ok' }, { status: 429 }],
+      },
+      { name: 'once', path: '/once', times: 2, responses: [{ status: 418, body: 'teapot' }] },
+    ];
+    const alone = await startEchoProcess({});
+    try {
+      for (const seed of [1, 7, 42, 1234, 99991]) {
+        await share(set);
+        await post(alone, set);
+        // A small LCG: the same replicas, paths and sessions for a seed, every run.
+        let state = seed;
+        const next = (n: number) => {
+          state = (state * 1103515245 + 12345) % 2147483648;
+          return state % n;
+        };
+        const fleetAnswers: string[] = [];
+        const aloneAnswers: string[] = [];
+        for (let i = 0; i < 24; i++) {
+          const path = ['/flaky', '/once', '/flaky'][next(3)]!;
+          const session = next(4) === 0 ? 'user-1' : undefined;
+          const headers: Record<string, string> = session === undefined ? {} : { 'X-Echo-Session': session };
+          const ask = async (replica: EchoProcess) => {
+            const res = await fetch(`${replica.url}${path}`, { headers });
+            const body = await res.text();
+            // The echo's own answer names the request: equal in kind, not in bytes (ports, ids).
+            return `${path} ${res.status} ${body.startsWith('GET ') ? 'echo' : body}`;
+          };
+          fleetAnswers.push(await ask(fleet[next(3)]!));
+          aloneAnswers.push(await ask(alone));
+        }
+        assert.deepEqual(fleetAnswers, aloneAnswers, `seed ${seed}`);
+      }
+    } finally {
+      await alone.stop();
+    }
+  });
+
   test('"503, 503, then 200" over three replicas: two 503s in all, not two per replica', async () => {
     await share([
       {
