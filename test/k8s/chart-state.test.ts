@@ -66,7 +66,51 @@ describe('chart echo-chaos – shared state', { skip: helmSkip() }, () => {
     );
   });
 
+  test('chart – state.redis.deploy runs a Redis for the release, reachable from the echo pods only, and points them at it', () => {
+    const docs = loadYamlDocuments(
+      helm(['template', 'trial', CHART, '--set', 'state.redis.deploy=true,replicaCount=3']),
+    ) as Any[];
+    const redis = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'trial-echo-chaos-redis');
+    const service = docs.find((d) => d.kind === 'Service' && d.metadata.name === 'trial-echo-chaos-redis');
+    const policy = docs.find(
+      (d) => d.kind === 'NetworkPolicy' && d.metadata.name === 'trial-echo-chaos-redis',
+    );
+    assert.ok(
+      redis && service && policy,
+      'a Deployment, a Service and a NetworkPolicy named trial-echo-chaos-redis',
+    );
+    for (const doc of [redis, service, policy]) assert.deepEqual(kubernetesProblems(doc), [], doc.kind);
+    const [container] = redis.spec.template.spec.containers;
+    assert.deepEqual(container.args.slice(0, 4), ['--save', '', '--appendonly', 'no']);
+    assert.ok(container.readinessProbe && container.livenessProbe && container.resources.limits.memory);
+    // The Service reaches the Redis pod; the policy admits the echo pods, on 6379 only.
+    assert.deepEqual(service.spec.selector, redis.spec.selector.matchLabels);
+    assert.deepEqual(policy.spec.podSelector.matchLabels, redis.spec.selector.matchLabels);
+    const echo = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'trial-echo-chaos');
+    assert.deepEqual(policy.spec.ingress[0].from[0].podSelector.matchLabels, echo.spec.selector.matchLabels);
+    assert.deepEqual(policy.spec.ingress[0].ports, [{ port: 6379, protocol: 'TCP' }]);
+    const url = echo.spec.template.spec.containers[0].env.find(
+      (e: Any) => e.name === 'ECHO_STATE_URL',
+    )?.value;
+    assert.equal(url, 'redis://trial-echo-chaos-redis:6379');
+    assert.equal(loadConfig({ ECHO_STATE_URL: url }).stateUrl?.hostname, service.metadata.name);
+    // Without deploy, nothing of it.
+    const plain = loadYamlDocuments(helm(['template', 'trial', CHART])) as Any[];
+    assert.equal(
+      plain.some((d) => String(d?.metadata?.name).endsWith('-redis')),
+      false,
+    );
+  });
+
   test('chart – a bad or doubled state value stops the render, naming it', () => {
+    refuses(
+      ['--set', `state.redis.deploy=true,state.redis.url=${URL_VALUE}`],
+      /state\.redis\.deploy and state\.redis\.url \(or existingSecret\) are both set/,
+    );
+    refuses(
+      ['--set', 'state.redis.deploy=true,state.redis.maxmemory=lots'],
+      /at '\/state\/redis\/maxmemory'/,
+    );
     refuses(['--set', 'state.redis.url=http://redis:6379'], /at '\/state\/redis\/url'/);
     refuses(['--set', 'state.redis.url=redis://redis/16'], /at '\/state\/redis\/url'/);
     refuses(['--set', 'state.redis.uri=redis://redis'], /at '\/state\/redis'.*uri/);
