@@ -417,6 +417,11 @@ interface LoadScenario {
   /** The first is the baseline of the ratios. */
   readonly servers: readonly ServerSpec[];
   readonly load: Load;
+  /**
+   * A `redis-server` runs for the scenario (issue #33): `{redis}` in a server's environment is its
+   * URL.
+   */
+  readonly redis?: boolean;
 }
 
 interface OtherScenario {
@@ -446,6 +451,41 @@ const RSS_SAMPLE_MS = 50;
  * bench/README.md says how it was chosen.
  */
 const TRANSFER_RSS_GROWTH_MIB = 128;
+
+/** A scenario on the bench's path (two responses in turn), and one on another path: for `shared`. */
+const MATCHED_SET = join(tmp, 'matched.yaml');
+const UNMATCHED_SET = join(tmp, 'unmatched.yaml');
+writeFileSync(
+  MATCHED_SET,
+  '- path: /bench/path\n  responses:\n    - status: 200\n      body: first\n    - status: 200\n      body: second\n',
+);
+writeFileSync(UNMATCHED_SET, '- path: /elsewhere\n  responses:\n    - status: 503\n');
+const SHARED_SERVERS: readonly ServerSpec[] = [
+  {
+    ...DEFAULTS,
+    id: 'memmatch',
+    label: 'in memory, a scenario on the path',
+    env: { ECHO_SCENARIO_FILE: MATCHED_SET },
+  },
+  {
+    ...DEFAULTS,
+    id: 'sharedmatch',
+    label: '`ECHO_STATE_URL`, a scenario on the path (a shared step per request)',
+    env: { ECHO_SCENARIO_FILE: MATCHED_SET, ECHO_STATE_URL: '{redis}' },
+  },
+  {
+    ...DEFAULTS,
+    id: 'memplain',
+    label: 'in memory, no scenario on the path',
+    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET },
+  },
+  {
+    ...DEFAULTS,
+    id: 'sharedplain',
+    label: '`ECHO_STATE_URL`, no scenario on the path (no round trip)',
+    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_STATE_URL: '{redis}' },
+  },
+];
 
 const SCENARIOS: readonly Scenario[] = [
   {
@@ -521,6 +561,15 @@ const SCENARIOS: readonly Scenario[] = [
     what: `\`GET ${PATH}\` forwarded to a bare node:http upstream (\`bench/bare-upstream.ts\`, a 200-byte body) by a minimal undici proxy (\`bench/bare-proxy.ts\`, the baseline) and by echo-chaos with \`ECHO_UPSTREAM\` (no scenario: every request is forwarded), all in front of the same upstream. Throughput: wrk, 2 threads, 50 connections, as \`get\`. Latency at half of the minimal proxy's throughput in the same round: \`bench/paced-client.ts\`, open loop at that rate, the upstream called directly and each proxy taking turns in ${PACE_SLICE_MS} ms slices; "p99 added" is a proxy's p99 minus the upstream's own in the same run. Memory: ${TRANSFER_LABEL} streamed from the upstream through a proxy to curl, which reads it at ${TRANSFER_READ_LABEL} and discards it, the proxy's VmRSS sampled every ${RSS_SAMPLE_MS} ms.`,
   },
   {
+    kind: 'load',
+    id: 'shared',
+    title: 'replicas on Redis: the cost of shared state (issue #33)',
+    what: `\`GET ${PATH}\` against echo-chaos with its defaults, its state in memory and with \`ECHO_STATE_URL\` naming a local \`redis-server\` (no persistence), with a scenario on the path (each request takes its step in one Lua script on Redis) and without one (no round trip). wrk, 2 threads, 50 connections. The ratios are against the first row; compare the two pairs.`,
+    servers: SHARED_SERVERS,
+    load: WRK50,
+    redis: true,
+  },
+  {
     kind: 'streams',
     id: 'streams',
     title: 'open SSE streams and WebSockets',
@@ -579,6 +628,7 @@ function ensure(tool: string, debianPackage: string): void {
 
 ensure('wrk', 'wrk');
 if (selected.some((s) => s.kind === 'proxy')) ensure('curl', 'curl');
+if (selected.some((s) => s.kind === 'load' && s.redis === true)) ensure('redis-server', 'redis-server');
 if (selected.some((s) => s.kind === 'load' && s.load.tool === 'h2load')) ensure('h2load', 'nghttp2-client');
 
 // ---------------------------------------------------------------------------------------------------
@@ -614,10 +664,60 @@ interface LoadResult {
 
 async function runLoad(scenario: LoadScenario): Promise<LoadResult> {
   const samples = new Map<string, Measured[]>(scenario.servers.map((s) => [s.id, []]));
+  const redis = scenario.redis === true ? await startRedisServer() : undefined;
+  const withRedis = (spec: ServerSpec): ServerSpec =>
+    redis === undefined
+      ? spec
+      : {
+          ...spec,
+          env: Object.fromEntries(
+            Object.entries(spec.env).map(([k, v]) => [k, v.replace('{redis}', redis.url)]),
+          ),
+        };
+  try {
+    return await measureRounds(scenario, samples, withRedis);
+  } finally {
+    redis?.stop();
+  }
+}
+
+/** A `redis-server` on a free port, no persistence, until `stop`. */
+async function startRedisServer(): Promise<{ url: string; stop(): void }> {
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port: free } = probe.address() as { port: number };
+      probe.close(() => resolve(free));
+    });
+  });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      }).once('error', () => resolve(false));
+    });
+    if (ok) break;
+    await sleep(50);
+  }
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') };
+}
+
+async function measureRounds(
+  scenario: LoadScenario,
+  samples: Map<string, Measured[]>,
+  withRedis: (spec: ServerSpec) => ServerSpec,
+): Promise<LoadResult> {
   for (let r = 0; r < rounds; r++) {
     const parts: string[] = [];
     for (const spec of scenario.servers) {
-      const m = await measure(spec, scenario.load);
+      const m = await measure(withRedis(spec), scenario.load);
       samples.get(spec.id)?.push(m);
       parts.push(
         `${spec.id} ${m.rps.toFixed(0)} rps p99 ${m.p99Ms.toFixed(1)} ms${m.timeouts ? ` ${m.timeouts} timeouts` : ''}`,
