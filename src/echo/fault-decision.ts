@@ -9,7 +9,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { drawDelayMs } from '../scenario/duration.ts';
 import { FAULT_FIELDS, type FaultField } from '../scenario/faults.ts';
-import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
+import {
+  changesNothing,
+  type ScenarioHandle,
+  type ScenarioRequest,
+  type ScenarioStep,
+} from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
 import type { Controls, Fallback, ParseResult } from './controls.ts';
 import { withFallbacks } from './controls.ts';
@@ -132,12 +137,7 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
 
   /** Whether a step changes nothing and is forwarded: taken without a `scenario` fault. */
   const passesThrough = (step: ScenarioStep) =>
-    step.status === undefined &&
-    step.body === undefined &&
-    step.delay === undefined &&
-    step.faults === undefined &&
-    Object.keys(step.headers).length === 0 &&
-    (step.upstream !== undefined || config.upstream !== undefined);
+    changesNothing(step) && (step.upstream !== undefined || config.upstream !== undefined);
 
   /**
    * Decides a request's faults. A promise only when its step is taken in a shared home

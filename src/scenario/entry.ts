@@ -40,6 +40,17 @@ export interface ScenarioStep {
   readonly upstream: string | undefined;
 }
 
+/** Whether a response does nothing to an answer: no status, body, headers, delay or fault. */
+export function changesNothing(step: ScenarioStep): boolean {
+  return (
+    step.status === undefined &&
+    step.body === undefined &&
+    step.delay === undefined &&
+    step.faults === undefined &&
+    Object.keys(step.headers).length === 0
+  );
+}
+
 /** What a scenario may match on, from one request. */
 export interface ScenarioRequest {
   /** The request method, e.g. `GET` (compared case-insensitively). */
@@ -275,14 +286,7 @@ export class Cursor implements ScenarioHandle {
 
   get untouched(): boolean {
     const step = this.entry.steps[this.position];
-    if (step === undefined) return false;
-    return (
-      step.status === undefined &&
-      step.body === undefined &&
-      step.delay === undefined &&
-      step.faults === undefined &&
-      Object.keys(step.headers).length === 0
-    );
+    return step !== undefined && changesNothing(step);
   }
 
   reset(): void {

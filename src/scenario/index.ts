@@ -27,11 +27,12 @@ export {
   parseDelaySpec,
   readDelaySpec,
 } from './duration.ts';
-export type {
-  ScenarioHandle,
-  ScenarioRequest,
-  ScenarioState,
-  ScenarioStep,
+export {
+  changesNothing,
+  type ScenarioHandle,
+  type ScenarioRequest,
+  type ScenarioState,
+  type ScenarioStep,
 } from './entry.ts';
 export {
   isScenarioError,
