@@ -157,6 +157,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       url: config.stateUrl,
       password: config.statePassword,
       scenarios: state.scenarios,
+      history: state.history,
       adopt: (set) => state.scenarios.replace(set, scenarioLimits(config)),
       logger,
     });

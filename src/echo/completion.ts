@@ -5,7 +5,7 @@
  * {@link recordCompletion} themselves. Either way a request is recorded once.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { HistoryEntry } from './history.ts';
+import { completeEntry, type HistoryEntry } from './history.ts';
 import type { EchoFault, EchoMetrics } from './metrics.ts';
 
 /** Status recorded for a request whose client went away before the answer (nginx's convention). */
@@ -39,10 +39,7 @@ export function recordCompletion(
   request.echoRecorded = true;
   const elapsedMs = reply.elapsedTime;
   const entry = request.historyEntry;
-  if (entry !== undefined) {
-    entry.status = status;
-    entry.duration_ms = Math.round(elapsedMs);
-  }
+  if (entry !== undefined) completeEntry(entry, status, elapsedMs);
   const url = request.url;
   const q = url.indexOf('?');
   metrics.recordRequest(

@@ -16,7 +16,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { FAULT_KINDS, type FaultKind } from './applied.ts';
 import { isSessionId, SESSION_FORM } from './controls.ts';
 import type { ErrorDetail } from './errors.ts';
-import { History, type HistoryEntry, type HistoryPage } from './history.ts';
+import { History, type HistoryEntry, type HistoryPage, type HistoryReader } from './history.ts';
 import { parseRfc3339 } from './iso-time.ts';
 
 /** The filter parameters, in the order the next page's link repeats them. */
@@ -134,7 +134,11 @@ export function isFiltered(filter: HistoryFilter): boolean {
 }
 
 /** Whether `entry`, as it is now, passes every filter of `filter`. */
-export function matchesFilter(history: History, entry: HistoryEntry, filter: HistoryFilter): boolean {
+export function matchesFilter(
+  history: Pick<HistoryReader, 'shownPath'>,
+  entry: HistoryEntry,
+  filter: HistoryFilter,
+): boolean {
   const { path, method, status, fault, session, sinceMs } = filter;
   if (method !== undefined && entry.method !== method) return false;
   if (
@@ -158,7 +162,7 @@ export function matchesFilter(history: History, entry: HistoryEntry, filter: His
  * an entry's `path` is made on demand, and a pass makes none.
  */
 function pathPasses(
-  history: History,
+  history: Pick<HistoryReader, 'shownPath'>,
   entry: HistoryEntry,
   path: NonNullable<HistoryFilter['path']>,
 ): boolean {
@@ -179,20 +183,22 @@ function pathPasses(
  * history-stream.ts), so an entry in flight that took a fault since is not shown as `fault=none`.
  */
 export async function filteredPage(
-  history: History,
+  source: FilterSource,
   cursor: number | undefined,
   limit: number,
   filter: HistoryFilter,
 ): Promise<HistoryPage | undefined> {
+  const { reader, scan, keep } = source;
   const seqs: number[] = [];
   let nextCursor: number | undefined;
-  await forEachFrom(history, cursor === undefined ? 0 : cursor + 1, (entry, seq) => {
-    if (!matchesFilter(history, entry, filter)) return true;
+  await scan(cursor === undefined ? 0 : cursor + 1, (entry, seq) => {
+    if (!matchesFilter(reader, entry, filter)) return true;
     if (seqs.length === limit) {
       nextCursor = seqs[limit - 1];
       return false;
     }
     seqs.push(seq);
+    keep?.(entry);
     return true;
   });
   if (seqs.length === 0) return undefined;
@@ -200,19 +206,41 @@ export async function filteredPage(
     firstSeq: seqs[0]!,
     lastSeq: seqs[seqs.length - 1]!,
     nextCursor,
-    matched: { seqs, test: (entry) => matchesFilter(history, entry, filter) },
+    matched: { seqs, test: (entry) => matchesFilter(reader, entry, filter) },
   };
 }
 
-/** How many stored entries pass `filter` (`GET /history/count`): one pass over them all. */
-export async function countMatching(history: History, filter: HistoryFilter): Promise<number> {
-  if (!isFiltered(filter)) return history.size;
+/** How many entries `source` holds pass `filter` (`GET /history/count`): one pass over them all. */
+export async function countMatching(source: FilterSource, filter: HistoryFilter): Promise<number> {
   let count = 0;
-  await forEachFrom(history, 0, (entry) => {
-    if (matchesFilter(history, entry, filter)) count++;
+  await source.scan(0, (entry) => {
+    if (matchesFilter(source.reader, entry, filter)) count++;
     return true;
   });
   return count;
+}
+
+/**
+ * Calls `visit` with each entry numbered `fromSeq` or later, oldest first, until it answers false;
+ * done when the entries run out or `visit` stops it.
+ */
+export type HistoryScan = (
+  fromSeq: number,
+  visit: (entry: HistoryEntry, seq: number) => boolean,
+) => Promise<void>;
+
+/** Where a filter looks: the entries, and how paths are shown. */
+export interface FilterSource {
+  /** Shows an entry's path as `GET /history` does (the `path` filter compares that). */
+  readonly reader: Pick<HistoryReader, 'shownPath'>;
+  readonly scan: HistoryScan;
+  /** Told of each entry a page takes: a read of the fleet's history keeps those to show them. */
+  readonly keep?: (entry: HistoryEntry) => void;
+}
+
+/** This process's history as a filter's source. */
+export function localSource(history: History): FilterSource {
+  return { reader: history, scan: (fromSeq, visit) => forEachFrom(history, fromSeq, visit) };
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { History, type HistoryPage } from './history.ts';
+import { History, type HistoryPage, type HistoryReader } from './history.ts';
 
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
@@ -17,11 +17,11 @@ const CLOSE = Buffer.from(']');
  * out; of a filtered page, one that no longer passes its filter too), oldest first, as a JSON
  * array; an empty array for no page.
  */
-export function historyStream(history: History, page: HistoryPage | undefined): Readable {
+export function historyStream(history: HistoryReader, page: HistoryPage | undefined): Readable {
   return Readable.from(entries(history, page), { objectMode: false });
 }
 
-async function* entries(history: History, page: HistoryPage | undefined): AsyncGenerator<Buffer> {
+async function* entries(history: HistoryReader, page: HistoryPage | undefined): AsyncGenerator<Buffer> {
   yield OPEN;
   if (page?.matched !== undefined) {
     // A filtered page: its entries by number, each checked again (a filter reads what may change).

@@ -68,8 +68,19 @@ class Recorded implements HistoryEntry {
   // Only the encoding and the length of the text are remembered: the body's text form would double
   // what the entry holds (a 10 MiB body is a 10 to 20 MiB string), and it is rarely asked for again.
   #decoded: { encoding: 'utf8' | 'base64'; keptBytes: number } | undefined;
+  /** The history that recorded it, told when it completes ({@link completeEntry}); none for a copy read back. */
+  readonly owner: History | undefined;
 
-  constructor(id: string, input: RecordInput, bytes: Buffer, cut: boolean, seq: number, costBytes: number) {
+  constructor(
+    id: string,
+    input: RecordInput,
+    bytes: Buffer,
+    cut: boolean,
+    seq: number,
+    costBytes: number,
+    owner: History | undefined,
+    timeMs: number = Date.now(),
+  ) {
     this.id = id;
     this.seq = seq;
     this.request_id = input.requestId;
@@ -79,12 +90,23 @@ class Recorded implements HistoryEntry {
     this.body_size = input.bodySize ?? input.body?.length ?? 0;
     this.remote_addr = input.remoteAddr;
     this.protocol = input.protocol;
-    this.#timeMs = Date.now();
+    this.#timeMs = timeMs;
     this.#bytes = bytes;
     this.#cut = cut;
     this.costBytes = costBytes;
     this.json = undefined;
     this.shownPath = undefined;
+    this.owner = owner;
+  }
+
+  /** The body bytes kept, as received (a replica's shared history stores them as they are). */
+  get keptBody(): Buffer {
+    return this.#bytes;
+  }
+
+  /** Whether the body was cut (at ECHO_HISTORY_MAX_BODY, or a streamed body's head). */
+  get cut(): boolean {
+    return this.#cut;
   }
 
   /** Bytes of the body kept (at most ECHO_HISTORY_MAX_BODY). */
@@ -212,6 +234,166 @@ export interface HistoryPage {
 }
 
 /**
+ * What a read of history needs of where the entries are: this process's {@link History}, or a
+ * {@link HistoryCopy} of entries read back from the fleet's shared history (shared-history.ts).
+ */
+export interface HistoryReader {
+  /** Entries it holds. */
+  readonly size: number;
+  /** One past the highest sequence number handed out: a cursor at or above it was never given. */
+  readonly nextSeq: number;
+  page(cursor: number | undefined, limit: number): HistoryPage | undefined;
+  atOrAfter(seq: number): HistoryEntry | undefined;
+  get(id: string): HistoryEntry | undefined;
+  json(entry: HistoryEntry): Buffer;
+  shownPath(entry: HistoryEntry): string | undefined;
+}
+
+/**
+ * Sets a request's end on its entry (its answered status and duration) and tells the history that
+ * recorded it ({@link History.onComplete}: a replica's shared history writes it then).
+ */
+export function completeEntry(entry: HistoryEntry, status: number, durationMs: number): void {
+  entry.status = status;
+  entry.duration_ms = Math.round(durationMs);
+  const owner = (entry as Recorded).owner;
+  owner?.onComplete?.(entry);
+}
+
+/** An entry as the shared history stores it beside its body bytes (shared-history.ts). */
+export interface StoredEntry {
+  readonly id: string;
+  readonly request_id: string;
+  /** When it was recorded, epoch milliseconds. */
+  readonly time_ms: number;
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body_size: number;
+  readonly body_cut: boolean;
+  readonly remote_addr: string;
+  readonly protocol: string;
+  readonly status: number | null;
+  readonly duration_ms: number | null;
+  readonly faults: readonly AppliedFault[];
+  readonly upstream?: UpstreamOutcome;
+}
+
+/** `entry` (recorded by a History) in the form the shared history stores, its body bytes apart. */
+export function storedForm(entry: HistoryEntry): { stored: StoredEntry; body: Buffer } {
+  const recorded = entry as Recorded;
+  return {
+    stored: {
+      id: recorded.id,
+      request_id: recorded.request_id,
+      time_ms: recorded.timeMs,
+      method: recorded.method,
+      url: recorded.url,
+      headers: recorded.headers,
+      body_size: recorded.body_size,
+      body_cut: recorded.cut,
+      remote_addr: recorded.remote_addr,
+      protocol: recorded.protocol,
+      status: recorded.status,
+      duration_ms: recorded.duration_ms,
+      faults: recorded.faults,
+      ...(recorded.upstream === undefined ? {} : { upstream: recorded.upstream }),
+    },
+    body: recorded.keptBody,
+  };
+}
+
+/** An entry read back from the shared history, numbered `seq` there. */
+export function restoredEntry(stored: StoredEntry, body: Buffer, seq: number): HistoryEntry {
+  const input: RecordInput = {
+    requestId: stored.request_id,
+    method: stored.method,
+    url: stored.url,
+    headers: stored.headers,
+    body: undefined,
+    bodySize: stored.body_size,
+    remoteAddr: stored.remote_addr,
+    protocol: stored.protocol,
+  };
+  const entry = new Recorded(stored.id, input, body, stored.body_cut, seq, 0, undefined, stored.time_ms);
+  entry.status = stored.status;
+  entry.duration_ms = stored.duration_ms;
+  entry.faults = stored.faults.length === 0 ? NO_FAULTS : stored.faults;
+  if (stored.upstream !== undefined) entry.upstream = stored.upstream;
+  return entry;
+}
+
+/**
+ * Entries read back from the fleet's shared history for one read (a page, the entries a filter
+ * kept, the one a replay names), in the order of their sequence numbers, shown as this process's
+ * History shows its own (the same view and path view). It lives as long as the read.
+ */
+export class HistoryCopy implements HistoryReader {
+  readonly nextSeq: number;
+  readonly #view: ((entry: HistoryEntry) => HistoryEntry) | undefined;
+  readonly #pathView: ((path: string) => string) | undefined;
+  readonly #entries: Recorded[] = [];
+
+  /** `nextSeq`: one past the fleet's newest entry when the read began. */
+  constructor(nextSeq: number, options: Pick<HistoryOptions, 'view' | 'pathView'> = {}) {
+    this.nextSeq = nextSeq;
+    this.#view = options.view;
+    this.#pathView = options.pathView;
+  }
+
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  /** Adds an entry read back ({@link restoredEntry}), numbered after those already added. */
+  add(entry: HistoryEntry): void {
+    const recorded = entry as Recorded;
+    const last = this.#entries.at(-1);
+    if (last !== undefined && recorded.seq <= last.seq) throw new RangeError('entries are added in order');
+    this.#entries.push(recorded);
+  }
+
+  /** Of the entries held, the first `limit` after `cursor` (the next cursor is the caller's to set). */
+  page(cursor: number | undefined, limit: number): HistoryPage | undefined {
+    const from = cursor === undefined ? 0 : this.#indexAtOrAfter(cursor + 1);
+    if (from >= this.#entries.length) return undefined;
+    const last = this.#entries[Math.min(from + limit, this.#entries.length) - 1]!;
+    return { firstSeq: this.#entries[from]!.seq, lastSeq: last.seq, nextCursor: undefined };
+  }
+
+  atOrAfter(seq: number): HistoryEntry | undefined {
+    return this.#entries[this.#indexAtOrAfter(seq)];
+  }
+
+  /** The index of the first entry numbered `seq` or later (binary search: not every number is held). */
+  #indexAtOrAfter(seq: number): number {
+    let lo = 0;
+    let hi = this.#entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#entries[mid]!.seq < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  get(id: string): HistoryEntry | undefined {
+    return this.#entries.find((entry) => entry.id === id);
+  }
+
+  json(entry: HistoryEntry): Buffer {
+    return Buffer.from(JSON.stringify(this.#view === undefined ? entry : this.#view(entry)));
+  }
+
+  shownPath(entry: HistoryEntry): string | undefined {
+    if (this.#pathView === undefined) return undefined;
+    const recorded = entry as Recorded;
+    recorded.shownPath ??= this.#pathView(recorded.path);
+    return recorded.shownPath;
+  }
+}
+
+/**
  * What an entry is counted for beyond its body: the objects around it, and per header the
  * strings and the property holding them (an estimate: V8 does not say what an object takes).
  */
@@ -223,8 +405,15 @@ const HEADER_OVERHEAD_BYTES = 32;
  * and at most `maxBytes` in all (the oldest entries go first), so memory stays bounded whatever
  * the traffic.
  */
-export class History {
+export class History implements HistoryReader {
   readonly capacity: number;
+  /**
+   * Told of each entry's end ({@link completeEntry}): a replica's shared history (ECHO_STATE_URL)
+   * queues the entry for the fleet's stream then.
+   */
+  onComplete: ((entry: HistoryEntry) => void) | undefined = undefined;
+  /** The view and path view entries are shown with (a {@link HistoryCopy} shows its own the same). */
+  readonly viewOptions: Pick<HistoryOptions, 'view' | 'pathView'>;
   readonly maxBodyBytes: number;
   readonly maxBytes: number;
   readonly #view: ((entry: HistoryEntry) => HistoryEntry) | undefined;
@@ -251,6 +440,10 @@ export class History {
     this.maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
     this.#view = options.view;
     this.#pathView = options.pathView;
+    this.viewOptions = {
+      ...(options.view === undefined ? {} : { view: options.view }),
+      ...(options.pathView === undefined ? {} : { pathView: options.pathView }),
+    };
     this.#ring = new Array(capacity);
   }
 
@@ -288,7 +481,7 @@ export class History {
     // An entry larger than the whole budget is still kept, alone (the settings make that rare:
     // ECHO_HISTORY_MAX_BYTES holds at least one full body and head).
     while (this.#size > 0 && this.#storedBytes + costBytes > this.maxBytes) this.#evictOldest();
-    const entry = new Recorded(id, input, bytes, cut, this.#recorded++, costBytes);
+    const entry = new Recorded(id, input, bytes, cut, this.#recorded++, costBytes, this);
     this.#ring[(this.#start + this.#size) % this.capacity] = entry;
     this.#size++;
     this.#storedBytes += costBytes;

@@ -27,7 +27,7 @@ import { type Controls, parseControls } from './controls.ts';
 import { rawErrorResponse } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { createFaultDecider, forwardTo, type ScenarioMatcher, scenarioRequestOf } from './fault-decision.ts';
-import type { History, HistoryEntry } from './history.ts';
+import { completeEntry, type History, type HistoryEntry } from './history.ts';
 import type { EchoFault, EchoMetrics } from './metrics.ts';
 import { headerLines, type Upstream, type UpstreamOutcome, type Upstreams } from './proxy.ts';
 import { type RandomSource, requestSeed, seededRandom } from './random.ts';
@@ -117,10 +117,7 @@ export function createUpgradeForwarder(deps: UpgradeDeps) {
       answer.raw.headersSent = true;
       release?.();
       const ms = performance.now() - started;
-      if (entry !== undefined) {
-        entry.status = status;
-        entry.duration_ms = Math.round(ms);
-      }
+      if (entry !== undefined) completeEntry(entry, status, ms);
       metrics.recordRequest('GET', path, status, ms / 1000, faultLabel);
     };
 

@@ -3,7 +3,7 @@ import { createBudgetInterceptor, DEADLINE_HEADER, isObsError } from '@echo-chao
 import type { Dispatcher } from 'undici';
 import { HEADER_VALUE_PATTERN } from '../scenario/index.ts';
 import { EchoError, isEchoError } from './errors.ts';
-import type { History, HistoryEntry } from './history.ts';
+import type { HistoryEntry, HistoryReader } from './history.ts';
 import { replayableEntry } from './history-secrets.ts';
 import { TOKEN } from './http-grammar.ts';
 
@@ -147,7 +147,7 @@ export function loadUndici(): Promise<typeof import('undici')> {
  * (`ECHO_ERR_REPLAY_BUDGET_EXHAUSTED`) and nothing reaches the target.
  */
 export async function replay(
-  history: History,
+  history: Pick<HistoryReader, 'get'>,
   req: ReplayRequest,
   options: ReplayOptions,
 ): Promise<ReplayResult> {

@@ -14,8 +14,8 @@ import {
 } from '../scenario/index.ts';
 import { scenarioLimits } from './config.ts';
 import { isSessionId, SESSION_FORM } from './controls.ts';
-import { EchoError } from './errors.ts';
-import { countMatching, filteredPage, isFiltered } from './history-filter.ts';
+import { EchoError, isEchoError } from './errors.ts';
+import { countMatching, filteredPage, isFiltered, localSource } from './history-filter.ts';
 import {
   nextPageUrl,
   parseHistoryCountQuery,
@@ -30,6 +30,7 @@ import { loadUndici, parseReplayRequest, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
 import { ifNoneMatchHits } from './scenario-etag.ts';
 import { connectionLimiter } from './server.ts';
+import type { FleetHistory } from './shared-history.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
@@ -257,31 +258,76 @@ export async function registerServiceRoutes(
     return more === '' ? own : `${own.endsWith('\n') || own === '' ? own : `${own}\n`}${more}`;
   });
 
+  /**
+   * With a shared store (ECHO_STATE_URL) that is up, a history route reads the fleet's history:
+   * `read` runs on it, after the entries this process has queued are written (a client reading
+   * right after its own requests sees them). Answers undefined when the fleet cannot be read (no
+   * store, the store away, a command that failed): the route reads this process's history then.
+   * A refusal of the request itself (an EchoError: a bad query) is thrown, not read around.
+   */
+  const fromFleet = async <T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    read: (fleet: FleetHistory) => Promise<T>,
+  ): Promise<T | undefined> => {
+    const fleet = state.shared?.history;
+    if (fleet?.up === true) {
+      try {
+        await fleet.flushed();
+        const result = await read(fleet);
+        reply.header('x-echo-history-scope', 'fleet');
+        return result;
+      } catch (error) {
+        if (isEchoError(error)) throw error;
+        request.log.warn({ err: error }, 'the shared history could not be read: answering from this process');
+      }
+    }
+    reply.header('x-echo-history-scope', 'process');
+    return undefined;
+  };
+
   // A page of history, streamed entry by entry (secrets masked as the History's view says); the
   // next page's cursor goes in headers so that the body stays the plain array it always was.
   app.get('/history', async (request, reply) => {
-    const query = parseHistoryQuery(request.query, history.nextSeq);
-    const page = isFiltered(query.filter)
-      ? await filteredPage(history, query.cursor, query.limit, query.filter)
-      : history.page(query.cursor, query.limit);
+    const fleet = await fromFleet(request, reply, async (f) => {
+      const query = parseHistoryQuery(request.query, await f.nextSeq());
+      return { query, ...(await f.page(query.cursor, query.limit, query.filter)) };
+    });
+    const query = fleet?.query ?? parseHistoryQuery(request.query, history.nextSeq);
+    const page =
+      fleet !== undefined
+        ? fleet.page
+        : isFiltered(query.filter)
+          ? await filteredPage(localSource(history), query.cursor, query.limit, query.filter)
+          : history.page(query.cursor, query.limit);
     if (page?.nextCursor !== undefined) {
       reply.header('link', `<${nextPageUrl(query, page.nextCursor)}>; rel="next"`);
       reply.header('x-echo-history-next-cursor', String(page.nextCursor));
     }
     reply.type('application/json; charset=utf-8');
-    return reply.send(historyStream(history, page));
+    const body = historyStream(fleet?.copy ?? history, page);
+    // What a copy of the fleet's entries holds counts against ECHO_HISTORY_MAX_BYTES until sent.
+    if (fleet !== undefined) body.once('close', fleet.release);
+    return reply.send(body);
   });
 
   // What a test asks of history most ("my service called /pay exactly twice"), without the entries.
-  app.get('/history/count', async (request) => ({
-    count: await countMatching(history, parseHistoryCountQuery(request.query)),
-  }));
+  app.get('/history/count', async (request, reply) => {
+    const filter = parseHistoryCountQuery(request.query);
+    const count =
+      (await fromFleet(request, reply, (fleet) => fleet.count(filter))) ??
+      (isFiltered(filter) ? await countMatching(localSource(history), filter) : history.size);
+    return { count };
+  });
 
   // Between two tests, so that the next one counts its own requests only. Behind the admin token
   // like every history route (admin-auth.ts), answered as the other admin writes are: what changed.
-  app.delete('/history', async (request) => {
+  // With a shared store, the fleet's history goes (and this process's own copy with it).
+  app.delete('/history', async (request, reply) => {
     parseHistoryDeleteQuery(request.query);
-    const deleted = history.clear();
+    const fleet = await fromFleet(request, reply, (f) => f.clear());
+    const local = history.clear();
+    const deleted = fleet ?? local;
     request.log.warn({ deleted }, `history cleared: ${deleted} entries deleted`);
     return { status: 'history cleared', deleted };
   });
@@ -324,7 +370,9 @@ export async function registerServiceRoutes(
   app.post('/replay', async (request: FastifyRequest, reply: FastifyReply) => {
     const body = parseReplayRequest(request.body);
     const dispatchers = await replayAgents();
-    const result = await replay(history, body, {
+    // An id any replica handed out, with a shared store (X-Echo-History-Id, GET /history).
+    const source = (await fromFleet(request, reply, (fleet) => fleet.find(body.id))) ?? history;
+    const result = await replay(source, body, {
       selfBaseUrl: selfBaseUrl(app, request.protocol === 'https' ? 'https' : 'http', config.port),
       timeoutMs: config.replayTimeoutMs,
       credentials: config.replayCredentials,

@@ -24,10 +24,13 @@
  *   hash keyed by the set's hash, generations (moved on by a reset or a new set), the scenario's
  *   index and the session, applying `ScenarioStore.take`'s own rule (ScenarioStore.takeShared).
  *
- * History is still per process (ADR 0037 says what is shared and what is not yet).
+ * - History: one capped stream the replicas write their entries to, batched, off the requests'
+ *   path (shared-history.ts).
  */
 import type { Logger } from 'pino';
 import type { Scenario, ScenarioStore, SharedCursorState, SharedCursors } from '../scenario/index.ts';
+import type { History } from './history.ts';
+import { type FleetHistory, startFleetHistory } from './shared-history.ts';
 
 /** The key holding the shared set and the channel announcing a new one. */
 export const SCENARIO_KEY = 'echo-chaos:scenarios';
@@ -150,6 +153,8 @@ export interface SharedState {
    * is written when Redis returns). Never rejects; bounded by the command timeout.
    */
   written(): Promise<void>;
+  /** The fleet's history, unless history is off (`ECHO_HISTORY_SIZE=0`). */
+  readonly history: FleetHistory | undefined;
   close(): Promise<void>;
 }
 
@@ -189,6 +194,8 @@ export interface SharedStateOptions {
   readonly url: URL;
   readonly password: string | undefined;
   readonly scenarios: ScenarioStore;
+  /** This process's history: with a store, its entries go to the fleet's stream too. */
+  readonly history?: History;
   /** Replaces the store's set with one read from Redis (validated with the service's limits). */
   readonly adopt: (scenarios: readonly Scenario[]) => void;
   readonly logger: Logger;
@@ -402,9 +409,20 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     return (client.eval(TAKE_TOKEN, 1, key, rps, burst) as Promise<number>).then(Number);
   };
 
+  const fleetHistory =
+    options.history === undefined || options.history.capacity === 0
+      ? undefined
+      : startFleetHistory({
+          client,
+          history: options.history,
+          up: () => up && !closed,
+          onError: (error) => setUp(false, errorText(error)),
+        });
+
   return {
     store,
     takeToken,
+    history: fleetHistory,
     written: () => lastWrite,
     get up() {
       return up;
@@ -412,6 +430,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     async close() {
       closed = true;
       clearInterval(check);
+      fleetHistory?.close();
       if (scenarios.shared === cursors) scenarios.shared = undefined;
       scenarios.onReplace = undefined;
       client.disconnect();

@@ -7,6 +7,7 @@ import type { EchoConfig } from './config.ts';
 import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
 import type { TokenBucket } from './rate-limit.ts';
+import type { FleetHistory } from './shared-history.ts';
 
 /** The service's live state, reachable as `app.echo`. */
 export interface EchoState {
@@ -50,6 +51,8 @@ export interface EchoState {
     takeToken(rps: number, burst: number): Promise<number> | undefined;
     /** Settles once the last set replaced here is in the store (or could not be written). */
     written(): Promise<void>;
+    /** The fleet's history (shared-history.ts), unless history is off. */
+    readonly history: FleetHistory | undefined;
   };
 }
 

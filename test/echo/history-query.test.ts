@@ -10,7 +10,12 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FAULT_KINDS } from '../../src/echo/applied.ts';
 import { History } from '../../src/echo/history.ts';
-import { countMatching, filteredPage, parseHistoryFilter } from '../../src/echo/history-filter.ts';
+import {
+  countMatching,
+  filteredPage,
+  localSource,
+  parseHistoryFilter,
+} from '../../src/echo/history-filter.ts';
 import { maskedPath } from '../../src/echo/history-secrets.ts';
 import { historyStream } from '../../src/echo/history-stream.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
@@ -152,8 +157,8 @@ test('history query – with ECHO_HISTORY_SECRETS=show (no path view) the path i
     ['/users/bob', 1, 1],
     ['/users/bo', 0, 0],
   ] as const) {
-    assert.equal(await countMatching(shown, pathFilter(path)), asStored, `${path} as stored`);
-    assert.equal(await countMatching(masked, pathFilter(path)), asMasked, `${path} masked`);
+    assert.equal(await countMatching(localSource(shown), pathFilter(path)), asStored, `${path} as stored`);
+    assert.equal(await countMatching(localSource(masked), pathFilter(path)), asMasked, `${path} masked`);
   }
 });
 
@@ -499,10 +504,10 @@ test('history query – a pass over many entries lets other work run between its
     ranMeanwhile = true;
   });
   // Entries 3, 13, 23, ...: even numbers never end in 3, so GET picks none of them.
-  assert.equal(await countMatching(history, filter), 0);
+  assert.equal(await countMatching(localSource(history), filter), 0);
   assert.ok(ranMeanwhile, 'the pass took no turn of the event loop');
   const byPath = parseHistoryFilter((name) => (name === 'path' ? '/pass/3' : undefined), []);
-  assert.equal(await countMatching(history, byPath), 2_000);
+  assert.equal(await countMatching(localSource(history), byPath), 2_000);
 });
 
 test('history query – an entry of a filtered page that no longer passes when its turn comes is left out', async () => {
@@ -521,7 +526,7 @@ test('history query – an entry of a filtered page that no longer passes when i
   const first = record('first');
   record('second');
   const page = await filteredPage(
-    history,
+    localSource(history),
     undefined,
     10,
     parseHistoryFilter((name) => (name === 'fault' ? 'none' : undefined), []),

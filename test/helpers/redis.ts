@@ -88,3 +88,40 @@ export async function startRedis(port?: number): Promise<RedisServer> {
     },
   };
 }
+
+/** A section of `INFO` (`stats`, `commandstats`, …) as Redis prints it, read over a raw socket. */
+export async function redisInfo(port: number, section: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    let length: number | undefined;
+    socket.setEncoding('utf8');
+    socket.setTimeout(10_000, () => {
+      socket.destroy();
+      reject(new Error(`INFO ${section}: no answer within 10 s`));
+    });
+    socket.once('connect', () => socket.write(`INFO ${section}\r\n`));
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      // A bulk string: `$<length>\r\n<text>\r\n`.
+      const head = text.indexOf('\r\n');
+      if (length === undefined && head !== -1) length = Number(text.slice(1, head));
+      if (length !== undefined && Buffer.byteLength(text) >= head + 2 + length) {
+        socket.destroy();
+        resolve(text.slice(head + 2, head + 2 + length));
+      }
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** Commands Redis has processed so far (`total_commands_processed`, scripts' own included). */
+export async function commandsProcessed(port: number): Promise<number> {
+  return Number(/total_commands_processed:(\d+)/.exec(await redisInfo(port, 'stats'))?.[1]);
+}
+
+/** How many times Redis has run `command` (`INFO commandstats`): 0 before the first. */
+export async function commandCalls(port: number, command: string): Promise<number> {
+  const match = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await redisInfo(port, 'commandstats'));
+  return match === null ? 0 : Number(match[1]);
+}
