@@ -463,27 +463,39 @@ writeFileSync(UNMATCHED_SET, '- path: /elsewhere\n  responses:\n    - status: 50
 const SHARED_SERVERS: readonly ServerSpec[] = [
   {
     ...DEFAULTS,
-    id: 'memmatch',
-    label: 'in memory, a scenario on the path',
-    env: { ECHO_SCENARIO_FILE: MATCHED_SET },
-  },
-  {
-    ...DEFAULTS,
-    id: 'sharedmatch',
-    label: '`ECHO_STATE_URL`, a scenario on the path (a shared step per request)',
-    env: { ECHO_SCENARIO_FILE: MATCHED_SET, ECHO_STATE_URL: '{redis}' },
-  },
-  {
-    ...DEFAULTS,
     id: 'memplain',
-    label: 'in memory, no scenario on the path',
+    label: 'in memory, history on (the default), no scenario on the path',
     env: { ECHO_SCENARIO_FILE: UNMATCHED_SET },
   },
   {
     ...DEFAULTS,
-    id: 'sharedplain',
-    label: '`ECHO_STATE_URL`, no scenario on the path (no round trip)',
+    id: 'sharedhistory',
+    label: '`ECHO_STATE_URL`, history on, no scenario on the path (entries written in batches)',
     env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_STATE_URL: '{redis}' },
+  },
+  {
+    ...DEFAULTS,
+    id: 'memnohistory',
+    label: 'in memory, history off, no scenario on the path',
+    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_HISTORY_SIZE: '0' },
+  },
+  {
+    ...DEFAULTS,
+    id: 'sharedplain',
+    label: '`ECHO_STATE_URL`, history off, no scenario on the path (no round trip)',
+    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_STATE_URL: '{redis}', ECHO_HISTORY_SIZE: '0' },
+  },
+  {
+    ...DEFAULTS,
+    id: 'memmatch',
+    label: 'in memory, history off, a scenario on the path',
+    env: { ECHO_SCENARIO_FILE: MATCHED_SET, ECHO_HISTORY_SIZE: '0' },
+  },
+  {
+    ...DEFAULTS,
+    id: 'sharedmatch',
+    label: '`ECHO_STATE_URL`, history off, a scenario on the path (a shared step per request)',
+    env: { ECHO_SCENARIO_FILE: MATCHED_SET, ECHO_STATE_URL: '{redis}', ECHO_HISTORY_SIZE: '0' },
   },
 ];
 
@@ -564,7 +576,7 @@ const SCENARIOS: readonly Scenario[] = [
     kind: 'load',
     id: 'shared',
     title: 'replicas on Redis: the cost of shared state (issue #33)',
-    what: `\`GET ${PATH}\` against echo-chaos with its defaults, its state in memory and with \`ECHO_STATE_URL\` naming a local \`redis-server\` (no persistence), with a scenario on the path (each request takes its step in one Lua script on Redis) and without one (no round trip). wrk, 2 threads, 50 connections. The ratios are against the first row; compare the two pairs.`,
+    what: `\`GET ${PATH}\` against echo-chaos with its defaults, its state in memory and with \`ECHO_STATE_URL\` naming a local \`redis-server\` (no persistence), in pairs: history on (each replica writes its entries to one stream, a batch per turn of the event loop), history off and no scenario on the path (no round trip), and a scenario on the path (each request takes its step in one Lua script on Redis). wrk, 2 threads, 50 connections. The ratios are against the first row; compare each pair.`,
     servers: SHARED_SERVERS,
     load: WRK50,
     redis: true,

@@ -46,6 +46,11 @@ export const ECHO_ERRORS = {
     message: 'invalid scenarios: %s',
     when: '`POST /scenario` got scenarios that fail validation; `details` lists every problem; the old set stays',
   },
+  ECHO_ERR_SCENARIO_SET_HELD: {
+    status: 412,
+    message: 'the scenario set is already %s (If-None-Match): nothing was replaced, its positions go on',
+    when: '`POST /scenario` with `If-None-Match` naming the set this process already holds (the operator sends it with every push, so a pod that holds the set is not restarted by a push)',
+  },
   ECHO_ERR_INVALID_SCENARIO_STATE: {
     status: 400,
     message: 'invalid scenario state request: %s',

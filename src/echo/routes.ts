@@ -463,12 +463,26 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
   // one posted before it that finishes after.
   let previous: Promise<unknown> = Promise.resolve();
   app.post('/scenario', limit, (request) => {
-    const turn = previous.then(() => loadSet(request.body as unknown));
+    const condition = request.headers['if-none-match'];
+    const turn = previous.then(() => loadSet(request.body as unknown, condition));
     previous = turn.catch(() => {});
     return turn;
   });
 
-  async function loadSet(input: unknown): Promise<{ status: string; count: number }> {
+  /**
+   * Replaces the set with `input`. With `If-None-Match` (`condition`: what the operator sends with
+   * each push, the hash of the set it pushes) a set this process already holds is not replaced (a
+   * 412 says so, its positions go on), and with a shared store the set is written to it only if
+   * the shared set is another: pushing one set to every replica restarts it once.
+   */
+  async function loadSet(
+    input: unknown,
+    condition: string | undefined,
+  ): Promise<{ status: string; count: number }> {
+    if (condition !== undefined) {
+      const etag = `"${scenarios.contentHash()}"`;
+      if (ifNoneMatchHits(condition, etag)) throw new EchoError('ECHO_ERR_SCENARIO_SET_HELD', [etag]);
+    }
     const document = input instanceof YamlBody ? parseYaml(input.text) : input;
     // RE2's check of a pattern takes tens of microseconds and a set may hold 66,000 patterns:
     // seconds of work, done ahead a few milliseconds at a time (issue #30).
@@ -476,7 +490,9 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
     const answer = withPatternVerdicts(ahead, () => {
       // Validated once, by the store (anything at all gives a result there, never a throw but this).
       try {
-        scenarios.replace(document as readonly Scenario[], scenarioLimits(config));
+        scenarios.replace(document as readonly Scenario[], scenarioLimits(config), {
+          ifChanged: condition !== undefined,
+        });
       } catch (error) {
         if (isScenarioError(error) && error.code === 'SCENARIO_ERR_INVALID')
           throw invalidScenarios((error as ScenarioInvalidError).problems);

@@ -126,6 +126,21 @@ redis.call('PEXPIRE', key, ARGV[5])
 return 1
 `;
 
+/**
+ * A set written: KEYS the set's key, its hash's key, its generations; ARGV its hash, its JSON,
+ * '1' to write only if the shared set is another, the generations' time to live. Publishes the hash
+ * on the set's channel. Returns 1 when written, 0 when the shared set was already this one.
+ */
+const WRITE_SET = `
+if ARGV[3] == '1' and redis.call('GET', KEYS[2]) == ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], '*', 1)
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+redis.call('PUBLISH', KEYS[1], ARGV[1])
+return 1
+`;
+
 /** A cursor from its HGETALL fields (`p`, `s`, `t`, `n<i>`). */
 function cursorOf(fields: readonly string[]): SharedCursorState | undefined {
   if (fields.length === 0) return undefined;
@@ -255,17 +270,24 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
   };
   const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-  const write = async (set: readonly Scenario[]) => {
+  /**
+   * Writes the set (its hash in `HASH_KEY`), moves its generation on (a set replaced starts again,
+   * as it does in one process, even when it is the same set) and announces it; with `ifChanged` (a
+   * conditional push) nothing happens when the shared set is already this one.
+   */
+  const write = async (set: readonly Scenario[], ifChanged = false) => {
     const hash = scenarios.contentHash();
-    await client
-      .multi()
-      .set(SCENARIO_KEY, JSON.stringify({ hash, scenarios: set }))
-      .set(HASH_KEY, hash)
-      // A set replaced starts again, as it does in one process, even when it is the same set.
-      .hincrby(`echo-chaos:gen:${hash}`, '*', 1)
-      .pexpire(`echo-chaos:gen:${hash}`, CURSOR_TTL_MS)
-      .publish(SCENARIO_KEY, hash)
-      .exec();
+    await client.eval(
+      WRITE_SET,
+      3,
+      SCENARIO_KEY,
+      HASH_KEY,
+      `echo-chaos:gen:${hash}`,
+      hash,
+      JSON.stringify({ hash, scenarios: set }),
+      ifChanged ? '1' : '0',
+      CURSOR_TTL_MS,
+    );
   };
 
   /** Reads the shared set and adopts it when it differs from this process's. */
@@ -315,13 +337,13 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
   };
 
   let lastWrite: Promise<void> = Promise.resolve();
-  scenarios.onReplace = (set) => {
+  scenarios.onReplace = (set, how) => {
     if (adopting || closed) return;
     if (!up) {
       unsent = set;
       return;
     }
-    lastWrite = write(set).catch((error: unknown) => {
+    lastWrite = write(set, how.ifChanged === true).catch((error: unknown) => {
       unsent = set;
       setUp(false, errorText(error));
     });

@@ -42,7 +42,7 @@ export function createOperatorMetrics(
   return {
     pushes: new Counter({
       name: 'echo_operator_pushes_total',
-      help: 'Scenario arrays POSTed to echo endpoints, by result.',
+      help: 'Scenario arrays POSTed to echo endpoints, by result (success; unchanged: the endpoint held the array already; failure).',
       labelNames: ['result'],
       registers: [registry],
     }),

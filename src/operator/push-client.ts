@@ -1,14 +1,20 @@
 /**
  * The one call the operator makes to an echo pod: `POST /scenario` with the whole array the
- * endpoint should hold (a POST replaces all of a pod's scenarios), timed and counted.
+ * endpoint should hold (a POST replaces all of a pod's scenarios), timed and counted. It is
+ * conditional: `If-None-Match` names the array's content hash, so a pod that already holds it
+ * answers 412 and is not restarted (its sequences go on), and replicas sharing a store (Redis,
+ * `ECHO_STATE_URL`) write the set to it once, whichever pod the first push reaches.
  */
 import { Agent, type Dispatcher, fetch } from 'undici';
 import { OperatorError } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { Endpoint } from './plan.ts';
 
-/** Sends `body` (a JSON scenario array) to `endpoint`; rejects with `OPERATOR_ERR_PUSH` naming the endpoint. */
-export type Push = (endpoint: Endpoint, body: string) => Promise<void>;
+/**
+ * Sends `body` (a JSON scenario array whose content hash is `hash`) to `endpoint` unless it holds
+ * it already; rejects with `OPERATOR_ERR_PUSH` naming the endpoint.
+ */
+export type Push = (endpoint: Endpoint, body: string, hash?: string) => Promise<void>;
 
 export interface PushClientOptions {
   /** Timeout of one push, in ms. */
@@ -34,18 +40,23 @@ export function createPushClient(options: PushClientOptions): Push {
   const { metrics } = options;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.adminToken !== undefined) headers['authorization'] = `Bearer ${options.adminToken}`;
-  return async function push(endpoint, body) {
+  return async function push(endpoint, body, hash) {
     const url = `http://${endpoint.ip}:${endpoint.port}/scenario`;
     const stopTimer = metrics.pushSeconds.startTimer();
     try {
       const res = await fetch(url, {
         method: 'POST',
-        headers,
+        headers: hash === undefined ? headers : { ...headers, 'if-none-match': `"${hash}"` },
         body,
         signal: AbortSignal.timeout(options.timeoutMs),
         ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
       });
       const text = await res.text();
+      // 412: the pod holds this array already (what the read-back that follows proves).
+      if (res.status === 412 && hash !== undefined) {
+        metrics.pushes.inc({ result: 'unchanged' });
+        return;
+      }
       if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);
       metrics.pushes.inc({ result: 'success' });
     } catch (error) {

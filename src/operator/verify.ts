@@ -95,7 +95,7 @@ export function createVerifiedPush(push: Push, readBack: ReadBack): VerifiedPush
       expected = scenarioSetHash(scenarios);
       hashes.set(scenarios, expected);
     }
-    await push(endpoint, body);
+    await push(endpoint, body, expected);
     const held = await readBack(endpoint, expected);
     if (held !== expected) {
       const url = `http://${endpoint.ip}:${endpoint.port}/scenario`;

@@ -124,6 +124,7 @@ export {
 export { MAX_SESSION_STATES, MAX_SESSIONS, SessionTable } from './sessions.ts';
 export {
   type CursorRule,
+  type ReplaceHow,
   type ScenarioSelector,
   ScenarioStore,
   type ScenarioStoreCounts,

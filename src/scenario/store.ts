@@ -108,6 +108,15 @@ export type SetPositionResult =
  * name a session (`X-Echo-Session`): the session has its own position and `times` count in every
  * scenario, apart from the requests without one and from other sessions.
  */
+/** What the caller of {@link ScenarioStore.replace} says of a replacement, for {@link ScenarioStore.onReplace}. */
+export interface ReplaceHow {
+  /**
+   * A conditional replacement (`POST /scenario` with `If-None-Match`): a shared store takes the set
+   * only if the set it shares is another, so pushing one set to every replica restarts it once.
+   */
+  readonly ifChanged?: boolean;
+}
+
 export class ScenarioStore {
   #scenarios: readonly Scenario[] = [];
   #hash: string | undefined;
@@ -216,9 +225,11 @@ export class ScenarioStore {
 
   /**
    * Called after each {@link replace} with the new set (validated): how a shared store (issue #33)
-   * learns of a set posted, loaded from a file or pushed here.
+   * learns of a set posted, loaded from a file or pushed here. `how` is what the caller of
+   * {@link replace} said of it: `ifChanged`, a conditional push (the store shares it only if the
+   * shared set is another).
    */
-  onReplace: ((scenarios: readonly Scenario[]) => void) | undefined = undefined;
+  onReplace: ((scenarios: readonly Scenario[], how: ReplaceHow) => void) | undefined = undefined;
 
   /** Number of scenarios in the current set. */
   get size(): number {
@@ -237,7 +248,11 @@ export class ScenarioStore {
    * invalid nothing changes.
    * @throws {ScenarioInvalidError} `SCENARIO_ERR_INVALID` listing every problem.
    */
-  replace(scenarios: readonly Scenario[], options: ValidateScenariosOptions = {}): void {
+  replace(
+    scenarios: readonly Scenario[],
+    options: ValidateScenariosOptions = {},
+    how: ReplaceHow = {},
+  ): void {
     const result = validateScenarios(scenarios, options);
     if (!result.ok) throw new ScenarioInvalidError(result.problems, 'scenario store');
     const limits: FaultLimits = {
@@ -263,7 +278,7 @@ export class ScenarioStore {
     this.#plain = plain;
     this.#conditional = new PathIndex(conditional);
     this.#sessions.clear();
-    this.onReplace?.(this.#scenarios);
+    this.onReplace?.(this.#scenarios, how);
   }
 
   /**

@@ -86,3 +86,33 @@ test('scenario ETag – the same set posted as YAML, keys in another order, has 
   assert.equal(refused.status, 400);
   assert.equal((await send(`${echo.url}/scenario`)).headers['etag'], etag);
 });
+
+test('scenario ETag – POST /scenario with If-None-Match naming the set held is a 412 that restarts nothing; another tag replaces', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const post = (headers: Record<string, string> = {}) =>
+    send(`${echo.url}/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(SET),
+    });
+  const stale = String((await send(`${echo.url}/scenario`)).headers['etag']);
+  // Holding another set: the conditional push replaces it, as a plain one does.
+  assert.equal((await post({ 'if-none-match': stale.replace(/.$/, 'x"') })).status, 200);
+  const etag = String((await send(`${echo.url}/scenario`)).headers['etag']);
+  assert.notEqual(etag, stale);
+  // /b answers 200 then 500 in turn: one step taken.
+  assert.equal((await send(`${echo.url}/b`)).status, 200);
+  const held = await post({ 'if-none-match': etag });
+  assert.equal(held.status, 412);
+  const error = (JSON.parse(held.text) as { error: { code: string; message: string } }).error;
+  assert.equal(error.code, 'ECHO_ERR_SCENARIO_SET_HELD');
+  assert.match(error.message, /already/);
+  // Nothing restarted: the sequence goes on where it stood.
+  assert.equal((await send(`${echo.url}/b`)).status, 500);
+  // Weak comparison, and a list, as GET's If-None-Match.
+  assert.equal((await post({ 'if-none-match': `"other", W/${etag}` })).status, 412);
+  // Without the header the same set is replaced and starts again, as always.
+  assert.equal((await post()).status, 200);
+  assert.equal((await send(`${echo.url}/b`)).status, 200);
+});

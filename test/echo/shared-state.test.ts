@@ -281,6 +281,41 @@ describe('scenario positions shared on Redis', { skip }, () => {
     );
   });
 
+  test('a conditional push of one set to every replica (the operator’s) restarts it once, not once per replica', async () => {
+    const set = [
+      { path: '/pushed', cycle: false, responses: ['a', 'b', 'c', 'd', 'e'].map((body) => ({ body })) },
+    ];
+    const pushTo = async (replica: EchoProcess, tag: string) =>
+      fetch(`${replica.url}/scenario`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'if-none-match': `"${tag}"` },
+        body: JSON.stringify(set),
+      });
+    const { scenarioSetHash } = await import('../../src/scenario/index.ts');
+    const hash = scenarioSetHash(set);
+    // All three at once, as the operator's workers push them: the store takes the set once.
+    const pushed = await Promise.all(fleet.map((replica) => pushTo(replica, hash)));
+    for (const res of pushed) assert.ok([200, 412].includes(res.status), `push answered ${res.status}`);
+    await until('every replica serves the set', async () => {
+      for (const replica of fleet) if ((await etag(replica)) !== `"${hash}"`) return false;
+      return true;
+    });
+    const bodies: string[] = [];
+    for (let i = 0; i < 2; i++) bodies.push((await answer(fleet[i % 3]!, '/pushed')).body);
+    // Pushed again (an operator that restarted): every replica holds it, nothing restarts.
+    const again = await Promise.all(fleet.map((replica) => pushTo(replica, hash)));
+    assert.deepEqual(
+      again.map((res) => res.status),
+      [412, 412, 412],
+    );
+    bodies.push((await answer(fleet[2]!, '/pushed')).body);
+    // A replica that has not yet taken a set the store holds (here: one whose tag is not named)
+    // replaces its own, but the store is not written again: the fleet's sequence goes on.
+    assert.equal((await pushTo(fleet[1]!, 'another')).status, 200);
+    for (let i = 3; i < 5; i++) bodies.push((await answer(fleet[i % 3]!, '/pushed')).body);
+    assert.deepEqual(bodies, ['a', 'b', 'c', 'd', 'e']);
+  });
+
   test('times counts the fleet: times: 3 answers three requests in all, then the echo does', async () => {
     await share([{ path: '/thrice', times: 3, responses: [{ status: 418, body: 'scripted' }] }]);
     const statuses: number[] = [];

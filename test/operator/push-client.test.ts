@@ -46,3 +46,31 @@ test('push client – an answer that is not 2xx rejects with OPERATOR_ERR_PUSH a
   });
   assert.deepEqual(results, ['failure']);
 });
+
+test('push client – pushes are conditional: a real echo that holds the array answers 412, counted unchanged, its sequence going on', async (t) => {
+  const { startEcho } = await import('../helpers/echo-server.ts');
+  const { scenarioSetHash } = await import('../../src/scenario/index.ts');
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const set = [{ path: '/seq', cycle: false, responses: [{ body: 'one' }, { body: 'two' }] }];
+  const body = JSON.stringify(set);
+  const hash = scenarioSetHash(set);
+  const { push, results } = pushClient();
+  const at = endpoint(Number(new URL(echo.url).port));
+  await push(at, body, hash);
+  assert.equal(await (await fetch(`${echo.url}/seq`)).text(), 'one');
+  // The operator again (restarted, or retrying): the pod holds the array, nothing restarts.
+  await push(at, body, hash);
+  assert.equal(await (await fetch(`${echo.url}/seq`)).text(), 'two');
+  assert.deepEqual(results, ['success', 'unchanged']);
+});
+
+test('push client – a 412 to an unconditional push is a failure', async (t) => {
+  const server = createServer((_req, res) => res.writeHead(412).end('{}'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const { port } = server.address() as AddressInfo;
+  const { push, results } = pushClient();
+  await assert.rejects(push(endpoint(port), '[]'), { code: 'OPERATOR_ERR_PUSH' });
+  assert.deepEqual(results, ['failure']);
+});
