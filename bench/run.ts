@@ -460,6 +460,8 @@ writeFileSync(
   '- path: /bench/path\n  responses:\n    - status: 200\n      body: first\n    - status: 200\n      body: second\n',
 );
 writeFileSync(UNMATCHED_SET, '- path: /elsewhere\n  responses:\n    - status: 503\n');
+// Each shared server names a database of its own: one Redis runs for the scenario, and a replica
+// that joins takes the set already there over its own file.
 const SHARED_SERVERS: readonly ServerSpec[] = [
   {
     ...DEFAULTS,
@@ -471,7 +473,7 @@ const SHARED_SERVERS: readonly ServerSpec[] = [
     ...DEFAULTS,
     id: 'sharedhistory',
     label: '`ECHO_STATE_URL`, history on, no scenario on the path (entries written in batches)',
-    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_STATE_URL: '{redis}' },
+    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_STATE_URL: '{redis}/1' },
   },
   {
     ...DEFAULTS,
@@ -483,7 +485,7 @@ const SHARED_SERVERS: readonly ServerSpec[] = [
     ...DEFAULTS,
     id: 'sharedplain',
     label: '`ECHO_STATE_URL`, history off, no scenario on the path (no round trip)',
-    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_STATE_URL: '{redis}', ECHO_HISTORY_SIZE: '0' },
+    env: { ECHO_SCENARIO_FILE: UNMATCHED_SET, ECHO_STATE_URL: '{redis}/2', ECHO_HISTORY_SIZE: '0' },
   },
   {
     ...DEFAULTS,
@@ -495,7 +497,7 @@ const SHARED_SERVERS: readonly ServerSpec[] = [
     ...DEFAULTS,
     id: 'sharedmatch',
     label: '`ECHO_STATE_URL`, history off, a scenario on the path (a shared step per request)',
-    env: { ECHO_SCENARIO_FILE: MATCHED_SET, ECHO_STATE_URL: '{redis}', ECHO_HISTORY_SIZE: '0' },
+    env: { ECHO_SCENARIO_FILE: MATCHED_SET, ECHO_STATE_URL: '{redis}/3', ECHO_HISTORY_SIZE: '0' },
   },
 ];
 

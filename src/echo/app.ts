@@ -162,7 +162,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       logger,
     });
     state.shared = shared;
-    state.metrics.watchStateStore(() => shared.up);
+    const fleetHistory = shared.history;
+    state.metrics.watchStateStore(
+      () => shared.up,
+      fleetHistory === undefined ? undefined : () => fleetHistory.dropped,
+    );
     app.addHook('onClose', () => shared.close());
   }
   // Closing drains: waiting requests are answered at once instead of holding close() for their delay.

@@ -183,7 +183,20 @@ export class EchoMetrics implements FaultMeters {
    * `echo_state_store_up` (1 when the shared store of `ECHO_STATE_URL` is reachable, else 0),
    * registered only when there is such a store.
    */
-  watchStateStore(read: () => boolean): void {
+  watchStateStore(read: () => boolean, historyDropped?: () => number): void {
+    if (historyDropped !== undefined) {
+      let counted = 0;
+      new Counter({
+        name: 'echo_state_history_dropped_total',
+        help: 'History entries that never reached the shared store (ECHO_STATE_URL): more than 10,000 waiting to be written, or a write that failed; they stay in this process’s own history',
+        registers: [this.registry],
+        collect() {
+          const now = historyDropped();
+          if (now > counted) this.inc(now - counted);
+          counted = Math.max(counted, now);
+        },
+      });
+    }
     new Gauge({
       name: 'echo_state_store_up',
       help: 'Whether the shared state store (ECHO_STATE_URL, Redis) is reachable: 1, or 0 while this process serves from its own memory',

@@ -5,7 +5,8 @@
  *
  * - **Written off the request's path, batched.** An entry is queued when its request ends
  *   (`History.onComplete`); the entries that end within one turn of the event loop go in one
- *   script call (one write per turn at most, and at most {@link MAX_WRITES_IN_FLIGHT} in flight):
+ *   script call (one write per turn at most, and one in flight at a time, the entries ending
+ *   meanwhile waiting for the next):
  *   numbered by one counter (`INCRBY`), added to the stream (`XADD ... MAXLEN ~ ECHO_HISTORY_SIZE`)
  *   under their numbers, their ids indexed in a sorted set (for replay), their body bytes in a hash
  *   beside (a filter reads the stream without the bodies), and what left the window deleted.
@@ -37,6 +38,7 @@ import {
   type HistoryFilter,
   isFiltered,
 } from './history-filter.ts';
+import { defineScript } from './redis-script.ts';
 
 /** The stream of entries (metadata), the counter numbering them, the ids, the bodies. */
 export const HISTORY_KEYS = {
@@ -49,8 +51,12 @@ const KEYS = [HISTORY_KEYS.stream, HISTORY_KEYS.seq, HISTORY_KEYS.ids, HISTORY_K
 
 /** Entries queued for the stream at most; past it the oldest queued are dropped (and counted). */
 export const MAX_PENDING = 10_000;
-/** Batch writes waiting for Redis at once; entries ending meanwhile wait in the queue. */
-export const MAX_WRITES_IN_FLIGHT = 4;
+/**
+ * Batch writes waiting for Redis at once: one, so entries that end while a write is on its way
+ * wait for it and go together in the next (a group commit: under load the batches grow with the
+ * round trip, and the commands per request fall; unloaded, an entry goes at the end of its turn).
+ */
+export const MAX_WRITES_IN_FLIGHT = 1;
 /** Entries one scan reads from the stream at a time (a filter, a count). */
 const SCAN_CHUNK = 256;
 
@@ -175,6 +181,9 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
   const { client, history, up } = options;
   const capacity = history.capacity;
   const schedule = options.schedule ?? ((flush: () => void) => setImmediate(flush));
+  const append = defineScript(client, KEYS.length, APPEND);
+  const sizeOf = defineScript(client, KEYS.length, SIZE);
+  const clear = defineScript(client, KEYS.length, CLEAR);
   // Bodies the copies of reads in progress hold, against ECHO_HISTORY_MAX_BYTES.
   let heldBytes = 0;
   let dropped = 0;
@@ -197,7 +206,7 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
       args.push(stored.id, JSON.stringify({ ...stored, kept: body.byteLength }), body);
     }
     inFlight++;
-    const write = (client.eval(APPEND, KEYS.length, ...KEYS, ...args) as Promise<unknown>).then(
+    const write = append(...KEYS, ...args).then(
       () => {},
       (error: unknown) => {
         dropped += batch.length;
@@ -229,7 +238,7 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
 
   // ---- Reading. ----
   const size = async (): Promise<{ last: number; count: number }> => {
-    const [last, count] = (await client.eval(SIZE, KEYS.length, ...KEYS, capacity)) as [number, number];
+    const [last, count] = (await sizeOf(...KEYS, capacity)) as [number, number];
     return { last: Number(last), count: Number(count) };
   };
 
@@ -377,7 +386,7 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
       return copy;
     },
     async clear() {
-      return Number(await client.eval(CLEAR, KEYS.length, ...KEYS, capacity));
+      return Number(await clear(...KEYS, capacity));
     },
     flushed() {
       if (pending.length > 0 && inFlight < MAX_WRITES_IN_FLIGHT) flush();

@@ -30,6 +30,7 @@
 import type { Logger } from 'pino';
 import type { Scenario, ScenarioStore, SharedCursorState, SharedCursors } from '../scenario/index.ts';
 import type { History } from './history.ts';
+import { defineScript } from './redis-script.ts';
 import { type FleetHistory, startFleetHistory } from './shared-history.ts';
 
 /** The key holding the shared set and the channel announcing a new one. */
@@ -252,6 +253,12 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     retryStrategy: (times: number) => Math.min(times * 200, 2000),
   };
   const client = new Redis(common);
+  const writeSet = defineScript(client, 3, WRITE_SET);
+  const step = defineScript(client, 1, STEP);
+  const read = defineScript(client, 1, READ);
+  const reset = defineScript(client, 1, RESET);
+  const setPosition = defineScript(client, 1, SET_POSITION);
+  const takeTokenScript = defineScript(client, 1, TAKE_TOKEN);
   const subscriber = new Redis({ ...common, enableOfflineQueue: true });
 
   let up = false;
@@ -277,9 +284,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
    */
   const write = async (set: readonly Scenario[], ifChanged = false) => {
     const hash = scenarios.contentHash();
-    await client.eval(
-      WRITE_SET,
-      3,
+    await writeSet(
       SCENARIO_KEY,
       HASH_KEY,
       `echo-chaos:gen:${hash}`,
@@ -380,9 +385,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
       return up;
     },
     async step(set, rule, session) {
-      const [response, position, positionServed, total] = (await client.eval(
-        STEP,
-        1,
+      const [response, position, positionServed, total] = (await step(
         gens(set),
         prefix(set),
         rule.index,
@@ -402,24 +405,15 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     },
     async read(set, count, session) {
       if (count === 0) return [];
-      const rows = (await client.eval(READ, 1, gens(set), prefix(set), session ?? '', count)) as string[][];
+      const rows = (await read(gens(set), prefix(set), session ?? '', count)) as string[][];
       return rows.map(cursorOf);
     },
     async reset(set, indices, session) {
       const all = indices ?? (session === undefined ? [] : [...Array(scenarios.size).keys()]);
-      await client.eval(RESET, 1, gens(set), prefix(set), session ?? '', CURSOR_TTL_MS, ...all);
+      await reset(gens(set), prefix(set), session ?? '', CURSOR_TTL_MS, ...all);
     },
     async setPosition(set, index, session, position) {
-      await client.eval(
-        SET_POSITION,
-        1,
-        gens(set),
-        prefix(set),
-        index,
-        session ?? '',
-        position,
-        CURSOR_TTL_MS,
-      );
+      await setPosition(gens(set), prefix(set), index, session ?? '', position, CURSOR_TTL_MS);
     },
   };
   scenarios.shared = cursors;
@@ -428,7 +422,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     if (!up) return undefined;
     // Replicas with other settings keep their own bucket rather than one they disagree on.
     const key = `echo-chaos:ratelimit:${rps}:${burst}`;
-    return (client.eval(TAKE_TOKEN, 1, key, rps, burst) as Promise<number>).then(Number);
+    return takeTokenScript(key, rps, burst).then(Number);
   };
 
   const fleetHistory =

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { completeEntry, History } from '../../src/echo/history.ts';
 import { HISTORY_KEYS, startFleetHistory } from '../../src/echo/shared-history.ts';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
+import { scrapeValue } from '../helpers/metrics.ts';
 import { commandCalls, hasRedis, REDIS_MISSING, type RedisServer, startRedis } from '../helpers/redis.ts';
 
 /**
@@ -124,6 +125,7 @@ describe('history shared on Redis by three replicas', { skip }, () => {
     assert.equal(posted.method, 'POST');
     assert.equal(posted.body, 'body 3');
     assert.equal(posted.status, 200);
+    assert.equal(await scrapeValue(replicas[0]!.url, 'echo_state_history_dropped_total'), 0);
     for (const replica of replicas) {
       assert.equal(await count(replica, '?path=/fleet/*'), 9);
       assert.equal(await count(replica, '?path=/fleet/*&method=POST'), 4);
@@ -338,46 +340,79 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
       onError: (error) => assert.fail(String(error)),
       schedule: (flush) => turns.push(flush),
     });
-    const evalsBefore = await commandCalls(redis.port, 'eval');
-    for (let i = 0; i < 10; i++) {
-      const entry = local.record({
+    const record = (i: number) =>
+      local.record({
         requestId: `batch-${i}`,
         method: 'GET',
         url: `/batch/${i}`,
         headers: {},
-        body: Buffer.from(`b${i}`),
+        body: i === 0 ? undefined : Buffer.from(`b${i}`),
         remoteAddr: '127.0.0.1',
         protocol: 'HTTP/1.1',
       })!;
-      completeEntry(entry, 200, 1);
+    // A first batch loads the script (EVALSHA answered NOSCRIPT, then EVAL).
+    completeEntry(record(0), 200, 1);
+    turns.shift()!();
+    await fleet.flushed();
+    const scripts = async () =>
+      (await commandCalls(redis.port, 'evalsha')) + (await commandCalls(redis.port, 'eval'));
+    const scriptsBefore = await scripts();
+    for (let i = 1; i <= 10; i++) {
+      completeEntry(record(i), 200, 1);
     }
     assert.equal(turns.length, 1, 'one flush scheduled for the turn');
-    assert.equal(await client.xlen(HISTORY_KEYS.stream), 0, 'nothing written before the turn ends');
-    turns[0]!();
+    assert.equal(await client.xlen(HISTORY_KEYS.stream), 1, 'nothing written before the turn ends');
+    turns.shift()!();
     await fleet.flushed();
-    assert.equal((await commandCalls(redis.port, 'eval')) - evalsBefore, 1);
-    assert.equal(await client.xlen(HISTORY_KEYS.stream), 10);
-    assert.equal(await fleet.count({ given: [] }), 10);
+    assert.equal((await scripts()) - scriptsBefore, 1, 'one script call for the ten');
+    assert.equal(await client.xlen(HISTORY_KEYS.stream), 11);
+    assert.equal(await fleet.count({ given: [] }), 11);
     // A later turn's entries are the next batch, numbered after these.
-    completeEntry(
-      local.record({
-        requestId: 'batch-10',
-        method: 'GET',
-        url: '/batch/10',
-        headers: {},
-        body: undefined,
-        remoteAddr: '127.0.0.1',
-        protocol: 'HTTP/1.1',
-      })!,
-      200,
-      1,
-    );
-    assert.equal(turns.length, 2);
-    turns[1]!();
+    completeEntry(record(11), 200, 1);
+    assert.equal(turns.length, 1);
+    turns.shift()!();
     await fleet.flushed();
     const { copy, page } = await fleet.page(undefined, 100, { given: [] });
-    assert.deepEqual([page?.firstSeq, page?.lastSeq], [1, 11]);
-    assert.equal(copy.atOrAfter(11)?.id, 'batch-10');
+    assert.deepEqual([page?.firstSeq, page?.lastSeq], [1, 12]);
+    assert.equal(copy.atOrAfter(12)?.id, 'batch-11');
+    assert.equal(copy.atOrAfter(5)?.body, 'b4');
+    assert.equal(fleet.dropped, 0);
     fleet.close();
+  });
+
+  test('a write that fails drops its batch and counts it; the entries stay in the process’s history', async () => {
+    const local = new History(100, 1024);
+    const turns: Array<() => void> = [];
+    // A client with nothing to reach and no queue: its commands fail at once.
+    const gone = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false });
+    const errors: unknown[] = [];
+    const fleet = startFleetHistory({
+      client: gone,
+      history: local,
+      up: () => true,
+      onError: (error) => errors.push(error),
+      schedule: (flush) => turns.push(flush),
+    });
+    for (let i = 0; i < 3; i++)
+      completeEntry(
+        local.record({
+          requestId: `lost-${i}`,
+          method: 'GET',
+          url: '/lost',
+          headers: {},
+          body: undefined,
+          remoteAddr: '127.0.0.1',
+          protocol: 'HTTP/1.1',
+        })!,
+        200,
+        1,
+      );
+    turns.shift()!();
+    await fleet.flushed();
+    assert.equal(fleet.dropped, 3);
+    assert.equal(errors.length, 1);
+    assert.equal(local.size, 3);
+    fleet.close();
+    gone.disconnect();
   });
 });
