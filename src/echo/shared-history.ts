@@ -6,7 +6,7 @@
  * - **Written off the request's path, batched.** An entry is queued when its request ends
  *   (`History.onComplete`); the entries that end within one turn of the event loop go in one
  *   script call (one write per turn at most, and one in flight at a time, the entries ending
- *   meanwhile waiting for the next):
+ *   meanwhile waiting for the next: a group commit, whose batches grow with the load):
  *   numbered by one counter (`INCRBY`), added to the stream (`XADD ... MAXLEN ~ ECHO_HISTORY_SIZE`)
  *   under their numbers, their ids indexed in a sorted set (for replay), their body bytes in a hash
  *   beside (a filter reads the stream without the bodies), and what left the window deleted.
@@ -49,14 +49,8 @@ export const HISTORY_KEYS = {
 } as const;
 const KEYS = [HISTORY_KEYS.stream, HISTORY_KEYS.seq, HISTORY_KEYS.ids, HISTORY_KEYS.bodies] as const;
 
-/** Entries queued for the stream at most; past it the oldest queued are dropped (and counted). */
+/** Entries queued for the stream at most; past it new entries are dropped (and counted). */
 export const MAX_PENDING = 10_000;
-/**
- * Batch writes waiting for Redis at once: one, so entries that end while a write is on its way
- * wait for it and go together in the next (a group commit: under load the batches grow with the
- * round trip, and the commands per request fall; unloaded, an entry goes at the end of its turn).
- */
-export const MAX_WRITES_IN_FLIGHT = 1;
 /** Entries one scan reads from the stream at a time (a filter, a count). */
 const SCAN_CHUNK = 256;
 
@@ -189,15 +183,24 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
   let dropped = 0;
   let closed = false;
 
-  // ---- Writing: a queue flushed once a turn, a batch per flush. ----
+  // ---- Writing: a queue flushed once a turn, a batch per flush, one batch in flight. ----
   let pending: HistoryEntry[] = [];
   let scheduled = false;
-  let inFlight = 0;
-  let writes: Promise<void> = Promise.resolve();
+  /** The batch on its way to Redis, settled (written or failed, its bookkeeping done) or not. */
+  let current: Promise<void> | undefined;
+  /** Entries queued so far, and those settled (written, failed or dropped): what `flushed` waits on. */
+  let queued = 0;
+  let settled = 0;
+
+  const later = () => {
+    if (scheduled || pending.length === 0) return;
+    scheduled = true;
+    schedule(flush);
+  };
 
   const flush = () => {
     scheduled = false;
-    if (closed || pending.length === 0 || inFlight >= MAX_WRITES_IN_FLIGHT) return;
+    if (closed || pending.length === 0 || current !== undefined) return;
     const batch = pending;
     pending = [];
     const args: Array<string | Buffer | number> = [capacity];
@@ -205,34 +208,43 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
       const { stored, body } = storedForm(entry);
       args.push(stored.id, JSON.stringify({ ...stored, kept: body.byteLength }), body);
     }
-    inFlight++;
-    const write = append(...KEYS, ...args).then(
-      () => {},
+    current = append(...KEYS, ...args).then(
+      () => {
+        settled += batch.length;
+        current = undefined;
+        later();
+      },
       (error: unknown) => {
         dropped += batch.length;
+        settled += batch.length;
+        current = undefined;
         options.onError(error);
+        later();
       },
     );
-    writes = Promise.all([writes, write]).then(() => {});
-    void write.finally(() => {
-      inFlight--;
-      if (pending.length > 0 && !scheduled) {
-        scheduled = true;
-        schedule(flush);
-      }
-    });
   };
 
   history.onComplete = (entry) => {
     if (closed || !up()) return;
-    pending.push(entry);
-    if (pending.length > MAX_PENDING) {
-      dropped += pending.length - MAX_PENDING;
-      pending = pending.slice(pending.length - MAX_PENDING);
+    queued++;
+    if (pending.length >= MAX_PENDING) {
+      dropped++;
+      settled++;
+      return;
     }
-    if (!scheduled) {
-      scheduled = true;
-      schedule(flush);
+    pending.push(entry);
+    later();
+  };
+
+  /** Settles once every entry queued before the call is settled (each wait bounded by the command timeout). */
+  const flushed = async () => {
+    const target = queued;
+    while (settled < target && !closed) {
+      if (current === undefined) {
+        if (pending.length === 0) return;
+        flush();
+      }
+      await current;
     }
   };
 
@@ -388,10 +400,7 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
     async clear() {
       return Number(await clear(...KEYS, capacity));
     },
-    flushed() {
-      if (pending.length > 0 && inFlight < MAX_WRITES_IN_FLIGHT) flush();
-      return writes;
-    },
+    flushed,
     close() {
       closed = true;
       if (history.onComplete !== undefined) history.onComplete = undefined;

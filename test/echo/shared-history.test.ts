@@ -380,6 +380,39 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
     fleet.close();
   });
 
+  test('a read waits for the entries queued behind the write in flight, not only for that write', async () => {
+    await client.del(HISTORY_KEYS.stream, HISTORY_KEYS.seq, HISTORY_KEYS.ids, HISTORY_KEYS.bodies);
+    const local = new History(100, 1024);
+    const turns: Array<() => void> = [];
+    const fleet = startFleetHistory({
+      client,
+      history: local,
+      up: () => true,
+      onError: (error) => assert.fail(String(error)),
+      schedule: (flush) => turns.push(flush),
+    });
+    const end = (id: string) =>
+      completeEntry(
+        local.record({
+          requestId: id,
+          method: 'GET',
+          url: '/queued',
+          headers: {},
+          body: undefined,
+          remoteAddr: '127.0.0.1',
+          protocol: 'HTTP/1.1',
+        })!,
+        200,
+        1,
+      );
+    end('first');
+    turns.shift()!(); // the first batch leaves
+    end('second'); // queued while it is on its way; its turn never comes here
+    await fleet.flushed();
+    assert.equal(await client.xlen(HISTORY_KEYS.stream), 2);
+    fleet.close();
+  });
+
   test('a write that fails drops its batch and counts it; the entries stay in the process’s history', async () => {
     const local = new History(100, 1024);
     const turns: Array<() => void> = [];
