@@ -282,7 +282,8 @@ export async function registerServiceRoutes(
         request.log.warn({ err: error }, 'the shared history could not be read: answering from this process');
       }
     }
-    reply.header('x-echo-history-scope', 'process');
+    // Said only where there is a fleet to tell apart: one process's answers are as they were.
+    if (state.shared !== undefined) reply.header('x-echo-history-scope', 'process');
     return undefined;
   };
 

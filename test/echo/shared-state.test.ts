@@ -145,13 +145,16 @@ describe('the scenario set shared on Redis', { skip }, () => {
   });
 });
 
-test('without ECHO_STATE_URL, /health has no store and no shared-state gauge', async () => {
+test('without ECHO_STATE_URL, /health has no store, no shared-state meter, history no scope header', async () => {
   const alone = await startEchoProcess({});
   try {
     const body = await health(alone);
     assert.equal(body.store, undefined);
     const metrics = await (await fetch(`${alone.url}/metrics`)).text();
-    assert.doesNotMatch(metrics, /echo_state_store_up/);
+    assert.doesNotMatch(metrics, /echo_state_/);
+    const history = await fetch(`${alone.url}/history`);
+    assert.equal(history.status, 200);
+    assert.equal(history.headers.get('x-echo-history-scope'), null);
   } finally {
     await alone.stop();
   }
