@@ -102,12 +102,6 @@ export type SetPositionResult =
       readonly message: string;
     };
 
-/**
- * In-memory scenarios, matched in list order. Replacing is atomic: a request sees the old set or
- * the new one, never a mix, and every scenario starts again at its first response. A request may
- * name a session (`X-Echo-Session`): the session has its own position and `times` count in every
- * scenario, apart from the requests without one and from other sessions.
- */
 /** What the caller of {@link ScenarioStore.replace} says of a replacement, for {@link ScenarioStore.onReplace}. */
 export interface ReplaceHow {
   /**
@@ -117,6 +111,12 @@ export interface ReplaceHow {
   readonly ifChanged?: boolean;
 }
 
+/**
+ * In-memory scenarios, matched in list order. Replacing is atomic: a request sees the old set or
+ * the new one, never a mix, and every scenario starts again at its first response. A request may
+ * name a session (`X-Echo-Session`): the session has its own position and `times` count in every
+ * scenario, apart from the requests without one and from other sessions.
+ */
 export class ScenarioStore {
   #scenarios: readonly Scenario[] = [];
   #hash: string | undefined;
