@@ -26,7 +26,7 @@ import { historyStream } from './history-stream.ts';
 import { readJsonBody, readTextBody } from './json-body.ts';
 import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
-import { loadUndici, parseReplayRequest, replay } from './replay.ts';
+import { loadUndici, parseReplayRequest, parseTarget, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
 import { ifNoneMatchHits } from './scenario-etag.ts';
 import { connectionLimiter } from './server.ts';
@@ -370,6 +370,15 @@ export async function registerServiceRoutes(
 
   app.post('/replay', async (request: FastifyRequest, reply: FastifyReply) => {
     const body = parseReplayRequest(request.body);
+    // A target is judged before anything else: a refused one is a 403 whatever the id names, so
+    // the answer says nothing of what history holds (and the README's example is what it shows).
+    if (body.target !== undefined) {
+      const target = new URL(parseTarget(body.target));
+      await guard.resolveChecked(
+        target.hostname,
+        Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+      );
+    }
     const dispatchers = await replayAgents();
     // An id any replica handed out, with a shared store (X-Echo-History-Id, GET /history).
     const source = (await fromFleet(request, reply, (fleet) => fleet.find(body.id))) ?? history;

@@ -182,3 +182,22 @@ test('replay targets – a dual-stack name falls back to its next checked addres
   assert.equal(res.status, 200, res.text);
   assert.deepEqual(target.seen.requests, ['GET /dual']);
 });
+
+test('replay targets – the README example: a refused target is a 403 before the id is looked up, whatever history holds', async (t) => {
+  const echo = await echoWith(t, { ECHO_REPLAY_ALLOWED_TARGETS: 'staging.internal,10.20.0.0/16' });
+  // `abc` was never recorded: the target is judged first, so the answer tells nothing of history.
+  assertRefused(
+    await replay(echo, 'abc', 'http://169.254.169.254'),
+    '169.254.169.254:80',
+    /not in ECHO_REPLAY_ALLOWED_TARGETS/,
+  );
+  await record(echo, '/orders/9', 'known');
+  assertRefused(
+    await replay(echo, 'known', 'http://169.254.169.254'),
+    '169.254.169.254:80',
+    /not in ECHO_REPLAY_ALLOWED_TARGETS/,
+  );
+  // An allowed target with an unknown id is still a 404.
+  const missing = await replay(echo, 'abc', 'http://10.20.0.1:9');
+  assert.equal(missing.status, 404, missing.text);
+});
