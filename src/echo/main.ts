@@ -9,6 +9,7 @@ import {
   type ObsConfigError,
 } from '@echo-chaos/obs';
 import type { FastifyInstance } from 'fastify';
+import { nodeSupportWarning } from '../telemetry/node-support.ts';
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
@@ -49,6 +50,8 @@ async function main(): Promise<void> {
     process.stderr.write(`echo-chaos: ${command.message}\n`);
     process.exit(2);
   }
+  const unsupported = nodeSupportWarning('echo-chaos', process.versions.node);
+  if (unsupported !== undefined) process.stderr.write(`${unsupported}\n`);
   let app: FastifyInstance;
   let config: EchoConfig;
   let connections: ConnectionDrain;

@@ -22,6 +22,7 @@ import {
 import pino from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import pkg from '../../package.json' with { type: 'json' };
+import { nodeSupportWarning } from '../telemetry/node-support.ts';
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
@@ -43,6 +44,8 @@ if (command.kind === 'usage-error') {
   process.stderr.write(`echo-chaos-operator: ${command.message}\n`);
   process.exit(2);
 }
+const unsupported = nodeSupportWarning('echo-chaos-operator', process.versions.node);
+if (unsupported !== undefined) process.stderr.write(`${unsupported}\n`);
 
 // A bad setting stops startup with one line per problem, naming the setting.
 let config: OperatorConfig;
