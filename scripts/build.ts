@@ -30,11 +30,13 @@ interface PackageJson {
   [key: string]: unknown;
   private?: boolean;
   exports?: unknown;
+  scripts?: unknown;
 }
 
 /** The package.json `@echo-chaos/obs` ships with: the workspace's, pointed at the built files. */
 export function publishedObsManifest(workspace: PackageJson): PackageJson {
-  const { private: _private, exports: _exports, ...rest } = workspace;
+  // The workspace's scripts stay behind: its `prepack` refuses to pack the sources.
+  const { private: _private, exports: _exports, scripts: _scripts, ...rest } = workspace;
   return {
     ...rest,
     exports: {
