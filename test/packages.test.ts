@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { exitOf, freePort } from './helpers/runtime.ts';
@@ -138,6 +138,19 @@ describe('packages – installed from their tarballs, outside the repository', {
       npmInstall(dir, [`node@${line}`]);
       nodes[line] = join(dir, 'node_modules', '.bin', 'node');
     }
+  });
+
+  test('the READMEs name the tarballs npm pack writes, and install both together until the first release', () => {
+    const service = basename(tarballs.service);
+    const obs = basename(tarballs.obs);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    assert.ok(
+      readme.includes(`npm install ./${service} ./${obs}`),
+      `README.md installs ${service} with ${obs}`,
+    );
+    const obsReadme = readFileSync(join(ROOT, 'src', 'obs', 'README.md'), 'utf8');
+    assert.ok(obsReadme.includes(`writes ${obs}`), `src/obs/README.md names ${obs}`);
+    assert.ok(obsReadme.includes(`npm install /path/to/${obs} fastify`));
   });
 
   test('the obs tarball holds built JavaScript, declarations, source maps and presets, nothing else', () => {
