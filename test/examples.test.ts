@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -68,6 +68,16 @@ test('examples – there is at least the bare fastify example', () => {
   assert.ok(examples.includes('bare-fastify'), `examples found: ${examples.join(', ')}`);
 });
 
+test('examples – each has a README that says what it shows and how to run it', () => {
+  for (const name of examples) {
+    const readme = join(EXAMPLES, name, 'README.md');
+    assert.ok(existsSync(readme), `examples/${name} has no README.md`);
+    const text = readFileSync(readme, 'utf8');
+    assert.match(text, /^What it shows: /m, `examples/${name}/README.md says what it shows`);
+    assert.ok(text.includes(`npx node examples/${name}/server.ts`), `examples/${name}/README.md runs it`);
+  }
+});
+
 test('examples – the hook hides every OpenTelemetry package but the API', () => {
   const probe = (specifier: string) =>
     spawnSync(
@@ -119,3 +129,30 @@ for (const name of examples) {
     assert.equal(await exited, 0, output.text);
   });
 }
+
+test('examples – bare-fastify logs with obs’s logger options: an email in a URL is masked', async (t) => {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(OBS|OTEL)_/i.test(k)));
+  const child = spawn(
+    process.execPath,
+    ['--import', HIDE_OTEL_SDK, join(EXAMPLES, 'bare-fastify', 'server.ts')],
+    { env: { ...env, PORT: '0', HOST: '127.0.0.1' } },
+  );
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const output = { text: '' };
+  const url = await listening(child, output);
+  const res = await fetch(`${url}/users/jane.doe@example.com`);
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { hello: 'jane.doe@example.com' });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0, output.text);
+  const lines = output.text.split('\n').filter((line) => line.includes('/users/'));
+  assert.ok(lines.length > 0, output.text);
+  assert.ok(
+    lines.every((line) => line.includes('/users/[MASKED:email]')),
+    lines.join('\n'),
+  );
+  assert.doesNotMatch(output.text, /jane\.doe@example\.com/);
+});
