@@ -317,6 +317,23 @@ describe('the fleet’s history is bounded as one process’s', { skip }, () => 
   });
 });
 
+/**
+ * A fleet history writing a fresh History's entries through `client`, its turns run by the test
+ * (`turns`: the flushes scheduled, in order), failing the test on any write error unless told.
+ */
+function writer(client: Redis, onError: (error: unknown) => void = (error) => assert.fail(String(error))) {
+  const local = new History(100, 1024);
+  const turns: Array<() => void> = [];
+  const fleet = startFleetHistory({
+    client,
+    history: local,
+    up: () => true,
+    onError,
+    schedule: (flush) => turns.push(flush),
+  });
+  return { local, turns, fleet };
+}
+
 describe('writing the fleet’s history: one write per turn of the event loop', { skip }, () => {
   let redis: RedisServer;
   let client: Redis;
@@ -331,15 +348,7 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
   });
 
   test('the entries that end in one turn go to Redis in one script call, none before the turn ends', async () => {
-    const local = new History(100, 1024);
-    const turns: Array<() => void> = [];
-    const fleet = startFleetHistory({
-      client,
-      history: local,
-      up: () => true,
-      onError: (error) => assert.fail(String(error)),
-      schedule: (flush) => turns.push(flush),
-    });
+    const { local, turns, fleet } = writer(client);
     const record = (i: number) =>
       local.record({
         requestId: `batch-${i}`,
@@ -382,15 +391,7 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
 
   test('a read waits for the entries queued behind the write in flight, not only for that write', async () => {
     await client.del(HISTORY_KEYS.stream, HISTORY_KEYS.seq, HISTORY_KEYS.ids, HISTORY_KEYS.bodies);
-    const local = new History(100, 1024);
-    const turns: Array<() => void> = [];
-    const fleet = startFleetHistory({
-      client,
-      history: local,
-      up: () => true,
-      onError: (error) => assert.fail(String(error)),
-      schedule: (flush) => turns.push(flush),
-    });
+    const { local, turns, fleet } = writer(client);
     const end = (id: string) =>
       completeEntry(
         local.record({
@@ -414,18 +415,10 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
   });
 
   test('a write that fails drops its batch and counts it; the entries stay in the process’s history', async () => {
-    const local = new History(100, 1024);
-    const turns: Array<() => void> = [];
     // A client with nothing to reach and no queue: its commands fail at once.
     const gone = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false });
     const errors: unknown[] = [];
-    const fleet = startFleetHistory({
-      client: gone,
-      history: local,
-      up: () => true,
-      onError: (error) => errors.push(error),
-      schedule: (flush) => turns.push(flush),
-    });
+    const { local, turns, fleet } = writer(gone, (error) => errors.push(error));
     for (let i = 0; i < 3; i++)
       completeEntry(
         local.record({
