@@ -1,7 +1,11 @@
 // The docs site (VitePress): `npm run docs:build` writes it to docs/.vitepress/dist (gitignored).
 // Pages include the READMEs' sections with <!--@section: FILE#anchor--> (scripts/docs-site.ts), so
 // the READMEs stay the one source; test/docs/site.test.ts builds the site and checks every link.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Plugin } from 'vite';
 import { defineConfig } from 'vitepress';
+import { withMermaid } from 'vitepress-plugin-mermaid';
 import { expandForSearch, REPO_URL, sectionsPlugin, titledPages } from '../../scripts/docs-site.ts';
 
 const DOCS_DIR = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
@@ -45,7 +49,38 @@ const obsFeatures: [string, string][] = [
   ['API', 'api'],
 ];
 
-export default defineConfig({
+/**
+ * vitepress-plugin-mermaid registers its component with a static import in VitePress's app entry,
+ * which put mermaid (680 kB) into the script every page runs first. Registered as an async
+ * component, it runs on the pages with a diagram only (the plugin renders it inside <Suspense>).
+ */
+function lazyMermaid(): Plugin {
+  const eager = "import Mermaid from 'vitepress-plugin-mermaid/Mermaid.vue';";
+  return {
+    name: 'echo-chaos-lazy-mermaid',
+    enforce: 'post',
+    transform(code, id) {
+      if (!id.includes('vitepress/dist/client/app/index.js')) return undefined;
+      if (!code.includes(eager)) {
+        throw new Error('vitepress-plugin-mermaid no longer imports Mermaid.vue as lazyMermaid expects');
+      }
+      const lazy =
+        "import { defineAsyncComponent as lazyMermaidComponent } from 'vue';\n" +
+        "const Mermaid = lazyMermaidComponent(() => import('vitepress-plugin-mermaid/Mermaid.vue'));";
+      return { code: code.replace(eager, lazy), map: null };
+    },
+  };
+}
+
+/** Whether a page (`getting-started.md`), with the sections it includes, has a ```mermaid block. */
+function hasDiagram(page: string): boolean {
+  const file = join(DOCS_DIR, page);
+  return /^```mermaid\s*$/m.test(expandForSearch(DOCS_DIR, file, readFileSync(file, 'utf8')));
+}
+
+// The READMEs' ```mermaid diagrams are drawn in the browser by mermaid, bundled into the site (no
+// CDN); test/docs/mermaid.test.ts checks they become SVG.
+const site = defineConfig({
   title: 'echo-chaos',
   description: 'HTTP echo and fault-injection service, observability library and Kubernetes operator',
   base,
@@ -59,7 +94,15 @@ export default defineConfig({
   // test), except links to a running service (http://localhost:8080/..., the README's tour).
   ignoreDeadLinks: 'localhostLinks',
   markdown: { theme: { light: 'github-light', dark: 'github-dark' } },
-  vite: { plugins: [sectionsPlugin(DOCS_DIR)] },
+  // VitePress preloads every chunk its app entry may import on every page: mermaid's only on the
+  // pages with a diagram, the others fetch it when idle (a prefetch).
+  shouldPreload: (link, page) => !/(^|\/)Mermaid\.[\w-]+\.js$/.test(link) || hasDiagram(page),
+  vite: {
+    plugins: [sectionsPlugin(DOCS_DIR)],
+    // Above Vite's 500 kB: mermaid (680 kB) and its diagram parsers (690 kB), chunks that only a page
+    // with a diagram loads (lazyMermaid). The search index (460 kB) and every page's own script stay under.
+    build: { chunkSizeWarningLimit: 750 },
+  },
   themeConfig: {
     nav: [
       { text: 'Getting started', link: '/getting-started' },
@@ -139,3 +182,9 @@ export default defineConfig({
     ],
   },
 });
+
+const config = withMermaid(site);
+// After the plugin's own (both run last, in this order).
+config.vite?.plugins?.push(lazyMermaid());
+
+export default config;
