@@ -1,7 +1,7 @@
 /**
  * The docs site (docs/, VitePress): it builds offline, no link or anchor in it is broken, the
  * generated chart-values page is fresh, and every section of the READMEs it is made from is on a
- * page. One build for the file (about 15 s idle, longer on a loaded machine).
+ * page. One build for the file (about 30 s idle, mermaid included, longer on a loaded machine).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
