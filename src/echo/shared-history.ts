@@ -46,6 +46,8 @@ export const HISTORY_KEYS = {
   seq: 'echo-chaos:history:seq',
   ids: 'echo-chaos:history:ids',
   bodies: 'echo-chaos:history:bodies',
+  /** The channel a `DELETE /history` is announced on: every replica lets its own copy go too. */
+  cleared: 'echo-chaos:history:cleared',
 } as const;
 const KEYS = [HISTORY_KEYS.stream, HISTORY_KEYS.seq, HISTORY_KEYS.ids, HISTORY_KEYS.bodies] as const;
 
@@ -107,9 +109,13 @@ const SIZE = `${WINDOW}
 return {last, count}
 `;
 
-/** `DELETE /history` for the fleet: answers the entries the window held; the counter stays. */
+/**
+ * `DELETE /history` for the fleet: answers the entries the window held; the counter stays. Announced
+ * on ARGV[2], so every replica empties its own history too (shown while Redis is away).
+ */
 const CLEAR = `${WINDOW}
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[4])
+redis.call('PUBLISH', ARGV[2], count)
 return count
 `;
 
@@ -398,7 +404,7 @@ export function startFleetHistory(options: FleetHistoryOptions): FleetHistory {
       return copy;
     },
     async clear() {
-      return Number(await clear(...KEYS, capacity));
+      return Number(await clear(...KEYS, capacity, HISTORY_KEYS.cleared));
     },
     flushed,
     close() {

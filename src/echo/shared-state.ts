@@ -27,11 +27,12 @@
  * - History: one capped stream the replicas write their entries to, batched, off the requests'
  *   path (shared-history.ts).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Scenario, ScenarioStore, SharedCursorState, SharedCursors } from '../scenario/index.ts';
 import type { History } from './history.ts';
 import { defineScript } from './redis-script.ts';
-import { type FleetHistory, startFleetHistory } from './shared-history.ts';
+import { type FleetHistory, HISTORY_KEYS, startFleetHistory } from './shared-history.ts';
 
 /** The key holding the shared set and the channel announcing a new one. */
 export const SCENARIO_KEY = 'echo-chaos:scenarios';
@@ -316,6 +317,13 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     return true;
   };
 
+  // The first join (or the first failure to connect): startup waits for it, so a replica serves
+  // its first request with the fleet's set and writes its first entry to the fleet's history.
+  let joinedOnce: () => void = () => {};
+  const firstJoin = new Promise<void>((resolve) => {
+    joinedOnce = resolve;
+  });
+
   /** On (re)connecting: send what changed here while away, else take the shared set (or seed it). */
   const join = async () => {
     try {
@@ -339,6 +347,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
     } catch (error) {
       setUp(false, errorText(error));
     }
+    joinedOnce();
   };
 
   let lastWrite: Promise<void> = Promise.resolve();
@@ -370,13 +379,25 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
   client.on('error', (error: unknown) => setUp(false, errorText(error)));
   client.on('close', () => setUp(false, 'connection closed'));
   subscriber.on('error', () => {});
-  subscriber.on('message', (_channel: string, hash: string) => {
+  subscriber.on('message', (channel: string, hash: string) => {
+    // A `DELETE /history` on any replica: this one's own copy goes too.
+    if (channel === HISTORY_KEYS.cleared) {
+      if (!closed) options.history?.clear();
+      return;
+    }
     if (closed || hash === scenarios.contentHash()) return;
     pull().catch((error: unknown) => setUp(false, errorText(error)));
   });
   // ioredis subscribes again after a reconnect by itself.
-  subscriber.subscribe(SCENARIO_KEY).catch(() => {});
+  subscriber.subscribe(SCENARIO_KEY, HISTORY_KEYS.cleared).catch(() => {});
   client.connect().catch((error: unknown) => setUp(false, errorText(error)));
+  client.once('error', () => joinedOnce());
+  await Promise.race([firstJoin, sleep(COMMAND_TIMEOUT_MS, undefined, { ref: false })]);
+  if (!up)
+    logger.warn(
+      { store },
+      'shared state: store unreachable at startup; serving from this process until it is reached',
+    );
 
   const gens = (set: string) => `echo-chaos:gen:${set}`;
   const prefix = (set: string) => `echo-chaos:cur:${set}`;

@@ -234,6 +234,9 @@ describe('history shared on Redis by three replicas', { skip }, () => {
     const onB = await history(b, '?path=/while-away');
     assert.equal(onB.res.headers.get('x-echo-history-scope'), 'process');
     assert.deepEqual(onB.entries, []);
+    // The DELETE /history sent to another replica emptied a's own history too: what a recorded
+    // before it (three /fleet/ requests) does not come back while Redis is away.
+    assert.equal(await count(a, '?path=/fleet/*'), 0);
 
     redis = await startRedis(redis.port);
     for (const replica of replicas) await until('connected again', () => storeUp(replica), 20_000);

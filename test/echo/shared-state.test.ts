@@ -109,11 +109,9 @@ describe('the scenario set shared on Redis', { skip }, () => {
     writeFileSync(file, '- path: /pay\n  responses:\n    - status: 418\n      body: own file\n');
     const late = await startEchoProcess({ ECHO_STATE_URL: redis.url, ECHO_SCENARIO_FILE: file });
     try {
-      await until('the late replica connected', async () => (await health(late)).store?.status === 'up');
-      await until(
-        'the late replica serves the shared set',
-        async () => (await answer(late, '/pay')).body === 'from c',
-      );
+      // It joined before it served: its very first answer is the fleet's.
+      assert.deepEqual(await answer(late, '/pay'), { status: 200, body: 'from c' });
+      assert.equal((await health(late)).store?.status, 'up');
       assert.equal(await etag(late), await etag(replicas[0]!));
     } finally {
       await late.stop();
@@ -155,6 +153,25 @@ test('without ECHO_STATE_URL, /health has no store, no shared-state meter, histo
     const history = await fetch(`${alone.url}/history`);
     assert.equal(history.status, 200);
     assert.equal(history.headers.get('x-echo-history-scope'), null);
+  } finally {
+    await alone.stop();
+  }
+});
+
+test('a store unreachable at startup: the service starts within the command timeout, says so in one line, serves', async () => {
+  const { freePort } = await import('../helpers/runtime.ts');
+  const nowhere = `redis://127.0.0.1:${await freePort()}`;
+  const alone = await startEchoProcess({ ECHO_STATE_URL: nowhere });
+  try {
+    assert.equal((await answer(alone, '/hello')).status, 200);
+    const body = await health(alone);
+    assert.deepEqual(body.store, { url: nowhere, status: 'down' });
+    const lines = alone
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('store unreachable at startup'));
+    assert.equal(lines.length, 1, alone.stdout());
+    assert.ok(lines[0]!.includes(nowhere), lines[0]);
   } finally {
     await alone.stop();
   }
