@@ -7,7 +7,6 @@
  * and serves it under the site's base.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,35 +14,14 @@ import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
-import { ROOT } from '../../scripts/docs-site.ts';
 import { openChromium } from '../helpers/chromium.ts';
+import { buildDocsSite, DOCS_BASE } from '../helpers/docs-build.ts';
 
-const BASE = '/echo-chaos/';
-const VITEPRESS = join(ROOT, 'node_modules', 'vitepress', 'bin', 'vitepress.js');
+const BASE = DOCS_BASE;
 /** The page that includes the README's "What it is for": two flowcharts. */
 const DIAGRAM_PAGE = 'getting-started.html';
 /** A word of each diagram's source, to tell that diagram's SVG. */
 const DIAGRAM_LABELS = ['client under test', 'echo-chaos-operator'];
-
-/** Runs the build (the command `npm run docs:build` runs) into `outDir`; resolves with its output. */
-function build(outDir: string): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [VITEPRESS, 'build', 'docs', '--outDir', outDir], {
-      cwd: ROOT,
-      env: { ...process.env, DOCS_BASE: BASE, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d) => (output += d));
-    child.stderr.on('data', (d) => (output += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -125,7 +103,7 @@ describe('docs site – mermaid diagrams', () => {
   let server: Server | undefined;
   let origin = '';
   before(async () => {
-    built = await build(outDir);
+    built = await buildDocsSite(outDir);
     if (built.code !== 0) return;
     server = await serve(outDir);
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

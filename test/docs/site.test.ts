@@ -4,17 +4,16 @@
  * page. One build for the file (about 30 s idle, mermaid included, longer on a loaded machine).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { CHART_VALUES_PAGE, renderChartValues } from '../../scripts/docs-chart-values.ts';
 import { buildIndex, githubSlug, headingsOf, REPO_BLOB, REPO_TREE, ROOT } from '../../scripts/docs-site.ts';
+import { buildDocsSite, DOCS_BASE } from '../helpers/docs-build.ts';
 import { brokenLinks } from './links.ts';
 
-const BASE = '/echo-chaos/';
-const VITEPRESS = join(ROOT, 'node_modules', 'vitepress', 'bin', 'vitepress.js');
+const BASE = DOCS_BASE;
 /** The files the site is made from: each heading of theirs must be on a page. */
 const SOURCES = [
   'README.md',
@@ -24,31 +23,11 @@ const SOURCES = [
   'bench/RESULTS.md',
 ];
 
-/** Runs the build (the command `npm run docs:build` runs) into `outDir`; resolves with its output. */
-function build(outDir: string): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [VITEPRESS, 'build', 'docs', '--outDir', outDir], {
-      cwd: ROOT,
-      env: { ...process.env, DOCS_BASE: BASE, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d) => (output += d));
-    child.stderr.on('data', (d) => (output += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
-
 describe('docs site', () => {
   const outDir = mkdtempSync(join(tmpdir(), 'echo-chaos-docs-'));
   let built: { code: number | null; output: string };
   before(async () => {
-    built = await build(outDir);
+    built = await buildDocsSite(outDir);
   });
   process.on('exit', () => rmSync(outDir, { recursive: true, force: true }));
 

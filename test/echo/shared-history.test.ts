@@ -334,7 +334,22 @@ function writer(client: Redis, onError: (error: unknown) => void = (error) => as
     onError,
     schedule: (flush) => turns.push(flush),
   });
-  return { local, turns, fleet };
+  /** Records a GET of `url` with id `id` (and `body`) and ends it with a 200. */
+  const end = (id: string, url: string, body?: string) =>
+    completeEntry(
+      local.record({
+        requestId: id,
+        method: 'GET',
+        url,
+        headers: {},
+        body: body === undefined ? undefined : Buffer.from(body),
+        remoteAddr: '127.0.0.1',
+        protocol: 'HTTP/1.1',
+      })!,
+      200,
+      1,
+    );
+  return { local, turns, fleet, end };
 }
 
 describe('writing the fleet’s history: one write per turn of the event loop', { skip }, () => {
@@ -351,27 +366,16 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
   });
 
   test('the entries that end in one turn go to Redis in one script call, none before the turn ends', async () => {
-    const { local, turns, fleet } = writer(client);
-    const record = (i: number) =>
-      local.record({
-        requestId: `batch-${i}`,
-        method: 'GET',
-        url: `/batch/${i}`,
-        headers: {},
-        body: i === 0 ? undefined : Buffer.from(`b${i}`),
-        remoteAddr: '127.0.0.1',
-        protocol: 'HTTP/1.1',
-      })!;
+    const { turns, fleet, end } = writer(client);
+    const record = (i: number) => end(`batch-${i}`, `/batch/${i}`, i === 0 ? undefined : `b${i}`);
     // A first batch loads the script (EVALSHA answered NOSCRIPT, then EVAL).
-    completeEntry(record(0), 200, 1);
+    record(0);
     turns.shift()!();
     await fleet.flushed();
     const scripts = async () =>
       (await commandCalls(redis.port, 'evalsha')) + (await commandCalls(redis.port, 'eval'));
     const scriptsBefore = await scripts();
-    for (let i = 1; i <= 10; i++) {
-      completeEntry(record(i), 200, 1);
-    }
+    for (let i = 1; i <= 10; i++) record(i);
     assert.equal(turns.length, 1, 'one flush scheduled for the turn');
     assert.equal(await client.xlen(HISTORY_KEYS.stream), 1, 'nothing written before the turn ends');
     turns.shift()!();
@@ -380,7 +384,7 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
     assert.equal(await client.xlen(HISTORY_KEYS.stream), 11);
     assert.equal(await fleet.count({ given: [] }), 11);
     // A later turn's entries are the next batch, numbered after these.
-    completeEntry(record(11), 200, 1);
+    record(11);
     assert.equal(turns.length, 1);
     turns.shift()!();
     await fleet.flushed();
@@ -394,24 +398,10 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
 
   test('a read waits for the entries queued behind the write in flight, not only for that write', async () => {
     await client.del(HISTORY_KEYS.stream, HISTORY_KEYS.seq, HISTORY_KEYS.ids, HISTORY_KEYS.bodies);
-    const { local, turns, fleet } = writer(client);
-    const end = (id: string) =>
-      completeEntry(
-        local.record({
-          requestId: id,
-          method: 'GET',
-          url: '/queued',
-          headers: {},
-          body: undefined,
-          remoteAddr: '127.0.0.1',
-          protocol: 'HTTP/1.1',
-        })!,
-        200,
-        1,
-      );
-    end('first');
+    const { turns, fleet, end } = writer(client);
+    end('first', '/queued');
     turns.shift()!(); // the first batch leaves
-    end('second'); // queued while it is on its way; its turn never comes here
+    end('second', '/queued'); // queued while it is on its way; its turn never comes here
     await fleet.flushed();
     assert.equal(await client.xlen(HISTORY_KEYS.stream), 2);
     fleet.close();
@@ -421,21 +411,8 @@ describe('writing the fleet’s history: one write per turn of the event loop', 
     // A client with nothing to reach and no queue: its commands fail at once.
     const gone = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false });
     const errors: unknown[] = [];
-    const { local, turns, fleet } = writer(gone, (error) => errors.push(error));
-    for (let i = 0; i < 3; i++)
-      completeEntry(
-        local.record({
-          requestId: `lost-${i}`,
-          method: 'GET',
-          url: '/lost',
-          headers: {},
-          body: undefined,
-          remoteAddr: '127.0.0.1',
-          protocol: 'HTTP/1.1',
-        })!,
-        200,
-        1,
-      );
+    const { local, turns, fleet, end } = writer(gone, (error) => errors.push(error));
+    for (let i = 0; i < 3; i++) end(`lost-${i}`, '/lost');
     turns.shift()!();
     await fleet.flushed();
     assert.equal(fleet.dropped, 3);
