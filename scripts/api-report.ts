@@ -1,7 +1,7 @@
 /**
  * The API report of `@echo-chaos/obs`: its public surface as api-extractor reads it from the
  * declarations the package ships. `node scripts/api-report.ts --write` rewrites the checked-in
- * `src/obs/obs.api.md`; `test/obs/api-report.test.ts` fails when the surface changed without it.
+ * `src/obs/obs.api.md`; `test/obs/api-report.integration.test.ts` fails when the surface changed without it.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

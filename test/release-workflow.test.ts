@@ -3,8 +3,8 @@
  * returns the problems it sees, the real workflow must have none, and every check is shown to
  * notice a broken copy (the mutation table), so none of them passes vacuously. actionlint runs on it
  * when present. This file: the trigger, the CI gate, the npm packages, the docs site (GitHub Pages),
- * permissions, pinned actions and the scripts the steps name; test/release-workflow-ghcr.test.ts: the image and the chart;
- * test/release-check.test.ts: the release preflight the workflow runs.
+ * permissions, pinned actions and the scripts the steps name; test/release-workflow-ghcr.integration.test.ts: the image and the chart;
+ * test/release-check.integration.test.ts: the release preflight the workflow runs.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';

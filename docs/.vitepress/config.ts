@@ -1,6 +1,6 @@
 // The docs site (VitePress): `npm run docs:build` writes it to docs/.vitepress/dist (gitignored).
 // Pages include the READMEs' sections with <!--@section: FILE#anchor--> (scripts/docs-site.ts), so
-// the READMEs stay the one source; test/docs/site.test.ts builds the site and checks every link.
+// the READMEs stay the one source; test/docs/site.integration.test.ts builds the site and checks every link.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
@@ -79,13 +79,13 @@ function hasDiagram(page: string): boolean {
 }
 
 // The READMEs' ```mermaid diagrams are drawn in the browser by mermaid, bundled into the site (no
-// CDN); test/docs/mermaid.test.ts checks they become SVG.
+// CDN); test/docs/mermaid.integration.test.ts checks they become SVG.
 const site = defineConfig({
   title: 'echo-chaos',
   description: 'HTTP echo and fault-injection service, observability library and Kubernetes operator',
   base,
   lang: 'en',
-  // Built and checked by test/docs/site.test.ts; nothing of the build reaches the network.
+  // Built and checked by test/docs/site.integration.test.ts; nothing of the build reaches the network.
   outDir: '.vitepress/dist',
   cacheDir: '.vitepress/cache',
   cleanUrls: false,

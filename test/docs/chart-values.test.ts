@@ -1,6 +1,6 @@
 /**
  * scripts/docs-chart-values.ts: the docs page of the chart's values, from values.yaml's `# --`
- * comments and values.schema.json. Its freshness against the real chart is test/docs/site.test.ts.
+ * comments and values.schema.json. Its freshness against the real chart is test/docs/site.integration.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

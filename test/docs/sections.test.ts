@@ -1,7 +1,7 @@
 /**
  * scripts/docs-site.ts: the `<!--@section-->` directive of the docs pages (cutting a README section
  * by its heading, shifting its headings, picking table rows) and the links of what it includes,
- * rewritten for the site. Pure functions over given text; the build itself is test/docs/site.test.ts.
+ * rewritten for the site. Pure functions over given text; the build itself is test/docs/site.integration.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

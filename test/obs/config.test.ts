@@ -374,7 +374,7 @@ test('config – wrong types and ranges fail, every problem listed, one line eac
 });
 
 test('config – cross-key rules: budgets within the maximum, a latency objective needs a threshold', () => {
-  // Checked on a tree directly (test/obs/slo.test.ts covers the SLO rules through loadObsConfig).
+  // Checked on a tree directly (test/obs/slo.integration.test.ts covers the SLO rules through loadObsConfig).
   const tree = defaultsOf(OBS_SCHEMA.fields) as Record<string, Record<string, unknown>>;
   tree['timeout-budget'] = { ...tree['timeout-budget'], 'default-budget': 60_000, 'maximum-budget': 10_000 };
   tree.slo = { ...tree.slo, objectives: [{ name: 'fast', sli: 'latency', target: 0.99 }] };

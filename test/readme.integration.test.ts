@@ -123,7 +123,7 @@ test("README – runs the repository's scripts through npm scripts, never `node 
   }
   // Every script of scripts/ and the config-doc generator has an npm script that runs it.
   // scripts/docs-site.ts is no command: the docs site's VitePress config imports it. Nor is
-  // scripts/obs-workspace-prepack.mjs: src/obs/package.json's prepack runs it (test/obs/workspace-pack.test.ts).
+  // scripts/obs-workspace-prepack.mjs: src/obs/package.json's prepack runs it (test/obs/workspace-pack.integration.test.ts).
   const files = [
     ...readdirSync(new URL('../scripts/', import.meta.url))
       .filter((f) => f !== 'docs-site.ts' && f !== 'obs-workspace-prepack.mjs')

@@ -16,9 +16,13 @@ import { exitOf } from '../helpers/runtime.ts';
 import { CLUSTER, NEEDS_API_CONTROL } from './fixture.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
-const SUITE = ['operator.test.ts', 'cluster.test.ts', 'lifecycle.test.ts']
+const SUITE = ['operator.integration.test.ts', 'cluster.integration.test.ts', 'lifecycle.integration.test.ts']
   .map((file) => `test/operator/${file}`)
-  .filter((file) => existsSync(join(ROOT, file)));
+  .map((file) => {
+    // A renamed file must fail here, not drop out of the run unnoticed.
+    if (!existsSync(join(ROOT, file))) throw new Error(`${file} is gone: update SUITE`);
+    return file;
+  });
 /** The tests that need control over the API server itself, so cannot run against a real cluster. */
 const API_CONTROL_TESTS = [
   'operator – a dropped watch and a 410 Gone recover',

@@ -97,7 +97,7 @@ const controlHeader: fc.Arbitrary<[string, string]> = fc.oneof(
           ),
           fc.stringMatching(/^[a-z0-9!#$%&'*+.^_`|~-]{1,12}$/),
         )
-        // Connection-specific names included: a 400, never a crash (see connection-headers.test.ts).
+        // Connection-specific names included: a 400, never a crash (see connection-headers.integration.test.ts).
         .map((n) => `${SET_HEADER_PREFIX}${n}`),
       headerValue.map(carried),
     ),

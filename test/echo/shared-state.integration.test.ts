@@ -182,7 +182,7 @@ describe('the hot path with a shared store', { skip }, () => {
   let replica: EchoProcess;
   before(async () => {
     server = await startRedis();
-    // History off: with it on, each request's entry is written (shared-history.test.ts).
+    // History off: with it on, each request's entry is written (shared-history.integration.test.ts).
     replica = await startEchoProcess({ ECHO_STATE_URL: server.url, ECHO_HISTORY_SIZE: '0' });
     await until('connected', async () => (await health(replica)).store?.status === 'up');
   });

@@ -23,7 +23,7 @@ function start(port: number, env: Record<string, string> = {}): ChildProcess {
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_REQUESTS: 'false',
-      // The drain delay has its own tests (drain-load.test.ts); these are about the drain after it.
+      // The drain delay has its own tests (drain-load.integration.test.ts); these are about the drain after it.
       ECHO_DRAIN_DELAY: '0',
       ...env,
     },

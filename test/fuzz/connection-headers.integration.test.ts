@@ -4,7 +4,7 @@
  * the three sources (`X-Echo-Set-Header-*`, a scenario's `headers`, `ECHO_HEADER_*`), over HTTP/2
  * with prior knowledge and after an h2c upgrade: refused at the door (a 400, a 400, a startup
  * error), and the server keeps serving. (HTTP/1.1 for `X-Echo-Set-Header-*` is in
- * test/echo/control-headers.test.ts.)
+ * test/echo/control-headers.integration.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -201,7 +201,7 @@ describe('release preflight (scripts/release-check.ts)', () => {
     assert.equal(next.status, 1);
     assert.match(next.stderr, /release-check: src\/obs\/package\.json: version is/);
     // --built demands the build: it passes after `npm run build`, else says only that the build is
-    // missing (whether there is one depends on what ran before: packages.test.ts builds too).
+    // missing (whether there is one depends on what ran before: packages.integration.test.ts builds too).
     const built = run(['--built', `v${version}`]);
     if (built.status !== 0) {
       assert.equal(

@@ -3,7 +3,7 @@
  * against a running service. Each run writes them to test-output/docs/; with
  * DOCS_SCREENSHOTS=write it refreshes the checked-in copies in docs/public/screenshots/ too:
  *
- *   DOCS_SCREENSHOTS=write npx node --test test/docs/screenshots.test.ts
+ *   DOCS_SCREENSHOTS=write npx node --test test/docs/screenshots.integration.test.ts
  *
  * Pixels differ from run to run (times, counters, fonts), so the checked-in copies are compared by
  * what does not: each is a PNG of the viewport's size.

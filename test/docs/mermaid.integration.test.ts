@@ -3,7 +3,7 @@
  * bundled into the site): in real Chromium, offline, the Getting started page's two diagrams become
  * SVG, opened directly and reached from the home page, and only a page with a diagram preloads
  * mermaid; the build prints no warning. Builds the site once into a scratch folder, as
- * test/docs/site.test.ts does (its build is not shared: each test file runs in its own process),
+ * test/docs/site.integration.test.ts does (its build is not shared: each test file runs in its own process),
  * and serves it under the site's base.
  */
 import assert from 'node:assert/strict';
