@@ -2,7 +2,7 @@
  * `.github/workflows/release.yml`, the two things it pushes to ghcr.io: the image job (both
  * platforms, tagged with the version) and the chart job (packaged at the version, pushed as an OCI
  * artifact once the image exists), and the chart's default image, which must be the one the
- * workflow pushes for the upstream owner. As in test/release-workflow.test.ts (the trigger, the CI
+ * workflow pushes for the upstream owner. As in test/release-workflow.integration.test.ts (the trigger, the CI
  * gate, npm, permissions), each check returns the problems it sees and is shown to notice a broken
  * copy (test/helpers/workflow.ts).
  */

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type Exit, exitOf } from '../helpers/runtime.ts';
+import { type Exit, exitOf, freePort } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
 const TIMEOUT_MS = 15_000;
@@ -36,15 +36,6 @@ function run(env: Record<string, string>): Promise<Exit> {
 
 function lines(text: string): string[] {
   return text.split('\n').filter((l) => l !== '');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  assert.ok(typeof address === 'object' && address !== null);
-  return address.port;
 }
 
 /** Resolves once the server logs that it listens; rejects if the process ends first. */

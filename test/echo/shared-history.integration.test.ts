@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { completeEntry, History } from '../../src/echo/history.ts';
 import { HISTORY_KEYS, startFleetHistory } from '../../src/echo/shared-history.ts';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
 import { commandCalls, hasRedis, REDIS_MISSING, type RedisServer, startRedis } from '../helpers/redis.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * Replicas that agree (#33), history: three echo-chaos processes naming one real `redis-server`
@@ -25,14 +25,6 @@ interface Entry {
   body: string;
   body_encoding: string;
   headers: Record<string, string>;
-}
-
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`not within ${ms} ms: ${what}`);
-    await sleep(50);
-  }
 }
 
 async function storeUp(replica: EchoProcess): Promise<boolean> {

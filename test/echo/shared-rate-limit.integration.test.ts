@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { hasRedis, REDIS_MISSING, type RedisServer, startRedis } from '../helpers/redis.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * Replicas that agree (#33), the rate limit: `ECHO_RATE_LIMIT_RPS` is one bucket for every process
@@ -16,14 +17,6 @@ const BURST = 3;
 
 let redis: RedisServer;
 let replicas: EchoProcess[] = [];
-
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`not within ${ms} ms: ${what}`);
-    await sleep(50);
-  }
-}
 
 const storeStatus = async (replica: EchoProcess) =>
   ((await (await fetch(`${replica.url}/health`)).json()) as { store?: { status: string } }).store?.status;

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
 import {
@@ -13,6 +12,7 @@ import {
   type RedisServer,
   startRedis,
 } from '../helpers/redis.ts';
+import { freePort, until } from '../helpers/runtime.ts';
 
 /**
  * Replicas that agree (#33), the scenario set: three echo-chaos processes naming one real
@@ -26,15 +26,6 @@ const skip = hasRedis() ? false : process.env['CI'] ? false : REDIS_MISSING;
 let redis: RedisServer;
 let replicas: EchoProcess[] = [];
 let dir: string;
-
-/** Polls `check` every 50 ms for at most `ms`; fails naming `what` when it never holds. */
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`not within ${ms} ms: ${what}`);
-    await sleep(50);
-  }
-}
 
 async function health(
   replica: EchoProcess,
@@ -159,7 +150,6 @@ test('without ECHO_STATE_URL, /health has no store, no shared-state meter, histo
 });
 
 test('a store unreachable at startup: the service starts within the command timeout, says so in one line, serves', async () => {
-  const { freePort } = await import('../helpers/runtime.ts');
   const nowhere = `redis://127.0.0.1:${await freePort()}`;
   const alone = await startEchoProcess({ ECHO_STATE_URL: nowhere });
   try {

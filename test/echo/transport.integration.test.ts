@@ -18,6 +18,7 @@ import {
   TIMEOUT_MS,
   waitFor,
 } from '../helpers/protocol-clients.ts';
+import { freePort } from '../helpers/runtime.ts';
 
 // One cleartext port serves HTTP/1.1, h2c with prior knowledge and the `Upgrade: h2c` handshake.
 
@@ -578,15 +579,6 @@ test('h2c upgrade – a request whose headers need CONTINUATION frames is inject
     assert.equal(await waitFor(exited, 'the CLI did not exit'), 0);
   }
 });
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  assert.ok(typeof address === 'object' && address !== null);
-  return address.port;
-}
 
 test('curl – this machine has a curl with HTTP/2 (required in CI)', (t) => {
   if (!needCurl(t)) return;

@@ -14,10 +14,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { freePort } from './runtime.ts';
 
 /** What a test says when PostgreSQL's server binaries are missing. */
 export const POSTGRES_MISSING =
@@ -93,18 +93,6 @@ function runAs(): { uid: number; gid: number } | undefined {
 function asUser(user: { uid: number; gid: number } | undefined, command: string[]): string[] {
   if (user === undefined) return command;
   return ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...command];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts a throwaway PostgreSQL server. Rejects with its output when it is not ready in time. */

@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { freePort } from './runtime.ts';
 
 export const PROMETHEUS_BIN = process.env['PROMETHEUS_BIN'] || '/usr/bin/prometheus';
 
@@ -31,14 +31,6 @@ export interface Prometheus {
   /** An instant query's `data` (throws on a failed query). */
   query(promql: string): Promise<{ resultType: string; result: Array<{ value: [number, string] }> }>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Starts Prometheus scraping `targets` (`host:port`) every second; resolves once it is ready (≤ 30 s). */

@@ -19,6 +19,23 @@ export async function eventually(check: () => boolean, withinMs: number): Promis
   return check();
 }
 
+/**
+ * Polls `check` every `everyMs` until it holds; fails naming `what` once `withinMs` has passed.
+ * The one wait-for-a-condition of the tests: a check that throws fails the wait at once.
+ */
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  withinMs = 10_000,
+  everyMs = 20,
+): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
+    await sleep(everyMs);
+  }
+}
+
 /** A gc function: `global.gc` under --expose-gc, else one obtained by setting the flag at run time. */
 export function findGc(): (() => void) | undefined {
   const existing = (globalThis as { gc?: () => void }).gc;

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import axios from 'axios';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
@@ -20,6 +19,7 @@ import {
   decideOutbound,
   instrumentAxios,
 } from '../../src/obs/timeout-budget-clients.ts';
+import { until } from '../helpers/runtime.ts';
 import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
 import { capturingLogger, type RunningObsApp, startObsApp } from './helpers.ts';
 
@@ -90,14 +90,7 @@ async function observed(registry: Registry, name: string, endpoint: string): Pro
   return { count: of('_count'), sum: of('_sum') };
 }
 
-/** Waits until `check` holds: the response reaches the client before fastify's onResponse runs. */
-async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i += 1) {
-    if (await check()) return;
-    await sleep(10);
-  }
-  assert.fail(`never happened: ${what}`);
-}
+// `until`: the response reaches the client before fastify's onResponse runs.
 
 async function observedAfter(
   registry: Registry,
@@ -106,10 +99,10 @@ async function observedAfter(
   count: number,
 ): Promise<Observed> {
   let last: Observed = { count: 0, sum: 0 };
-  await until(async () => {
+  await until(`${name}{endpoint=${endpoint}} count ${count}`, async () => {
     last = await observed(registry, name, endpoint);
     return last.count >= count;
-  }, `${name}{endpoint=${endpoint}} count ${count}`);
+  });
   return last;
 }
 

@@ -31,6 +31,7 @@ import { createOperator, type Operator, type OperatorOptions } from '../../src/o
 import { GROUP, PLURAL, VERSION } from '../../src/operator/plan.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type KubeApi, type KubeObject, startKubeApi } from '../helpers/kube-api.ts';
+import { until as waitUntil } from '../helpers/runtime.ts';
 
 /** Cluster mode: `KUBECONFIG` is set and not empty. */
 export const CLUSTER = (process.env['KUBECONFIG'] ?? '') !== '';
@@ -142,17 +143,8 @@ export async function deadPort(host = POD_IP): Promise<number> {
   return port;
 }
 
-export async function until(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = TIMEOUT_MS,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs}ms: ${what}`);
-    await new Promise((r) => setTimeout(r, POLL_MS));
-  }
+export function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = TIMEOUT_MS): Promise<void> {
+  return waitUntil(what, check, timeoutMs, POLL_MS);
 }
 
 export async function startFixture(pods = 5): Promise<Fixture> {

@@ -10,6 +10,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { type KubeApi, startKubeApi } from '../helpers/kube-api.ts';
+import { until } from '../helpers/runtime.ts';
 
 const GROUP = 'echo-chaos.dev';
 const VERSION = 'v1alpha1';
@@ -44,14 +45,6 @@ async function openWatch(kc: KubeConfig, path: string, query: Record<string, str
     (err) => ended(err),
   );
   return { events, done };
-}
-
-async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe('kube-api double', () => {
@@ -153,7 +146,10 @@ describe('kube-api double', () => {
     });
     await core.createNamespacedPod({ namespace: 'watch', body: pod('p2') });
     await core.deleteNamespacedPod({ namespace: 'watch', name: 'p1' });
-    await until(() => watch.events.some((e) => e.type === 'BOOKMARK') && watch.events.length >= 3);
+    await until(
+      'a bookmark and two pod events',
+      () => watch.events.some((e) => e.type === 'BOOKMARK') && watch.events.length >= 3,
+    );
     const kinds = watch.events
       .filter((e) => e.type !== 'BOOKMARK')
       .map((e) => `${e.type} ${e.object.metadata?.name}`);
@@ -177,7 +173,7 @@ describe('kube-api double', () => {
       resourceVersion: list.metadata!.resourceVersion!,
     });
     await core.createNamespacedPod({ namespace: 'watch', body: pod('p3') });
-    await until(() => fresh.events.length === 1);
+    await until('one event on the fresh watch', () => fresh.events.length === 1);
     assert.equal(fresh.events[0]?.type, 'ADDED');
     assert.equal(api.dropWatches(), 1);
     const dropped = await fresh.done;
