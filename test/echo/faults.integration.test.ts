@@ -222,7 +222,7 @@ test('X-Echo-Error – timeout holds the request for ECHO_ERROR_TIMEOUT, then an
     const r = await get(`${server.url}/hang`, { 'X-Echo-Error': 'timeout' });
     assert.equal(r.status, 504);
     assert.ok(r.elapsedMs >= 180, `answered after ${r.elapsedMs.toFixed(1)} ms, expected at least 200`);
-    assert.ok(r.elapsedMs < 200 + 400, `answered after ${r.elapsedMs.toFixed(1)} ms`);
+    assert.ok(r.elapsedMs < 200 + 2000, `answered after ${r.elapsedMs.toFixed(1)} ms: held far past 200 ms`);
     assert.equal(r.headers['x-echo-fault'], 'error');
     assert.equal(r.body, injectedBody(504, 'timeout'));
     assert.equal(await metric(server.url, 'echo_chaos_errors_total{type="timeout"}'), 1);

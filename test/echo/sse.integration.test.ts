@@ -141,11 +141,15 @@ test('sse – events arrive every ECHO_SSE_TICKER with increasing ids and JSON d
     assert.match(m.payload.uptime, UPTIME);
     assert.deepEqual(Object.keys(m.payload).sort(), ['counter', 'timestamp', 'uptime']);
   });
-  // The first event comes at once, then one per tick.
+  // The first event comes at once, then one per tick: never sooner than a tick (less the clock's
+  // rounding), and a loaded machine may make a tick late but not all of them four times over.
+  const gaps: number[] = [];
   for (let i = 2; i < messages.length; i++) {
-    const gap = Date.parse(messages[i]!.payload.timestamp) - Date.parse(messages[i - 1]!.payload.timestamp);
-    assert.ok(gap >= 60 && gap <= 400, `gap ${gap} ms between events ${i} and ${i + 1}`);
+    gaps.push(Date.parse(messages[i]!.payload.timestamp) - Date.parse(messages[i - 1]!.payload.timestamp));
   }
+  for (const gap of gaps) assert.ok(gap >= 60, `gap ${gap} ms: faster than the 100 ms tick (${gaps})`);
+  const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
+  assert.ok(median <= 400, `median gap ${median} ms: slower than the 100 ms tick (${gaps})`);
 });
 
 test('sse – headers: event-stream, no-cache, no proxy buffering, never compressed', async (t) => {
