@@ -5,18 +5,17 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { type Consumer, type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from 'kafkajs';
-import { type KafkaMock, MOCK_CONSUMER_SETTINGS, requireKcat, startKafkaMock } from './helpers/kafka-mock.ts';
+import {
+  collector,
+  type KafkaMock,
+  MOCK_CONSUMER_SETTINGS,
+  requireKcat,
+  startKafkaMock,
+} from './helpers/kafka-mock.ts';
+import { within } from './helpers/runtime.ts';
 
 /** Every wait is bounded: the first group join alone takes 3 s on the mock. */
-const WAIT_MS = 20_000;
-
-function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+const _WAIT_MS = 20_000;
 
 function isRunning(pid: number): boolean {
   try {
@@ -25,22 +24,6 @@ function isRunning(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** Resolves with the first `count` messages `push` is given (in arrival order). */
-function collector<T>(count: number): { push(item: T): void; done: Promise<T[]> } {
-  const items: T[] = [];
-  let resolve!: (items: T[]) => void;
-  const done = new Promise<T[]>((r) => {
-    resolve = r;
-  });
-  return {
-    push(item) {
-      items.push(item);
-      if (items.length === count) resolve(items.slice());
-    },
-    done,
-  };
 }
 
 function client(mock: KafkaMock): Kafka {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { exitOf, freePort } from './helpers/runtime.ts';
+import { exitOf, freePort, within } from './helpers/runtime.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Packages an obs-only app may add on top of fastify's own. */
@@ -386,12 +386,7 @@ describe('packages – installed from their tarballs, outside the repository', {
       // the shell it ran the bin with, which dies without passing it on: the service, its parent
       // gone, stops as on SIGTERM (drained) rather than serving on.
       process.kill(child.pid!, 'SIGTERM');
-      const { stdout } = await Promise.race([
-        exit,
-        new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error('npx had not exited 30 s after SIGTERM')), 30_000),
-        ),
-      ]);
+      const { stdout } = await within(exit, 'npx had not exited 30 s after SIGTERM', 30_000);
       let closed = false;
       for (let i = 0; i < 100 && !closed; i++) {
         closed = await fetch(`http://127.0.0.1:${port}/ready`).then(

@@ -79,7 +79,7 @@ function hasDiagram(page: string): boolean {
 }
 
 // The READMEs' ```mermaid diagrams are drawn in the browser by mermaid, bundled into the site (no
-// CDN); test/docs/mermaid.integration.test.ts checks they become SVG.
+// CDN); test/docs/site.integration.test.ts checks they become SVG.
 const site = defineConfig({
   title: 'echo-chaos',
   description: 'HTTP echo and fault-injection service, observability library and Kubernetes operator',

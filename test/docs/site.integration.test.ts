@@ -1,17 +1,25 @@
 /**
  * The docs site (docs/, VitePress): it builds offline, no link or anchor in it is broken, the
  * generated chart-values page is fresh, and every section of the READMEs it is made from is on a
- * page. One build for the file (about 30 s idle, mermaid included, longer on a loaded machine).
+ * page; the READMEs' ```mermaid diagrams (vitepress-plugin-mermaid, mermaid bundled into the site)
+ * are drawn in real Chromium, offline: the Getting started page's two diagrams become SVG, opened
+ * directly and reached from the home page, and only a page with a diagram preloads mermaid; the build
+ * prints no warning. One build for the whole file (about 30 s idle, longer on a loaded machine).
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import type { BrowserContext } from 'playwright-core';
 import { CHART_VALUES_PAGE, renderChartValues } from '../../scripts/docs-chart-values.ts';
 import { buildIndex, githubSlug, headingsOf, REPO_BLOB, REPO_TREE, ROOT } from '../../scripts/docs-site.ts';
+import { openChromium } from '../helpers/chromium.ts';
 import { buildDocsSite, DOCS_BASE } from '../helpers/docs-build.ts';
 import { brokenLinks } from './links.ts';
+import { assertDiagrams, DIAGRAM_PAGE, serve, watch } from './site-browser.ts';
 
 const BASE = DOCS_BASE;
 /** The files the site is made from: each heading of theirs must be on a page. */
@@ -23,14 +31,21 @@ const SOURCES = [
   'bench/RESULTS.md',
 ];
 
-describe('docs site', () => {
-  const outDir = mkdtempSync(join(tmpdir(), 'echo-chaos-docs-'));
-  let built: { code: number | null; output: string };
-  before(async () => {
-    built = await buildDocsSite(outDir);
-  });
-  process.on('exit', () => rmSync(outDir, { recursive: true, force: true }));
+/** The one build of this file, shared by the page checks and the browser checks. */
+const outDir = mkdtempSync(join(tmpdir(), 'echo-chaos-docs-'));
+let built: { code: number | null; output: string };
+let server: Server | undefined;
+let origin = '';
+before(async () => {
+  built = await buildDocsSite(outDir);
+  if (built.code !== 0) return;
+  server = await serve(outDir);
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+after(() => server?.close());
+process.on('exit', () => rmSync(outDir, { recursive: true, force: true }));
 
+describe('docs site', () => {
   test('docs site – npm run docs:build builds every page, offline', () => {
     assert.equal(built.code, 0, built.output);
     for (const page of ['index.html', 'faults/delay.html', 'obs/slo.html', 'kubernetes/chart-values.html']) {
@@ -119,4 +134,55 @@ test('docs site – the link check notices a missing page, asset, anchor, base a
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+describe('docs site – mermaid diagrams', () => {
+  test('docs site – the build prints no warning', () => {
+    assert.equal(built.code, 0, built.output);
+    const warnings = built.output.split('\n').filter((line) => /warn|\(!\)|deprecat/i.test(line));
+    assert.deepEqual(warnings, [], built.output);
+  });
+
+  test('docs site – the diagrams of a page opened directly are SVG, drawn offline', async (t) => {
+    assert.equal(built.code, 0, 'the build failed');
+    const context: BrowserContext | undefined = await openChromium(t);
+    if (context === undefined) return;
+    const page = await context.newPage();
+    const seen = watch(page, origin);
+    await page.goto(`${origin}${BASE}${DIAGRAM_PAGE}`, { waitUntil: 'load' });
+    await assertDiagrams(page);
+    assert.deepEqual(seen.outside, [], 'requests that left this machine');
+    assert.deepEqual(seen.errors, [], 'errors in the page');
+  });
+
+  test('docs site – mermaid is preloaded by the pages with a diagram only', () => {
+    assert.equal(built.code, 0, 'the build failed');
+    const preloads = (page: string): string[] =>
+      [
+        ...readFileSync(join(outDir, page), 'utf8').matchAll(
+          /<link rel="(modulepreload|prefetch)" href="([^"]+)"/g,
+        ),
+      ]
+        .filter((m) => /\/Mermaid\.[\w-]+\.js$/.test(m[2]!))
+        .map((m) => m[1]!);
+    assert.deepEqual(preloads(DIAGRAM_PAGE), ['modulepreload']);
+    assert.deepEqual(preloads('index.html'), ['prefetch'], 'the home page has no diagram: fetched when idle');
+    assert.deepEqual(preloads('faults/delay.html'), ['prefetch']);
+  });
+
+  test('docs site – a page without a diagram draws none; its link to one draws that one', async (t) => {
+    assert.equal(built.code, 0, 'the build failed');
+    const context = await openChromium(t);
+    if (context === undefined) return;
+    const page = await context.newPage();
+    const seen = watch(page, origin);
+    await page.goto(`${origin}${BASE}`, { waitUntil: 'load' });
+    assert.equal(await page.locator('.mermaid').count(), 0);
+    // Client-side navigation, as a reader clicks: the page's diagrams are drawn without a reload.
+    await page.locator('.vp-doc a[href$="getting-started.html"]').first().click();
+    await page.waitForURL(`**${BASE}${DIAGRAM_PAGE}`);
+    await assertDiagrams(page);
+    assert.deepEqual(seen.outside, [], 'requests that left this machine');
+    assert.deepEqual(seen.errors, [], 'errors in the page');
+  });
 });

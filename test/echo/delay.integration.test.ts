@@ -255,7 +255,10 @@ test('ECHO_DELAY – any delay header beats it, even a zero one', async () => {
   try {
     const zero = await timed(`${echo.url}/x`, { 'X-Echo-Delay': '0ms' });
     assert.equal(zero.status, 200);
-    assert.ok([undefined, 0].includes(appliedDelay(zero)?.value), `applied ${JSON.stringify(appliedDelay(zero))}`);
+    assert.ok(
+      [undefined, 0].includes(appliedDelay(zero)?.value),
+      `applied ${JSON.stringify(appliedDelay(zero))}`,
+    );
     const latency = await timed(`${echo.url}/x`, { 'X-Echo-Latency': '50ms' });
     assertDelay(latency, 50, 'latency over ECHO_DELAY');
     assert.equal(appliedDelay(latency)?.control, 'X-Echo-Latency');

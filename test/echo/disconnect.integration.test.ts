@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { seriesValue } from '../helpers/metrics.ts';
-import { activeTimers, eventually, findGc } from '../helpers/runtime.ts';
+import { activeTimers, eventually, findGc, orAfter } from '../helpers/runtime.ts';
 
 // These tests use raw sockets, not an HTTP client, so that the only timers in the process are the
 // server's: a pooled client keeps keep-alive timers of its own.
@@ -137,7 +137,11 @@ test('client disconnect – the server closes promptly afterwards', async () => 
   socket.destroy();
   await sleep(50);
   const start = performance.now();
-  const closed = await Promise.race([echo.close().then(() => true), sleep(1000).then(() => false)]);
+  const closed = await orAfter(
+    echo.close().then(() => true),
+    1000,
+    false,
+  );
   assert.ok(closed, 'app.close() did not resolve within a second');
   assert.ok(performance.now() - start < 1000);
 });
@@ -152,9 +156,13 @@ test('server drain – a delayed request is answered at once and the server clos
   const start = performance.now();
   // What SIGTERM does (src/echo/main.ts): drain, then close.
   echo.app.echo.drain.abort();
-  const closed = await Promise.race([echo.close().then(() => true), sleep(1000).then(() => false)]);
+  const closed = await orAfter(
+    echo.close().then(() => true),
+    1000,
+    false,
+  );
   assert.ok(closed, 'app.close() did not resolve within a second of the drain');
-  await Promise.race([ended, sleep(1000)]);
+  await orAfter(ended, 1000, undefined);
   const text = Buffer.concat(received).toString('utf8');
   assert.match(text, /^HTTP\/1\.1 200 OK\r\n/);
   assert.match(text, /\r\n\r\nGET \/draining HTTP\/1\.1\n/);

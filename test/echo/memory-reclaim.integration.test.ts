@@ -3,9 +3,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { GROWTH_BYTES, IdleReclaimer, type ReclaimDeps } from '../../src/echo/memory-reclaim.ts';
-import { freePort } from '../helpers/runtime.ts';
+import { freePort, within } from '../helpers/runtime.ts';
 
 const MiB = 1024 * 1024;
 
@@ -133,12 +132,11 @@ describe('ECHO_IDLE_RECLAIM, in the running service', () => {
           }),
         );
       }
-      const entry = await Promise.race([
+      const entry = await within(
         reclaimed,
-        sleep(30_000, undefined, { ref: false }).then(() =>
-          assert.fail('no "idle after traffic" log line within 30 s of the burst'),
-        ),
-      ]);
+        'no "idle after traffic" log line within 30 s of the burst',
+        30_000,
+      );
       assert.ok(entry['rss_after_mb']! < entry['rss_before_mb']!, `RSS went down: ${JSON.stringify(entry)}`);
       assert.equal(typeof entry['gc_ms'], 'number');
     } finally {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { exitOf, freePort } from '../helpers/runtime.ts';
+import { exitOf, freePort, within } from '../helpers/runtime.ts';
 
 /**
  * The README's way of stopping a server started in the background: `npm start & ECHO_PID=$!`, then
@@ -52,10 +52,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
         }
         assert.equal(status, 503, 'draining: /ready answers 503');
       }
-      const exit = await Promise.race([
-        exited,
-        sleep(30_000).then(() => assert.fail('npm start had not exited 30 s after the signal')),
-      ]);
+      const exit = await within(exited, 'npm start had not exited 30 s after the signal', 30_000);
       const logs = exit.stdout;
       assert.match(logs, /"msg":"drained"/, 'the service drained');
       const pid = Number(/"pid":(\d+)/.exec(logs)?.[1]);

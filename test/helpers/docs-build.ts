@@ -1,6 +1,6 @@
 /**
  * The docs site built as `npm run docs:build` builds it, into a scratch folder, under the base the
- * release publishes it at (test/docs/site.integration.test.ts, test/docs/mermaid.integration.test.ts).
+ * release publishes it at (test/docs/site.integration.test.ts).
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';

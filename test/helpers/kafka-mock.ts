@@ -166,3 +166,20 @@ async function stopChild(child: ChildProcess, exited: Promise<void>, boundMs = 5
   child.kill('SIGKILL');
   await waitFor(boundMs);
 }
+
+/** Resolves with the first `count` items pushed (in arrival order); later ones are kept in `items` too. */
+export function collector<T>(count: number): { items: T[]; push(item: T): void; done: Promise<T[]> } {
+  const items: T[] = [];
+  let resolve!: (items: T[]) => void;
+  const done = new Promise<T[]>((r) => {
+    resolve = r;
+  });
+  return {
+    items,
+    push(item) {
+      items.push(item);
+      if (items.length === count) resolve(items.slice());
+    },
+    done,
+  };
+}

@@ -9,6 +9,7 @@ import net from 'node:net';
 import { Duplex } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { within } from './runtime.ts';
 
 /** Every wait in the protocol tests is bounded by this. */
 export const TIMEOUT_MS = 10_000;
@@ -19,16 +20,8 @@ export function summaryLine(text: string): string {
 }
 
 /** Resolves as `promise` does, or rejects with `message` after `ms`. */
-export async function waitFor<T>(promise: Promise<T>, message: string, ms = TIMEOUT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${message} (after ${ms} ms)`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function waitFor<T>(promise: Promise<T>, message: string, ms = TIMEOUT_MS): Promise<T> {
+  return within(promise, message, ms);
 }
 
 export interface Curl {

@@ -36,6 +36,27 @@ export async function until(
   }
 }
 
+/**
+ * Resolves as `promise` does, or rejects naming `what` after `ms`. The timer is cleared either way, so
+ * a bound that was not needed does not keep the test file's process alive until it fires.
+ */
+export function within<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** `promise`'s value, or `fallback` once `ms` has passed; the timer is cleared either way. */
+export function orAfter<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<F>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** A gc function: `global.gc` under --expose-gc, else one obtained by setting the flag at run time. */
 export function findGc(): (() => void) | undefined {
   const existing = (globalThis as { gc?: () => void }).gc;

@@ -22,11 +22,13 @@ import {
 } from '../../src/obs/request-context.ts';
 import { DEADLINE_BAGGAGE_KEY, TIMEOUT_BUDGET_METRICS } from '../../src/obs/timeout-budget-hook.ts';
 import {
+  collector,
   type KafkaMock,
   MOCK_CONSUMER_SETTINGS,
   requireKcat,
   startKafkaMock,
 } from '../helpers/kafka-mock.ts';
+import { within } from '../helpers/runtime.ts';
 import { capturingLogger, injectableObsApp, type RunningObsApp, startObsApp } from './helpers.ts';
 
 /** A policy for contexts made by hand: counts nothing. */
@@ -372,31 +374,6 @@ test('kafka – a transaction’s sends are stamped too', async (t) => {
 
 /** Every wait is bounded generously: the first group join alone takes 3 s on the mock. */
 const WAIT_MS = 30_000;
-
-function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** Resolves with the items pushed once `count` have come (later ones are kept too). */
-function collector<T>(count: number): { items: T[]; push(item: T): void; done: Promise<T[]> } {
-  const items: T[] = [];
-  let resolve!: (items: T[]) => void;
-  const done = new Promise<T[]>((r) => {
-    resolve = r;
-  });
-  return {
-    items,
-    push(item) {
-      items.push(item);
-      if (items.length === count) resolve(items.slice());
-    },
-    done,
-  };
-}
 
 function client(mock: KafkaMock): Kafka {
   return new Kafka({

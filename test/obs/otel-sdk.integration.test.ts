@@ -21,6 +21,7 @@ import {
 } from '../../src/obs/index.ts';
 import { MOCK_CONSUMER_SETTINGS, requireKcat, startKafkaMock } from '../helpers/kafka-mock.ts';
 import { injectHeaders, installOtelSdk, startTracedObsApp, type TracedObsApp } from '../helpers/otel-sdk.ts';
+import { within } from '../helpers/runtime.ts';
 
 const ATTR = TIMEOUT_BUDGET_SPAN_ATTRIBUTES;
 
@@ -242,15 +243,6 @@ test('otel sdk – wide events land as span events on the request’s recorded s
     ],
   );
 });
-
-/** Rejects when `promise` has not settled within `ms` (a hung broker must not hang the file). */
-function within<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 test('otel sdk – Kafka (mock cluster): a record produced in a traced request carries its deadline; the listener’s baggage holds it', async (t) => {
   if (!requireKcat(t)) return;

@@ -143,7 +143,11 @@ export async function deadPort(host = POD_IP): Promise<number> {
   return port;
 }
 
-export function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = TIMEOUT_MS): Promise<void> {
+export function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = TIMEOUT_MS,
+): Promise<void> {
   return waitUntil(what, check, timeoutMs, POLL_MS);
 }
 
