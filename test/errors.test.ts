@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { format } from 'node:util';
 import { ECHO_ERRORS, EchoError, isEchoError } from '../src/echo/errors.ts';
-import { isObsError, OBS_ERRORS, ObsError } from '../src/obs/index.ts';
+import { CodedError, isObsError, OBS_ERRORS, ObsError } from '../src/obs/index.ts';
 import { isOperatorError, OPERATOR_ERRORS, OperatorError } from '../src/operator/errors.ts';
 import { isScenarioError, SCENARIO_ERRORS, ScenarioError } from '../src/scenario/errors.ts';
 
@@ -212,6 +212,18 @@ function shapeProblems(area: Area, code: string): string[] {
   return out;
 }
 
+/** (6) `throw new Error(...)` in `files`: a failure without a code (an invariant uses `assert`). */
+function bareThrows(files: ReadonlyMap<string, string>): string[] {
+  const out: string[] = [];
+  for (const [path, text] of files) {
+    if (!path.startsWith('src/') || !/\.[cm]?ts$/.test(path)) continue;
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    for (const line of code.split('\n'))
+      if (/\bthrow\s+new\s+Error\s*\(/.test(line)) out.push(`${path}: ${line.trim()}`);
+  }
+  return out;
+}
+
 // --- on the repository ---
 
 const SOURCES = filesUnder('src', 'examples');
@@ -273,6 +285,22 @@ test('errors – the four error classes have one shape: code, statusCode, messag
       errors.map((e) => e instanceof area.errorClass),
     );
   }
+});
+
+test('errors – every area binds the one base, CodedError, to its catalogue', () => {
+  for (const [prefix, area] of Object.entries(AREAS)) {
+    assert.equal(
+      Object.getPrototypeOf(area.errorClass),
+      CodedError,
+      `${prefix}: not a direct subclass of CodedError`,
+    );
+    const error = new area.errorClass(Object.keys(area.catalogue)[0] as never, []);
+    assert.ok(error instanceof CodedError, `${prefix}: an error is not a CodedError`);
+  }
+});
+
+test('errors – src/ throws no bare Error: a failure has a code, an invariant is an assert', () => {
+  assert.deepEqual(bareThrows(SOURCES), []);
 });
 
 // --- each check catches a broken copy ---
@@ -348,6 +376,15 @@ test('errors – each check catches a broken copy', () => {
     'SLOPPY_ERR_X: the cause is not passed through',
     'SLOPPY_ERR_X: own properties are code,message,stack,status',
   ]);
+});
+
+test('errors – the bare-throw check catches one, and leaves comments, asserts and examples alone', () => {
+  const files = new Map([
+    ['src/x/a.ts', "if (bad) throw new Error('no code');\nthrow new ObsError('OBS_ERR_CONFIG', []);"],
+    ['src/x/b.ts', "// throw new Error('in a comment')\nassert.ok(ok, 'an invariant');"],
+    ['examples/c.ts', "throw new Error('an example app may');"],
+  ]);
+  assert.deepEqual(bareThrows(files), ["src/x/a.ts: if (bad) throw new Error('no code');"]);
 });
 
 test('errors – the file walk skips dist/ and node_modules/', () => {

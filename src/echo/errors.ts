@@ -2,10 +2,10 @@
  * Every error of the echo service: the ones it answers with, and the one that stops its startup.
  * Injected faults are not here: they are responses, not errors. A stable `code` to match on
  * ({@link isEchoError}), the HTTP status, the message template (`util.format`) and when it happens.
- * The same shape as obs's `OBS_ERRORS`/`ObsError`; the README's error table is generated from
+ * Its class binds obs's one base `CodedError` to this catalogue; the README's error table is generated from
  * `ECHO_ERRORS` and a test keeps the two in step.
  */
-import { format } from 'node:util';
+import { CodedError, type ErrorDefinition, hasCodeOf } from '@echo-chaos/obs';
 
 /** The catalogue: code, HTTP status, message template (`util.format`) and when it is raised. */
 export const ECHO_ERRORS = {
@@ -208,7 +208,7 @@ export const ECHO_ERRORS = {
     message: 'internal error',
     when: 'A bug in echo-chaos; the log has the details',
   },
-} as const;
+} as const satisfies Readonly<Record<string, ErrorDefinition>>;
 
 /** A code of the echo service. */
 export type EchoErrorCode = keyof typeof ECHO_ERRORS;
@@ -233,26 +233,20 @@ export interface EchoErrorOptions {
  * and the message of its template.
  * @param args the values of the template's `%s`, in order.
  */
-export class EchoError extends Error {
-  readonly code: EchoErrorCode;
-  readonly statusCode: number;
+export class EchoError extends CodedError<EchoErrorCode> {
   /** Set only when given (see {@link EchoErrorOptions.details}). */
   declare readonly details?: readonly ErrorDetail[];
 
   constructor(code: EchoErrorCode, args: readonly unknown[], options?: EchoErrorOptions) {
-    const def = ECHO_ERRORS[code];
-    super(format(def.message, ...args), options);
+    super(ECHO_ERRORS, code, args, options);
     this.name = 'EchoError';
-    this.code = code;
-    this.statusCode = def.status;
     if (options?.details !== undefined) this.details = options.details;
   }
 }
 
 /** Whether `error` is an echo error: an object whose `code` is a code of {@link ECHO_ERRORS}. */
 export function isEchoError(error: unknown): error is EchoError {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && Object.hasOwn(ECHO_ERRORS, code);
+  return hasCodeOf(ECHO_ERRORS, error);
 }
 
 /** The settings are invalid; `problems` lists every problem, one line each (the message too). */

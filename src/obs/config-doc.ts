@@ -4,6 +4,7 @@
  * `npx node src/obs/config-doc.ts --write` rewrites the README's generated sections;
  * `test/obs/config-doc.test.ts` fails when the checked-in README differs from what this produces.
  */
+import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { envVariableOf } from './config-env.ts';
 import type { Fields } from './config-fields.ts';
@@ -111,8 +112,7 @@ export function renderObsReadme(readme: string): string {
     const end = `<!-- /generated:${name} -->`;
     const start = out.indexOf(begin);
     const stop = out.indexOf(end);
-    if (start === -1 || stop === -1)
-      throw new Error(`src/obs/README.md lacks the markers of section ${name}`);
+    assert.ok(start !== -1 && stop !== -1, `src/obs/README.md lacks the markers of section ${name}`);
     out = `${out.slice(0, start + begin.length)}\n${render()}\n${out.slice(stop)}`;
   }
   return out;

@@ -19,6 +19,7 @@
  *   `OBS_*` variable that names no key is an error, with the nearest valid name;
  * - a variable of a key of a planned feature (`features.ts`) is an error too.
  */
+import assert from 'node:assert/strict';
 import type { LeafField } from './config-fields.ts';
 import { ALL_PATHS, FIELD_BY_PATH } from './config-keys.ts';
 import { LEGACY_MODE_KEY } from './config-legacy.ts';
@@ -49,8 +50,7 @@ export const ENV_VARIABLES: ReadonlyMap<string, { readonly path: string; readonl
       if (field.kind === 'group') continue;
       const name = envVariableOf(path);
       const clash = out.get(name);
-      if (clash !== undefined)
-        throw new Error(`obs schema: ${path} and ${clash.path} share the variable ${name}`);
+      assert.ok(clash === undefined, `obs schema: ${path} and ${clash?.path} share the variable ${name}`);
       out.set(name, { path, field });
     }
     return out;

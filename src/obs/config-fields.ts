@@ -4,6 +4,7 @@
  * {@link Resolved}, and what code may pass, {@link Input}), and the builders `config-schema.ts`
  * writes its tree with. How a value of each kind is read and worded lives in `config-values.ts`.
  */
+import assert from 'node:assert/strict';
 import { parseDurationMs } from './duration.ts';
 
 interface FieldBase {
@@ -157,7 +158,7 @@ const MAX_DURATION_MS = 365 * 86_400_000;
 
 function ms(text: string): number {
   const value = parseDurationMs(text);
-  if (value === undefined) throw new Error(`bad duration literal in the obs schema: ${text}`);
+  assert.ok(value !== undefined, `bad duration literal in the obs schema: ${text}`);
   return value;
 }
 

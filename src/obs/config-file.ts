@@ -29,15 +29,18 @@ export function readYamlFile(
   problems: ConfigProblem[],
   variable: string,
 ): unknown {
-  let text: string;
+  let text: string | undefined;
+  let reason: string | undefined;
   try {
     const info = statSync(path);
-    if (!info.isFile()) throw new Error('not a regular file');
-    if (info.size > MAX_CONFIG_FILE_BYTES) throw new Error(`larger than ${MAX_CONFIG_FILE_BYTES} bytes`);
-    text = readFileSync(path, 'utf8');
+    if (!info.isFile()) reason = 'not a regular file';
+    else if (info.size > MAX_CONFIG_FILE_BYTES) reason = `larger than ${MAX_CONFIG_FILE_BYTES} bytes`;
+    else text = readFileSync(path, 'utf8');
   } catch (error) {
-    const reason =
+    reason =
       (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'it does not exist' : (error as Error).message;
+  }
+  if (text === undefined) {
     problems.push(problem(variable, path, 'environment', `a readable YAML file; ${reason}`));
     return undefined;
   }

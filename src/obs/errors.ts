@@ -5,10 +5,57 @@
  * `node_modules` has classes of its own. Setup errors (configuration, misuse of the plugin API) are
  * thrown while the application starts; a request never fails because of telemetry.
  *
- * The same shape in every area of echo-chaos (`ECHO_ERRORS`/`EchoError`, `SCENARIO_ERRORS`/
- * `ScenarioError`, `OPERATOR_ERRORS`/`OperatorError`); `test/errors.test.ts` holds them together.
+ * Every coded error of echo-chaos has one base, {@link CodedError} (undici's habit: one base class, a
+ * `code` on each failure); each area binds it to its own catalogue (`ECHO_ERRORS`/`EchoError`,
+ * `SCENARIO_ERRORS`/`ScenarioError`, `OPERATOR_ERRORS`/`OperatorError`, and here `ObsError`), and a
+ * service may bind it to a catalogue of its own. `test/errors.test.ts` holds them together.
  */
 import { format } from 'node:util';
+
+/** One entry of an error catalogue: the HTTP status, the message template (`util.format`), when it happens. */
+export interface ErrorDefinition {
+  readonly status: number;
+  readonly message: string;
+  readonly when: string;
+}
+
+/**
+ * The one base of coded errors: a stable `code` to match on, the HTTP `statusCode` the catalogue gives
+ * it and the message of its template. Subclass it once per catalogue (see {@link ObsError}) and once
+ * per failure that carries more than a message (see {@link ObsConfigError}).
+ * @param catalogue the codes this error may carry, each with its status and message template.
+ * @param args the values of the template's `%s`, in order.
+ * @param options `cause`: the error behind this one.
+ */
+export class CodedError<Code extends string = string> extends Error {
+  readonly code: Code;
+  readonly statusCode: number;
+
+  constructor(
+    catalogue: Readonly<Record<Code, ErrorDefinition>>,
+    code: Code,
+    args: readonly unknown[],
+    options?: { cause?: unknown },
+  ) {
+    const def = catalogue[code];
+    super(format(def.message, ...args), options);
+    this.name = 'CodedError';
+    this.code = code;
+    this.statusCode = def.status;
+  }
+}
+
+/**
+ * Whether `error` carries a code of `catalogue`: an object whose `code` is one of its keys. Match on
+ * this and on `code` rather than with `instanceof`, which fails across two copies of a package.
+ */
+export function hasCodeOf<Code extends string>(
+  catalogue: Readonly<Record<Code, ErrorDefinition>>,
+  error: unknown,
+): error is CodedError<Code> {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && Object.hasOwn(catalogue, code);
+}
 
 /** The catalogue: code, HTTP status, message template (`util.format`) and when it is raised. */
 export const OBS_ERRORS = {
@@ -88,7 +135,7 @@ export const OBS_ERRORS = {
     message: 'internal error',
     when: 'An actuator route failed unexpectedly (a bug in obs, or in what the application plugged into it); the log has the details',
   },
-} as const;
+} as const satisfies Readonly<Record<string, ErrorDefinition>>;
 
 /** A code of the obs library. */
 export type ObsErrorCode = keyof typeof OBS_ERRORS;
@@ -99,16 +146,10 @@ export type ObsErrorCode = keyof typeof OBS_ERRORS;
  * @param args the values of the template's `%s`, in order.
  * @param options `cause`: the error behind this one.
  */
-export class ObsError extends Error {
-  readonly code: ObsErrorCode;
-  readonly statusCode: number;
-
+export class ObsError extends CodedError<ObsErrorCode> {
   constructor(code: ObsErrorCode, args: readonly unknown[], options?: { cause?: unknown }) {
-    const def = OBS_ERRORS[code];
-    super(format(def.message, ...args), options);
+    super(OBS_ERRORS, code, args, options);
     this.name = 'ObsError';
-    this.code = code;
-    this.statusCode = def.status;
   }
 }
 
@@ -117,8 +158,7 @@ export class ObsError extends Error {
  * on this and on `code` rather than with `instanceof`, which fails across two copies of obs.
  */
 export function isObsError(error: unknown): error is ObsError {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && Object.hasOwn(OBS_ERRORS, code);
+  return hasCodeOf(OBS_ERRORS, error);
 }
 
 /** One configuration problem: which key, what value, from where, and what was expected. */

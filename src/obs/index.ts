@@ -84,7 +84,10 @@ export {
   type ModeListener,
 } from './enforcement.ts';
 export {
+  CodedError,
   type ConfigProblem,
+  type ErrorDefinition,
+  hasCodeOf,
   isObsError,
   OBS_ERRORS,
   ObsConfigError,

@@ -9,6 +9,7 @@
  * the bad events are the slower than the threshold: `_count{filter} - _bucket{filter,le="<threshold>"}`.
  * The rules aggregate `by (namespace, job)`, so one rule set serves every deployment of a service.
  */
+import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { dump } from 'js-yaml';
 import type { Registry } from 'prom-client';
@@ -218,7 +219,7 @@ export function parseLabelMatchers(text: string | undefined): LabelMatcher[] {
   MATCHER_AT.lastIndex = 0;
   while (MATCHER_AT.lastIndex < text.length) {
     const m = MATCHER_AT.exec(text);
-    if (m === null) throw new Error(`not PromQL label matchers: ${text}`);
+    assert.ok(m !== null, `not PromQL label matchers: ${text}`);
     const [, name = '', op, raw = ''] = m;
     const value = raw.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     const matcher: LabelMatcher =

@@ -6,6 +6,7 @@
  * changes). A failed query breaks the streak: only a condition seen to hold aborts.
  */
 import { parseDurationMs } from '@echo-chaos/obs';
+import { OperatorError } from './errors.ts';
 import type { AbortWhen, Comparison } from './lifecycle.ts';
 import type { EchoScenario } from './plan.ts';
 
@@ -43,24 +44,37 @@ export function evaluate(
   return { holds: hit !== undefined, value: hit ?? finite[0] };
 }
 
-/** One query against Prometheus' HTTP API. */
+/** One query against Prometheus' HTTP API; rejects with `OPERATOR_ERR_ABORT_QUERY`. */
 export async function queryPrometheus(baseUrl: string, query: string, timeoutMs: number): Promise<unknown> {
   const url = new URL('api/v1/query', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   url.searchParams.set('query', query);
-  const res = await fetch(url, {
-    signal: AbortSignal.timeout(timeoutMs),
-    headers: { accept: 'application/json' },
-  });
-  const text = await res.text();
-  if (text.length > MAX_BODY_BYTES) throw new Error(`answer over ${MAX_BODY_BYTES} bytes`);
+  const failed = (detail: string, cause?: unknown) =>
+    new OperatorError(
+      'OPERATOR_ERR_ABORT_QUERY',
+      [baseUrl, detail],
+      cause === undefined ? undefined : { cause },
+    );
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { accept: 'application/json' },
+    });
+    text = await res.text();
+  } catch (error) {
+    // fetch's own message is a bare "fetch failed": the cause's code (ECONNREFUSED...) says more.
+    throw failed((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message, error);
+  }
+  if (text.length > MAX_BODY_BYTES) throw failed(`answer over ${MAX_BODY_BYTES} bytes`);
   let body: { status?: string; data?: unknown; error?: string };
   try {
     body = JSON.parse(text);
   } catch {
-    throw new Error(`HTTP ${res.status}, not JSON`);
+    throw failed(`HTTP ${res.status}, not JSON`);
   }
   if (!res.ok || body.status !== 'success')
-    throw new Error(`HTTP ${res.status}: ${body.error ?? 'query failed'}`);
+    throw failed(`HTTP ${res.status}: ${body.error ?? 'query failed'}`);
   return body.data;
 }
 

@@ -1,10 +1,10 @@
 /**
  * Every error of the operator, one catalogue: a stable `code` to match on, the HTTP status it maps
  * to, the message template (`util.format`) and when it happens. Callers and logs match on `code`
- * ({@link isOperatorError}), never on the message or the class. The same shape as obs's
- * `OBS_ERRORS`/`ObsError`; src/operator/README.md's error table is generated from this one.
+ * ({@link isOperatorError}), never on the message or the class. Its class binds obs's one base
+ * `CodedError` to this catalogue; src/operator/README.md's error table is generated from this one.
  */
-import { format } from 'node:util';
+import { CodedError, type ErrorDefinition, hasCodeOf } from '@echo-chaos/obs';
 
 /** The catalogue: code, HTTP status, message template (`util.format`) and when it is raised. */
 export const OPERATOR_ERRORS = {
@@ -23,12 +23,22 @@ export const OPERATOR_ERRORS = {
     message: 'GET %s: %s',
     when: "Reading an echo pod's scenarios back after a push failed (unreachable, timed out, not a 200 or 304, or a 200 that is not a JSON array); the pod counts as not synced and the push is retried with backoff",
   },
+  OPERATOR_ERR_ABORT_QUERY: {
+    status: 502,
+    message: 'Prometheus at %s: %s',
+    when: "A query of an EchoScenario's `spec.abortWhen` failed (unreachable, timed out, an answer over 1 MiB, not JSON, or not a success); the EchoScenario reports it and the query is tried again at the next interval",
+  },
+  OPERATOR_ERR_POD_SYNC: {
+    status: 502,
+    message: 'pod %s/%s: %s',
+    when: "Reconciling an echo pod left endpoints that do not hold what they should (each one's push or read-back error, joined with '; '); logged as `reconcile failed; retrying` and retried with backoff",
+  },
   OPERATOR_ERR_NOT_APPLIED: {
     status: 502,
     message: 'GET %s: the pod holds %s, not the %s pushed',
     when: 'An echo pod answered a push with a 2xx but reading its scenarios back gave another content hash (it dropped or changed the push); the pod counts as not synced and the push is retried with backoff',
   },
-} as const;
+} as const satisfies Readonly<Record<string, ErrorDefinition>>;
 
 /** A code of the operator. */
 export type OperatorErrorCode = keyof typeof OPERATOR_ERRORS;
@@ -39,23 +49,16 @@ export type OperatorErrorCode = keyof typeof OPERATOR_ERRORS;
  * @param args the values of the template's `%s`, in order.
  * @param options `cause`: the error behind this one.
  */
-export class OperatorError extends Error {
-  readonly code: OperatorErrorCode;
-  readonly statusCode: number;
-
+export class OperatorError extends CodedError<OperatorErrorCode> {
   constructor(code: OperatorErrorCode, args: readonly unknown[], options?: { cause?: unknown }) {
-    const def = OPERATOR_ERRORS[code];
-    super(format(def.message, ...args), options);
+    super(OPERATOR_ERRORS, code, args, options);
     this.name = 'OperatorError';
-    this.code = code;
-    this.statusCode = def.status;
   }
 }
 
 /** Whether `error` is an operator error: an object whose `code` is a code of {@link OPERATOR_ERRORS}. */
 export function isOperatorError(error: unknown): error is OperatorError {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && Object.hasOwn(OPERATOR_ERRORS, code);
+  return hasCodeOf(OPERATOR_ERRORS, error);
 }
 
 /** The settings are invalid; `problems` lists every problem, one line each. */

@@ -125,19 +125,20 @@ logger.info(
 );
 
 const kc = new KubeConfig();
+let kubeconfigProblem: string | undefined;
 try {
   if (cluster === 'in-cluster') kc.loadFromCluster();
   else kc.loadFromDefault();
-  const problem = clusterProblem(kc.getCurrentCluster());
-  if (problem !== undefined) throw new Error(problem);
+  kubeconfigProblem = clusterProblem(kc.getCurrentCluster());
 } catch (error) {
+  kubeconfigProblem = error instanceof Error ? error.message : String(error);
+}
+if (kubeconfigProblem !== undefined) {
   const where =
     cluster === 'in-cluster'
       ? "the pod's service account"
       : `KUBECONFIG=${JSON.stringify(process.env['KUBECONFIG'] ?? '~/.kube/config')}`;
-  process.stderr.write(
-    `echo-chaos-operator: cannot use the cluster from ${where}: ${error instanceof Error ? error.message : String(error)}\n`,
-  );
+  process.stderr.write(`echo-chaos-operator: cannot use the cluster from ${where}: ${kubeconfigProblem}\n`);
   process.exit(1);
 }
 

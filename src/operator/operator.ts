@@ -22,6 +22,7 @@ import { Registry } from 'prom-client';
 import { AbortWatcher } from './abort.ts';
 import { reuseApiConnections } from './api-connections.ts';
 import { createEchoScenarioApi } from './echo-scenario-api.ts';
+import { OperatorError } from './errors.ts';
 import { EventRecorder, transitionOf } from './events.ts';
 import { ResilientInformer } from './informer.ts';
 import { LeaderElector } from './leader.ts';
@@ -359,7 +360,8 @@ export function createOperator(options: OperatorOptions): Operator {
     }
     // Done with what the plan said; a change since (during the pushes) stays pending.
     if (pending !== undefined && settling.get(key)?.changedAt === pending.changedAt) settling.delete(key);
-    if (errors.length > 0) throw new Error(errors.join('; '));
+    if (errors.length > 0)
+      throw new OperatorError('OPERATOR_ERR_POD_SYNC', [namespace, name, errors.join('; ')]);
   }
 
   /**

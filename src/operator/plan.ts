@@ -4,6 +4,7 @@
  * and where each EchoScenario stands. A pure function, so the same cluster state always gives the
  * same plan.
  */
+import assert from 'node:assert/strict';
 import type { V1EndpointSlice, V1ObjectMeta, V1Pod, V1Service } from '@kubernetes/client-node';
 import { type Scenario, validateScenarios } from '../scenario/index.ts';
 import { blastRadiusProblems, chooseTargets, type TargetMode } from './blast-radius.ts';
@@ -229,7 +230,8 @@ const SCENARIO_SPEC_FIELDS = [
  */
 export function scenarioOf(es: EchoScenario): Scenario {
   const result = validateScenarios([{ name: es.metadata.name, ...scenarioFields(es.spec) }]);
-  if (!result.ok) throw new Error(`scenarioOf: invalid EchoScenario ${es.metadata.name}`);
+  // Only EchoScenarios that validated reach here: anything else is a bug.
+  assert.ok(result.ok, `scenarioOf: invalid EchoScenario ${es.metadata.name}`);
   return result.scenarios[0]!;
 }
 

@@ -6,7 +6,7 @@
  * `ECHO_STATE_URL`) write the set to it once, whichever pod the first push reaches.
  */
 import { Agent, type Dispatcher, fetch } from 'undici';
-import { OperatorError } from './errors.ts';
+import { isOperatorError, OperatorError } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { Endpoint } from './plan.ts';
 
@@ -57,10 +57,12 @@ export function createPushClient(options: PushClientOptions): Push {
         metrics.pushes.inc({ result: 'unchanged' });
         return;
       }
-      if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);
+      if (!res.ok)
+        throw new OperatorError('OPERATOR_ERR_PUSH', [url, `HTTP ${res.status}: ${text.slice(0, 500)}`]);
       metrics.pushes.inc({ result: 'success' });
     } catch (error) {
       metrics.pushes.inc({ result: 'failure' });
+      if (isOperatorError(error)) throw error;
       // fetch's own message is a bare "fetch failed": the cause's code (ECONNREFUSED...) says more.
       const cause = (error as { cause?: { code?: string } }).cause?.code;
       throw new OperatorError('OPERATOR_ERR_PUSH', [url, cause ?? (error as Error).message], {

@@ -7,7 +7,7 @@
  */
 import { type Dispatcher, fetch } from 'undici';
 import { scenarioSetHash } from '../scenario/index.ts';
-import { OperatorError } from './errors.ts';
+import { isOperatorError, OperatorError } from './errors.ts';
 import type { Endpoint } from './plan.ts';
 import type { Push } from './push-client.ts';
 
@@ -34,6 +34,15 @@ export const MAX_READ_BACK_BYTES = 8 * 1024 * 1024;
 
 const HASH_ETAG = /^"(sha256-[0-9a-f]{64})"$/;
 
+/** `OPERATOR_ERR_READ_BACK` for `url`: why the read-back failed. */
+function readBackFailed(url: string, detail: string, cause?: unknown): OperatorError {
+  return new OperatorError(
+    'OPERATOR_ERR_READ_BACK',
+    [url, detail],
+    cause === undefined ? undefined : { cause },
+  );
+}
+
 export function createReadBackClient(options: ReadBackClientOptions): ReadBack {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (options.adminToken !== undefined) headers['authorization'] = `Bearer ${options.adminToken}`;
@@ -51,7 +60,7 @@ export function createReadBackClient(options: ReadBackClientOptions): ReadBack {
       }
       if (res.status !== 200) {
         const text = await res.text();
-        throw new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+        throw readBackFailed(url, `HTTP ${res.status}: ${text.slice(0, 200)}`);
       }
       const tagged = HASH_ETAG.exec(res.headers.get('etag') ?? '')?.[1];
       if (tagged !== undefined) {
@@ -60,17 +69,17 @@ export function createReadBackClient(options: ReadBackClientOptions): ReadBack {
       }
       const length = Number(res.headers.get('content-length') ?? 0);
       if (length > MAX_READ_BACK_BYTES)
-        throw new Error(`a body of ${length} bytes, above ${MAX_READ_BACK_BYTES}`);
+        throw readBackFailed(url, `a body of ${length} bytes, above ${MAX_READ_BACK_BYTES}`);
       const text = await res.text();
-      if (text.length > MAX_READ_BACK_BYTES) throw new Error(`a body above ${MAX_READ_BACK_BYTES} bytes`);
+      if (text.length > MAX_READ_BACK_BYTES)
+        throw readBackFailed(url, `a body above ${MAX_READ_BACK_BYTES} bytes`);
       const list = JSON.parse(text) as unknown;
-      if (!Array.isArray(list)) throw new Error('a body that is not a JSON array');
+      if (!Array.isArray(list)) throw readBackFailed(url, 'a body that is not a JSON array');
       return scenarioSetHash(list);
     } catch (error) {
+      if (isOperatorError(error)) throw error;
       const cause = (error as { cause?: { code?: string } }).cause?.code;
-      throw new OperatorError('OPERATOR_ERR_READ_BACK', [url, cause ?? (error as Error).message], {
-        cause: error,
-      });
+      throw readBackFailed(url, cause ?? (error as Error).message, error);
     }
   };
 }

@@ -4,6 +4,7 @@
  * requests without a session, one per session that used it), with the types a request and a
  * step are seen through. `store.ts` decides which entry a request gets and moves its cursor.
  */
+import assert from 'node:assert/strict';
 import { jsonDepthWithin } from './bounds.ts';
 import { type DelaySpec, parseDelaySpec } from './duration.ts';
 import { type FaultLimits, type FaultSpec, readFault, SCENARIO_FAULT_FIELDS } from './faults.ts';
@@ -340,7 +341,8 @@ export class LazyRequest {
 }
 
 function compiled<T>(result: { ok: true; value: T } | { ok: false; reason: string }): T {
-  if (!result.ok) throw new Error(`validated pattern failed to compile: ${result.reason}`);
+  // Validation compiled the same pattern: a failure here is a bug.
+  assert.ok(result.ok, `validated pattern failed to compile: ${(result as { reason?: string }).reason}`);
   return result.value;
 }
 

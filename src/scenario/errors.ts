@@ -1,10 +1,10 @@
 /**
  * Every error of the scenario area, one catalogue (fastify's habit): a stable `code` to match on,
  * the HTTP status it maps to, the message template (`util.format`) and when it happens. Callers
- * match on `code` ({@link isScenarioError}), never on the message or the class. The same shape as
- * obs's `OBS_ERRORS`/`ObsError`; the README's scenario error table is generated from this one.
+ * match on `code` ({@link isScenarioError}), never on the message or the class. Its class binds
+ * obs's one base `CodedError` to this catalogue; the README's scenario error table is generated from this one.
  */
-import { format } from 'node:util';
+import { CodedError, type ErrorDefinition, hasCodeOf } from '@echo-chaos/obs';
 import type { ScenarioProblem } from './validate.ts';
 
 /** The catalogue: code, HTTP status, message template (`util.format`) and when it is thrown. */
@@ -34,7 +34,7 @@ export const SCENARIO_ERRORS = {
     message: 'scenario file %s is %s bytes, more than the limit of %s bytes',
     when: 'The scenario file is larger than `maxFileBytes`',
   },
-} as const;
+} as const satisfies Readonly<Record<string, ErrorDefinition>>;
 
 /** A code of the scenario area. */
 export type ScenarioErrorCode = keyof typeof SCENARIO_ERRORS;
@@ -45,23 +45,16 @@ export type ScenarioErrorCode = keyof typeof SCENARIO_ERRORS;
  * @param args the values of the template's `%s`, in order.
  * @param options `cause`: the error behind this one.
  */
-export class ScenarioError extends Error {
-  readonly code: ScenarioErrorCode;
-  readonly statusCode: number;
-
+export class ScenarioError extends CodedError<ScenarioErrorCode> {
   constructor(code: ScenarioErrorCode, args: readonly unknown[], options?: { cause?: unknown }) {
-    const def = SCENARIO_ERRORS[code];
-    super(format(def.message, ...args), options);
+    super(SCENARIO_ERRORS, code, args, options);
     this.name = 'ScenarioError';
-    this.code = code;
-    this.statusCode = def.status;
   }
 }
 
 /** Whether `error` is a scenario error: an object whose `code` is a code of {@link SCENARIO_ERRORS}. */
 export function isScenarioError(error: unknown): error is ScenarioError {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && Object.hasOwn(SCENARIO_ERRORS, code);
+  return hasCodeOf(SCENARIO_ERRORS, error);
 }
 
 /** How many problems the message of {@link ScenarioInvalidError} spells out; `problems` has all. */
