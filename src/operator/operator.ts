@@ -1,8 +1,8 @@
 /**
  * The EchoScenario operator: informers on EchoScenarios, pods, services and EndpointSlices feed a
- * work queue with keys only; workers reconcile one key at a time, level-based, from the caches.
- * `pod:<ns>/<name>` pushes each echo endpoint of that pod the whole array it should hold (POST
- * /scenario replaces all of it); `es:<ns>/<name>` keeps that EchoScenario's finalizer (added while it
+ * work queue with typed keys only (work-key.ts); workers reconcile one key at a time, level-based,
+ * from the caches. A pod key (`pod:<ns>/<name>`) pushes each echo endpoint of that pod the whole array it should hold (POST
+ * /scenario replaces all of it); an EchoScenario key (`es:<ns>/<name>`) keeps that EchoScenario's finalizer (added while it
  * lives, removed once a deleted one is off every endpoint) and writes its status. Only the Lease
  * holder runs workers.
  */
@@ -46,6 +46,7 @@ import { bodyOf, PushLedger } from './push-ledger.ts';
 import { buildStatus, sameStatus } from './status.ts';
 import { stripEchoScenario, stripPod, stripService, stripSlice } from './strip.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
+import { idOfKey, podKey, scenarioKey, type WorkKey } from './work-key.ts';
 import { WorkQueue } from './work-queue.ts';
 
 /** How long a pod's array must stay the same before it is pushed, by default (`pushQuietMs`). */
@@ -118,7 +119,8 @@ export function createOperator(options: OperatorOptions): Operator {
   const api = createEchoScenarioApi(custom);
   const core = kc.makeApiClient(CoreV1Api);
   const discovery = kc.makeApiClient(DiscoveryV1Api);
-  const queue = new WorkQueue({
+  const queue = new WorkQueue<WorkKey>({
+    idOf: idOfKey,
     baseDelayMs: options.retryBaseDelayMs ?? 200,
     maxDelayMs: options.retryMaxDelayMs,
   });
@@ -177,14 +179,14 @@ export function createOperator(options: OperatorOptions): Operator {
           }),
     onEvent: (type, obj) => {
       if (type === 'delete') {
-        queue.cancelAfter(`es:${obj.metadata.namespace}/${obj.metadata.name}`);
+        queue.cancelAfter(scenarioKey(obj.metadata.namespace ?? '', obj.metadata.name ?? ''));
         aborted.delete(`${obj.metadata.namespace}/${obj.metadata.name}`);
         events.forget(obj.metadata.uid ?? '');
       }
       // Itself; what its change does to other EchoScenarios and to pods, the next plan reports.
       const namespace = obj.metadata.namespace ?? '';
-      queue.add(`es:${namespace}/${obj.metadata.name}`);
-      for (const pod of planner.scenarioChanged(type, obj)) queue.add(`pod:${namespace}/${pod}`);
+      queue.add(scenarioKey(namespace, obj.metadata.name ?? ''));
+      for (const pod of planner.scenarioChanged(type, obj)) queue.add(podKey(namespace, pod));
     },
     onRestart: restarted(PLURAL),
     strip: stripEchoScenario,
@@ -198,11 +200,11 @@ export function createOperator(options: OperatorOptions): Operator {
       const namespace = pod.metadata?.namespace ?? '';
       if (type === 'delete') {
         ledger.forgetPod(pod.metadata?.uid ?? '');
-        settling.delete(`pod:${namespace}/${pod.metadata?.name}`);
+        settling.delete(podKey(namespace, pod.metadata?.name ?? '').id);
       }
       // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
       planner.podChanged(type, pod);
-      queue.add(`pod:${namespace}/${pod.metadata?.name}`);
+      queue.add(podKey(namespace, pod.metadata?.name ?? ''));
     },
     onRestart: restarted('pods'),
     strip: stripPod,
@@ -214,7 +216,7 @@ export function createOperator(options: OperatorOptions): Operator {
       ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns }),
     onEvent: (_type, svc) => {
       const namespace = svc.metadata?.namespace ?? '';
-      for (const es of planner.serviceChanged(svc)) queue.add(`es:${namespace}/${es}`);
+      for (const es of planner.serviceChanged(svc)) queue.add(scenarioKey(namespace, es));
     },
     onRestart: restarted('services'),
     strip: stripService,
@@ -228,7 +230,7 @@ export function createOperator(options: OperatorOptions): Operator {
         : discovery.listNamespacedEndpointSlice({ namespace: ns }),
     onEvent: (type, slice) => {
       const namespace = slice.metadata?.namespace ?? '';
-      for (const pod of planner.sliceChanged(type, slice)) queue.add(`pod:${namespace}/${pod}`);
+      for (const pod of planner.sliceChanged(type, slice)) queue.add(podKey(namespace, pod));
     },
     onRestart: restarted('endpointslices'),
     strip: stripSlice,
@@ -247,17 +249,17 @@ export function createOperator(options: OperatorOptions): Operator {
       return stopped === undefined ? undefined : { reason: stopped, message };
     },
     onChange: (namespace, changedScenarios, changedPods) => {
-      for (const name of changedScenarios) queue.add(`es:${namespace}/${name}`);
+      for (const name of changedScenarios) queue.add(scenarioKey(namespace, name));
       const at = performance.now();
       for (const name of changedPods) {
-        const key = `pod:${namespace}/${name}`;
-        settling.set(key, { changedAt: at, since: settling.get(key)?.since });
+        const key = podKey(namespace, name);
+        settling.set(key.id, { changedAt: at, since: settling.get(key.id)?.since });
         queue.add(key);
       }
     },
   });
   /**
-   * Pod key → when a plan last changed its array, and since when its push has been put off: a burst of
+   * Pod key id → when a plan last changed its array, and since when its push has been put off: a burst of
    * changes arrives in several chunks of watch events, and a pod pushed between two of them is pushed
    * again (issue #16). A push waits until its array has not changed for `quietMs`, at most
    * `maxQuietMs` in all.
@@ -267,10 +269,10 @@ export function createOperator(options: OperatorOptions): Operator {
   const maxQuietMs = Math.max(1000, 20 * quietMs);
 
   function enqueueNamespace(namespace: string): void {
-    for (const pod of pods.list(namespace)) queue.add(`pod:${namespace}/${pod.metadata?.name}`);
+    for (const pod of pods.list(namespace)) queue.add(podKey(namespace, pod.metadata?.name ?? ''));
     // Endpoints pushed to pods no longer in the cache still need clearing or forgetting.
-    for (const [, p] of ledger.inNamespace(namespace)) queue.add(`pod:${namespace}/${p.endpoint.podName}`);
-    for (const es of scenarios.list(namespace)) queue.add(`es:${namespace}/${es.metadata.name}`);
+    for (const [, p] of ledger.inNamespace(namespace)) queue.add(podKey(namespace, p.endpoint.podName));
+    for (const es of scenarios.list(namespace)) queue.add(scenarioKey(namespace, es.metadata.name ?? ''));
   }
 
   function enqueueAll(): void {
@@ -286,8 +288,8 @@ export function createOperator(options: OperatorOptions): Operator {
 
   async function reconcilePod(namespace: string, name: string): Promise<void> {
     const { desired, byPod } = plan(namespace);
-    const key = `pod:${namespace}/${name}`;
-    const pending = settling.get(key);
+    const key = podKey(namespace, name);
+    const pending = settling.get(key.id);
     if (pending !== undefined) {
       const at = performance.now();
       const quietFor = at - pending.changedAt;
@@ -356,10 +358,11 @@ export function createOperator(options: OperatorOptions): Operator {
     ledger.forgetStaleFailures(uid, desired);
     if (changed) {
       for (const es of planner.scenariosOfPod(namespace, name)) affected.add(es);
-      for (const es of affected) queue.add(`es:${namespace}/${es}`);
+      for (const es of affected) queue.add(scenarioKey(namespace, es));
     }
     // Done with what the plan said; a change since (during the pushes) stays pending.
-    if (pending !== undefined && settling.get(key)?.changedAt === pending.changedAt) settling.delete(key);
+    if (pending !== undefined && settling.get(key.id)?.changedAt === pending.changedAt)
+      settling.delete(key.id);
     if (errors.length > 0)
       throw new OperatorError('OPERATOR_ERR_POD_SYNC', [namespace, name, errors.join('; ')]);
   }
@@ -401,7 +404,7 @@ export function createOperator(options: OperatorOptions): Operator {
     // Planned first, also for one that is gone: a new plan reports what its change changed.
     let current = plan(namespace);
     const es = scenarios.get(name, namespace);
-    if (es === undefined) return queue.cancelAfter(`es:${namespace}/${name}`);
+    if (es === undefined) return queue.cancelAfter(scenarioKey(namespace, name));
     // Its run may have stopped (expired, aborted) or started since the plan: then plan again.
     const stop = current.stops.get(name);
     if (stop !== undefined) {
@@ -424,8 +427,8 @@ export function createOperator(options: OperatorOptions): Operator {
     const run = lifecycle(es);
     // Expiry: look again when the duration runs out (re-armed at most every MAX_TIMER_MS).
     if (run.expiresInMs !== undefined)
-      queue.addAfter(`es:${namespace}/${name}`, Math.min(run.expiresInMs + 50, MAX_TIMER_MS));
-    else queue.cancelAfter(`es:${namespace}/${name}`);
+      queue.addAfter(scenarioKey(namespace, name), Math.min(run.expiresInMs + 50, MAX_TIMER_MS));
+    else queue.cancelAfter(scenarioKey(namespace, name));
     const next = buildStatus({
       echoScenario: es,
       state,
@@ -439,7 +442,7 @@ export function createOperator(options: OperatorOptions): Operator {
     if (!(await api.writeStatus(namespace, name, clearingRunTimes(es.status, next)))) return;
     // Stopped just now (expired, aborted): its pods get their arrays without it.
     if (state.kind === 'Stopped')
-      for (const endpoint of state.endpoints) queue.add(`pod:${namespace}/${endpoint.podName}`);
+      for (const endpoint of state.endpoints) queue.add(podKey(namespace, endpoint.podName));
     const transition = transitionOf(es.status, next);
     if (transition !== undefined) await events.recordTransition(es, next.observedGeneration ?? 0, transition);
     logger.info(
@@ -454,11 +457,9 @@ export function createOperator(options: OperatorOptions): Operator {
     );
   }
 
-  async function reconcile(key: string): Promise<void> {
-    const [kind, rest] = [key.slice(0, key.indexOf(':')), key.slice(key.indexOf(':') + 1)];
-    const [namespace, name] = [rest.slice(0, rest.indexOf('/')), rest.slice(rest.indexOf('/') + 1)];
-    if (kind === 'pod') await reconcilePod(namespace, name);
-    else await reconcileScenario(namespace, name);
+  async function reconcile(key: WorkKey): Promise<void> {
+    if (key.kind === 'pod') await reconcilePod(key.namespace, key.name);
+    else await reconcileScenario(key.namespace, key.name);
   }
 
   // Workers run only while leading; `leading` resolves when this replica (re)gains the lease.
@@ -480,7 +481,7 @@ export function createOperator(options: OperatorOptions): Operator {
         queue.add(key);
         continue;
       }
-      const kind = key.startsWith('pod:') ? 'pod' : 'echoscenario';
+      const { kind } = key;
       const timed = metrics.reconcileSeconds.startTimer({ kind });
       const run = reconcile(key)
         .finally(() => timed())
@@ -494,7 +495,10 @@ export function createOperator(options: OperatorOptions): Operator {
             metrics.reconciles.inc({ kind, result: 'error' });
             // A 409 is a write from a stale cache (e.g. a finalizer patch): routine, retried.
             const level = (error as { code?: number }).code === 409 ? 'debug' : 'warn';
-            logger[level]({ key, delayMs, err: (error as Error).message }, 'reconcile failed; retrying');
+            logger[level](
+              { key: key.id, delayMs, err: (error as Error).message },
+              'reconcile failed; retrying',
+            );
           },
         );
       inFlight.add(run);
@@ -559,7 +563,7 @@ export function createOperator(options: OperatorOptions): Operator {
       const key = `${es.metadata.namespace}/${es.metadata.name}`;
       aborted.set(key, { generation: es.metadata.generation ?? 0, message });
       logger.warn({ echoScenario: es.metadata.name, namespace: es.metadata.namespace, message }, 'aborted');
-      queue.add(`es:${key}`);
+      queue.add(scenarioKey(es.metadata.namespace ?? '', es.metadata.name ?? ''));
     },
     onError: (es, message) => {
       void events.record(es, 'Warning', 'AbortCheckFailed', message);
