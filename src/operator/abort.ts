@@ -8,12 +8,8 @@
 import { parseDurationMs } from '@echo-chaos/obs';
 import { OperatorError } from './errors.ts';
 import type { AbortWhen, Comparison } from './lifecycle.ts';
+import type { OperatorLogger } from './logger.ts';
 import type { EchoScenario } from './plan.ts';
-
-/** operator.ts's logger (not imported from there: no cycle). */
-interface OperatorLogger {
-  warn(obj: object, msg?: string): void;
-}
 
 /** Longest Prometheus answer read, in bytes. */
 const MAX_BODY_BYTES = 1 << 20;
@@ -83,7 +79,7 @@ export interface AbortWatcherOptions {
   readonly prometheusUrl: string | undefined;
   readonly intervalMs: number;
   readonly queryTimeoutMs: number;
-  readonly logger: OperatorLogger;
+  readonly logger: Pick<OperatorLogger, 'warn'>;
   readonly now: () => Date;
   /** The running EchoScenarios that have `spec.abortWhen`. */
   readonly candidates: () => EchoScenario[];

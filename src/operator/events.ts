@@ -6,13 +6,8 @@
  * {@link MAX_EVENTS_PER_MINUTE} a minute, so a flapping target cannot flood the API.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
+import type { OperatorLogger } from './logger.ts';
 import type { EchoScenario, EchoScenarioStatus } from './plan.ts';
-
-/** operator.ts's logger (not imported from there: no cycle). */
-interface OperatorLogger {
-  debug(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
 
 /** Most Events one EchoScenario gets per minute; more are dropped (and logged at debug). */
 export const MAX_EVENTS_PER_MINUTE = 10;

@@ -22,43 +22,27 @@ import { Registry } from 'prom-client';
 import { AbortWatcher } from './abort.ts';
 import { reuseApiConnections } from './api-connections.ts';
 import { createEchoScenarioApi } from './echo-scenario-api.ts';
-import { OperatorError } from './errors.ts';
-import { EventRecorder, transitionOf } from './events.ts';
+import { EventRecorder } from './events.ts';
 import { ResilientInformer } from './informer.ts';
 import { LeaderElector } from './leader.ts';
-import { clearingRunTimes, lifecycleOf, MAX_TIMER_MS } from './lifecycle.ts';
+import { lifecycleOf } from './lifecycle.ts';
+import type { OperatorLogger } from './logger.ts';
 import { createOperatorMetrics } from './metrics.ts';
-import {
-  type EchoScenario,
-  type Endpoint,
-  FINALIZER,
-  GROUP,
-  isDeleting,
-  isPodReady,
-  type NamespacePlan,
-  PLURAL,
-  specProblems,
-  VERSION,
-} from './plan.ts';
+import { type EchoScenario, GROUP, isDeleting, PLURAL, specProblems, VERSION } from './plan.ts';
 import { Planner } from './planner.ts';
 import { createPodDispatcher, createPushClient } from './push-client.ts';
-import { bodyOf, PushLedger } from './push-ledger.ts';
-import { buildStatus, sameStatus } from './status.ts';
+import { PushLedger } from './push-ledger.ts';
+import { PodReconciler } from './reconcile-pod.ts';
+import { ScenarioReconciler } from './reconcile-scenario.ts';
 import { stripEchoScenario, stripPod, stripService, stripSlice } from './strip.ts';
-import { createReadBackClient, createVerifiedPush, heldHashOf } from './verify.ts';
+import { createReadBackClient, createVerifiedPush } from './verify.ts';
 import { idOfKey, podKey, scenarioKey, type WorkKey } from './work-key.ts';
 import { WorkQueue } from './work-queue.ts';
 
 /** How long a pod's array must stay the same before it is pushed, by default (`pushQuietMs`). */
 const QUIET_MS = 50;
 
-/** The subset of a pino logger the operator writes to. */
-export interface OperatorLogger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+export type { OperatorLogger } from './logger.ts';
 
 export interface OperatorOptions {
   readonly kc: KubeConfig;
@@ -200,7 +184,7 @@ export function createOperator(options: OperatorOptions): Operator {
       const namespace = pod.metadata?.namespace ?? '';
       if (type === 'delete') {
         ledger.forgetPod(pod.metadata?.uid ?? '');
-        settling.delete(podKey(namespace, pod.metadata?.name ?? '').id);
+        podReconciler.forget(namespace, pod.metadata?.name ?? '');
       }
       // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
       planner.podChanged(type, pod);
@@ -250,23 +234,31 @@ export function createOperator(options: OperatorOptions): Operator {
     },
     onChange: (namespace, changedScenarios, changedPods) => {
       for (const name of changedScenarios) queue.add(scenarioKey(namespace, name));
-      const at = performance.now();
-      for (const name of changedPods) {
-        const key = podKey(namespace, name);
-        settling.set(key.id, { changedAt: at, since: settling.get(key.id)?.since });
-        queue.add(key);
-      }
+      for (const name of changedPods) podReconciler.arrayChanged(namespace, name);
     },
   });
-  /**
-   * Pod key id → when a plan last changed its array, and since when its push has been put off: a burst of
-   * changes arrives in several chunks of watch events, and a pod pushed between two of them is pushed
-   * again (issue #16). A push waits until its array has not changed for `quietMs`, at most
-   * `maxQuietMs` in all.
-   */
-  const settling = new Map<string, { changedAt: number; since: number | undefined }>();
-  const quietMs = options.pushQuietMs ?? QUIET_MS;
-  const maxQuietMs = Math.max(1000, 20 * quietMs);
+  const podReconciler = new PodReconciler({
+    planner,
+    pod: (name, namespace) => pods.get(name, namespace),
+    scenario: (name, namespace) => scenarios.get(name, namespace),
+    ledger,
+    verifiedPush,
+    queue,
+    logger,
+    now,
+    quietMs: options.pushQuietMs ?? QUIET_MS,
+  });
+  const scenarioReconciler = new ScenarioReconciler({
+    planner,
+    scenario: (name, namespace) => scenarios.get(name, namespace),
+    api,
+    ledger,
+    queue,
+    lifecycle,
+    events,
+    logger,
+    now,
+  });
 
   function enqueueNamespace(namespace: string): void {
     for (const pod of pods.list(namespace)) queue.add(podKey(namespace, pod.metadata?.name ?? ''));
@@ -282,184 +274,11 @@ export function createOperator(options: OperatorOptions): Operator {
     for (const namespace of namespaces) enqueueNamespace(namespace);
   }
 
-  function plan(namespace: string) {
-    return planner.plan(namespace);
-  }
-
-  async function reconcilePod(namespace: string, name: string): Promise<void> {
-    const { desired, byPod } = plan(namespace);
-    const key = podKey(namespace, name);
-    const pending = settling.get(key.id);
-    if (pending !== undefined) {
-      const at = performance.now();
-      const quietFor = at - pending.changedAt;
-      pending.since ??= at;
-      if (quietFor < quietMs && at - pending.since < maxQuietMs) {
-        queue.addAfter(key, quietMs - quietFor);
-        return;
-      }
-    }
-    const pod = pods.get(name, namespace);
-    const uid = pod?.metadata?.uid;
-    const errors: string[] = [];
-    // The EchoScenarios whose status or finalizer may depend on what this pod holds: those whose
-    // target holds it, and those that its endpoints held before (enqueued if something changed).
-    const before = ledger.ofPod(namespace, name);
-    const affected = new Set(before.flatMap(([, p]) => p.owners));
-    let changed = false;
-    // Endpoints of this pod name that should hold something.
-    const wanted = (byPod.get(name) ?? []).filter((d) => d.endpoint.podUid === uid);
-    for (const { endpoint, scenarios: array, owners } of wanted) {
-      // One text per array: the ledger keeps this very string, so `holds` compares it by reference.
-      const body = bodyOf(array);
-      if (ledger.body(endpoint.key) === body) continue;
-      // Only what carries the finalizer is pushed, so no deletion can skip the clean-up: an
-      // EchoScenario waits for its `es:` reconcile to add it (that change enqueues this pod again).
-      const unguarded = owners.filter(
-        (owner) => !(scenarios.get(owner, namespace)?.metadata.finalizers ?? []).includes(FINALIZER),
-      );
-      if (unguarded.length > 0) {
-        logger.debug({ namespace, pod: name, waitingFor: unguarded }, 'push waits for finalizers');
-        continue;
-      }
-      changed = true;
-      try {
-        const hash = await verifiedPush(endpoint, array, body);
-        ledger.succeeded(endpoint, namespace, body, owners, { hash, at: now() });
-        logger.info(
-          { namespace, pod: name, port: endpoint.port, scenarios: array.length },
-          'scenarios pushed',
-        );
-      } catch (error) {
-        ledger.pushFailed(endpoint, namespace, owners, (error as Error).message);
-        const held = heldHashOf(error);
-        if (held !== undefined) ledger.readBackDiffers(endpoint.key, held);
-        errors.push((error as Error).message);
-      }
-    }
-    // Endpoints of this pod that held something and should no longer: clear them if the pod is still
-    // the same and ready; forget them if it is gone or restarted (a new container starts empty), or
-    // if they already got `[]` (from the plan, while a deleting EchoScenario still targeted them).
-    for (const [key, p] of before) {
-      if (desired.has(key)) continue;
-      changed = true;
-      if (p.body !== '[]' && p.endpoint.podUid === uid && pod !== undefined && isPodReady(pod)) {
-        try {
-          await verifiedPush(p.endpoint, [], '[]');
-          logger.info({ namespace, pod: name, port: p.endpoint.port }, 'scenarios cleared');
-        } catch (error) {
-          ledger.clearFailed(key, (error as Error).message);
-          errors.push((error as Error).message);
-          continue;
-        }
-      }
-      ledger.forget(key);
-    }
-    ledger.forgetStaleFailures(uid, desired);
-    if (changed) {
-      for (const es of planner.scenariosOfPod(namespace, name)) affected.add(es);
-      for (const es of affected) queue.add(scenarioKey(namespace, es));
-    }
-    // Done with what the plan said; a change since (during the pushes) stays pending.
-    if (pending !== undefined && settling.get(key.id)?.changedAt === pending.changedAt)
-      settling.delete(key.id);
-    if (errors.length > 0)
-      throw new OperatorError('OPERATOR_ERR_POD_SYNC', [namespace, name, errors.join('; ')]);
-  }
-
-  /**
-   * A deleting EchoScenario loses its finalizer once every ready endpoint of its target holds its
-   * array without it (pushed, not failed) and no endpoint this leader pushed it to still holds it.
-   * Until then each pod reconcile re-enqueues this key; failed pushes keep it (retried with backoff).
-   */
-  async function finishDeletion(
-    namespace: string,
-    es: EchoScenario,
-    endpoints: readonly Endpoint[],
-    desired: NamespacePlan['desired'],
-  ): Promise<void> {
-    const name = es.metadata.name ?? '';
-    const finalizers = es.metadata.finalizers ?? [];
-    if (!finalizers.includes(FINALIZER)) return;
-    for (const endpoint of endpoints) {
-      const want = desired.get(endpoint.key);
-      if (want === undefined || ledger.failure(endpoint.key) !== undefined || !ledger.holds(want)) return;
-    }
-    if (ledger.mayHold(namespace, name)) return;
-    if (
-      await api.setFinalizers(
-        namespace,
-        es,
-        finalizers.filter((f) => f !== FINALIZER),
-      )
-    ) {
-      logger.info(
-        { namespace, echoScenario: name, endpoints: endpoints.length },
-        'cleared; finalizer removed',
-      );
-    }
-  }
-
-  async function reconcileScenario(namespace: string, name: string): Promise<void> {
-    // Planned first, also for one that is gone: a new plan reports what its change changed.
-    let current = plan(namespace);
-    const es = scenarios.get(name, namespace);
-    if (es === undefined) return queue.cancelAfter(scenarioKey(namespace, name));
-    // Its run may have stopped (expired, aborted) or started since the plan: then plan again.
-    const stop = current.stops.get(name);
-    if (stop !== undefined) {
-      const { stopped, message } = lifecycle(es);
-      if (stop !== (stopped === undefined ? '' : `${stopped}: ${message}`)) {
-        planner.invalidate(namespace, name);
-        current = plan(namespace);
-      }
-    }
-    const { scenarios: states, desired } = current;
-    const state = states.get(name);
-    if (state === undefined) return;
-    // No status writes to a deleting object: only its finalizer is left to settle.
-    if (state.kind === 'Deleting') return finishDeletion(namespace, es, state.endpoints, desired);
-    const finalizers = es.metadata.finalizers ?? [];
-    if (state.kind !== 'Invalid' && !finalizers.includes(FINALIZER)) {
-      if (!(await api.setFinalizers(namespace, es, [...finalizers, FINALIZER]))) return;
-      logger.debug({ namespace, echoScenario: name }, 'finalizer added');
-    }
-    const run = lifecycle(es);
-    // Expiry: look again when the duration runs out (re-armed at most every MAX_TIMER_MS).
-    if (run.expiresInMs !== undefined)
-      queue.addAfter(scenarioKey(namespace, name), Math.min(run.expiresInMs + 50, MAX_TIMER_MS));
-    else queue.cancelAfter(scenarioKey(namespace, name));
-    const next = buildStatus({
-      echoScenario: es,
-      state,
-      desired,
-      pushes: ledger,
-      now: now(),
-      lifecycle: run,
-    });
-    // Undefined: pushes still under way; each one re-enqueues this key when it ends.
-    if (next === undefined || sameStatus(es.status, next)) return;
-    if (!(await api.writeStatus(namespace, name, clearingRunTimes(es.status, next)))) return;
-    // Stopped just now (expired, aborted): its pods get their arrays without it.
-    if (state.kind === 'Stopped')
-      for (const endpoint of state.endpoints) queue.add(podKey(namespace, endpoint.podName));
-    const transition = transitionOf(es.status, next);
-    if (transition !== undefined) await events.recordTransition(es, next.observedGeneration ?? 0, transition);
-    logger.info(
-      {
-        namespace,
-        echoScenario: name,
-        reason: next.conditions?.[0]?.reason,
-        synced: next.syncedEndpoints,
-        total: next.totalEndpoints,
-      },
-      'status updated',
-    );
-  }
-
-  async function reconcile(key: WorkKey): Promise<void> {
-    if (key.kind === 'pod') await reconcilePod(key.namespace, key.name);
-    else await reconcileScenario(key.namespace, key.name);
+  /** The reconciler of the key's kind. */
+  function reconcile(key: WorkKey): Promise<void> {
+    return key.kind === 'pod'
+      ? podReconciler.reconcile(key.namespace, key.name)
+      : scenarioReconciler.reconcile(key.namespace, key.name);
   }
 
   // Workers run only while leading; `leading` resolves when this replica (re)gains the lease.
