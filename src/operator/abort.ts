@@ -188,3 +188,32 @@ export class AbortWatcher {
 function keyOf(es: EchoScenario): string {
   return `${es.metadata.namespace}/${es.metadata.name}`;
 }
+
+/**
+ * The aborts this leader decided, each for one generation of its EchoScenario, until its status says
+ * so: a new generation (the spec changed) starts a new run, which no earlier abort stops.
+ */
+export class AbortedRuns {
+  /** `<ns>/<name>` → the generation aborted, and why. */
+  readonly #aborted = new Map<string, { generation: number; message: string }>();
+
+  set(es: EchoScenario, message: string): void {
+    this.#aborted.set(keyOf(es), { generation: es.metadata.generation ?? 0, message });
+  }
+
+  /** The abort of `es`'s generation, if this leader decided one. */
+  of(es: EchoScenario): { message: string } | undefined {
+    const key = keyOf(es);
+    const entry = this.#aborted.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.generation !== (es.metadata.generation ?? 0)) {
+      this.#aborted.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  forget(es: EchoScenario): void {
+    this.#aborted.delete(keyOf(es));
+  }
+}

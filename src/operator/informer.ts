@@ -12,12 +12,16 @@ import {
   type ObjectCache,
 } from '@kubernetes/client-node';
 
-export interface ResilientInformerOptions<T extends KubernetesObject> {
+/** What an informer tells: which object changed, and when its watch had to be restarted. */
+export interface InformerHandlers<T extends KubernetesObject> {
+  readonly onEvent: (type: 'add' | 'update' | 'delete', obj: T) => void;
+  readonly onRestart?: (error: unknown, delayMs: number) => void;
+}
+
+export interface ResilientInformerOptions<T extends KubernetesObject> extends Partial<InformerHandlers<T>> {
   readonly kc: KubeConfig;
   readonly path: string;
   readonly list: () => Promise<KubernetesListObject<T>>;
-  readonly onEvent: (type: 'add' | 'update' | 'delete', obj: T) => void;
-  readonly onRestart?: (error: unknown, delayMs: number) => void;
   /** Trims an arriving object in place to what is read of it (strip.ts), before `onEvent`. */
   readonly strip?: (obj: T) => void;
   readonly baseDelayMs?: number;
@@ -27,6 +31,7 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
 export class ResilientInformer<T extends KubernetesObject> {
   readonly #informer: Informer<T> & ObjectCache<T>;
   readonly #options: ResilientInformerOptions<T>;
+  #handlers: Partial<InformerHandlers<T>>;
   #failures = 0;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -34,6 +39,7 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   constructor(options: ResilientInformerOptions<T>) {
     this.#options = options;
+    this.#handlers = options;
     // client-node asks for no bookmarks; the path carries the query, which its watch keeps. With
     // bookmarks the resourceVersion moves on while the resource is quiet, so a watch that drops
     // resumes from a recent version instead of one compaction may have removed (410, a full list).
@@ -42,10 +48,15 @@ export class ResilientInformer<T extends KubernetesObject> {
       this.#informer.on(type, (obj) => {
         this.#failures = 0;
         if (type !== 'delete') options.strip?.(obj);
-        options.onEvent(type, obj);
+        this.#handlers.onEvent?.(type, obj);
       });
     }
     this.#informer.on('error', (error) => this.#restart(error));
+  }
+
+  /** Sets what the informer tells of its events (before {@link start}: events before it are lost). */
+  handle(handlers: InformerHandlers<T>): void {
+    this.#handlers = handlers;
   }
 
   /** True once a first list has filled the cache. */
@@ -79,7 +90,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     const base = this.#options.baseDelayMs ?? 100;
     const delayMs = Math.min(base * 2 ** this.#failures, this.#options.maxDelayMs ?? 30_000);
     this.#failures++;
-    this.#options.onRestart?.(error, delayMs);
+    this.#handlers.onRestart?.(error, delayMs);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       if (this.#stopped) return;

@@ -7,37 +7,33 @@
  * holder runs workers.
  */
 
-import { setImmediate } from 'node:timers/promises';
 import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   DiscoveryV1Api,
   type KubeConfig,
-  type V1EndpointSlice,
-  type V1Pod,
-  type V1Service,
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { AbortWatcher } from './abort.ts';
+import { AbortedRuns, AbortWatcher } from './abort.ts';
 import { reuseApiConnections } from './api-connections.ts';
 import { createEchoScenarioApi } from './echo-scenario-api.ts';
 import { EventRecorder } from './events.ts';
-import { ResilientInformer } from './informer.ts';
+import { createInformers } from './informers.ts';
 import { LeaderElector } from './leader.ts';
 import { lifecycleOf } from './lifecycle.ts';
 import type { OperatorLogger } from './logger.ts';
 import { createOperatorMetrics } from './metrics.ts';
-import { type EchoScenario, GROUP, isDeleting, PLURAL, specProblems, VERSION } from './plan.ts';
+import { type EchoScenario, isDeleting, PLURAL, specProblems } from './plan.ts';
 import { Planner } from './planner.ts';
 import { createPodDispatcher, createPushClient } from './push-client.ts';
 import { PushLedger } from './push-ledger.ts';
-import { PodReconciler } from './reconcile-pod.ts';
+import { PodReconciler, PushSettling } from './reconcile-pod.ts';
 import { ScenarioReconciler } from './reconcile-scenario.ts';
-import { stripEchoScenario, stripPod, stripService, stripSlice } from './strip.ts';
 import { createReadBackClient, createVerifiedPush } from './verify.ts';
 import { idOfKey, podKey, scenarioKey, type WorkKey } from './work-key.ts';
 import { WorkQueue } from './work-queue.ts';
+import { LeaderGate, Workers } from './workers.ts';
 
 /** How long a pod's array must stay the same before it is pushed, by default (`pushQuietMs`). */
 const QUIET_MS = 50;
@@ -100,15 +96,20 @@ export function createOperator(options: OperatorOptions): Operator {
   const now = options.now ?? (() => new Date());
   const registry = options.registry ?? new Registry();
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const api = createEchoScenarioApi(custom);
   const core = kc.makeApiClient(CoreV1Api);
-  const discovery = kc.makeApiClient(DiscoveryV1Api);
+  const api = createEchoScenarioApi(custom);
+  // The caches first, without handlers: everything below reads them; handlers are wired last.
+  const informers = createInformers(
+    kc,
+    { custom, core, discovery: kc.makeApiClient(DiscoveryV1Api) },
+    options.namespace,
+  );
+  const { scenarios, pods } = informers;
   const queue = new WorkQueue<WorkKey>({
     idOf: idOfKey,
     baseDelayMs: options.retryBaseDelayMs ?? 200,
     maxDelayMs: options.retryMaxDelayMs,
   });
-  // `scenarios` is read only at scrape time, after the informer below exists.
   const metrics = createOperatorMetrics(
     registry,
     () => queue.length,
@@ -132,101 +133,18 @@ export function createOperator(options: OperatorOptions): Operator {
   );
   const ledger = new PushLedger();
   const events = new EventRecorder({ core, logger, instance: options.identity, now });
-  /** `<ns>/<name>` → an abort this leader decided, for that generation, until its status says so. */
-  const aborted = new Map<string, { generation: number; message: string }>();
-  const abortedOf = (es: EchoScenario) => {
-    const key = `${es.metadata.namespace}/${es.metadata.name}`;
-    const entry = aborted.get(key);
-    if (entry !== undefined && entry.generation !== (es.metadata.generation ?? 0)) aborted.delete(key);
-    return entry?.generation === (es.metadata.generation ?? 0) ? entry : undefined;
-  };
-  const lifecycle = (es: EchoScenario) => lifecycleOf(es, now(), abortedOf(es));
-  const ns = options.namespace;
-  const nsPath = ns === undefined ? '' : `/namespaces/${ns}`;
+  const aborts = new AbortedRuns();
+  const lifecycle = (es: EchoScenario) => lifecycleOf(es, now(), aborts.of(es));
 
-  const restarted = (resource: string) => (error: unknown, delayMs: number) => {
-    metrics.watchRestarts.inc({ resource });
-    logger.warn({ resource, delayMs, err: String(error) }, 'watch stopped; restarting');
-  };
-
-  const scenarios = new ResilientInformer<EchoScenario>({
-    kc,
-    path: `/apis/${GROUP}/${VERSION}${nsPath}/${PLURAL}`,
-    list: () =>
-      ns === undefined
-        ? custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })
-        : custom.listNamespacedCustomObject({
-            group: GROUP,
-            version: VERSION,
-            namespace: ns,
-            plural: PLURAL,
-          }),
-    onEvent: (type, obj) => {
-      if (type === 'delete') {
-        queue.cancelAfter(scenarioKey(obj.metadata.namespace ?? '', obj.metadata.name ?? ''));
-        aborted.delete(`${obj.metadata.namespace}/${obj.metadata.name}`);
-        events.forget(obj.metadata.uid ?? '');
-      }
-      // Itself; what its change does to other EchoScenarios and to pods, the next plan reports.
-      const namespace = obj.metadata.namespace ?? '';
-      queue.add(scenarioKey(namespace, obj.metadata.name ?? ''));
-      for (const pod of planner.scenarioChanged(type, obj)) queue.add(podKey(namespace, pod));
-    },
-    onRestart: restarted(PLURAL),
-    strip: stripEchoScenario,
-  });
-  const pods = new ResilientInformer<V1Pod>({
-    kc,
-    path: `/api/v1${nsPath}/pods`,
-    list: () =>
-      ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns }),
-    onEvent: (type, pod) => {
-      const namespace = pod.metadata?.namespace ?? '';
-      if (type === 'delete') {
-        ledger.forgetPod(pod.metadata?.uid ?? '');
-        podReconciler.forget(namespace, pod.metadata?.name ?? '');
-      }
-      // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
-      planner.podChanged(type, pod);
-      queue.add(podKey(namespace, pod.metadata?.name ?? ''));
-    },
-    onRestart: restarted('pods'),
-    strip: stripPod,
-  });
-  const services = new ResilientInformer<V1Service>({
-    kc,
-    path: `/api/v1${nsPath}/services`,
-    list: () =>
-      ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns }),
-    onEvent: (_type, svc) => {
-      const namespace = svc.metadata?.namespace ?? '';
-      for (const es of planner.serviceChanged(svc)) queue.add(scenarioKey(namespace, es));
-    },
-    onRestart: restarted('services'),
-    strip: stripService,
-  });
-  const endpointSlices = new ResilientInformer<V1EndpointSlice>({
-    kc,
-    path: `/apis/discovery.k8s.io/v1${nsPath}/endpointslices`,
-    list: () =>
-      ns === undefined
-        ? discovery.listEndpointSliceForAllNamespaces()
-        : discovery.listNamespacedEndpointSlice({ namespace: ns }),
-    onEvent: (type, slice) => {
-      const namespace = slice.metadata?.namespace ?? '';
-      for (const pod of planner.sliceChanged(type, slice)) queue.add(podKey(namespace, pod));
-    },
-    onRestart: restarted('endpointslices'),
-    strip: stripSlice,
-  });
-  const informers = [scenarios, pods, services, endpointSlices];
-  // Plans kept between reconciles, made again only after a change they read (issue #16).
+  // Plans kept between reconciles, made again only after a change they read (issue #16). What a new
+  // plan changed is enqueued; a pod's push waits for its changes to settle (PodReconciler).
+  const settling = new PushSettling(queue);
   const planner = new Planner({
     caches: {
       scenarios: (namespace) => scenarios.list(namespace),
       pod: (name, namespace) => pods.get(name, namespace),
-      service: (name, namespace) => services.get(name, namespace),
-      slice: (name, namespace) => endpointSlices.get(name, namespace),
+      service: (name, namespace) => informers.services.get(name, namespace),
+      slice: (name, namespace) => informers.endpointSlices.get(name, namespace),
     },
     stopped: (es) => {
       const { stopped, message } = lifecycle(es);
@@ -234,10 +152,10 @@ export function createOperator(options: OperatorOptions): Operator {
     },
     onChange: (namespace, changedScenarios, changedPods) => {
       for (const name of changedScenarios) queue.add(scenarioKey(namespace, name));
-      for (const name of changedPods) podReconciler.arrayChanged(namespace, name);
+      for (const name of changedPods) settling.changed(namespace, name);
     },
   });
-  const podReconciler = new PodReconciler({
+  const pod = new PodReconciler({
     planner,
     pod: (name, namespace) => pods.get(name, namespace),
     scenario: (name, namespace) => scenarios.get(name, namespace),
@@ -246,9 +164,10 @@ export function createOperator(options: OperatorOptions): Operator {
     queue,
     logger,
     now,
+    settling,
     quietMs: options.pushQuietMs ?? QUIET_MS,
   });
-  const scenarioReconciler = new ScenarioReconciler({
+  const scenario = new ScenarioReconciler({
     planner,
     scenario: (name, namespace) => scenarios.get(name, namespace),
     api,
@@ -260,77 +179,96 @@ export function createOperator(options: OperatorOptions): Operator {
     now,
   });
 
-  function enqueueNamespace(namespace: string): void {
-    for (const pod of pods.list(namespace)) queue.add(podKey(namespace, pod.metadata?.name ?? ''));
-    // Endpoints pushed to pods no longer in the cache still need clearing or forgetting.
-    for (const [, p] of ledger.inNamespace(namespace)) queue.add(podKey(namespace, p.endpoint.podName));
-    for (const es of scenarios.list(namespace)) queue.add(scenarioKey(namespace, es.metadata.name ?? ''));
-  }
+  // The event handlers: each keeps the planner's view up to date and enqueues what the event touched.
+  const restarted = (resource: string) => (error: unknown, delayMs: number) => {
+    metrics.watchRestarts.inc({ resource });
+    logger.warn({ resource, delayMs, err: String(error) }, 'watch stopped; restarting');
+  };
+  scenarios.handle({
+    onEvent: (type, obj) => {
+      const namespace = obj.metadata.namespace ?? '';
+      const key = scenarioKey(namespace, obj.metadata.name ?? '');
+      if (type === 'delete') {
+        queue.cancelAfter(key);
+        aborts.forget(obj);
+        events.forget(obj.metadata.uid ?? '');
+      }
+      // Itself; what its change does to other EchoScenarios and to pods, the next plan reports.
+      queue.add(key);
+      for (const name of planner.scenarioChanged(type, obj)) queue.add(podKey(namespace, name));
+    },
+    onRestart: restarted(PLURAL),
+  });
+  pods.handle({
+    onEvent: (type, obj) => {
+      const namespace = obj.metadata?.namespace ?? '';
+      const name = obj.metadata?.name ?? '';
+      if (type === 'delete') {
+        ledger.forgetPod(obj.metadata?.uid ?? '');
+        settling.forget(namespace, name);
+      }
+      // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
+      planner.podChanged(type, obj);
+      queue.add(podKey(namespace, name));
+    },
+    onRestart: restarted('pods'),
+  });
+  informers.services.handle({
+    onEvent: (_type, svc) => {
+      const namespace = svc.metadata?.namespace ?? '';
+      for (const es of planner.serviceChanged(svc)) queue.add(scenarioKey(namespace, es));
+    },
+    onRestart: restarted('services'),
+  });
+  informers.endpointSlices.handle({
+    onEvent: (type, slice) => {
+      const namespace = slice.metadata?.namespace ?? '';
+      for (const name of planner.sliceChanged(type, slice)) queue.add(podKey(namespace, name));
+    },
+    onRestart: restarted('endpointslices'),
+  });
 
+  /** Every key of what the caches hold and of what this leader pushed: a new leader starts from all. */
   function enqueueAll(): void {
     const namespaces = new Set<string>();
-    for (const informer of informers)
+    for (const informer of informers.all)
       for (const obj of informer.list()) namespaces.add(obj.metadata?.namespace ?? '');
-    for (const namespace of namespaces) enqueueNamespace(namespace);
-  }
-
-  /** The reconciler of the key's kind. */
-  function reconcile(key: WorkKey): Promise<void> {
-    return key.kind === 'pod'
-      ? podReconciler.reconcile(key.namespace, key.name)
-      : scenarioReconciler.reconcile(key.namespace, key.name);
-  }
-
-  // Workers run only while leading; `leading` resolves when this replica (re)gains the lease.
-  let wake: () => void = () => {};
-  let leading = new Promise<void>((resolve) => {
-    wake = resolve;
-  });
-  let stopping = false;
-  const inFlight = new Set<Promise<void>>();
-
-  async function worker(): Promise<void> {
-    while (!stopping) {
-      await leading;
-      if (stopping) return;
-      const key = await queue.get();
-      if (key === undefined) return;
-      if (!elector.isLeader) {
-        queue.done(key);
-        queue.add(key);
-        continue;
-      }
-      const { kind } = key;
-      const timed = metrics.reconcileSeconds.startTimer({ kind });
-      const run = reconcile(key)
-        .finally(() => timed())
-        .then(
-          () => {
-            queue.forget(key);
-            metrics.reconciles.inc({ kind, result: 'success' });
-          },
-          (error: unknown) => {
-            const delayMs = queue.addRateLimited(key);
-            metrics.reconciles.inc({ kind, result: 'error' });
-            // A 409 is a write from a stale cache (e.g. a finalizer patch): routine, retried.
-            const level = (error as { code?: number }).code === 409 ? 'debug' : 'warn';
-            logger[level](
-              { key: key.id, delayMs, err: (error as Error).message },
-              'reconcile failed; retrying',
-            );
-          },
-        );
-      inFlight.add(run);
-      await run;
-      inFlight.delete(run);
-      queue.done(key);
-      // A reconcile that writes nothing makes no I/O and a waiting key comes on a resolved promise:
-      // without this turn a backlog is drained in one microtask chain, starving watches, the lease,
-      // push answers (their timeout fires first) and probes (issue #16).
-      await setImmediate();
+    for (const namespace of namespaces) {
+      for (const p of pods.list(namespace)) queue.add(podKey(namespace, p.metadata?.name ?? ''));
+      // Endpoints pushed to pods no longer in the cache still need clearing or forgetting.
+      for (const [, p] of ledger.inNamespace(namespace)) queue.add(podKey(namespace, p.endpoint.podName));
+      for (const es of scenarios.list(namespace)) queue.add(scenarioKey(namespace, es.metadata.name ?? ''));
     }
   }
 
+  const abortWatcher = new AbortWatcher({
+    prometheusUrl: options.prometheusUrl,
+    intervalMs: options.abortPollIntervalMs ?? 10_000,
+    queryTimeoutMs: options.abortQueryTimeoutMs ?? 5000,
+    logger,
+    now,
+    candidates: () =>
+      scenarios
+        .list()
+        .filter(
+          (es) =>
+            es.spec?.abortWhen !== undefined &&
+            !isDeleting(es) &&
+            specProblems(es) === undefined &&
+            lifecycle(es).stopped === undefined,
+        ),
+    onAbort: (es, message) => {
+      aborts.set(es, message);
+      logger.warn({ echoScenario: es.metadata.name, namespace: es.metadata.namespace, message }, 'aborted');
+      queue.add(scenarioKey(es.metadata.namespace ?? '', es.metadata.name ?? ''));
+    },
+    onError: (es, message) => {
+      void events.record(es, 'Warning', 'AbortCheckFailed', message);
+    },
+  });
+
+  // Workers run only while leading: the gate opens when this replica (re)gains the lease.
+  const gate = new LeaderGate();
   const elector = new LeaderElector({
     api: kc.makeApiClient(CoordinationV1Api),
     namespace: options.leaseNamespace,
@@ -351,67 +289,45 @@ export function createOperator(options: OperatorOptions): Operator {
         ledger.clear();
         planner.reset();
         enqueueAll();
-        wake();
+        gate.open();
         abortWatcher.start();
       } else {
         void abortWatcher.stop();
-        leading = new Promise<void>((resolve) => {
-          wake = resolve;
-        });
+        gate.close();
       }
     },
   });
-
-  const abortWatcher = new AbortWatcher({
-    prometheusUrl: options.prometheusUrl,
-    intervalMs: options.abortPollIntervalMs ?? 10_000,
-    queryTimeoutMs: options.abortQueryTimeoutMs ?? 5000,
+  const workers = new Workers({
+    queue,
+    gate,
+    isLeader: () => elector.isLeader,
+    reconcile: (key) =>
+      key.kind === 'pod'
+        ? pod.reconcile(key.namespace, key.name)
+        : scenario.reconcile(key.namespace, key.name),
+    metrics,
     logger,
-    now,
-    candidates: () =>
-      scenarios
-        .list()
-        .filter(
-          (es) =>
-            es.spec?.abortWhen !== undefined &&
-            !isDeleting(es) &&
-            specProblems(es) === undefined &&
-            lifecycle(es).stopped === undefined,
-        ),
-    onAbort: (es, message) => {
-      const key = `${es.metadata.namespace}/${es.metadata.name}`;
-      aborted.set(key, { generation: es.metadata.generation ?? 0, message });
-      logger.warn({ echoScenario: es.metadata.name, namespace: es.metadata.namespace, message }, 'aborted');
-      queue.add(scenarioKey(es.metadata.namespace ?? '', es.metadata.name ?? ''));
-    },
-    onError: (es, message) => {
-      void events.record(es, 'Warning', 'AbortCheckFailed', message);
-    },
   });
 
-  const workers: Array<Promise<void>> = [];
   return {
     registry,
     get isLeader() {
       return elector.isLeader;
     },
     get ready() {
-      return informers.every((i) => i.synced);
+      return informers.all.every((i) => i.synced);
     },
     async start() {
-      await Promise.all(informers.map((i) => i.start()));
-      for (let i = 0; i < (options.workers ?? 4); i++) workers.push(worker());
+      await Promise.all(informers.all.map((i) => i.start()));
+      workers.start(options.workers ?? 4);
       elector.start();
     },
     async stop(stopOptions = {}) {
-      stopping = true;
       await abortWatcher.stop();
-      queue.shutDown();
-      wake();
-      await Promise.allSettled([...inFlight]);
+      await workers.stop();
       await elector.stop(!stopOptions.crash);
-      await Promise.all(informers.map((i) => i.stop()));
-      await Promise.allSettled(workers);
+      await Promise.all(informers.all.map((i) => i.stop()));
+      await workers.done();
       // Idle pod connections closed (a push still under way was awaited above).
       await podDispatcher.close().catch(() => undefined);
     },

@@ -14,6 +14,49 @@ import { heldHashOf, type VerifiedPush } from './verify.ts';
 import { podKey, scenarioKey, type WorkKey } from './work-key.ts';
 import type { WorkQueue } from './work-queue.ts';
 
+/**
+ * Pod key id → when a plan last changed its array, and since when its push has been put off: a burst
+ * of changes arrives in several chunks of watch events, and a pod pushed between two of them is
+ * pushed again (issue #16). A push waits until its array has not changed for `quietMs`, at most
+ * `maxQuietMs` (20 times that, at least 1 s) in all.
+ */
+export class PushSettling {
+  readonly #queue: WorkQueue<WorkKey>;
+  readonly #monotonicMs: () => number;
+  readonly #pending = new Map<string, { changedAt: number; since: number | undefined }>();
+
+  /** @param monotonicMs the clock of the quiet period (`performance.now()` by default). */
+  constructor(queue: WorkQueue<WorkKey>, monotonicMs: () => number = () => performance.now()) {
+    this.#queue = queue;
+    this.#monotonicMs = monotonicMs;
+  }
+
+  /** A new plan changed what the pod should hold: its push waits for the changes to settle. */
+  changed(namespace: string, name: string): void {
+    const key = podKey(namespace, name);
+    this.#pending.set(key.id, { changedAt: this.#monotonicMs(), since: this.#pending.get(key.id)?.since });
+    this.#queue.add(key);
+  }
+
+  /** The pod is gone. */
+  forget(namespace: string, name: string): void {
+    this.#pending.delete(podKey(namespace, name).id);
+  }
+
+  get(key: WorkKey): { changedAt: number; since: number | undefined } | undefined {
+    return this.#pending.get(key.id);
+  }
+
+  /** Done with the change seen at `changedAt`; a later one stays pending. */
+  settled(key: WorkKey, changedAt: number): void {
+    if (this.#pending.get(key.id)?.changedAt === changedAt) this.#pending.delete(key.id);
+  }
+
+  now(): number {
+    return this.#monotonicMs();
+  }
+}
+
 /** What the pod reconciler reads and writes; the operator wires it. */
 export interface PodReconcilerDeps {
   readonly planner: Planner;
@@ -24,49 +67,27 @@ export interface PodReconcilerDeps {
   readonly queue: WorkQueue<WorkKey>;
   readonly logger: OperatorLogger;
   readonly now: () => Date;
-  /** The clock of the quiet period (`performance.now()`). */
-  readonly monotonicMs?: () => number;
+  readonly settling: PushSettling;
   /** How long a pod's array must have stayed the same before it is pushed, in ms. */
   readonly quietMs: number;
 }
 
 export class PodReconciler {
   readonly #deps: PodReconcilerDeps;
-  readonly #monotonicMs: () => number;
   readonly #maxQuietMs: number;
-  /**
-   * Pod key id → when a plan last changed its array, and since when its push has been put off: a
-   * burst of changes arrives in several chunks of watch events, and a pod pushed between two of them
-   * is pushed again (issue #16). A push waits until its array has not changed for `quietMs`, at most
-   * `maxQuietMs` (20 times that, at least 1 s) in all.
-   */
-  readonly #settling = new Map<string, { changedAt: number; since: number | undefined }>();
 
   constructor(deps: PodReconcilerDeps) {
     this.#deps = deps;
-    this.#monotonicMs = deps.monotonicMs ?? (() => performance.now());
     this.#maxQuietMs = Math.max(1000, 20 * deps.quietMs);
   }
 
-  /** A new plan changed what the pod should hold: its push waits for the changes to settle. */
-  arrayChanged(namespace: string, name: string): void {
-    const key = podKey(namespace, name);
-    this.#settling.set(key.id, { changedAt: this.#monotonicMs(), since: this.#settling.get(key.id)?.since });
-    this.#deps.queue.add(key);
-  }
-
-  /** The pod is gone. */
-  forget(namespace: string, name: string): void {
-    this.#settling.delete(podKey(namespace, name).id);
-  }
-
   async reconcile(namespace: string, name: string): Promise<void> {
-    const { planner, ledger, verifiedPush, queue, logger, now } = this.#deps;
+    const { planner, ledger, verifiedPush, queue, logger, now, settling } = this.#deps;
     const { desired, byPod } = planner.plan(namespace);
     const key = podKey(namespace, name);
-    const pending = this.#settling.get(key.id);
+    const pending = settling.get(key);
     if (pending !== undefined) {
-      const at = this.#monotonicMs();
+      const at = settling.now();
       const quietFor = at - pending.changedAt;
       pending.since ??= at;
       if (quietFor < this.#deps.quietMs && at - pending.since < this.#maxQuietMs) {
@@ -136,8 +157,7 @@ export class PodReconciler {
       for (const es of affected) queue.add(scenarioKey(namespace, es));
     }
     // Done with what the plan said; a change since (during the pushes) stays pending.
-    if (pending !== undefined && this.#settling.get(key.id)?.changedAt === pending.changedAt)
-      this.#settling.delete(key.id);
+    if (pending !== undefined) settling.settled(key, pending.changedAt);
     if (errors.length > 0)
       throw new OperatorError('OPERATOR_ERR_POD_SYNC', [namespace, name, errors.join('; ')]);
   }
