@@ -1,35 +1,15 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
-import { freePort } from '../helpers/runtime.ts';
+import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 
-const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
-const cwd = mkdtempSync(join(tmpdir(), 'echo-drain-'));
-after(() => rmSync(cwd, { recursive: true, force: true }));
-
-function start(port: number, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [MAIN], {
-    cwd,
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_REQUESTS: 'false',
-      // The drain delay has its own tests (drain-load.integration.test.ts); these are about the drain after it.
-      ECHO_DRAIN_DELAY: '0',
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    timeout: 60_000,
-  });
+/** The service in a child process, up (its /health answered); no drain delay unless given. */
+async function start(env: Record<string, string> = {}): Promise<EchoProcess> {
+  // The drain delay has its own tests (drain-load.integration.test.ts); these are about the drain after it.
+  return startEchoProcess({ ECHO_DRAIN_DELAY: '0', ...env });
 }
 
 /** GET over a fresh connection (no keep-alive), resolving with status and body. */
@@ -52,31 +32,20 @@ function get(
   });
 }
 
-async function listening(port: number, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    try {
-      if ((await get(port, '/health')).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await sleep(50);
-  }
-  throw new Error(`server on ${port} did not start within ${withinMs} ms`);
-}
-
 async function inFlight(port: number): Promise<number> {
   const health = JSON.parse((await get(port, '/health')).body) as { metrics: { in_flight: number } };
   return health.metrics.in_flight;
 }
 
 test('drain – SIGTERM with 200 delayed requests, an SSE and a WebSocket client: all answered, /ready 503, clean closes, exit 0', async () => {
-  const port = await freePort();
   // A drain delay keeps the port open while /ready is polled on new connections: with none the
   // listener may close before the first poll connects (a refused connection, not a 503).
-  const child = start(port, { ECHO_DRAIN_TIMEOUT: '20s', ECHO_SSE_TICKER: '100ms', ECHO_DRAIN_DELAY: '2s' });
+  const { child, port } = await start({
+    ECHO_DRAIN_TIMEOUT: '20s',
+    ECHO_SSE_TICKER: '100ms',
+    ECHO_DRAIN_DELAY: '2s',
+  });
   const exited = once(child, 'exit');
-  await listening(port, 15_000);
 
   // Streaming clients.
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
@@ -129,10 +98,8 @@ test('drain – SIGTERM with 200 delayed requests, an SSE and a WebSocket client
 });
 
 test('drain – past ECHO_DRAIN_TIMEOUT a waiting request is answered at once and the process exits 0', async () => {
-  const port = await freePort();
-  const child = start(port, { ECHO_DRAIN_TIMEOUT: '300ms' });
+  const { child, port } = await start({ ECHO_DRAIN_TIMEOUT: '300ms' });
   const exited = once(child, 'exit');
-  await listening(port, 15_000);
   const slow = get(port, '/very-slow', { 'X-Echo-Delay': '30s' });
   while ((await inFlight(port)) < 1) await sleep(20);
   const signalledMs = Date.now();
@@ -145,10 +112,8 @@ test('drain – past ECHO_DRAIN_TIMEOUT a waiting request is answered at once an
 });
 
 test('drain – a second signal exits at once', async () => {
-  const port = await freePort();
-  const child = start(port, { ECHO_DRAIN_TIMEOUT: '30s' });
+  const { child, port } = await start({ ECHO_DRAIN_TIMEOUT: '30s' });
   const exited = once(child, 'exit');
-  await listening(port, 15_000);
   const slow = get(port, '/held', { 'X-Echo-Delay': '20s' }).catch(() => undefined);
   while ((await inFlight(port)) < 1) await sleep(20);
   child.kill('SIGTERM');
