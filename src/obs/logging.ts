@@ -170,7 +170,9 @@ function resolveConfig(
  * `span_id` and `trace_flags` of the active span (absent without an SDK or a span) and, inside a
  * request with a timeout budget, `timeout_remaining_ms` (its remaining milliseconds at log time); with
  * `obs.logging.pii-masking-enabled` (default) every line is masked by {@link maskLogLine} in
- * `hooks.streamWrite`. With `obs.logging.enabled=false` the base options come back unchanged.
+ * `hooks.streamWrite`. Times are ISO 8601 UTC (`"time":"2026-11-28T08:00:00.000Z"`) unless the base
+ * options bring their own `timestamp`. With `obs.logging.enabled=false` the base options come back
+ * unchanged.
  */
 export function obsLoggerOptions(input: ObsLoggerOptionsInput = {}): LoggerOptions {
   const base: LoggerOptions = input.base ?? {};
@@ -179,6 +181,9 @@ export function obsLoggerOptions(input: ObsLoggerOptionsInput = {}): LoggerOptio
   const baseMixin = base.mixin;
   const options: LoggerOptions = {
     ...base,
+    // ISO 8601 UTC, as the echo service logs it: pino's default epoch milliseconds are 13 digits,
+    // which read badly and could look like a card number to the masking. The base's own wins.
+    timestamp: base.timestamp ?? isoTime,
     mixin(mergeObject, level, logger) {
       const fields = lineFields();
       return baseMixin === undefined ? fields : Object.assign(fields, baseMixin(mergeObject, level, logger));
@@ -192,6 +197,11 @@ export function obsLoggerOptions(input: ObsLoggerOptionsInput = {}): LoggerOptio
     };
   }
   return options;
+}
+
+/** pino's `timestamp` as `"time":"2026-11-28T08:00:00.000Z"` (pino's own `stdTimeFunctions.isoTime`). */
+function isoTime(): string {
+  return `,"time":"${new Date().toISOString()}"`;
 }
 
 /** What {@link obsFastifyOptions} returns: spread it into `Fastify({...})`. */
