@@ -9,7 +9,9 @@
  * `@opentelemetry/instrumentation-http` does (it wraps the server's `request` listeners), and ends
  * the span when the response finishes. {@link injectHeaders} puts the active context on an outbound
  * call (`traceparent`, `baggage`). {@link startTracedObsApp} starts an obs app traced this way.
+ * {@link randomTraceId} and {@link randomSpanId} make W3C ids for hand-built span contexts.
  */
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import {
   type Context,
@@ -22,7 +24,12 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  CompositePropagator,
+  suppressTracing,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+} from '@opentelemetry/core';
 import {
   InMemorySpanExporter,
   type ReadableSpan,
@@ -46,6 +53,11 @@ export interface OtelSdk {
   /** Counts a span that will end later; {@link finishedSpans} waits for it. */
   track(ended: Promise<void>): void;
 }
+
+/** A random W3C trace id: 32 lowercase hex digits. */
+export const randomTraceId = (): string => randomBytes(16).toString('hex');
+/** A random W3C span id: 16 lowercase hex digits. */
+export const randomSpanId = (): string => randomBytes(8).toString('hex');
 
 /** The scope name of the server spans {@link traceServer} starts. */
 export const TEST_TRACER = 'echo-chaos-test-http';
@@ -104,16 +116,31 @@ export function extractedContext(request: IncomingMessage): Context {
   return propagation.extract(ROOT_CONTEXT, request.headers);
 }
 
+/** What {@link traceServer} leaves untraced. */
+export interface TraceServerOptions {
+  /**
+   * True for a request that gets no span: like instrumentation-http's `ignoreIncomingRequestHook`,
+   * it runs with tracing suppressed, so no span is active while it is served.
+   */
+  readonly ignore?: (request: IncomingMessage) => boolean;
+}
+
 /**
  * Runs every request of `server` inside a SERVER span of `sdk`, active in a context whose parent
  * (and baggage) is extracted from the request headers; the span ends when the response finishes
- * or the connection closes, with `http.response.status_code`. Call it after the fastify app is built
- * and before it listens.
+ * or the connection closes, with `http.response.status_code`. Requests `options.ignore` picks get
+ * no span. Call it after the fastify app is built and before it listens.
  */
-export function traceServer(server: Server, sdk: OtelSdk): void {
+export function traceServer(server: Server, sdk: OtelSdk, options: TraceServerOptions = {}): void {
   const listeners = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (options.ignore?.(request) === true) {
+      context.with(suppressTracing(context.active()), () => {
+        for (const listener of listeners) listener.call(server, request, response);
+      });
+      return;
+    }
     const parent = extractedContext(request);
     const span: Span = sdk.tracer.startSpan(
       request.method ?? 'HTTP',

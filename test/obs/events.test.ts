@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { boundEventAttributes } from '../../src/obs/events.ts';
 import { CardinalityFirewall, createWideEvents } from '../../src/obs/index.ts';
 import { MASKS } from '../../src/obs/masking.ts';
-import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
+import { installOtelSdk, startTracedObsApp } from '../helpers/otel-sdk.ts';
 import { type RunningObsApp, startObsApp } from './helpers.ts';
 
 const eventSeries = async (obs: RunningObsApp) =>
@@ -17,26 +17,25 @@ const eventLines = (obs: RunningObsApp) =>
   obs.logger.lines.filter((l) => typeof (l.object as { event?: unknown }).event === 'string');
 
 test('events – obs.event in a real request writes a span event, counts obs_events_total{event} and logs one masked line', async (t) => {
-  installContextManager(t);
-  const spans: RecordingSpan[] = [];
-  const obs = await startObsApp({}, (app) => {
-    traceEveryRequest(app.server, () => {
-      const span = new RecordingSpan();
-      spans.push(span);
-      return span;
-    });
+  const sdk = installOtelSdk(t);
+  const obs = await startTracedObsApp(t, sdk, {}, (app) => {
     app.post('/orders', async () => {
       await new Promise((resolve) => setTimeout(resolve, 2));
       app.obs.event('order.placed', { items: 3, vip: true, customer: 'jane@example.com', total: 12.5 });
       return 'ok';
     });
   });
-  t.after(() => obs.close());
   for (let i = 0; i < 2; i++)
     assert.equal((await fetch(`${obs.url}/orders`, { method: 'POST' })).status, 200);
 
   const expected = { items: 3, vip: true, customer: MASKS.email, total: 12.5 };
-  assert.deepEqual(spans[0]?.events, [{ name: 'order.placed', attributes: expected }], 'on the active span');
+  const spans = await obs.serverSpans();
+  assert.equal(spans.length, 2, 'one server span per request');
+  assert.deepEqual(
+    spans[0]?.events.map(({ name, attributes }) => ({ name, attributes })),
+    [{ name: 'order.placed', attributes: expected }],
+    'on the active span',
+  );
   assert.deepEqual(await eventSeries(obs), ['obs_events_total{event="order.placed"} 2']);
   const lines = eventLines(obs);
   assert.equal(lines.length, 2, 'one line per event');

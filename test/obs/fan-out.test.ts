@@ -19,8 +19,8 @@ import {
   decideOutbound,
   instrumentAxios,
 } from '../../src/obs/timeout-budget-clients.ts';
+import { installOtelSdk, traceServer } from '../helpers/otel-sdk.ts';
 import { until } from '../helpers/runtime.ts';
-import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
 import { capturingLogger, type RunningObsApp, startObsApp } from './helpers.ts';
 
 /**
@@ -338,17 +338,11 @@ test('fan-out – a Kafka produce counts as a call without a host', async (t) =>
 });
 
 test('fan-out – the request’s span carries the calls and hosts so far; the snapshot lists the endpoints', async (t) => {
-  installContextManager(t);
+  const sdk = installOtelSdk(t);
   const a = await target(t);
   const b = await target(t);
-  const spans: RecordingSpan[] = [];
   const running = await startObsApp({}, (app) => {
-    traceEveryRequest(app.server, (request) => {
-      if (request.url?.startsWith('/actuator') === true) return undefined;
-      const span = new RecordingSpan();
-      spans.push(span);
-      return span;
-    });
+    traceServer(app.server, sdk, { ignore: (request) => request.url?.startsWith('/actuator') === true });
     app.get('/traced', async () => {
       await fourClients(a.url, b.url);
       return 'ok';
@@ -358,6 +352,12 @@ test('fan-out – the request’s span carries the calls and hosts so far; the s
   t.after(() => running.close());
   assert.equal(await get(`${running.url}/traced`), 200);
   assert.equal(await get(`${running.url}/quiet`), 200);
+  // the server spans the SDK exported, in the order they ended: /traced, then /quiet
+  const spans = await sdk.finishedSpans();
+  assert.deepEqual(
+    spans.map((s) => s.attributes['url.path']),
+    ['/traced', '/quiet'],
+  );
   assert.deepEqual(
     spans.map((s) => [
       s.attributes[FAN_OUT_SPAN_ATTRIBUTES.fanOut],

@@ -14,7 +14,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   problemErrorHandler,
 } from '../../src/obs/index.ts';
-import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
+import { installOtelSdk, traceServer } from '../helpers/otel-sdk.ts';
 import { type RunningObsApp, startObsApp } from './helpers.ts';
 
 /** The same module in every copy; only the function name differs where a test asks for it. */
@@ -113,15 +113,8 @@ const unhandledSeries = async (obs: RunningObsApp) =>
     .filter((l) => l.startsWith('obs_errors_unhandled_total{'));
 
 test('fingerprint – through real HTTP: a problem+json answer, one log line, the span and the metric, same fingerprint for the shifted copy', async (t) => {
-  installContextManager(t);
-  const spans: RecordingSpan[] = [];
-  const obs = await ordersApp({ problemErrorHandler: true }, (app) =>
-    traceEveryRequest(app.server, () => {
-      const span = new RecordingSpan();
-      spans.push(span);
-      return span;
-    }),
-  );
+  const sdk = installOtelSdk(t);
+  const obs = await ordersApp({ problemErrorHandler: true }, (app) => traceServer(app.server, sdk));
   t.after(() => obs.close());
 
   const problems: Array<Record<string, unknown>> = [];
@@ -150,14 +143,21 @@ test('fingerprint – through real HTTP: a problem+json answer, one log line, th
   assert.match(String(a?.fingerprint), /^[0-9a-f]{64}$/);
   assert.equal(a?.fingerprint, shifted?.fingerprint, 'shifted lines, another directory: the same bug');
   assert.notEqual(a?.fingerprint, renamed?.fingerprint);
+  // the server spans the SDK exported, in the order they ended: /a, /shifted, /renamed
+  const spans = await sdk.finishedSpans();
+  assert.deepEqual(
+    spans.map((s) => s.attributes['url.path']),
+    ['/a?token=abc', '/shifted?token=abc', '/renamed?token=abc'],
+  );
   assert.equal(a?.trace_id, spans[0]?.spanContext().traceId);
   assert.doesNotMatch(JSON.stringify(problems), /orders\.mjs|at handleOrder|bad order/);
 
   const span = spans[0];
-  assert.equal(span?.exceptions.length, 1);
-  assert.equal((span?.exceptions[0] as { name: string } | undefined)?.name, 'TypeError');
+  const exceptions = span?.events.filter((e) => e.name === 'exception') ?? [];
+  assert.equal(exceptions.length, 1);
+  assert.equal(exceptions[0]?.attributes?.['exception.type'], 'TypeError');
   assert.equal(span?.attributes['exception.fingerprint'], a?.fingerprint);
-  assert.equal(span?.status?.code, 2, 'span status ERROR');
+  assert.equal(span?.status.code, 2, 'span status ERROR');
 
   const logged = obs.logger.lines.filter((l) => (l.object as { obs?: string }).obs === 'exception');
   assert.equal(logged.length, 3, 'one line per error');

@@ -15,7 +15,7 @@ import {
   REQUEST_ID_LOG_LABEL,
 } from '../../src/obs/index.ts';
 import { MASK_LIMITS, MASKS, maskLogLine } from '../../src/obs/masking.ts';
-import { installContextManager, RecordingSpan, traceEveryRequest } from './fake-otel.ts';
+import { installOtelSdk, traceServer } from '../helpers/otel-sdk.ts';
 
 /** Secrets fed to the app; none of them may reach a log line. */
 const SECRET = {
@@ -224,19 +224,13 @@ test('logging – every line of a real fastify app is masked: messages, headers,
 });
 
 test('logging – trace_id and span_id come from the active span, and are absent without one', async (t) => {
-  installContextManager(t);
+  const sdk = installOtelSdk(t);
   const sink = lineSink();
   const app = Fastify({
     logger: { ...obsLoggerOptions({ config: loadObsConfig({ env: {} }).config }), stream: sink.stream },
   });
-  const spans = new Map<string, RecordingSpan>();
-  traceEveryRequest(app.server, (request) => {
-    const id = request.headers['x-span'];
-    if (typeof id !== 'string') return undefined;
-    const span = new RecordingSpan();
-    spans.set(id, span);
-    return span;
-  });
+  // only a request with x-span gets a span
+  traceServer(app.server, sdk, { ignore: (request) => typeof request.headers['x-span'] !== 'string' });
   app.get('/work', async (request) => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     request.log.info('after an await');
@@ -249,7 +243,10 @@ test('logging – trace_id and span_id come from the active span, and are absent
   await fetch(`${url}/work`);
   const lines = sink.parsed().filter((l) => l.msg === 'after an await');
   assert.equal(lines.length, 2);
-  const span = spans.get('a')?.spanContext();
+  const spans = await sdk.finishedSpans();
+  assert.equal(spans.length, 1, 'one span: the request with x-span');
+  const span = spans[0]?.spanContext();
+  assert.match(String(span?.traceId), /^[0-9a-f]{32}$/);
   assert.equal(lines[0]?.trace_id, span?.traceId);
   assert.equal(lines[0]?.span_id, span?.spanId);
   assert.equal(lines[0]?.trace_flags, '01');

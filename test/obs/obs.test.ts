@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { context, type Span, trace } from '@opentelemetry/api';
+import { context, trace } from '@opentelemetry/api';
 import { Registry } from 'prom-client';
 import { createObs, ObsError } from '../../src/obs/index.ts';
-import { TestContextManager } from './fake-otel.ts';
+import { installOtelSdk } from '../helpers/otel-sdk.ts';
 import { capturingLogger } from './helpers.ts';
 
 /** A core on its own, on a fresh registry, closed when the test ends. */
@@ -120,19 +120,18 @@ test('obs – isEnabledFor: the feature switch, its enabled-when block, conditio
 test('obs – event writes a span event, counts obs_events_total{event} and logs one line', async (t) => {
   const logger = capturingLogger();
   const registry = new Registry();
+  const sdk = installOtelSdk(t);
   const obs = core(t, { logger, registry });
-  const recorded: Array<[string, unknown]> = [];
-  const span = {
-    addEvent: (name: string, attributes: unknown) => recorded.push([name, attributes]),
-  } as unknown as Span;
-  assert.ok(context.setGlobalContextManager(new TestContextManager()));
-  t.after(() => context.disable());
+  const span = sdk.tracer.startSpan('request');
   context.with(trace.setSpan(context.active(), span), () =>
     obs.event('order.placed', { items: 3, vip: true }),
   );
   obs.event('order.placed');
+  span.end();
+  const spans = await sdk.finishedSpans();
+  assert.equal(spans.length, 1);
   assert.deepEqual(
-    recorded,
+    spans[0]?.events.map((e) => [e.name, e.attributes]),
     [['order.placed', { items: 3, vip: true }]],
     'a span event on the active span only',
   );

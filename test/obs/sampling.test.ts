@@ -21,7 +21,7 @@ import {
 } from '../../src/obs/index.ts';
 import { traceIdSampled } from '../../src/obs/sampling.ts';
 import { traceIdOfTraceparent } from '../../src/obs/trace-guard.ts';
-import { randomSpanId, randomTraceId } from './fake-otel.ts';
+import { randomSpanId, randomTraceId } from '../helpers/otel-sdk.ts';
 import { startObsApp } from './helpers.ts';
 
 const decide = (sampler: ReturnType<typeof createObsSampler>, ctx: Context, traceId = randomTraceId()) =>
