@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { type Scenario, ScenarioStore } from '../scenario/index.ts';
 import { lazyChildLoggerFactory } from './access-log.ts';
 import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
-import { FaultGate, registerAppliedFaults } from './applied.ts';
+import { FaultGate } from './applied.ts';
 import { recordOnClose, registerCompletion } from './completion.ts';
 import { type EchoConfig, scenarioLimits } from './config.ts';
 import { createSlowCloseSender } from './connection-faults.ts';
@@ -27,6 +27,7 @@ import { createUpgradeForwarder } from './proxy-upgrade.ts';
 import { type RandomSource, seededRandom } from './random.ts';
 import { retryAfterSeconds, TokenBucket, takeRateToken } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
+import { registerRequestState } from './request-state.ts';
 import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
 import { refuse, transportOptions, wireServer } from './server.ts';
@@ -103,6 +104,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).
     ...(await transportOptions(config, logger)),
   });
+  // The one per-request state of the echo (request-state.ts): first, so every context has its slot.
+  registerRequestState(app);
   wireServer(app, config);
 
   const random = options.random ?? Math.random;
@@ -253,7 +256,6 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
 
   // Completion: metrics and history of every answered request.
   registerCompletion(app, state.metrics);
-  registerAppliedFaults(app);
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);

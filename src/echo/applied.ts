@@ -1,12 +1,3 @@
-/**
- * What fault injection did to each request, in one place: every injected fault goes through
- * {@link applyFault}, which admits it past the safety valve ({@link FaultGate}), counts it in
- * `echo_faults_injected_total{kind}`, lists it in the response's `X-Echo-Fault` (and, when asked
- * with `X-Echo-Explain: true`, in the JSON header `X-Echo-Applied`) and in the request's history
- * entry. So the counters, the header and the history cannot disagree about what was applied.
- */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-
 /** Every kind of fault the echo can inject, the `kind` label of `echo_faults_injected_total`. */
 export const FAULT_KINDS = [
   'delay',
@@ -85,27 +76,13 @@ export interface RequestFaults {
   state: 'admitted' | 'plain';
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The faults applied to this request so far (`undefined`: none was asked for). */
-    echoFaults: RequestFaults | undefined;
-    /** Whether the request asked for `X-Echo-Applied` (`X-Echo-Explain: true`). */
-    echoExplain: boolean;
-  }
-}
-
-export function registerAppliedFaults(app: FastifyInstance): void {
-  app.decorateRequest('echoFaults', undefined);
-  app.decorateRequest('echoExplain', false);
-}
-
 /**
- * What {@link applyFault} reads and writes of a request: a fastify request, or the handshake of a
- * WebSocket upgrade the reverse proxy tunnels (which no fastify request speaks for).
+ * What {@link applyFault} reads and writes of a request: a fastify request's state (request-state.ts),
+ * or the handshake of a WebSocket upgrade the reverse proxy tunnels (which no fastify request speaks for).
  */
 export interface FaultSubject {
-  echoFaults: RequestFaults | undefined;
-  readonly echoExplain: boolean;
+  faults: RequestFaults | undefined;
+  readonly explain: boolean;
   readonly historyEntry: { faults: readonly AppliedFault[] } | undefined;
 }
 
@@ -129,19 +106,19 @@ export function applyFault(
   meters: FaultMeters,
   fault: AppliedFault,
 ): boolean {
-  let faults = request.echoFaults;
+  let faults = request.faults;
   if (faults === undefined) {
     if (!gate.enabled) {
-      request.echoFaults = { list: [], state: 'plain' };
+      request.faults = { list: [], state: 'plain' };
       return false;
     }
     if (!gate.acquire()) {
       meters.faultOverflow();
-      request.echoFaults = { list: [], state: 'plain' };
+      request.faults = { list: [], state: 'plain' };
       return false;
     }
     faults = { list: [], state: 'admitted' };
-    request.echoFaults = faults;
+    request.faults = faults;
     reply.raw.once('close', () => gate.release());
   }
   if (faults.state === 'plain') return false;
@@ -151,7 +128,7 @@ export function applyFault(
   if (entry !== undefined) entry.faults = faults.list;
   if (!reply.raw.headersSent) {
     reply.header('x-echo-fault', faultHeader(faults.list));
-    if (request.echoExplain) reply.header('x-echo-applied', JSON.stringify(faults.list));
+    if (request.explain) reply.header('x-echo-applied', JSON.stringify(faults.list));
   }
   return true;
 }
@@ -161,7 +138,7 @@ export function applyFault(
  * already holds a slot. Lets a caller skip a draw (or a scenario step) that could not apply.
  */
 export function faultsAllowed(request: FaultSubject, gate: FaultGate): boolean {
-  const faults = request.echoFaults;
+  const faults = request.faults;
   return faults === undefined ? gate.enabled && gate.active < gate.maxActive : faults.state === 'admitted';
 }
 
@@ -169,8 +146,8 @@ export function faultsAllowed(request: FaultSubject, gate: FaultGate): boolean {
  * Whether `kind` was applied to the request. The ledger is what a later step of the answer reads
  * (the `slow-close` of `connection-faults.ts`), so a fault the safety valve refused never acts.
  */
-export function wasApplied(request: FastifyRequest, kind: FaultKind): boolean {
-  const faults = request.echoFaults;
+export function wasApplied(request: FaultSubject, kind: FaultKind): boolean {
+  const faults = request.faults;
   if (faults === undefined || faults.state !== 'admitted') return false;
   for (const fault of faults.list) if (fault.kind === kind) return true;
   return false;

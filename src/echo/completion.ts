@@ -5,24 +5,14 @@
  * {@link recordCompletion} themselves. Either way a request is recorded once.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { completeEntry, type HistoryEntry } from './history.ts';
-import type { EchoFault, EchoMetrics } from './metrics.ts';
+import { completeEntry } from './history.ts';
+import type { EchoMetrics } from './metrics.ts';
+import { stateOf } from './request-state.ts';
 
 /** Status recorded for a request whose client went away before the answer (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = 499;
 /** Status recorded for a connection ended on purpose without a response (`reset`, `close`, `blackhole`). */
 export const NO_RESPONSE_STATUS = 0;
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The history entry of this request, completed when the response ends. */
-    historyEntry: HistoryEntry | undefined;
-    /** What fault injection did to this request's answer (`none`: nothing), the meters' `fault` label. */
-    echoFault: EchoFault;
-    /** Whether {@link recordCompletion} has recorded this request (it records each once). */
-    echoRecorded: boolean;
-  }
-}
 
 /**
  * Records the end of a request: its meters, and its history entry's status and duration when it
@@ -35,10 +25,11 @@ export function recordCompletion(
   metrics: EchoMetrics,
   status: number = reply.statusCode,
 ): void {
-  if (request.echoRecorded) return;
-  request.echoRecorded = true;
+  const state = stateOf(request);
+  if (state.recorded) return;
+  state.recorded = true;
   const elapsedMs = reply.elapsedTime;
-  const entry = request.historyEntry;
+  const entry = state.historyEntry;
   if (entry !== undefined) completeEntry(entry, status, elapsedMs);
   const url = request.url;
   const q = url.indexOf('?');
@@ -47,15 +38,12 @@ export function recordCompletion(
     q === -1 ? url : url.slice(0, q),
     status,
     elapsedMs / 1000,
-    request.echoFault ?? 'none',
+    state.fault,
   );
 }
 
 /** Records every request that fastify answers, when its response has gone (onResponse). */
 export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): void {
-  app.decorateRequest('historyEntry', undefined);
-  app.decorateRequest('echoFault', 'none');
-  app.decorateRequest('echoRecorded', false);
   app.addHook('onResponse', (request, reply, done) => {
     // Over HTTP/2 fastify also runs onResponse when the client has gone before the response ended.
     recordCompletion(
@@ -75,7 +63,7 @@ export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): 
  * A request already recorded (almost all) costs nothing more.
  */
 export function recordOnClose(request: FastifyRequest, reply: FastifyReply, metrics: EchoMetrics): void {
-  if (request.echoRecorded) return;
+  if (stateOf(request).recorded) return;
   setImmediate(() =>
     recordCompletion(
       request,

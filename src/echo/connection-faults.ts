@@ -18,6 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { wasApplied } from './applied.ts';
 import { recordCompletion } from './completion.ts';
 import type { EchoMetrics } from './metrics.ts';
+import { stateOf } from './request-state.ts';
 
 /** What the slow-close sender needs from the app. */
 export interface SlowCloseDeps {
@@ -41,7 +42,7 @@ export function createSlowCloseSender(deps: SlowCloseDeps) {
     payload: unknown,
     done: OnSendDone,
   ): void {
-    if (!wasApplied(request, 'slow-close')) {
+    if (!wasApplied(stateOf(request), 'slow-close')) {
       done(null, payload);
       return;
     }

@@ -1,22 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { accessLog } from './access-log.ts';
 import type { EchoConfig } from './config.ts';
+import { type LoggedBody, stateOf } from './request-state.ts';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The response body as logged (already cut to MAX_LOG_BODY_SIZE), set by the onSend hook. */
-    loggedResponseBody: LoggedBody | undefined;
-    /** The client address as it was when the request arrived (set when a request line is logged). */
-    echoRemote: string | undefined;
-  }
-}
-
-/** A body as it appears in a log line: text cut to `MAX_LOG_BODY_SIZE`. */
-export interface LoggedBody {
-  readonly text: string;
-  readonly size: number | null;
-  readonly truncated: boolean;
-}
+export type { LoggedBody } from './request-state.ts';
 
 /** Streaming endpoints whose bodies are never logged. */
 const UNLOGGED_BODY_PATHS = new Set(['/sse']);
@@ -65,18 +52,16 @@ function pathOf(request: FastifyRequest): string {
 export function registerLogging(app: FastifyInstance, config: EchoConfig): void {
   const max = config.maxLogBodyBytes;
   const wantsResponseBody = config.logResponseBody || (config.logTransaction && config.logBody);
-  app.decorateRequest('loggedResponseBody', undefined);
-  app.decorateRequest('echoRemote', undefined);
 
   // The client address is read when the request arrives: once the socket is gone (a 413 closes it)
   // `request.ip` is undefined, and the completion line would name no one.
-  const remoteOf = (request: FastifyRequest) => request.echoRemote ?? request.ip ?? '-';
+  const remoteOf = (request: FastifyRequest) => stateOf(request).remote ?? request.ip ?? '-';
   const logsRequestLine = config.logRequests || config.logHeaders;
   const access = accessLog(app.log);
   if (logsRequestLine || config.logTransaction) {
     app.addHook('onRequest', (request, _reply, done) => {
       const remote = request.ip ?? '-';
-      request.echoRemote = remote;
+      stateOf(request).remote = remote;
       if (logsRequestLine) {
         const line = `${remote} ${request.method} ${request.url}`;
         if (config.logHeaders) request.log.info({ headers: request.headers }, line);
@@ -97,7 +82,8 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
 
   if (wantsResponseBody) {
     app.addHook('onSend', (request, _reply, payload, done) => {
-      if (!UNLOGGED_BODY_PATHS.has(pathOf(request))) request.loggedResponseBody = logBody(payload, max);
+      if (!UNLOGGED_BODY_PATHS.has(pathOf(request)))
+        stateOf(request).loggedResponseBody = logBody(payload, max);
       done(null, payload);
     });
   }
@@ -134,8 +120,8 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
             response: {
               status,
               headers: reply.getHeaders(),
-              ...(config.logResponseBody && !sse && request.loggedResponseBody
-                ? { body: request.loggedResponseBody }
+              ...(config.logResponseBody && !sse && stateOf(request).loggedResponseBody !== undefined
+                ? { body: stateOf(request).loggedResponseBody }
                 : {}),
             },
             duration_ms: durationMs,
@@ -152,7 +138,8 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
           content_length: contentLengthOf(reply.getHeader('content-length')),
         });
       if (config.logResponseHeaders) fields['headers'] = reply.getHeaders();
-      if (config.logResponseBody && request.loggedResponseBody) fields['body'] = request.loggedResponseBody;
+      const logged = stateOf(request).loggedResponseBody;
+      if (config.logResponseBody && logged !== undefined) fields['body'] = logged;
       if (Object.keys(fields).length > 0) request.log.info(fields, 'response');
       done();
     });

@@ -29,6 +29,7 @@ import {
   type Upstreams,
 } from './proxy.ts';
 import { drawSeed, type RandomSource, requestSeed, seededBytes, seededRandom } from './random.ts';
+import { stateOf } from './request-state.ts';
 import type { ShapingStream } from './shaping.ts';
 import { type ApplyFault, shapeBody, shapingFor } from './slow-bodies.ts';
 
@@ -96,6 +97,7 @@ export function createEchoHandler(deps: PipelineDeps) {
 
   return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = request.raw;
+    const state = stateOf(request);
     // A seeded request draws everything from its own source, so its answer is a function of the
     // seed alone: `X-Echo-Seed`, else the next seed of `ECHO_SEED`'s sequence (drawn by every
     // echoed request, so the n-th request of a run always gets the n-th seed).
@@ -117,7 +119,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     const body = arrived instanceof StreamedBody ? arrived.head : arrived;
 
     if (controls.historyEnabled !== false) {
-      request.historyEntry = history.record({
+      state.historyEntry = history.record({
         requestId: request.id,
         method: raw.method ?? 'GET',
         url: raw.url ?? '/',
@@ -133,14 +135,14 @@ export function createEchoHandler(deps: PipelineDeps) {
         idMayRepeat: raw.headers['x-request-id'] === request.id,
       });
       // A sent id that another stored entry has is stored suffixed: the client learns its entry's id.
-      const stored = request.historyEntry?.id;
+      const stored = state.historyEntry?.id;
       if (stored !== undefined && stored !== request.id) reply.header('x-echo-history-id', stored);
     }
 
-    if (controls.explain === true) request.echoExplain = true;
+    if (controls.explain === true) state.explain = true;
     const gate = deps.faults;
     const fault: ApplyFault = (kind, control, source, value) =>
-      applyFault(request, reply, gate, metrics, { kind, control, source, value });
+      applyFault(state, reply, gate, metrics, { kind, control, source, value });
     // Slow bodies, decided as a body is about to go (a broken or bodiless answer gets none).
     const slow = () => shapingFor(request, controls, config.maxDelayMs, deps.drainSignal, fault);
 
@@ -150,7 +152,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       random,
       scenarioRequest: () => scenarioRequestOf(raw.method, url, raw.headers, body),
       fault,
-      allowed: () => faultsAllowed(request, gate),
+      allowed: () => faultsAllowed(state, gate),
     });
     // A promise only when the step is taken in a shared home (ECHO_STATE_URL).
     const decided = deciding instanceof Promise ? await deciding : deciding;
@@ -158,8 +160,8 @@ export function createEchoHandler(deps: PipelineDeps) {
     controls = decided.controls;
     // The meters' fault label, so the service's SLOs count its own answers only. The chaos and the
     // error below take over when they strike.
-    if (decided.scenarioApplied) request.echoFault = 'scenario';
-    else if (delayMs > 0) request.echoFault = 'delay';
+    if (decided.scenarioApplied) state.fault = 'scenario';
+    else if (delayMs > 0) state.fault = 'delay';
     if (delayMs > 0 && (await waits.wait(delayMs, reply)) === 'client-gone') {
       return abandon(request, reply, deps);
     }
@@ -170,7 +172,7 @@ export function createEchoHandler(deps: PipelineDeps) {
         fault('chaos', fromHeader ? 'X-Echo-Chaos' : 'ECHO_CHAOS', fromHeader ? 'header' : 'env', chaosStatus)
       ) {
         metrics.recordFault('chaos');
-        request.echoFault = 'chaos';
+        state.fault = 'chaos';
         return sendFault(reply, controls, chaosStatus, 'chaos', slow());
       }
     }
@@ -183,7 +185,7 @@ export function createEchoHandler(deps: PipelineDeps) {
           ? fault('error', from.control, from.source, error.status)
           : fault(error.kind === 'timeout' ? 'error' : error.kind, from.control, from.source, error.kind);
       if (applied) {
-        request.echoFault = 'error';
+        state.fault = 'error';
         switch (error.kind) {
           case 'status':
             metrics.recordFault(error.name);
@@ -263,7 +265,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       fault('status', statusFrom!.control, statusFrom!.source, controls.status)
     ) {
       status = controls.status;
-      if (request.echoFault === 'none' || request.echoFault === 'delay') request.echoFault = 'status';
+      if (state.fault === 'none' || state.fault === 'delay') state.fault = 'status';
     }
     // A 1xx is sent first, then 200 (and never set as the status: HTTP/2's response refuses it).
     if (status < 200) sendInterim(reply, status);
@@ -512,7 +514,8 @@ async function callUpstream(
     leaving.abort();
   }, upstream.settings.timeoutMs);
   const outcome: UpstreamOutcome = { url: upstream.label, status: null, duration_ms: null };
-  if (request.historyEntry !== undefined) request.historyEntry.upstream = outcome;
+  const entry = stateOf(request).historyEntry;
+  if (entry !== undefined) entry.upstream = outcome;
   const started = performance.now();
   let answer: UpstreamAnswer;
   try {
@@ -569,7 +572,8 @@ function answerWith(
     if (fault('status', from.control, from.source, controls.status)) {
       status = controls.status;
       injected = true;
-      if (request.echoFault === 'none' || request.echoFault === 'delay') request.echoFault = 'status';
+      const state = stateOf(request);
+      if (state.fault === 'none' || state.fault === 'delay') state.fault = 'status';
     }
   }
   if (status < 200) sendInterim(reply, status);

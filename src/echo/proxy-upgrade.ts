@@ -87,8 +87,8 @@ export function createUpgradeForwarder(deps: UpgradeDeps) {
 
     // The handshake as the fault ledger sees a request: its faults, and the headers they add.
     const subject: FaultSubject & { historyEntry: HistoryEntry | undefined } = {
-      echoFaults: undefined,
-      echoExplain: parsed.controls.explain === true,
+      faults: undefined,
+      explain: parsed.controls.explain === true,
       historyEntry: entry,
     };
     const added: Record<string, string> = {};

@@ -7,6 +7,7 @@ import { pipeline, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FaultKind, FaultSource } from './applied.ts';
 import { type Controls, originOf } from './controls.ts';
+import { stateOf } from './request-state.ts';
 import { REAL_CLOCK, type ShapingPlan, ShapingStream } from './shaping.ts';
 
 /**
@@ -25,7 +26,8 @@ export function shapingFor(
   if (shaper === undefined) return undefined;
   const plan = shaper.plan;
   const slowed = plan.bytesPerSecond ?? plan.chunkDelayMs ?? plan.bodyDelayMs;
-  if (slowed !== undefined && request.echoFault === 'none') request.echoFault = 'delay';
+  const state = stateOf(request);
+  if (slowed !== undefined && state.fault === 'none') state.fault = 'delay';
   return shaper;
 }
 
