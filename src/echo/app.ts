@@ -183,9 +183,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     eventLoopDelay.disable();
   });
 
-  // 1. Request id and the headers every response carries.
-  const extraHeaders = config.extraHeaders;
-  const startMs = Date.now();
+  // 1. Each concern its own hook, in this order. Counting: every request is in flight until its
+  //    response closes, then its completion is recorded; its id goes back on every answer.
   app.addHook('onRequest', (request, reply, done) => {
     state.requestCount++;
     state.inFlight++;
@@ -196,9 +195,12 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       recordOnClose(request, reply, state.metrics);
     });
     reply.header('x-request-id', request.id);
+    done();
+  });
+  // HTTP/1.1 requires exactly one Host (RFC 9112, 3.2); node's own refusal of none would have no
+  // body (server.ts), and node keeps the first of two without a word.
+  app.addHook('onRequest', (request, _reply, done) => {
     if (request.raw.httpVersionMajor === 1) {
-      // HTTP/1.1 requires exactly one Host (RFC 9112, 3.2); node's own refusal of none would have
-      // no body (server.ts), and node keeps the first of two without a word.
       const hosts = hostFields(request.raw.rawHeaders);
       if (hosts !== 1 && (hosts > 1 || request.raw.httpVersionMinor === 1)) {
         const problem =
@@ -209,6 +211,12 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
         return;
       }
     }
+    done();
+  });
+  // The headers every response carries: its number, ECHO_EXTRA_HEADERS, and who answered.
+  const extraHeaders = config.extraHeaders;
+  const startMs = Date.now();
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-echo-request-count', state.requestCount);
     for (const [name, value] of extraHeaders) reply.header(name, value);
     const info = request.headers['x-echo-server-info'];
@@ -217,8 +225,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       reply.header('x-echo-version', VERSION);
       reply.header('x-echo-uptime', formatUptime((Date.now() - startMs) / 1000));
     }
-    // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
-    // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
+    done();
+  });
+  // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
+  // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
+  app.addHook('onRequest', (request, _reply, done) => {
     const span = trace.getActiveSpan();
     if (span !== undefined) {
       const route = request.routeOptions.url;
