@@ -9,6 +9,7 @@ import { type Scenario, ScenarioStore } from '../scenario/index.ts';
 import { lazyChildLoggerFactory } from './access-log.ts';
 import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
 import { FaultGate } from './applied.ts';
+import { CompressionSlots } from './bodies.ts';
 import { recordOnClose, registerCompletion } from './completion.ts';
 import { type EchoConfig, scenarioLimits } from './config.ts';
 import { createSlowCloseSender } from './connection-faults.ts';
@@ -349,6 +350,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     metrics: state.metrics,
     faults: state.faults,
     drainSignal: state.drainDeadline.signal,
+    compression: new CompressionSlots(config.maxConcurrentCompression),
   });
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();

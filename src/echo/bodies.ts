@@ -239,19 +239,6 @@ function bound(zip: Transformer & Transform, slots: CompressionSlots): void {
   };
 }
 
-/** The compression slots of each running server, by its settings. */
-const slotsByConfig = new WeakMap<object, CompressionSlots>();
-
-/** The slots that bound compression under these settings (`ECHO_MAX_CONCURRENT_COMPRESSION`). */
-export function compressionSlots(config: { readonly maxConcurrentCompression: number }): CompressionSlots {
-  let slots = slotsByConfig.get(config);
-  if (slots === undefined) {
-    slots = new CompressionSlots(config.maxConcurrentCompression);
-    slotsByConfig.set(config, slots);
-  }
-  return slots;
-}
-
 /**
  * The plain-text summary a GET without a body answers with: the request line, every header as
  * received, the client IP and a timestamp, one item a line. HTTP/2's `:authority` is shown as the

@@ -5,7 +5,14 @@ import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ScenarioStep } from '../scenario/index.ts';
 import { applyFault, type FaultGate, faultsAllowed } from './applied.ts';
-import { compressionSlots, compressor, hasBody, RandomBody, readRawBody, requestSummary } from './bodies.ts';
+import {
+  type CompressionSlots,
+  compressor,
+  hasBody,
+  RandomBody,
+  readRawBody,
+  requestSummary,
+} from './bodies.ts';
 import { brokenContent, type ScriptedAnswer, sendBrokenBody } from './broken-bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
@@ -51,6 +58,8 @@ export interface PipelineDeps {
   readonly upstream?: Upstream;
   /** Every upstream, by URL: a scenario's `upstream` is forwarded through it. */
   readonly upstreams?: Upstreams;
+  /** The compressions that may run at once (`ECHO_MAX_CONCURRENT_COMPRESSION`). */
+  readonly compression: CompressionSlots;
 }
 
 /**
@@ -94,6 +103,7 @@ export function createEchoHandler(deps: PipelineDeps) {
   const limits = { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes };
   const waits = new Waits(deps.drainSignal);
   const decide = createFaultDecider(config, deps.scenarios);
+  const { compression } = deps;
 
   return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = request.raw;
@@ -173,7 +183,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       ) {
         metrics.recordFault('chaos');
         state.fault = 'chaos';
-        return sendFault(reply, controls, chaosStatus, 'chaos', slow());
+        return sendFault(reply, compression, controls, chaosStatus, 'chaos', slow());
       }
     }
 
@@ -189,13 +199,13 @@ export function createEchoHandler(deps: PipelineDeps) {
         switch (error.kind) {
           case 'status':
             metrics.recordFault(error.name);
-            return sendFault(reply, controls, error.status, 'error', slow());
+            return sendFault(reply, compression, controls, error.status, 'error', slow());
           case 'timeout':
             metrics.recordFault('timeout');
             if ((await waits.wait(config.errorTimeoutMs, reply)) === 'client-gone') {
               return abandon(request, reply, deps);
             }
-            return sendFault(reply, controls, 504, 'timeout', slow());
+            return sendFault(reply, compression, controls, 504, 'timeout', slow());
           case 'reset':
           case 'close':
             metrics.recordFault(error.kind);
@@ -285,7 +295,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       if (controls.compress === undefined) reply.header('content-length', controls.responseSize);
       // A seeded body's bytes come from the request's source too (its last draw), so they replay.
       const bytes = seed === undefined ? undefined : seededBytes(drawSeed(random));
-      return send(reply, controls, new RandomBody(controls.responseSize, bytes), slow());
+      return send(reply, compression, controls, new RandomBody(controls.responseSize, bytes), slow());
     }
     if (step !== undefined && step.body !== undefined) {
       reply.type(
@@ -294,14 +304,14 @@ export function createEchoHandler(deps: PipelineDeps) {
           step.headers['Content-Type'] ??
           'text/plain; charset=utf-8',
       );
-      return send(reply, controls, step.body, slow());
+      return send(reply, compression, controls, step.body, slow());
     }
     if (body === undefined && (raw.method === 'GET' || raw.method === 'HEAD')) {
       reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
-      return send(reply, controls, requestSummary(raw, request.ip, protocolOf(request)), slow());
+      return send(reply, compression, controls, requestSummary(raw, request.ip, protocolOf(request)), slow());
     }
     reply.type(controls.contentType ?? contentTypeOf(request, 'text/plain'));
-    return send(reply, controls, body ?? EMPTY, slow());
+    return send(reply, compression, controls, body ?? EMPTY, slow());
   };
 }
 
@@ -394,6 +404,7 @@ function applyModifiers(reply: FastifyReply, controls: Controls): void {
 
 function send(
   reply: FastifyReply,
+  compression: CompressionSlots,
   controls: Controls,
   body: string | Buffer | RandomBody | Readable,
   shaper?: ShapingStream,
@@ -426,7 +437,7 @@ function send(
     if (Buffer.isBuffer(payload)) reply.header('content-length', payload.length);
     return reply.send(shapeBody(reply, payload, shaper));
   }
-  const zip = compressor(controls.compress, compressionSlots(reply.server.echo.config));
+  const zip = compressor(controls.compress, compression);
   reply.header('content-encoding', controls.compress);
   // Append: CORS has already put `Origin` there, and a cache must keep varying on it.
   const vary = reply.getHeader('vary');
@@ -474,7 +485,7 @@ async function forward(
 ): Promise<boolean> {
   const answer = await callUpstream(upstream, request, reply, deps, body);
   if (answer === undefined || answer === 'answered') return answer === 'answered';
-  return answerWith(answer, request, reply, controls, fault, slow, step);
+  return answerWith(answer, request, reply, deps.compression, controls, fault, slow, step);
 }
 
 /**
@@ -559,6 +570,7 @@ function answerWith(
   answer: UpstreamAnswer,
   request: FastifyRequest,
   reply: FastifyReply,
+  compression: CompressionSlots,
   controls: Controls,
   fault: ApplyFault,
   slow: () => ShapingStream | undefined,
@@ -595,7 +607,7 @@ function answerWith(
   // An answer the upstream already encoded is not encoded again.
   const own =
     answer.headers['content-encoding'] === undefined ? controls : { ...controls, compress: undefined };
-  send(reply, own, answer.body, slow(), injected);
+  send(reply, compression, own, answer.body, slow(), injected);
   return true;
 }
 
@@ -629,6 +641,7 @@ async function upstreamToBreak(answer: UpstreamAnswer): Promise<ScriptedAnswer> 
 /** An injected failure: plain text, as if someone else's server had failed. */
 function sendFault(
   reply: FastifyReply,
+  compression: CompressionSlots,
   controls: Controls,
   status: number,
   kind: string,
@@ -638,6 +651,7 @@ function sendFault(
   reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
   return send(
     reply,
+    compression,
     controls,
     `${status} ${STATUS_CODES[status] ?? 'Error'} (injected by echo-chaos: ${kind})\n`,
     shaper,
