@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadObsConfig, obsLoggerOptions, obsPlugin, type ResolvedObsConfig } from '@echo-chaos/obs';
-import { trace } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -10,7 +9,7 @@ import { lazyChildLoggerFactory } from './access-log.ts';
 import { loadAdminToken, registerAdminAuth } from './admin-auth.ts';
 import { FaultGate } from './applied.ts';
 import { CompressionSlots } from './bodies.ts';
-import { recordOnClose, registerCompletion } from './completion.ts';
+import { registerCompletion } from './completion.ts';
 import { type EchoConfig, scenarioLimits } from './config.ts';
 import { createSlowCloseSender } from './connection-faults.ts';
 import { registerCors } from './cors.ts';
@@ -21,19 +20,20 @@ import { maskedEntry, maskedPath } from './history-secrets.ts';
 import { isoTimestamp, stdoutDestination } from './log-destination.ts';
 import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS, EchoMetrics } from './metrics.ts';
-import { registerStreamEndpoints } from './pages.ts';
+import { registerOwnRoutes } from './own-routes.ts';
 import { createBodylessMethodReader, createEchoHandler } from './pipeline.ts';
 import { peekBody, Upstreams } from './proxy.ts';
 import { createUpgradeForwarder } from './proxy-upgrade.ts';
 import { type RandomSource, seededRandom } from './random.ts';
-import { retryAfterSeconds, TokenBucket, takeRateToken } from './rate-limit.ts';
+import { TokenBucket, takeRateToken } from './rate-limit.ts';
 import type { ReplayResolver } from './replay-guard.ts';
+import { registerRateLimit, registerRequestHooks } from './request-hooks.ts';
 import { registerRequestState } from './request-state.ts';
-import { EVENT_LOOP_RESOLUTION_MS, registerServiceRoutes, UNLIMITED_PATHS } from './routes.ts';
+import { EVENT_LOOP_RESOLUTION_MS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
 import { refuse, transportOptions, wireServer } from './server.ts';
 import type { EchoState } from './state.ts';
-import { formatUptime, HOSTNAME, VERSION } from './version.ts';
+import { VERSION } from './version.ts';
 
 /** Things a test or an embedding program may supply instead of the defaults. */
 export interface BuildOptions {
@@ -184,84 +184,16 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     eventLoopDelay.disable();
   });
 
-  // 1. Each concern its own hook, in this order. Counting: every request is in flight until its
-  //    response closes, then its completion is recorded; its id goes back on every answer.
-  app.addHook('onRequest', (request, reply, done) => {
-    state.requestCount++;
-    state.inFlight++;
-    // One listener a request for everything that waits for its end. `on`, not `once`: a response
-    // emits 'close' once (node guards it), and `once` allocates a wrapper per request.
-    reply.raw.on('close', () => {
-      state.inFlight--;
-      recordOnClose(request, reply, state.metrics);
-    });
-    reply.header('x-request-id', request.id);
-    done();
-  });
-  // HTTP/1.1 requires exactly one Host (RFC 9112, 3.2); node's own refusal of none would have no
-  // body (server.ts), and node keeps the first of two without a word.
-  app.addHook('onRequest', (request, _reply, done) => {
-    if (request.raw.httpVersionMajor === 1) {
-      const hosts = hostFields(request.raw.rawHeaders);
-      if (hosts !== 1 && (hosts > 1 || request.raw.httpVersionMinor === 1)) {
-        const problem =
-          hosts > 1
-            ? `a request must have one Host header, not ${hosts}`
-            : 'an HTTP/1.1 request needs a Host header';
-        done(new EchoError('ECHO_ERR_BAD_REQUEST', [problem]));
-        return;
-      }
-    }
-    done();
-  });
-  // The headers every response carries: its number, ECHO_EXTRA_HEADERS, and who answered.
-  const extraHeaders = config.extraHeaders;
-  const startMs = Date.now();
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-echo-request-count', state.requestCount);
-    for (const [name, value] of extraHeaders) reply.header(name, value);
-    const info = request.headers['x-echo-server-info'];
-    if (info === undefined ? config.serverInfo : String(info).toLowerCase() === 'true') {
-      reply.header('x-echo-server', HOSTNAME);
-      reply.header('x-echo-version', VERSION);
-      reply.header('x-echo-uptime', formatUptime((Date.now() - startMs) / 1000));
-    }
-    done();
-  });
-  // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
-  // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
-  app.addHook('onRequest', (request, _reply, done) => {
-    const span = trace.getActiveSpan();
-    if (span !== undefined) {
-      const route = request.routeOptions.url;
-      if (route !== undefined) {
-        span.setAttribute('http.route', route);
-        span.updateName(`${request.method} ${route}`);
-      }
-    }
-    done();
-  });
-
+  // 1. The request hooks, one per concern (request-hooks.ts): counting and id, the Host check, the
+  //    headers every response carries, the route on the server span.
+  registerRequestHooks(app, state, config);
   registerLogging(app, config);
 
   // 2. CORS.
   if (config.enableCors) registerCors(app, { admin: config.corsAdmin });
 
   // 3. Rate limit; probes and scrapes are never limited.
-  if (state.rateLimit !== undefined) {
-    app.addHook('onRequest', (request, reply, done) => {
-      if (UNLIMITED_PATHS.has(request.routeOptions.url ?? '')) return done();
-      const answer = (waitMs: number) => {
-        if (waitMs === 0) return done();
-        reply.header('retry-after', retryAfterSeconds(waitMs));
-        done(new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]));
-      };
-      // The process's own bucket answers at once; the fleet's (ECHO_STATE_URL) after a round trip.
-      const waitMs = takeRateToken(state) ?? 0;
-      if (typeof waitMs === 'number') answer(waitMs);
-      else void waitMs.then(answer);
-    });
-  }
+  registerRateLimit(app, state, config);
 
   // 4. The admin routes behind ECHO_ADMIN_TOKEN, when it is set.
   if (adminToken !== undefined) registerAdminAuth(app, adminToken);
@@ -272,39 +204,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
 
-  // The service's own routes answer their own methods only: any other is a 405 naming them, never
-  // an echo (a `POST /control/faults` that echoed would look as if it had worked).
-  const ownRoutes = new Map<string, Set<string>>();
-  let collecting = true;
-  app.addHook('onRoute', (route) => {
-    if (!collecting) return;
-    const methods = ownRoutes.get(route.url) ?? new Set<string>();
-    for (const method of [route.method].flat()) methods.add(method);
-    if (methods.has('GET')) methods.add('HEAD');
-    ownRoutes.set(route.url, methods);
-  });
-  await app.register(async (service) =>
-    registerServiceRoutes(service, state, { replayResolver: options.replayResolver }),
-  );
-  await app.register(async (streams) => registerStreamEndpoints(streams, state));
-  collecting = false;
-  // Any body is accepted (and ignored) here, so the answer names the method, not the body's type.
-  await app.register(async (scope) => {
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-    for (const [url, methods] of ownRoutes) {
-      const allow = [...methods].join(', ');
-      const others = scope.supportedMethods.filter((m) => !methods.has(m) && m !== 'OPTIONS');
-      scope.route({
-        method: others,
-        url,
-        handler: async (request, reply) => {
-          reply.header('allow', allow);
-          throw new EchoError('ECHO_ERR_METHOD_NOT_ALLOWED', [request.method, url, allow]);
-        },
-      });
-    }
-  });
+  // The service's own routes (health, info, metrics, history, scenarios, the pages and streams), each
+  // answering its own methods only: any other is a 405 naming them (own-routes.ts).
+  await registerOwnRoutes(app, state, { replayResolver: options.replayResolver });
 
   // Reverse proxy (`ECHO_UPSTREAM`, a scenario's `upstream`): one connection pool, closed with the app.
   const upstreams = new Upstreams(config.upstreamTimeoutMs, config.upstreamHostHeader);
@@ -372,14 +274,4 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     scope.route({ method: scope.supportedMethods, url: '*', handler: echo });
   });
   return app;
-}
-
-/** How many Host field lines a request head has (node keeps only the first in `headers`). */
-function hostFields(rawHeaders: readonly string[]): number {
-  let n = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host') n++;
-  }
-  return n;
 }
