@@ -10,6 +10,7 @@ import {
 } from '@echo-chaos/obs';
 import type { FastifyInstance } from 'fastify';
 import { nodeSupportWarning } from '../telemetry/node-support.ts';
+import { watchNpmParent } from '../telemetry/npm-parent.ts';
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
@@ -27,9 +28,6 @@ import { VERSION } from './version.ts';
  */
 const DRAIN_IDLE_MS = 1_000;
 const mb = (bytes: number): number => Math.round(bytes / 1024 / 102.4) / 10;
-
-/** How often a process started by npm checks that its parent is still there. */
-const PARENT_CHECK_MS = 500;
 
 /** After the drain timeout, how long answered-at-once requests get before every connection is cut. */
 const FINAL_GRACE_MS = 1_000;
@@ -178,21 +176,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  // Started by npm (`npx echo-chaos`, `npm exec`): npm runs the bin through a shell, which dies of
-  // the signal npm passes on without passing it further. The process whose parent has gone stops
-  // as on SIGTERM, rather than serving on with no one to stop it.
-  if (process.env['npm_command'] !== undefined) {
-    const parent = process.ppid;
-    const watch = setInterval(() => {
-      if (process.ppid === parent) return;
-      clearInterval(watch);
-      // Already stopping (npm passed the signal on, then left): the drain goes on.
-      if (stopping) return;
-      app.log.warn({ parent }, 'the npm process that started this one has gone: stopping as on SIGTERM');
-      void stop('SIGTERM');
-    }, PARENT_CHECK_MS);
-    watch.unref();
-  }
+  // Started by npm (`npx echo-chaos`): stop as on SIGTERM once npm has gone (npm-parent.ts).
+  watchNpmParent(process.env, (parent) => {
+    // Already stopping (npm passed the signal on, then left): the drain goes on.
+    if (stopping) return;
+    app.log.warn({ parent }, 'the npm process that started this one has gone: stopping as on SIGTERM');
+    void stop('SIGTERM');
+  });
 }
 
 await main();

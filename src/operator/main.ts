@@ -23,6 +23,7 @@ import pino from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import pkg from '../../package.json' with { type: 'json' };
 import { nodeSupportWarning } from '../telemetry/node-support.ts';
+import { watchNpmParent } from '../telemetry/npm-parent.ts';
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
@@ -191,3 +192,10 @@ async function drain(signal: string): Promise<void> {
 }
 process.on('SIGTERM', () => void drain('SIGTERM'));
 process.on('SIGINT', () => void drain('SIGINT'));
+// Started by npm (`npx echo-chaos-operator`, `npm run operator`): drain as on SIGTERM once npm has
+// gone, rather than holding the lease with no one to stop it (npm-parent.ts).
+watchNpmParent(process.env, (parent) => {
+  if (draining) return;
+  logger.warn({ parent }, 'the npm process that started this one has gone: draining as on SIGTERM');
+  void drain('SIGTERM');
+});

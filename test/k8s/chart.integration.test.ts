@@ -225,7 +225,8 @@ describe('chart echo-chaos', { skip }, () => {
       'dist/operator/main.js',
     ]);
     const env = Object.fromEntries(container.env.map((e: Any) => [e.name, e.value]));
-    const assignments = script.slice(0, node);
+    // `exec env NAME=value ... node`: the assignments, without the words that run them.
+    const assignments = script.slice(0, node).filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w));
     assert.ok(assignments.length > 0, 'the script sets the environment the chart sets');
     for (const word of assignments) {
       const [name, value] = word.split('=');

@@ -127,3 +127,101 @@ test('echo-chaos-operator – a drain says how long the telemetry flush took, he
     child.kill('SIGKILL');
   }
 });
+
+/** Whether a process with this pid is still running. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The operator's environment for a run started through npm or a shell. */
+function operatorEnv(kubeconfig: string): Record<string, string> {
+  return {
+    ...(process.env as Record<string, string>),
+    KUBECONFIG: kubeconfig,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    POD_NAME: 'npm-test',
+    WATCH_NAMESPACE: 'default',
+    LEASE_DURATION_SECONDS: '2',
+    LEASE_RETRY_INTERVAL_MS: '100',
+  };
+}
+
+/** The JSON log lines a child writes to stdout, parsed as they come. */
+function logLines(child: import('node:child_process').ChildProcess): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  let rest = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop() ?? '';
+    for (const line of parts) if (line.startsWith('{')) lines.push(JSON.parse(line));
+  });
+  return lines;
+}
+
+test('npm run operator & kill -TERM $!: the signal reaches the operator, which drains and exits', async () => {
+  const kubeconfig = join(dir, 'config-npm');
+  await writeFile(kubeconfig, api.kubeconfigFile());
+  const npm = spawn('npm', ['run', '--silent', 'operator'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: operatorEnv(kubeconfig),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines = logLines(npm);
+  const npmExited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
+  let pid = 0;
+  try {
+    await until('listening', () => lines.some((l) => l['msg'] === 'operator listening'), 30_000);
+    const listening = lines.find((l) => l['msg'] === 'operator listening')!;
+    pid = listening['pid'] as number;
+    assert.ok(pid > 0 && pid !== npm.pid, 'the log names the node process');
+    // Ready once it has started (and installed its signal handlers); a signal before is node's default.
+    const readyz = `http://127.0.0.1:${listening['port']}/readyz`;
+    await until('ready', async () => (await fetch(readyz)).status === 200, 10_000);
+    npm.kill('SIGTERM');
+    await npmExited;
+    await until('the operator drained', () => lines.some((l) => l['msg'] === 'drained'), 15_000);
+    await until('the node process is gone', () => !alive(pid), 15_000);
+  } finally {
+    npm.kill('SIGKILL');
+    // A failed test must not leave the operator running (its pipe would hold this file open).
+    if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
+  }
+});
+
+test('started by npm through a shell that dies (npx): the operator drains once its parent has gone', async () => {
+  const kubeconfig = join(dir, 'config-npx');
+  await writeFile(kubeconfig, api.kubeconfigFile());
+  // As `npx echo-chaos-operator` runs the bin: a shell between npm and node, which a signal kills
+  // without passing it on. Here the shell is killed outright; node is left with another parent.
+  const shell = spawn('sh', ['-c', `"${process.execPath}" "${MAIN}"; true`], {
+    env: { ...operatorEnv(kubeconfig), npm_command: 'exec' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines = logLines(shell);
+  let pid = 0;
+  try {
+    await until('listening', () => lines.some((l) => l['msg'] === 'operator listening'), 30_000);
+    pid = lines.find((l) => l['msg'] === 'operator listening')!['pid'] as number;
+    assert.notEqual(pid, shell.pid, 'node runs under the shell');
+    // At once: a parent that dies while the operator still starts counts too.
+    shell.kill('SIGKILL');
+    await until('the node process is gone', () => !alive(pid), 15_000);
+    // Its stdout was the dead shell's pipe, which this test still reads.
+    assert.ok(
+      lines.some((l) => String(l['msg']).startsWith('the npm process that started this one has gone')),
+      JSON.stringify(lines.map((l) => l['msg'])),
+    );
+    assert.ok(
+      lines.some((l) => l['msg'] === 'drained'),
+      'a drained line',
+    );
+  } finally {
+    shell.kill('SIGKILL');
+  }
+});
