@@ -106,6 +106,7 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
       }
       if (config.logTransaction) {
         const sse = UNLOGGED_BODY_PATHS.has(pathOf(request));
+        const loggedResponse = stateOf(request).loggedResponseBody;
         request.log.info(
           {
             request: {
@@ -120,8 +121,8 @@ export function registerLogging(app: FastifyInstance, config: EchoConfig): void 
             response: {
               status,
               headers: reply.getHeaders(),
-              ...(config.logResponseBody && !sse && stateOf(request).loggedResponseBody !== undefined
-                ? { body: stateOf(request).loggedResponseBody }
+              ...(config.logResponseBody && !sse && loggedResponse !== undefined
+                ? { body: loggedResponse }
                 : {}),
             },
             duration_ms: durationMs,
