@@ -37,6 +37,18 @@ export async function until(
 }
 
 /**
+ * Waits `ms` on the wall clock, for a test whose point is that nothing happens during it: no message
+ * arrives, a file change is not picked up before its debounce, a closed monitor records nothing, a
+ * timer does not fire early. Absence has no event to wait on, so a fixed wait is the only way to see
+ * it; `what` names the quiet period being waited out (for the reader: the wait cannot fail). Every
+ * other wait in the tests waits on its condition (`until`, `eventually`, `within`, an event).
+ */
+export async function quietFor(ms: number, what: string): Promise<void> {
+  void what;
+  await sleep(ms);
+}
+
+/**
  * Resolves as `promise` does, or rejects naming `what` after `ms`. The timer is cleared either way, so
  * a bound that was not needed does not keep the test file's process alive until it fires.
  */

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
   CardinalityFirewall,
@@ -8,6 +7,7 @@ import {
   DrainState,
   type RuntimeSnapshot,
 } from '../../src/obs/index.ts';
+import { until } from '../helpers/runtime.ts';
 import { startObsApp } from './helpers.ts';
 
 const V2_LIMITED = fileURLToPath(new URL('./fixtures/cgroup/v2-limited', import.meta.url));
@@ -47,9 +47,12 @@ test('diagnostics – /actuator/obs/runtime: lag, process and container memory, 
   ] as const) {
     for (let i = 0; i < count; i++) await fetch(`${obs.url}/label/${meter}/${i}`);
   }
-  await sleep(30);
+  // The monitor records a delay from its second tick on: a block before then would not show.
+  const lag = () => obs.app.obs.runtime().event_loop_lag_ms;
+  await until('the event-loop monitor has a sample', () => (lag().mean ?? 0) > 0);
   await fetch(`${obs.url}/block`);
-  await sleep(30);
+  // The block shows once the monitor's next tick, late by the block, has run.
+  await until('the 80 ms block shows in the lag', () => (lag().max ?? 0) >= 60);
 
   const runtime = (await (await fetch(`${obs.url}/actuator/obs/runtime`)).json()) as RuntimeSnapshot;
   assert.equal(runtime.enabled, true);
@@ -98,7 +101,7 @@ test('diagnostics – the drain state and in-flight requests are live in the run
   });
   t.after(() => obs.close());
   const slow = fetch(`${obs.url}/slow`);
-  await sleep(50);
+  await until('the slow request is in flight', () => obs.app.obs.runtime().in_flight_requests === 1);
   const drained = obs.app.obs.drain({ timeoutMs: 5000 });
   const runtime = (await (await fetch(`${obs.url}/actuator/obs/runtime`)).json()) as RuntimeSnapshot;
   assert.equal(runtime.in_flight_requests, 2);
@@ -141,26 +144,24 @@ test('diagnostics – the event-loop monitor stops on close', async () => {
     firewall: new CardinalityFirewall(),
     drain: new DrainState(),
   });
-  await sleep(30);
-  block(60);
-  await sleep(20);
-  const open = diagnostics.runtime().event_loop_lag_ms.max;
-  assert.ok(open !== null && open >= 40, `a block while monitored shows (${open}ms)`);
-
   const closed = createDiagnostics({
     enabled: true,
     eventLoopResolutionMs: 5,
     firewall: new CardinalityFirewall(),
     drain: new DrainState(),
   });
-  await sleep(30);
+  // A monitor records a delay from its second tick on: both have samples before the block.
+  const hasSample = (d: typeof diagnostics) => (d.runtime().event_loop_lag_ms.mean ?? 0) > 0;
+  await until('both monitors have a sample', () => hasSample(diagnostics) && hasSample(closed));
   closed.close();
   closed.close();
-  // A closed monitor records nothing more: its figures stay as they were across a block and a wait
-  // (an open one would take new samples, the block among them). No bound on a loaded machine's lag.
+  // A closed monitor records nothing more: its figures stay as they were across a block. The open one,
+  // on the same resolution, shows the block once its late tick has run; the closed one's tick would have
+  // run in the same pass of the timers. No bound on a loaded machine's lag.
   const atClose = closed.runtime().event_loop_lag_ms;
   block(60);
-  await sleep(20);
+  const open = () => diagnostics.runtime().event_loop_lag_ms.max ?? 0;
+  await until('a block while monitored shows (>= 40 ms)', () => open() >= 40);
   assert.deepEqual(closed.runtime().event_loop_lag_ms, atClose, 'a block after close does not show');
   diagnostics.close();
 });

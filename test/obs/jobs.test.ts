@@ -14,6 +14,7 @@ import {
   type ObsConfigInput,
 } from '../../src/obs/index.ts';
 import { contextFields } from '../../src/obs/logging.ts';
+import { quietFor, until } from '../helpers/runtime.ts';
 import { capturingLogger, startObsApp } from './helpers.ts';
 
 /**
@@ -34,15 +35,6 @@ async function sample(registry: Registry, name: string, labels: Record<string, s
     Object.entries(labels).every(([k, value]) => String((v.labels as Record<string, unknown>)[k]) === value),
   );
   return found?.value ?? 0;
-}
-
-async function eventually(check: () => boolean | Promise<boolean>, what: string, limitMs = 20_000) {
-  const end = Date.now() + limitMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  assert.fail(`never happened: ${what}`);
 }
 
 function isInvalidJob(error: unknown): boolean {
@@ -114,7 +106,7 @@ test('jobs – a run has a context of its own, which never leaks into its caller
   const seen: Array<string | undefined> = [];
   const job = obs.job('ctx', async () => {
     seen.push(currentObsContext()?.requestId);
-    await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setImmediate(resolve)); // an async hop: the context crosses it
     seen.push(currentObsContext()?.requestId);
     return contextFields();
   });
@@ -197,10 +189,10 @@ test('jobs – every runs on its interval, never overlapping: a tick during a ru
   tick?.();
   assert.equal(runs, 1, 'no overlap');
   releases[0]?.();
-  await eventually(() => !handle.running, 'the first run ends');
+  await until('the first run ends', () => !handle.running, 20_000);
   tick?.();
   releases[1]?.();
-  await eventually(() => !handle.running, 'the second run ends');
+  await until('the second run ends', () => !handle.running, 20_000);
   tick?.();
   await new Promise((resolve) => setImmediate(resolve));
   const r = obs.registry;
@@ -227,10 +219,10 @@ test('jobs – every with the real timer runs and stops', async (t) => {
     { unref: true },
   );
   t.after(() => handle.stop());
-  await eventually(() => runs >= 2, 'two runs');
+  await until('two runs', () => runs >= 2, 20_000);
   handle.stop();
   const stoppedAt = runs;
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await quietFor(50, 'ten periods of the stopped 5 ms job');
   assert.equal(runs, stoppedAt, 'no run after stop');
 });
 
@@ -241,13 +233,14 @@ test('jobs – node-cron: a scheduled job runs as an obs job', async (t) => {
     ids.push(currentObsContext()?.requestId ?? 'none');
   });
   t.after(() => task.destroy());
-  await eventually(() => ids.length >= 2, 'two cron runs');
+  await until('two cron runs', () => ids.length >= 2, 20_000);
   await task.stop();
   assert.ok(ids.every((id) => id.startsWith('job:cron-job:')));
-  await eventually(
+  await until(
+    'two successes counted',
     async () =>
       (await sample(obs.registry, 'obs_jobs_executions_total', { job: 'cron-job', outcome: 'success' })) >= 2,
-    'two successes counted',
+    20_000,
   );
   assert.throws(() => instrumentCron(cron, obs).schedule('bad name', '* * * * * *', () => {}), isInvalidJob);
   assert.throws(() => instrumentCron(cron, {}), isInvalidJob, 'not an obs instance');
