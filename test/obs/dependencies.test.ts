@@ -32,17 +32,15 @@ interface Downstream {
   close(): Promise<void>;
 }
 
-/** A real fastify service on loopback answering `status` to any request; `/hang` answers after 5s. */
+/** A real fastify service on loopback answering `status` to any request; `/hang` never answers. */
 async function startDownstream(
   t: { after(fn: () => Promise<void>): void },
   status = 500,
 ): Promise<Downstream> {
   const app: FastifyInstance = Fastify({ forceCloseConnections: true });
   const downstream = { status } as Downstream;
-  app.get('/hang', async (_request, reply) => {
-    await new Promise((resolve) => setTimeout(resolve, 5000).unref());
-    return reply.code(200).send('late');
-  });
+  // Never answers: the client's own timeout ends the request, and closing the service its connection.
+  app.get('/hang', () => new Promise<never>(() => {}));
   app.all('/*', async (_request, reply) => reply.code(downstream.status).send('answer'));
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BrokenCircuitError,
   bulkhead,
@@ -30,6 +29,7 @@ import {
   RESILIENCE_METRICS,
 } from '../../src/obs/index.ts';
 import { installOtelSdk } from '../helpers/otel-sdk.ts';
+import { until } from '../helpers/runtime.ts';
 import {
   type CapturingLogger,
   capturingLogger,
@@ -159,7 +159,8 @@ test('resilience – an opossum breaker that fails opens: state gauge, transitio
 
 test('resilience – opossum: timeouts and fallbacks are outcomes; the name option wins; once is enough', async (t) => {
   const { obs, registry } = makeObs(t);
-  const breaker = new CircuitBreaker(() => new Promise((resolve) => setTimeout(resolve, 1000, 'late')), {
+  // the action never answers: opossum's 5 ms timeout ends each call
+  const breaker = new CircuitBreaker(() => new Promise<string>(() => {}), {
     name: 'own-name',
     timeout: 5,
     volumeThreshold: 100,
@@ -285,12 +286,17 @@ test('resilience – a cockatiel ConsecutiveBreaker(2) opens, refuses, goes half
 
   // half-open comes on the first call after halfOpenAfter: try until the breaker lets one through
   const reset = new Promise<void>((resolve) => policy.onReset(() => resolve()));
-  for (;;) {
-    const result = await policy.execute(() => 'ok').catch((error: unknown) => error);
-    if (result === 'ok') break;
-    assert.ok(result instanceof BrokenCircuitError);
-    await sleep(10);
-  }
+  await until(
+    'the breaker lets a call through after halfOpenAfter',
+    async () => {
+      const result = await policy.execute(() => 'ok').catch((error: unknown) => error);
+      if (result === 'ok') return true;
+      assert.ok(result instanceof BrokenCircuitError);
+      return false;
+    },
+    10_000,
+    10,
+  );
   await reset;
   assert.deepEqual(await stateOf(registry, 'inventory'), ['closed']);
   assert.deepEqual(await series(registry, RESILIENCE_METRICS.circuitTransitions), [

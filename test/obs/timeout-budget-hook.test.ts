@@ -9,6 +9,7 @@ import { Registry } from 'prom-client';
 import { loadObsConfig, obsFastifyOptions, obsPlugin } from '../../src/obs/index.ts';
 import { bindContext, currentTimeoutBudget } from '../../src/obs/request-context.ts';
 import { DEADLINE_BAGGAGE_KEY, TIMEOUT_BUDGET_METRICS } from '../../src/obs/timeout-budget-hook.ts';
+import { until } from '../helpers/runtime.ts';
 import { budgetOptions, capturingLogger, startObsApp } from './helpers.ts';
 
 type Seen = ReturnType<typeof currentTimeoutBudget> | null;
@@ -130,7 +131,7 @@ test('timeout budget hook – bindContext carries the budget into work run later
     }),
   )(t);
   await app.inject({ url: '/queue', headers: { 'obs-timeout-ms': '3000' } });
-  while (results.length < 2) await new Promise((r) => setTimeout(r, 5));
+  await until('both drain listeners have run', () => results.length >= 2);
   assert.deepEqual(results, [
     { bound: true, source: 'remaining-header' },
     { bound: false, source: null },
@@ -146,7 +147,7 @@ test('timeout budget hook – the deadline is in OpenTelemetry baggage (real Asy
   });
   const { app } = await withBudgetRoutes(budgetOptions(), (app) =>
     app.get('/baggage', async () => {
-      await new Promise((r) => setTimeout(r, 1));
+      await new Promise((r) => setImmediate(r)); // an async hop: the baggage crosses it
       const entry = propagation.getBaggage(context.active())?.getEntry(DEADLINE_BAGGAGE_KEY);
       return { entry: entry?.value ?? null };
     }),
