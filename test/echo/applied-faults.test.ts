@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { FaultGate, faultHeader } from '../../src/echo/applied.ts';
 import { startEcho } from '../helpers/echo-server.ts';
 import { countDelta, faultCounts, scrapeValue } from '../helpers/metrics.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * Fault telemetry that proves a fault was applied: `echo_faults_injected_total{kind}`, the
@@ -113,11 +114,12 @@ test('applied faults – ECHO_DELAY and ECHO_CHAOS are named with source env', a
 test('safety valve – past ECHO_MAX_ACTIVE_FAULTS new faults are skipped, served plainly and counted', async (t) => {
   const echo = await startEcho({ ECHO_MAX_ACTIVE_FAULTS: '5' });
   t.after(() => echo.close());
+  const active = () => scrapeValue(echo.url, 'echo_active_faults');
   const held = Array.from({ length: 5 }, () =>
     fetch(`${echo.url}/held`, { headers: { 'X-Echo-Delay': '60s' } }).catch(() => undefined),
   );
-  // Wait until the five hold their slots (the gauge says so), with no wall-clock bound of its own.
-  while ((await scrapeValue(echo.url, 'echo_active_faults')) < 5) await new Promise((r) => setTimeout(r, 20));
+  // Wait until the five hold their slots (the gauge says so), with a generous bound.
+  await until('the five held delays hold their slots', async () => (await active()) >= 5, 30_000);
 
   const burst = await Promise.all(
     Array.from({ length: 20 }, () =>
@@ -142,15 +144,16 @@ test('safety valve – past ECHO_MAX_ACTIVE_FAULTS new faults are skipped, serve
 test('safety valve – a slot comes free when its response ends, and a client that leaves frees it too', async (t) => {
   const echo = await startEcho({ ECHO_MAX_ACTIVE_FAULTS: '1' });
   t.after(() => echo.close());
+  const active = () => scrapeValue(echo.url, 'echo_active_faults');
   const leaving = new AbortController();
   const gone = fetch(`${echo.url}/held`, {
     headers: { 'X-Echo-Delay': '60s' },
     signal: leaving.signal,
   }).catch(() => 'aborted');
-  while ((await scrapeValue(echo.url, 'echo_active_faults')) < 1) await new Promise((r) => setTimeout(r, 20));
+  await until('the held delay holds its slot', async () => (await active()) >= 1, 30_000);
   leaving.abort();
   assert.equal(await gone, 'aborted');
-  while ((await scrapeValue(echo.url, 'echo_active_faults')) > 0) await new Promise((r) => setTimeout(r, 20));
+  await until('the slot comes free when the client leaves', async () => (await active()) === 0, 30_000);
   const next = await fetch(`${echo.url}/next`, { headers: { 'X-Echo-Status': '503' } });
   assert.equal(next.status, 503, 'the freed slot is taken by the next fault');
   assert.equal(await scrapeValue(echo.url, 'echo_faults_overflow_total'), 0);
@@ -209,6 +212,7 @@ test('master switch – ECHO_FAULTS_ENABLED=false serves every request plainly; 
 test('safety valve – an h2c client that drops its connection frees its slot and is recorded as gone (499)', async (t) => {
   const echo = await startEcho({ ECHO_MAX_ACTIVE_FAULTS: '1' });
   t.after(() => echo.close());
+  const active = () => scrapeValue(echo.url, 'echo_active_faults');
   for (const how of ['session', 'socket'] as const) {
     const session = connect(echo.url);
     session.on('error', () => {});
@@ -218,23 +222,18 @@ test('safety valve – an h2c client that drops its connection frees its slot an
       'x-request-id': how,
     });
     stream.on('error', () => {});
-    while ((await scrapeValue(echo.url, 'echo_active_faults')) < 1)
-      await new Promise((r) => setTimeout(r, 20));
+    await until(`${how}: the held delay holds its slot`, async () => (await active()) >= 1, 30_000);
     if (how === 'session') session.destroy();
     else session.socket.destroy();
-    // No wall-clock bound: the loop ends when the server notices, and the test's timeout is the limit.
-    while ((await scrapeValue(echo.url, 'echo_active_faults')) > 0)
-      await new Promise((r) => setTimeout(r, 20));
-    const history = (await (await fetch(`${echo.url}/history`)).json()) as Array<{
-      request_id: string;
-      status: number;
-    }>;
-    let entry = history.find((e) => e.request_id === how);
-    for (let i = 0; i < 50 && entry?.status !== 499; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      const again = (await (await fetch(`${echo.url}/history`)).json()) as typeof history;
-      entry = again.find((e) => e.request_id === how);
-    }
-    assert.equal(entry?.status, 499, `${how}: the client left`);
+    // A generous bound: the wait ends when the server notices.
+    await until(`${how}: the slot comes free`, async () => (await active()) === 0, 30_000);
+    const status = async () => {
+      const history = (await (await fetch(`${echo.url}/history`)).json()) as Array<{
+        request_id: string;
+        status: number;
+      }>;
+      return history.find((e) => e.request_id === how)?.status;
+    };
+    await until(`${how}: the client left (499 in the history)`, async () => (await status()) === 499);
   }
 });

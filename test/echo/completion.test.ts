@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { send } from '../helpers/http.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * One record per request, whatever kind of answer it got: `echo_requests_total{method,path,status}`
@@ -50,11 +50,10 @@ async function history(echo: RunningEcho): Promise<Entry[]> {
 /** Statuses are written when a response ends, just after the client has it: wait for them. */
 async function settled(echo: RunningEcho, ids: readonly string[]): Promise<Map<string, Entry>> {
   let entries = new Map<string, Entry>();
-  for (let i = 0; i < 100; i++) {
+  await until(`the statuses of ${ids.join(', ')} are written`, async () => {
     entries = new Map((await history(echo)).map((e) => [e.id, e]));
-    if (ids.every((id) => entries.get(id)?.status !== null && entries.has(id))) break;
-    await sleep(20);
-  }
+    return ids.every((id) => entries.get(id)?.status !== null && entries.has(id));
+  });
   return entries;
 }
 
@@ -114,7 +113,9 @@ test('completion – every kind of answer is counted once, with the status its h
     headers: { 'X-Request-ID': 'left', 'X-Echo-Delay': '10s' },
     signal: leaving.signal,
   }).catch(() => undefined);
-  for (let i = 0; i < 100 && !(await history(echo)).some((e) => e.id === 'left'); i++) await sleep(20);
+  await until('the delayed request is in the history', async () =>
+    (await history(echo)).some((e) => e.id === 'left'),
+  );
   leaving.abort();
   await left;
 
@@ -178,11 +179,11 @@ test('completion – every kind of answer is counted once, with the status its h
 
   let text = '';
   let counts = new Map<string, number>();
-  for (let i = 0; i < 100 && counts.get('GET /sse 200') !== 1; i++) {
-    if (i > 0) await sleep(20);
+  await until('the SSE request is counted', async () => {
     text = await scrape(echo);
     counts = requestCounts(text);
-  }
+    return counts.get('GET /sse 200') === 1;
+  });
   const expected: Record<string, number> = {
     'GET /plain 200': 1,
     'GET /status 201': 2, // the request and its replay
@@ -212,7 +213,7 @@ test('completion – a 429 from the rate limit is counted once, and the limited 
   assert.equal((await send(`${echo.url}/m`, { headers: { 'X-Request-ID': 'second' } })).status, 429);
   // /history is rate limited too: read the entries from the app.
   const recorded = () => echo.app.echo.history.list().map((e) => [e.id, e.status]);
-  for (let i = 0; i < 100 && recorded()[0]?.[1] === null; i++) await sleep(20);
+  await until('the first request has its status recorded', () => recorded()[0]?.[1] !== null);
   assert.deepEqual(recorded(), [['first', 200]]);
   const text = await scrape(echo);
   const counts = requestCounts(text);

@@ -3,8 +3,8 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import net from 'node:net';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_PIPELINED_IN_FLIGHT, takeTurns } from '../../src/echo/pipelining.ts';
+import { until } from '../helpers/runtime.ts';
 
 // A client that leaves a connection of pipelined requests makes node end each request it parsed
 // there with an error of its own; those errors are made without a stack trace (capturing one for
@@ -37,10 +37,10 @@ test("pipelining – a client that leaves with requests in flight and waiting: n
     client.on('error', () => {});
     await once(client, 'connect');
     client.write('GET /p HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(40));
-    for (let i = 0; i < 200 && started.length < MAX_PIPELINED_IN_FLIGHT; i++) await sleep(10);
+    await until('as many requests in flight as the limit', () => started.length >= MAX_PIPELINED_IN_FLIGHT);
     assert.equal(started.length, MAX_PIPELINED_IN_FLIGHT);
     client.destroy();
-    for (let i = 0; i < 200 && errors.length < MAX_PIPELINED_IN_FLIGHT; i++) await sleep(10);
+    await until('an abort error for each request in flight', () => errors.length >= MAX_PIPELINED_IN_FLIGHT);
     assert.equal(errors.length, MAX_PIPELINED_IN_FLIGHT, 'each request in flight was aborted');
     for (const error of errors) {
       assert.equal(error.message, 'aborted');
