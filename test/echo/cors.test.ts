@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
+import { until } from '../helpers/runtime.ts';
 
 const ORIGIN = 'https://app.example.com';
 
@@ -148,8 +148,10 @@ test('cors – with ENABLE_CORS=false there are no CORS headers and OPTIONS is e
   for (const name of Object.keys(options.headers)) {
     assert.ok(!name.startsWith('access-control-'), `unexpected ${name}`);
   }
-  await sleep(20);
-  const history = JSON.parse((await send(echo, '/history')).text) as Array<{ id: string; method: string }>;
+  const recorded = async () =>
+    JSON.parse((await send(echo, '/history')).text) as Array<{ id: string; method: string }>;
+  await until('both requests are in the history', async () => (await recorded()).length >= 2);
+  const history = await recorded();
   assert.deepEqual(
     history.map((e) => [e.id, e.method]),
     [

@@ -7,7 +7,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { FAULT_KINDS } from '../../src/echo/applied.ts';
 import { History } from '../../src/echo/history.ts';
 import {
@@ -20,6 +19,7 @@ import { maskedPath } from '../../src/echo/history-secrets.ts';
 import { historyStream } from '../../src/echo/history-stream.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, send } from '../helpers/http.ts';
+import { until } from '../helpers/runtime.ts';
 
 const TOKEN = 'history-query-token';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -231,9 +231,15 @@ function atPlus0530(ms: number): string {
 
 test('history query – since: entries recorded at or after an RFC 3339 time (any offset) or epoch milliseconds', async () => {
   assert.equal(await hit('/q-since/before'), 200);
-  await sleep(20);
+  let recorded = Number.NaN;
+  await until('the first entry is recorded', async () => {
+    const [first] = await entries(query({ path: '/q-since/before' }));
+    recorded = Date.parse(first?.timestamp ?? '');
+    return Number.isFinite(recorded);
+  });
+  // `since` is a millisecond after the first entry's: wait for the clock to reach it.
+  await until('the clock has moved past the first entry', () => Date.now() > recorded, 10_000, 1);
   const since = Date.now();
-  await sleep(2);
   assert.equal(await hit('/q-since/after'), 200);
 
   const prefix = { path: '/q-since/*' };
