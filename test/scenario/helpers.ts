@@ -38,8 +38,3 @@ export class Calls<T> {
     return this.values;
   }
 }
-
-/** Waits a fixed time: only to give something that must NOT happen a chance to happen. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

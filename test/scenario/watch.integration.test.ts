@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, renameSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
@@ -11,7 +11,8 @@ import {
   type WatchScenarioFileOptions,
   watchScenarioFile,
 } from '../../src/scenario/index.ts';
-import { Calls, sleep, tempDir } from './helpers.ts';
+import { quietFor, within } from '../helpers/runtime.ts';
+import { Calls, tempDir } from './helpers.ts';
 
 /** A one-scenario document whose single response has the given status. */
 function doc(status: number, path = '/watched'): string {
@@ -133,14 +134,17 @@ test('watchScenarioFile – unchanged content, comments and a return to the curr
   const file = join(tempDir(t), 'scenarios.yaml');
   writeFileSync(file, doc(200));
   const { changes, errors } = watchRecorded(t, file);
+  // Each write that must be ignored gets a quiet period past the 20 ms debounce, so it is re-read on
+  // its own (and would reach onChange, failing the last assertion) rather than merged with the next.
+  const reread = 'past the 20 ms debounce: the write is re-read alone, and ignored';
   writeFileSync(file, doc(200));
-  await sleep(100);
+  await quietFor(100, reread);
   writeFileSync(file, `# a comment changes the text, not the scenarios\n${doc(200)}`);
-  await sleep(100);
+  await quietFor(100, reread);
   writeFileSync(file, doc(999));
   await errors.until(1);
   writeFileSync(file, doc(200));
-  await sleep(100);
+  await quietFor(100, reread);
   // The only change that reaches onChange is the first real one, made last.
   writeFileSync(file, doc(203));
   assert.deepEqual(await changes.until(1), [set(203)]);
@@ -154,7 +158,7 @@ test('watchScenarioFile – a burst of writes inside the debounce window gives o
   await watcher.ready;
   for (let status = 201; status <= 205; status++) writeFileSync(file, doc(status));
   assert.deepEqual(await changes.until(1), [set(205)]);
-  await sleep(400);
+  await quietFor(400, 'past the 300 ms debounce again: no second change may follow');
   assert.equal(changes.values.length, 1);
 });
 
@@ -175,7 +179,7 @@ test('watchScenarioFile – without initial, the content at start is the baselin
   const { changes, watcher } = watchRecorded(t, file, { initial: undefined });
   await watcher.ready;
   writeFileSync(file, doc(200));
-  await sleep(100);
+  await quietFor(100, 'past the 20 ms debounce: the rewrite is re-read alone, and ignored');
   writeFileSync(file, doc(201));
   assert.deepEqual(await changes.until(1), [set(201)]);
 });
@@ -211,14 +215,19 @@ test('watchScenarioFile – close stops every callback, even one already schedul
   writeFileSync(file, doc(200));
   const { changes, errors, watcher } = watchRecorded(t, file, { debounceMs: 1000 });
   await watcher.ready;
+  // A watch of our own on the same directory: the file system event reaches both in one read of the
+  // loop's inotify descriptor, so once ours has it the watcher has scheduled its re-read.
+  const probe = watch(dirname(file));
+  const arrived = new Promise<void>((resolve) => probe.once('change', () => resolve()));
+  t.after(() => probe.close());
   writeFileSync(file, doc(201));
-  // Long enough for the event to arrive and schedule a re-read, far shorter than the debounce.
-  await sleep(100);
+  await within(arrived, 'the file system event of the write', 10_000);
+  probe.close();
   watcher.close();
   watcher.close();
   writeFileSync(file, doc(202));
   rmSync(file);
-  await sleep(1300);
+  await quietFor(1300, 'past the 1000 ms debounce: the re-read scheduled before close must not run');
   assert.equal(changes.values.length, 0);
   assert.equal(errors.values.length, 0);
 });
