@@ -3,8 +3,8 @@ import { once } from 'node:events';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
+import { until } from '../helpers/runtime.ts';
 
 // The HTTP/2 limits as the README states them (issue #30, item 8): a header list over 64 KiB
 // (RFC 9113's count: name + value + 32 bytes a field) is refused with RST_STREAM
@@ -107,9 +107,15 @@ interface Seen {
 /**
  * Opens a connection, sends the preface and an empty SETTINGS, then `first` at once (before the
  * server's SETTINGS can have been acknowledged); with `afterAck`, waits for the server's SETTINGS,
- * acknowledges them and sends `afterAck`. Resolves with what came back within `waitMs`.
+ * acknowledges them and sends `afterAck`. Resolves with what came back once `done` holds of it
+ * (`what` names that in the failure).
  */
-async function converse(first: Buffer[], afterAck: Buffer[] = [], waitMs = 1_500): Promise<Seen> {
+async function converse(
+  first: Buffer[],
+  afterAck: Buffer[],
+  what: string,
+  done: (seen: Seen) => boolean,
+): Promise<Seen> {
   const socket = net.connect(echo.port, '127.0.0.1');
   socket.on('error', () => {});
   const seen: Seen = { frames: [], closed: false };
@@ -143,7 +149,7 @@ async function converse(first: Buffer[], afterAck: Buffer[] = [], waitMs = 1_500
     await settings;
     socket.write(Buffer.concat([frame(SETTINGS, 0x1, 0, Buffer.alloc(0)), ...afterAck]));
   }
-  await sleep(waitMs);
+  await until(what, () => done(seen), 30_000);
   socket.destroy();
   return seen;
 }
@@ -152,11 +158,20 @@ const answered = (seen: Seen, streamId: number) =>
   seen.frames.some((f) => f.type === HEADERS && f.streamId === streamId);
 const resetWith = (seen: Seen, streamId: number) =>
   seen.frames.find((f) => f.type === RST_STREAM && f.streamId === streamId)?.code;
+/** Every stream of `ids` answered or reset, or the connection closed: what came back is complete. */
+const settled =
+  (...ids: number[]) =>
+  (seen: Seen) =>
+    seen.closed || ids.every((id) => answered(seen, id) || resetWith(seen, id) !== undefined);
+/** The odd stream ids 1, 3, ... of `count` requests. */
+const streams = (count: number) => Array.from({ length: count }, (_, i) => 2 * i + 1);
 
 test('HTTP/2 limits – a header list of 64 KiB is served, one byte more is refused with ENHANCE_YOUR_CALM, before and after the SETTINGS are acknowledged; the session goes on', async () => {
   const seen = await converse(
     [request(1, fieldsOf(65_536)), request(3, fieldsOf(65_537)), request(5, fieldsOf(70_000))],
     [request(7, fieldsOf(65_536)), request(9, fieldsOf(65_537)), request(11)],
+    'streams 1 to 11 answered or reset',
+    settled(...streams(6)),
   );
   assert.ok(answered(seen, 1), 'a 64 KiB header list (first flight) was not served');
   assert.equal(resetWith(seen, 3), NGHTTP2_ENHANCE_YOUR_CALM, 'a header list of 64 KiB + 1 (first flight)');
@@ -189,9 +204,10 @@ test('HTTP/2 limits – node:http2 as a client: a 70 KB header list is refused, 
 test('HTTP/2 limits – streams past ECHO_H2_MAX_CONCURRENT_STREAMS: refused one by one before the SETTINGS are acknowledged, the session ended after', async () => {
   const delayed = (streamId: number) => request(streamId, [['x-echo-delay', '1s']]);
   const early = await converse(
-    Array.from({ length: 102 }, (_, i) => delayed(2 * i + 1)),
+    streams(102).map(delayed),
     [],
-    2_500,
+    'the 102 streams answered (after their delay) or refused',
+    settled(...streams(102)),
   );
   assert.equal(resetWith(early, 201), NGHTTP2_REFUSED_STREAM);
   assert.equal(resetWith(early, 203), NGHTTP2_REFUSED_STREAM);
@@ -200,7 +216,9 @@ test('HTTP/2 limits – streams past ECHO_H2_MAX_CONCURRENT_STREAMS: refused one
 
   const late = await converse(
     [],
-    Array.from({ length: 102 }, (_, i) => delayed(2 * i + 1)),
+    streams(102).map(delayed),
+    'the session ended, or every stream answered',
+    settled(...streams(102)),
   );
   const goaway = late.frames.find((f) => f.type === GOAWAY);
   assert.equal(goaway?.code, NGHTTP2_PROTOCOL_ERROR, 'no GOAWAY PROTOCOL_ERROR');

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { hasRedis, REDIS_MISSING, type RedisServer, startRedis } from '../helpers/redis.ts';
-import { until } from '../helpers/runtime.ts';
+import { quietFor, until } from '../helpers/runtime.ts';
 
 /**
  * Replicas that agree (#33), the rate limit: `ECHO_RATE_LIMIT_RPS` is one bucket for every process
@@ -55,8 +54,9 @@ describe('the rate limit shared on Redis', { skip }, () => {
   });
 
   test('three replicas pass what one bucket allows, not three times it', async () => {
-    // Let the bucket fill (an earlier request of the setup may have taken from it).
-    await sleep((BURST / RPS) * 1000);
+    // Let the bucket fill (an earlier request of the setup may have taken from it): it refills with
+    // time in the replicas' shared store, and nothing else shows when it is full.
+    await quietFor((BURST / RPS) * 1000, 'nothing takes from the shared bucket while it refills');
     const { passed, limited, seconds } = await burst(18);
     // One bucket: the burst, plus what refills while the requests are sent (and one of rounding).
     const most = BURST + Math.ceil(seconds * RPS) + 1;

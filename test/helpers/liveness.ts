@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from './runtime.ts';
+import { freePort, until } from './runtime.ts';
 
 const MAIN = new URL('../../src/echo/main.ts', import.meta.url).pathname;
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -71,15 +71,19 @@ export async function startEchoProcess(env: Record<string, string> = {}): Promis
       await exited;
     },
   };
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const answer = await getHealth(port, 5_000);
-    if (answer.status === 200) break;
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await echo.stop();
-      assert.fail(`echo-chaos did not start on ${port}: ${err || out}`);
-    }
-    await sleep(50);
+  try {
+    await until(
+      `echo-chaos answers /health on ${port}`,
+      async () => {
+        if (child.exitCode !== null) throw new Error(`echo-chaos exited with ${child.exitCode}`);
+        return (await getHealth(port, 5_000)).status === 200;
+      },
+      30_000,
+      50,
+    );
+  } catch (error) {
+    await echo.stop();
+    assert.fail(`echo-chaos did not start on ${port} (${(error as Error).message}): ${err || out}`);
   }
   return echo;
 }
@@ -150,7 +154,7 @@ export function probeLiveness(
       const answer = await getHealth(port, timeoutMs);
       samplesMs.push(answer.ms);
       if (answer.status !== 200) failures++;
-      await sleep(intervalMs);
+      await sleep(intervalMs); // the probe period, as a kubelet's: the prober's pace, not a wait
     }
   })();
   return {

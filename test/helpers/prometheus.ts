@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { freePort } from './runtime.ts';
+import { freePort, until } from './runtime.ts';
 
 export const PROMETHEUS_BIN = process.env['PROMETHEUS_BIN'] || '/usr/bin/prometheus';
 
@@ -77,22 +77,22 @@ export async function startPrometheus(targets: readonly string[]): Promise<Prome
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      await stop();
-      throw new Error(`prometheus exited with ${child.exitCode}: ${stderr}`);
-    }
-    const ready = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(1000) }).then(
-      (r) => r.ok,
-      () => false,
+  try {
+    await until(
+      'prometheus answers /-/ready',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`prometheus exited with ${child.exitCode}`);
+        return fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(1000) }).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      30_000,
+      200,
     );
-    if (ready) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`prometheus not ready within 30 s: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
+  } catch (error) {
+    await stop();
+    throw new Error(`${(error as Error).message}: ${stderr}`);
   }
   return {
     url,

@@ -10,8 +10,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import type { TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from './runtime.ts';
+import { freePort, until } from './runtime.ts';
 
 /** What a test says when the server is missing. */
 export const REDIS_MISSING =
@@ -71,13 +70,19 @@ export async function startRedis(port?: number): Promise<RedisServer> {
     { stdio: ['pipe', 'ignore', 'ignore'] },
   );
   const exited = once(child, 'exit');
-  const deadline = Date.now() + 10_000;
-  while (!(await pings(chosen))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`redis-server on port ${chosen} did not start`);
-    }
-    await sleep(50);
+  try {
+    await until(
+      `redis-server on port ${chosen} answers PING`,
+      async () => {
+        if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+        return pings(chosen);
+      },
+      10_000,
+      50,
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`redis-server on port ${chosen} did not start: ${(error as Error).message}`);
   }
   return {
     port: chosen,
