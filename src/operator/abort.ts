@@ -6,10 +6,10 @@
  * changes). A failed query breaks the streak: only a condition seen to hold aborts.
  */
 import { parseDurationMs } from '@echo-chaos/obs';
+import type { EchoScenario } from './echo-scenario.ts';
 import { OperatorError } from './errors.ts';
 import type { AbortWhen, Comparison } from './lifecycle.ts';
 import type { OperatorLogger } from './logger.ts';
-import type { EchoScenario } from './plan.ts';
 
 /** Longest Prometheus answer read, in bytes. */
 const MAX_BODY_BYTES = 1 << 20;

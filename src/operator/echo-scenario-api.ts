@@ -3,7 +3,7 @@
  * subresource (the content type set explicitly: client-node would otherwise send a JSON patch).
  */
 import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { type EchoScenario, type EchoScenarioStatus, GROUP, PLURAL, VERSION } from './plan.ts';
+import { type EchoScenario, type EchoScenarioStatus, GROUP, PLURAL, VERSION } from './echo-scenario.ts';
 
 export interface EchoScenarioApi {
   /**

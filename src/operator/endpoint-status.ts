@@ -4,7 +4,9 @@
  * when, and the last error.
  */
 import { createHash } from 'node:crypto';
-import type { EchoScenarioStatus, Endpoint, EndpointStatus, NamespacePlan } from './plan.ts';
+import type { EchoScenarioStatus, EndpointStatus } from './echo-scenario.ts';
+import type { Endpoint } from './endpoints.ts';
+import type { NamespacePlan } from './plan.ts';
 import type { PushRecord } from './push-ledger.ts';
 
 /** Most pods listed in `status.endpoints` (the counts cover all): a status stays small. */

@@ -6,8 +6,8 @@
  * {@link MAX_EVENTS_PER_MINUTE} a minute, so a flapping target cannot flood the API.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
+import type { EchoScenario, EchoScenarioStatus } from './echo-scenario.ts';
 import type { OperatorLogger } from './logger.ts';
-import type { EchoScenario, EchoScenarioStatus } from './plan.ts';
 
 /** Most Events one EchoScenario gets per minute; more are dropped (and logged at debug). */
 export const MAX_EVENTS_PER_MINUTE = 10;

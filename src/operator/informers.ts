@@ -12,8 +12,8 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node';
+import { type EchoScenario, GROUP, PLURAL, VERSION } from './echo-scenario.ts';
 import { ResilientInformer } from './informer.ts';
-import { type EchoScenario, GROUP, PLURAL, VERSION } from './plan.ts';
 import { stripEchoScenario, stripPod, stripService, stripSlice } from './strip.ts';
 
 export interface Informers {

@@ -6,9 +6,9 @@
  * `ECHO_STATE_URL`) write the set to it once, whichever pod the first push reaches.
  */
 import { Agent, type Dispatcher, fetch } from 'undici';
+import type { Endpoint } from './endpoints.ts';
 import { isOperatorError, OperatorError } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
-import type { Endpoint } from './plan.ts';
 
 /**
  * Sends `body` (a JSON scenario array whose content hash is `hash`) to `endpoint` unless it holds

@@ -3,7 +3,9 @@
  * EchoScenarios in it, and the last failure. Only a leader's own memory: a new leader starts from
  * nothing and pushes everything once.
  */
-import type { DesiredEndpoint, Endpoint } from './plan.ts';
+
+import type { Endpoint } from './endpoints.ts';
+import type { DesiredEndpoint } from './plan.ts';
 
 /** One endpoint this leader pushed to. */
 export interface Pushed {

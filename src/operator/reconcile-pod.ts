@@ -5,9 +5,10 @@
  * status may have changed with it. Level-based: everything comes from the caches and the plan.
  */
 import type { V1Pod } from '@kubernetes/client-node';
+import { type EchoScenario, FINALIZER } from './echo-scenario.ts';
+import { isPodReady } from './endpoints.ts';
 import { OperatorError } from './errors.ts';
 import type { OperatorLogger } from './logger.ts';
-import { type EchoScenario, FINALIZER, isPodReady } from './plan.ts';
 import type { Planner } from './planner.ts';
 import { bodyOf, type PushLedger } from './push-ledger.ts';
 import { heldHashOf, type VerifiedPush } from './verify.ts';

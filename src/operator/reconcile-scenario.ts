@@ -4,11 +4,14 @@
  * write its status (with an Event on each `Ready` transition). Level-based: everything comes from
  * the caches, the plan and what this leader pushed.
  */
+
+import { type EchoScenario, FINALIZER } from './echo-scenario.ts';
 import type { EchoScenarioApi } from './echo-scenario-api.ts';
+import type { Endpoint } from './endpoints.ts';
 import { type EventRecorder, transitionOf } from './events.ts';
 import { clearingRunTimes, type Lifecycle, MAX_TIMER_MS } from './lifecycle.ts';
 import type { OperatorLogger } from './logger.ts';
-import { type EchoScenario, type Endpoint, FINALIZER, type NamespacePlan } from './plan.ts';
+import type { NamespacePlan } from './plan.ts';
 import type { Planner } from './planner.ts';
 import type { PushLedger } from './push-ledger.ts';
 import { buildStatus, sameStatus } from './status.ts';

@@ -4,14 +4,9 @@
  * status, and the operator writes it only when it says something new.
  */
 
+import type { EchoScenario, EchoScenarioCondition, EchoScenarioStatus } from './echo-scenario.ts';
 import { endpointStatuses, sameEndpoints } from './endpoint-status.ts';
-import type {
-  EchoScenario,
-  EchoScenarioCondition,
-  EchoScenarioStatus,
-  NamespacePlan,
-  ScenarioState,
-} from './plan.ts';
+import type { NamespacePlan, ScenarioState } from './plan.ts';
 import type { PushRecord } from './push-ledger.ts';
 
 /** The condition type the operator sets. */

@@ -5,8 +5,8 @@
  * are most of its size, and the operator reads none of it.
  */
 import type { KubernetesObject, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { EchoScenario } from './echo-scenario.ts';
 import { compactEndpoints } from './endpoint-status.ts';
-import type { EchoScenario } from './plan.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 

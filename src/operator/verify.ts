@@ -7,8 +7,8 @@
  */
 import { type Dispatcher, fetch } from 'undici';
 import { scenarioSetHash } from '../scenario/index.ts';
+import type { Endpoint } from './endpoints.ts';
 import { isOperatorError, OperatorError } from './errors.ts';
-import type { Endpoint } from './plan.ts';
 import type { Push } from './push-client.ts';
 
 /** Reads back what `endpoint` holds: the content hash of its scenario set. */

@@ -7,7 +7,9 @@ import {
   chosenCount,
   MAX_FIXED_PODS,
 } from '../../src/operator/blast-radius.ts';
-import { type EchoScenario, planNamespace, specProblems } from '../../src/operator/plan.ts';
+import type { EchoScenario } from '../../src/operator/echo-scenario.ts';
+import { specProblems } from '../../src/operator/scenario-spec.ts';
+import { planNamespace } from './plan-namespace.ts';
 
 const endpoints = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ key: `pod-${i}:8080`, podUid: `pod-${i}` }));

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION } from '../../src/operator/plan.ts';
+import { GROUP, PLURAL, VERSION } from '../../src/operator/echo-scenario.ts';
 import { exitOf } from '../helpers/runtime.ts';
 import { CLUSTER, NEEDS_API_CONTROL } from './fixture.ts';
 

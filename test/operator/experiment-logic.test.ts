@@ -7,12 +7,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CoreV1Api, KubeConfig, type V1Pod, type V1Service } from '@kubernetes/client-node';
 import { evaluate } from '../../src/operator/abort.ts';
+import type { EchoScenario } from '../../src/operator/echo-scenario.ts';
 import { EventRecorder, transitionOf } from '../../src/operator/events.ts';
 import { lifecycleOf, lifecycleProblems } from '../../src/operator/lifecycle.ts';
-import { type EchoScenario, planNamespace, specProblems } from '../../src/operator/plan.ts';
+import { specProblems } from '../../src/operator/scenario-spec.ts';
 import { buildStatus } from '../../src/operator/status.ts';
 import { WorkQueue } from '../../src/operator/work-queue.ts';
 import { startKubeApi } from '../helpers/kube-api.ts';
+import { planNamespace } from './plan-namespace.ts';
 
 const T0 = new Date('2026-11-24T12:00:00Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
-import { GROUP, PLURAL, VERSION } from '../../src/operator/plan.ts';
+import { GROUP, PLURAL, VERSION } from '../../src/operator/echo-scenario.ts';
 import type { KubeObject } from '../helpers/kube-api.ts';
 import { CLUSTER, deadPort, type Fixture, spec, startFixture, until } from './fixture.ts';
 

@@ -27,8 +27,8 @@ import {
   V1MicroTime,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION } from '../../src/operator/echo-scenario.ts';
 import { createOperator, type Operator, type OperatorOptions } from '../../src/operator/operator.ts';
-import { GROUP, PLURAL, VERSION } from '../../src/operator/plan.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type KubeApi, type KubeObject, startKubeApi } from '../helpers/kube-api.ts';
 import { until as waitUntil } from '../helpers/runtime.ts';

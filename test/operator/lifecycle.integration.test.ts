@@ -14,7 +14,7 @@ import {
   setHeaderOptions,
   type V1Endpoint,
 } from '@kubernetes/client-node';
-import { FINALIZER, GROUP, PLURAL, VERSION } from '../../src/operator/plan.ts';
+import { FINALIZER, GROUP, PLURAL, VERSION } from '../../src/operator/echo-scenario.ts';
 import { CLUSTER, type Fixture, NEEDS_API_CONTROL, NS, spec, startFixture, until } from './fixture.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

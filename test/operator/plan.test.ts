@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Endpoint, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
-import { type EchoScenario, planNamespace, resolvePort } from '../../src/operator/plan.ts';
+import type { EchoScenario } from '../../src/operator/echo-scenario.ts';
+import { resolvePort } from '../../src/operator/endpoints.ts';
+import { planNamespace } from './plan-namespace.ts';
 
 function pod(name: string, labels: Record<string, string>, ready = true): V1Pod {
   return {

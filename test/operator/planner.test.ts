@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
-import { type EchoScenario, FINALIZER, planNamespace } from '../../src/operator/plan.ts';
+import { type EchoScenario, FINALIZER } from '../../src/operator/echo-scenario.ts';
 import { Planner } from '../../src/operator/planner.ts';
+import { planNamespace } from './plan-namespace.ts';
 
 const NS = 'ns';
 

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { scenarioOf } from '../../src/operator/plan.ts';
+import { scenarioOf } from '../../src/operator/scenario-spec.ts';
 import { scenarioSetHash } from '../../src/scenario/index.ts';
 import type { RunningEcho } from '../helpers/echo-server.ts';
 import { CLUSTER, type Fixture, POD_IP, startFixture, until } from './fixture.ts';

@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type {
-  DesiredEndpoint,
-  EchoScenario,
-  EchoScenarioStatus,
-  Endpoint,
-  ScenarioState,
-} from '../../src/operator/plan.ts';
+import type { EchoScenario, EchoScenarioStatus } from '../../src/operator/echo-scenario.ts';
+import type { Endpoint } from '../../src/operator/endpoints.ts';
+import type { DesiredEndpoint, ScenarioState } from '../../src/operator/plan.ts';
 import { PushLedger } from '../../src/operator/push-ledger.ts';
 import { buildStatus, READY, type StatusInput, sameStatus } from '../../src/operator/status.ts';
 import { stripEchoScenario } from '../../src/operator/strip.ts';

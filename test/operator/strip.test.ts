@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
-import { isPodReady, resolvePort } from '../../src/operator/plan.ts';
+import { isPodReady, resolvePort } from '../../src/operator/endpoints.ts';
 import { stripPod, stripService } from '../../src/operator/strip.ts';
 
 function realPod(): V1Pod {
