@@ -7,9 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../helpers/runtime.ts';
+import { freePort, until } from '../helpers/runtime.ts';
 
 /**
  * The service's own telemetry, end to end: the real `src/echo/main.ts` in a child process, its
@@ -91,26 +90,23 @@ function get(port: number, path: string, headers: Record<string, string> = {}) {
 }
 
 async function listening(port: number, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    try {
-      if ((await get(port, '/health')).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await sleep(50);
-  }
-  throw new Error(`server on ${port} did not start within ${withinMs} ms`);
+  const health = () =>
+    get(port, '/health').then(
+      (answer) => answer.status === 200,
+      () => false, // not yet
+    );
+  await until(`the server on ${port} answers /health`, health, withinMs, 50);
 }
 
-async function until<T>(probe: () => T | undefined, withinMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const found = probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`no ${what} within ${withinMs} ms`);
-    await sleep(50);
-  }
+/** The first value `probe` finds (not undefined), polled until `withinMs`. */
+async function found<T>(probe: () => T | undefined, withinMs: number, what: string): Promise<T> {
+  let value: T | undefined;
+  const seen = () => {
+    value = probe();
+    return value !== undefined;
+  };
+  await until(`a ${what}`, seen, withinMs, 50);
+  return value as T;
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -163,7 +159,7 @@ test('otel – with OTEL_EXPORTER_OTLP_ENDPOINT the service exports a SERVER spa
 
   const answer = await get(port, '/anything?x=1', { 'X-Request-ID': 'r-1', 'Obs-Timeout-Ms': '5000' });
   assert.equal(answer.status, 200);
-  const span = await until(
+  const span = await found(
     () =>
       spansOf(receiver.received).find(
         (s) => s.kind === SPAN_KIND_SERVER && attr(s, 'obs.request_id') === 'r-1',
@@ -190,7 +186,7 @@ test('otel – by default the exporter speaks OTLP/HTTP protobuf to <endpoint>/v
   t.after(() => stop(child));
   await listening(port, 20_000);
   await get(port, '/protobuf', { 'X-Request-ID': 'r-proto' });
-  const post = await until(
+  const post = await found(
     () => receiver.received.find((r) => r.path === '/v1/traces' && r.body.includes('r-proto')),
     20_000,
     'protobuf export carrying r-proto',
@@ -206,10 +202,11 @@ test('otel – with no OTEL_* variable no SDK starts: nothing reaches the receiv
   t.after(() => stop(child));
   await listening(port, 20_000);
   await get(port, '/quiet', { 'X-Request-ID': 'r-2' });
-  await sleep(1_000); // ten export periods of the other tests
+  assert.doesNotMatch((await get(port, '/metrics')).body, /otel_scope_name/);
+  // SIGTERM drains, and the drain flushes a started SDK: a span of r-2 would be exported by the exit.
+  await stop(child);
   assert.deepEqual(receiver.received, []);
   assert.match(stdout(), /OpenTelemetry SDK off/);
-  assert.doesNotMatch((await get(port, '/metrics')).body, /otel_scope_name/);
 });
 
 test('otel – OTEL_SDK_DISABLED=true wins over an endpoint; OTEL_TRACES_EXPORTER=none exports no traces', async (t) => {
@@ -224,7 +221,7 @@ test('otel – OTEL_SDK_DISABLED=true wins over an endpoint; OTEL_TRACES_EXPORTE
     });
     await listening(port, 20_000);
     await get(port, '/quiet', { 'X-Request-ID': 'r-3' });
-    await sleep(1_000);
+    // SIGTERM drains, and the drain flushes a started SDK: a span of r-3 would be exported by the exit.
     await stop(child);
     assert.deepEqual(receiver.received, [], JSON.stringify(env));
   }
