@@ -1,10 +1,15 @@
 /**
- * The docs site's one source of truth: a page in `docs/` includes a section of a README (or a whole
- * file) with `<!--@section: README.md#control-headers-->` instead of copying its text, and the build
- * expands it. Links inside what is included are rewritten for the site: to the page that includes
- * their target when one does, else to the file on GitHub. VitePress's own `<!--@include-->` takes
- * only line ranges and `#region` markers, which would tie the pages to line numbers or put markers
- * into every README; a heading is what a README already has (docs/adr/0021-docs-site.md).
+ * The docs site's one source of truth: each text is written once. The reference (control headers,
+ * configuration, errors, obs's features, ...) is written in the pages of `docs/`; the READMEs keep the
+ * first hour (what it is, run it, the tour, Kubernetes in five commands, where to read on), and a page
+ * includes a section of a README, or of another page (a few rows of a table), with
+ * `<!--@section: README.md#run-it-->` instead of copying its text; the build expands it
+ * (docs/adr/0039-readme-path-docs-reference.md). Links are rewritten for the site: to the page that
+ * includes their target when one does, a page's GitHub anchor to the one VitePress gives the heading,
+ * a link to a page on GitHub (the obs README's, which npm shows too) to the page itself, else to the
+ * file on GitHub. VitePress's own `<!--@include-->` takes only line ranges and `#region` markers,
+ * which would tie the pages to line numbers or put markers into every README; a heading is what a
+ * README already has (docs/adr/0021-docs-site.md).
  *
  * Directive: `<!--@section: FILE[#anchor] [heading] [intro] [rows=A,B]-->`, FILE relative to the
  * repository root, anchor as GitHub spells a heading's link. Without an anchor, the whole file less
@@ -251,6 +256,19 @@ export function sitePages(dir = DOCS_DIR): string[] {
   return out;
 }
 
+/**
+ * The reference and the path to it, each text with its repository path: README.md, then every page of
+ * docs/ but the ADRs (whose words are those of their day). The tests that hold the documentation to
+ * the code (every variable it names is read, every scenario it posts is valid, ...) read these.
+ */
+export function readerTexts(): { file: string; text: string }[] {
+  const pages = sitePages().filter((page) => !page.startsWith('adr/'));
+  return [
+    { file: 'README.md', text: readFileSync(join(ROOT, 'README.md'), 'utf8') },
+    ...pages.map((page) => ({ file: `docs/${page}`, text: readFileSync(join(DOCS_DIR, page), 'utf8') })),
+  ];
+}
+
 export type SiteIndex = Map<string, SiteTarget>;
 const key = (file: string, anchor: string): string => `${file}#${anchor}`;
 
@@ -337,6 +355,14 @@ const IMAGE = /\.(?:png|jpe?g|gif|svg|webp|avif)$/i;
 
 /** Where a link written in `origin` to `target` goes on the site, seen from `page`. */
 export function siteLink(target: string, origin: string, page: string, index: SiteIndex): string {
+  const onGitHub = target.startsWith(REPO_BLOB) ? target.slice(REPO_BLOB.length) : undefined;
+  if (onGitHub !== undefined && /^docs\/[^#]*\.md(#|$)/.test(onGitHub)) {
+    const [path = '', anchor] = onGitHub.split('#');
+    if (existsSync(join(ROOT, path))) {
+      const relativePath = posix.relative(posix.dirname(origin), path);
+      return siteLink(anchor === undefined ? relativePath : `${relativePath}#${anchor}`, origin, page, index);
+    }
+  }
   if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('/')) return target;
   const hash = target.indexOf('#');
   const path = hash === -1 ? target : target.slice(0, hash);
@@ -348,13 +374,26 @@ export function siteLink(target: string, origin: string, page: string, index: Si
   const shown = index.get(key(file, anchor));
   if (shown !== undefined) return to(shown.page, shown.anchor);
   if (file.startsWith('docs/') && file.endsWith('.md') && existsSync(join(ROOT, file)))
-    return to(file.slice('docs/'.length), anchor);
+    return to(file.slice('docs/'.length), pageAnchor(file, anchor));
   if (file.startsWith('..')) throw new Error(`a link in ${origin} leaves the repository: ${target}`);
   // A picture is bundled from where it is (Vite copies it into the site's assets), so a README's
   // picture shows on the site too; a GitHub page of it would not.
   if (IMAGE.test(file) && existsSync(join(ROOT, file))) return posix.relative(pageDir, file);
   const isDir = existsSync(join(ROOT, file)) && statSync(join(ROOT, file)).isDirectory();
   return `${isDir ? REPO_TREE : REPO_BLOB}${file}${anchor === '' ? '' : `#${anchor}`}`;
+}
+
+/**
+ * The anchor VitePress gives the heading of a page that GitHub calls `anchor` (the pages link to each
+ * other as GitHub does, so that they work there too); an anchor no heading of the page has (an HTML
+ * `id`, a heading a directive brings) is left as it is.
+ */
+function pageAnchor(file: string, anchor: string): string {
+  if (anchor === '') return anchor;
+  const heading = headingsOf(readFileSync(join(ROOT, file), 'utf8')).find(
+    (h) => githubSlug(h.raw) === anchor,
+  );
+  return heading === undefined ? anchor : siteSlug(heading.raw);
 }
 
 /** A page's markdown with every directive expanded and every link made a link of the site. */

@@ -1,9 +1,10 @@
 /**
- * Generates the READMEs' tables of environment variables and error codes from the code, so they
- * cannot drift: README.md (echo's variables and errors, the scenario errors) and
- * src/operator/README.md (the operator's errors). `node scripts/readme-tables.ts --write` rewrites
- * both; `test/readme.integration.test.ts` and `test/operator/readme.test.ts` fail when a checked-in README
- * differs from what this produces. (obs's README has its own generator, src/obs/config-doc.ts.)
+ * Generates the reference tables of environment variables and error codes from the code, so they
+ * cannot drift: the docs site's docs/service/configuration.md (echo's variables),
+ * docs/service/errors.md (echo's errors, the scenario errors) and src/operator/README.md (the
+ * operator's errors). `npm run gen:readme` (`node scripts/readme-tables.ts --write`) rewrites them;
+ * `test/readme.integration.test.ts` and `test/operator/readme.test.ts` fail when a checked-in page
+ * differs from what this produces. (obs's tables have their own generator, src/obs/config-doc.ts.)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
@@ -44,12 +45,15 @@ function catalogueTable(
 
 type Sections = Readonly<Record<string, () => string>>;
 
-const README_SECTIONS: Sections = {
-  variables: variablesTable,
-  errors: () => catalogueTable(ECHO_ERRORS),
-  'scenario-errors': () => catalogueTable(SCENARIO_ERRORS),
+/** Each file holding generated tables (repository-relative), with the tables it holds. */
+export const GENERATED_PAGES: Readonly<Record<string, Sections>> = {
+  'docs/service/configuration.md': { variables: variablesTable },
+  'docs/service/errors.md': {
+    errors: () => catalogueTable(ECHO_ERRORS),
+    'scenario-errors': () => catalogueTable(SCENARIO_ERRORS),
+  },
+  'src/operator/README.md': { 'operator-errors': () => catalogueTable(OPERATOR_ERRORS) },
 };
-const OPERATOR_README_SECTIONS: Sections = { 'operator-errors': () => catalogueTable(OPERATOR_ERRORS) };
 
 function renderSections(text: string, sections: Sections, file: string): string {
   let out = text;
@@ -64,22 +68,21 @@ function renderSections(text: string, sections: Sections, file: string): string 
   return out;
 }
 
-/** The README with every generated section replaced by freshly generated content. */
-export function renderReadme(readme: string): string {
-  return renderSections(readme, README_SECTIONS, 'README.md');
+/** One of {@link GENERATED_PAGES} with every generated section replaced by freshly generated content. */
+export function renderPage(file: string, text: string): string {
+  const sections = GENERATED_PAGES[file];
+  if (sections === undefined) throw new Error(`${file} holds no table of scripts/readme-tables.ts`);
+  return renderSections(text, sections, file);
 }
 
 /** src/operator/README.md with its generated section (the error table) replaced by fresh content. */
 export function renderOperatorReadme(readme: string): string {
-  return renderSections(readme, OPERATOR_README_SECTIONS, 'src/operator/README.md');
+  return renderPage('src/operator/README.md', readme);
 }
 
 if (process.argv.includes('--write')) {
-  for (const [file, render] of [
-    ['../README.md', renderReadme],
-    ['../src/operator/README.md', renderOperatorReadme],
-  ] as const) {
-    const path = new URL(file, import.meta.url);
-    writeFileSync(path, render(readFileSync(path, 'utf8')));
+  for (const file of Object.keys(GENERATED_PAGES)) {
+    const path = new URL(`../${file}`, import.meta.url);
+    writeFileSync(path, renderPage(file, readFileSync(path, 'utf8')));
   }
 }

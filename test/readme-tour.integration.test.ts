@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, type TestContext, test } from 'node:test';
+import { readerTexts } from '../scripts/docs-site.ts';
 import { type RunningEcho, startEcho } from './helpers/echo-server.ts';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -151,13 +152,25 @@ test('README tour – normalizing keeps what a reader should see: statuses, coun
   );
 });
 
-test('README – every test file an HTML comment names as evidence exists', () => {
-  const named = [...README.matchAll(/<!--([\s\S]*?)-->/g)].flatMap(
-    ([, body]) => body!.match(/test\/[\w/.-]+\.test\.ts/g) ?? [],
+test('README and docs – every test file an HTML comment names as evidence exists', () => {
+  // The README's comments (the tour, Run it) and the pages' (Compared with, the reference).
+  const texts = readerTexts();
+  const named = texts.flatMap(({ file, text }) =>
+    [...text.matchAll(/<!--([\s\S]*?)-->/g)].flatMap(([, body]) =>
+      (body!.match(/test\/[\w/.-]+\.test\.ts/g) ?? []).map((test) => ({ file, test })),
+    ),
   );
   assert.ok(named.length >= 10, `only ${named.length} test files named in comments`);
-  const missing = [...new Set(named)].filter((file) => !existsSync(new URL(`../${file}`, import.meta.url)));
-  assert.deepEqual(missing, [], 'README names test files that do not exist');
+  assert.ok(
+    named.some(({ file }) => file === 'README.md'),
+    'the README names no test file in a comment',
+  );
+  const missing = named.filter(({ test }) => !existsSync(new URL(`../${test}`, import.meta.url)));
+  assert.deepEqual(
+    [...new Set(missing.map(({ file, test }) => `${file}: ${test}`))],
+    [],
+    'the README or a docs page names test files that do not exist',
+  );
 });
 
 describe('README tour – every command, in order, prints what the README shows', {

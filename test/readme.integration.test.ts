@@ -2,61 +2,81 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { renderReadme } from '../scripts/readme-tables.ts';
+import { readerTexts } from '../scripts/docs-site.ts';
+import { GENERATED_PAGES, renderPage } from '../scripts/readme-tables.ts';
 import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
 import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+// The README is the path; the reference it leads to, generated tables included, is the docs site's pages.
+const CONFIGURATION_PAGE = 'docs/service/configuration.md';
+const ERRORS_PAGE = 'docs/service/errors.md';
+const read = (file: string) => readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
+const CONFIGURATION = read(CONFIGURATION_PAGE);
+const ERRORS = read(ERRORS_PAGE);
+/** The README and every page of docs/ but the ADRs: what their prose names must exist. */
+const TEXTS = readerTexts();
 const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
   scripts: Record<string, string>;
 };
 
-test('README – the generated tables are fresh (run `npm run gen:readme`)', () => {
-  const fresh = renderReadme(README);
-  if (fresh !== README) {
-    const ours = README.split('\n');
-    const theirs = fresh.split('\n');
-    const at = ours.findIndex((line, i) => line !== theirs[i]);
-    assert.fail(
-      `README.md is stale from line ${at + 1}:\n  README:    ${ours[at]}\n  generated: ${theirs[at]}\n` +
-        'run `npm run gen:readme`',
-    );
+test('README – the generated tables of the docs pages are fresh (run `npm run gen:readme`)', () => {
+  for (const file of Object.keys(GENERATED_PAGES)) {
+    const text = read(file);
+    const fresh = renderPage(file, text);
+    if (fresh !== text) {
+      const ours = text.split('\n');
+      const theirs = fresh.split('\n');
+      const at = ours.findIndex((line, i) => line !== theirs[i]);
+      assert.fail(
+        `${file} is stale from line ${at + 1}:\n  page:      ${ours[at]}\n  generated: ${theirs[at]}\n` +
+          'run `npm run gen:readme`',
+      );
+    }
   }
 });
 
-test('README – renderReadme notices a hand-edited table', () => {
-  const tampered = README.replace('| `PORT` | Port to listen on', '| `PORT` | Port we listen on');
-  assert.notEqual(tampered, README, 'the PORT row was not found to tamper with');
-  assert.notEqual(renderReadme(tampered), tampered);
-  assert.equal(renderReadme(tampered), README);
+test('README – renderPage notices a hand-edited table', () => {
+  const tampered = CONFIGURATION.replace('| `PORT` | Port to listen on', '| `PORT` | Port we listen on');
+  assert.notEqual(tampered, CONFIGURATION, 'the PORT row was not found to tamper with');
+  assert.notEqual(renderPage(CONFIGURATION_PAGE, tampered), tampered);
+  assert.equal(renderPage(CONFIGURATION_PAGE, tampered), CONFIGURATION);
+  const errors = ERRORS.replace('| `ECHO_ERR_INVALID_HEADER` | 400 |', '| `ECHO_ERR_INVALID_HEADER` | 500 |');
+  assert.notEqual(errors, ERRORS, 'the ECHO_ERR_INVALID_HEADER row was not found to tamper with');
+  assert.equal(renderPage(ERRORS_PAGE, errors), ERRORS);
 });
 
-test('README – renderReadme refuses a README without the generated-section markers', () => {
-  assert.throws(() => renderReadme('# echo-chaos\n'), /lacks the markers of section variables/);
+test('README – renderPage refuses a page without the generated-section markers', () => {
+  assert.throws(
+    () => renderPage(CONFIGURATION_PAGE, '# Configuration\n'),
+    /lacks the markers of section variables/,
+  );
+  assert.throws(() => renderPage(ERRORS_PAGE, '# Errors\n'), /lacks the markers of section errors/);
+  assert.throws(() => renderPage('README.md', '# echo-chaos\n'), /holds no table/);
 });
 
 test('README – every variable of VARIABLES is documented, with its default and form', () => {
+  const lines = CONFIGURATION.split('\n');
   for (const spec of VARIABLES) {
-    const row = README.split('\n').find((line) => line.startsWith(`| \`${spec.name}\` |`));
-    assert.ok(row, `${spec.name} has no row in README.md`);
+    const row = lines.find((line) => line.startsWith(`| \`${spec.name}\` |`));
+    assert.ok(row, `${spec.name} has no row in ${CONFIGURATION_PAGE}`);
     assert.ok(row.includes(spec.default === '' ? '(empty)' : `\`${spec.default}\``), `${spec.name} default`);
     assert.ok(row.includes(spec.form.replaceAll('|', '\\|')), `${spec.name} form`);
   }
-  assert.ok(README.includes(`\`${HEADER_VARIABLE.name}\``));
+  assert.ok(CONFIGURATION.includes(`\`${HEADER_VARIABLE.name}\``));
   // The control headers' defaults (ECHO_STATUS, ...): a row each, with the header's form.
   for (const spec of FAULT_DEFAULT_VARIABLES) {
-    const row = README.split('\n').find((line) => line.startsWith(`| \`${spec.name}\` |`));
-    assert.ok(row, `${spec.name} has no row in README.md`);
+    const row = lines.find((line) => line.startsWith(`| \`${spec.name}\` |`));
+    assert.ok(row, `${spec.name} has no row in ${CONFIGURATION_PAGE}`);
     assert.ok(row.includes(spec.form.replaceAll('|', '\\|')), `${spec.name} form`);
   }
 });
 
 test('README – every error code of ECHO_ERRORS and SCENARIO_ERRORS is documented with its status', () => {
   for (const [code, def] of Object.entries({ ...ECHO_ERRORS, ...SCENARIO_ERRORS })) {
-    const row = README.split('\n').find((line) => line.startsWith(`| \`${code}\` |`));
-    assert.ok(row, `${code} has no row in README.md`);
+    const row = ERRORS.split('\n').find((line) => line.startsWith(`| \`${code}\` |`));
+    assert.ok(row, `${code} has no row in ${ERRORS_PAGE}`);
     assert.ok(row.includes(`| ${def.status} |`), `${code} status`);
   }
 });
@@ -93,33 +113,42 @@ test('README – every variable of the seed specification is a variable of the s
   );
 });
 
-test('README – every variable and error code the prose names exists in the code', () => {
+test('README and docs – every variable and error code the prose names exists in the code', () => {
   const variables = new Set<string>([...VARIABLES, ...FAULT_DEFAULT_VARIABLES].map((v) => v.name));
   // Named in the prose as examples of what is ignored or as the header family.
   const mentionedOnly = new Set(['ECHO_HEADER_', 'ECHO_SERVICE_HOST']);
-  for (const [, name] of README.matchAll(/`((?:ECHO|LOG|MAX)_[A-Z_]+)(?:[=<`])/g)) {
-    if (name === undefined || name.startsWith('ECHO_ERR_') || mentionedOnly.has(name)) continue;
-    assert.ok(variables.has(name), `README names ${name}, which the service does not read`);
-  }
-  for (const [code] of README.matchAll(/ECHO_ERR_[A-Z_]+/g)) {
-    assert.ok(code in ECHO_ERRORS, `README names ${code}, which is not in ECHO_ERRORS`);
-  }
-  for (const [code] of README.matchAll(/SCENARIO_ERR_[A-Z_]+/g)) {
-    assert.ok(code in SCENARIO_ERRORS, `README names ${code}, which is not in SCENARIO_ERRORS`);
+  // docs/obs/ is the library's reference, whose constants (`MAX_RETRY_ATTEMPTS`) are obs's own.
+  for (const { file, text } of TEXTS.filter(({ file }) => !file.startsWith('docs/obs/'))) {
+    for (const [, name] of text.matchAll(/`((?:ECHO|LOG|MAX)_[A-Z_]+)(?:[=<`])/g)) {
+      if (name === undefined || name.startsWith('ECHO_ERR_') || mentionedOnly.has(name)) continue;
+      assert.ok(variables.has(name), `${file} names ${name}, which the service does not read`);
+    }
+    for (const [code] of text.matchAll(/ECHO_ERR_[A-Z_]+/g)) {
+      assert.ok(code in ECHO_ERRORS, `${file} names ${code}, which is not in ECHO_ERRORS`);
+    }
+    for (const [code] of text.matchAll(/SCENARIO_ERR_[A-Z_]+/g)) {
+      assert.ok(code in SCENARIO_ERRORS, `${file} names ${code}, which is not in SCENARIO_ERRORS`);
+    }
   }
 });
 
-test("README – runs the repository's scripts through npm scripts, never `node <file>.ts` (the machine's Node may be 20)", () => {
+test("README and docs – run the repository's scripts through npm scripts, never `node <file>.ts` (the machine's Node may be 20)", () => {
   // `npx node …` runs the project's Node 24 (the `node` devDependency); a bare `node` may not.
-  const bare = [
-    ...README.matchAll(/(?<!npx )\bnode (?:--\S+ )*((?:scripts|src|bench|examples)\/\S+\.ts)/g),
-  ].map(([, file]) => file);
-  assert.deepEqual(bare, [], 'README lines that run a .ts file with bare `node`: give each an npm script');
-  for (const [, name] of README.matchAll(/\bnpm run ([\w:-]+)/g)) {
-    assert.ok(
-      name !== undefined && Object.hasOwn(PACKAGE.scripts, name),
-      `README runs \`npm run ${name}\`, not in package.json`,
+  for (const { file, text } of TEXTS) {
+    const bare = [
+      ...text.matchAll(/(?<!npx )\bnode (?:--\S+ )*((?:scripts|src|bench|examples)\/\S+\.ts)/g),
+    ].map(([, script]) => script);
+    assert.deepEqual(
+      bare,
+      [],
+      `${file} lines that run a .ts file with bare \`node\`: give each an npm script`,
     );
+    for (const [, name] of text.matchAll(/\bnpm run ([\w:-]+)/g)) {
+      assert.ok(
+        name !== undefined && Object.hasOwn(PACKAGE.scripts, name),
+        `${file} runs \`npm run ${name}\`, not in package.json`,
+      );
+    }
   }
   // Every script of scripts/ and the config-doc generator has an npm script that runs it.
   // scripts/docs-site.ts is no command: the docs site's VitePress config imports it. Nor is

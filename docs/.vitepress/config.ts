@@ -1,6 +1,8 @@
 // The docs site (VitePress): `npm run docs:build` writes it to docs/.vitepress/dist (gitignored).
-// Pages include the READMEs' sections with <!--@section: FILE#anchor--> (scripts/docs-site.ts), so
-// the READMEs stay the one source; test/docs/site.integration.test.ts builds the site and checks every link.
+// The pages are the reference; they include the READMEs' first-hour sections (and a few rows of
+// another page's table) with <!--@section: FILE#anchor--> (scripts/docs-site.ts), so each text is
+// written once (docs/adr/0039-readme-path-docs-reference.md); test/docs/site.integration.test.ts
+// builds the site, checks every link and that the sidebar reaches every page.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
@@ -45,7 +47,7 @@ const obsFeatures: [string, string][] = [
   ['Container memory', 'container-memory'],
   ['Graceful drain and flush', 'shutdown'],
   ['Live diagnostics', 'diagnostics'],
-  ['Actuator routes', 'actuator'],
+  ['Actuator routes and errors', 'actuator'],
   ['API', 'api'],
 ];
 
@@ -159,7 +161,7 @@ const site = defineConfig({
         text: 'obs',
         collapsed: true,
         items: [
-          { text: 'Overview and configuration', link: '/obs/' },
+          { text: 'Overview: features and configuration', link: '/obs/' },
           ...obsFeatures.map(([text, page]) => ({ text, link: `/obs/${page}` })),
         ],
       },

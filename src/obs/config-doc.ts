@@ -1,8 +1,9 @@
 /**
- * The reference tables of `src/obs/README.md` (features, keys, error codes), generated from
- * {@link FEATURES}, {@link OBS_SCHEMA} and {@link OBS_ERRORS} so that they cannot drift.
- * `npx node src/obs/config-doc.ts --write` rewrites the README's generated sections;
- * `test/obs/config-doc.test.ts` fails when the checked-in README differs from what this produces.
+ * The reference tables of obs (features, keys, error codes) on the docs site's pages
+ * (docs/obs/index.md, docs/obs/actuator.md), generated from {@link FEATURES}, {@link OBS_SCHEMA} and
+ * {@link OBS_ERRORS} so that they cannot drift. `npm run gen:config-doc`
+ * (`node src/obs/config-doc.ts --write`) rewrites the pages' generated sections;
+ * `test/obs/config-doc.test.ts` fails when a checked-in page differs from what this produces.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -104,21 +105,31 @@ const SECTIONS: Readonly<Record<string, () => string>> = {
   'obs-errors': renderErrorTable,
 };
 
-/** The README with every generated section replaced by fresh content. */
-export function renderObsReadme(readme: string): string {
-  let out = readme;
-  for (const [name, render] of Object.entries(SECTIONS)) {
+/** The pages holding the generated tables (repository-relative), with the sections each holds. */
+export const GENERATED_PAGES: Readonly<Record<string, readonly string[]>> = {
+  'docs/obs/index.md': ['obs-features', 'obs-config'],
+  'docs/obs/actuator.md': ['obs-errors'],
+};
+
+/** One of {@link GENERATED_PAGES} with every generated section replaced by fresh content. */
+export function renderObsPage(file: string, text: string): string {
+  const names = GENERATED_PAGES[file];
+  assert.ok(names !== undefined, `${file} holds no table of src/obs/config-doc.ts`);
+  let out = text;
+  for (const name of names) {
     const begin = `<!-- generated:${name} (by src/obs/config-doc.ts, do not edit) -->`;
     const end = `<!-- /generated:${name} -->`;
     const start = out.indexOf(begin);
     const stop = out.indexOf(end);
-    assert.ok(start !== -1 && stop !== -1, `src/obs/README.md lacks the markers of section ${name}`);
-    out = `${out.slice(0, start + begin.length)}\n${render()}\n${out.slice(stop)}`;
+    assert.ok(start !== -1 && stop !== -1, `${file} lacks the markers of section ${name}`);
+    out = `${out.slice(0, start + begin.length)}\n${SECTIONS[name]!()}\n${out.slice(stop)}`;
   }
   return out;
 }
 
 if (import.meta.main && process.argv.includes('--write')) {
-  const path = new URL('./README.md', import.meta.url);
-  writeFileSync(path, renderObsReadme(readFileSync(path, 'utf8')));
+  for (const file of Object.keys(GENERATED_PAGES)) {
+    const path = new URL(`../../${file}`, import.meta.url);
+    writeFileSync(path, renderObsPage(file, readFileSync(path, 'utf8')));
+  }
 }

@@ -1,5 +1,5 @@
 /**
- * docs/service/replicas.md (the README's "More than one replica") runs as written: a real
+ * docs/service/replicas.md ("More than one replica") runs as written: a real
  * `redis-server` stands at the page's 127.0.0.1:6379 (on a free port), its first `sh` block starts
  * the two replicas (each as `npm start` starts it, on free ports), and every command of the next
  * block runs in order against them.
@@ -19,11 +19,11 @@ import { needCurl } from '../helpers/protocol-clients.ts';
 import { hasRedis, REDIS_MISSING, type RedisServer, startRedis } from '../helpers/redis.ts';
 import { freePort } from '../helpers/runtime.ts';
 
-const PAGE = join(import.meta.dirname, '..', '..', 'README.md');
+const PAGE = join(import.meta.dirname, '..', '..', 'docs', 'service', 'replicas.md');
 const section = (() => {
   const text = readFileSync(PAGE, 'utf8');
-  const start = text.indexOf('\n## More than one replica\n');
-  return text.slice(start, text.indexOf('\n## ', start + 5));
+  if (!text.startsWith('# More than one replica\n')) throw new Error(`${PAGE} is not the replicas page`);
+  return text;
 })();
 const [starts = [], commands = []] = shellBlocks(section);
 
@@ -64,7 +64,7 @@ after(async () => {
   await redis?.stop();
 });
 
-test('README "More than one replica" – two replicas on one Redis answer as the page says', { skip }, (t) => {
+test('docs "More than one replica" – two replicas on one Redis answer as the page says', { skip }, (t) => {
   if (!needCurl(t)) return;
   const parsed: DocCommand[] = commands.map(parseCommand);
   runCommands(parsed, rewrite);

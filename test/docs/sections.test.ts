@@ -146,13 +146,43 @@ test('docs sections – links go to the page that shows their target, else to th
   assert.throws(() => from('../../outside.md'), /leaves the repository/);
 });
 
+test('docs sections – a link to a page, written as GitHub reads it, is the page and the anchor of the site', () => {
+  const index: SiteIndex = new Map();
+  const from = (target: string, origin = 'README.md') => siteLink(target, origin, 'faults/delay.md', index);
+  // GitHub drops the apostrophe, VitePress makes it a hyphen: the page's heading decides.
+  assert.equal(
+    from('docs/service/configuration.md#the-services-own-telemetry-opentelemetry'),
+    '../service/configuration.md#the-service-s-own-telemetry-opentelemetry',
+  );
+  assert.equal(
+    from('docs/scenarios.md#scenario-regex-dialect'),
+    '../scenarios.md#scenario-regex-dialect',
+    'an HTML id',
+  );
+  // The obs README links to the pages on GitHub (npm shows it too); on the site they are the pages.
+  assert.equal(from(`${REPO_BLOB}docs/obs/logging.md`, 'src/obs/README.md'), '../obs/logging.md');
+  assert.equal(
+    from(
+      `${REPO_BLOB}docs/service/configuration.md#the-services-own-telemetry-opentelemetry`,
+      'src/obs/README.md',
+    ),
+    '../service/configuration.md#the-service-s-own-telemetry-opentelemetry',
+  );
+  assert.equal(
+    from(`${REPO_BLOB}docs/nothing.md`),
+    `${REPO_BLOB}docs/nothing.md`,
+    'a page that is not there',
+  );
+  assert.equal(from(`${REPO_BLOB}src/echo/errors.ts`), `${REPO_BLOB}src/echo/errors.ts`);
+});
+
 test('docs sections – a page expands, its text escaped for Vue outside code, its links rewritten', () => {
   const page = [
     '# Delay',
     '',
     'See `<!--@section: x-->` in code, and <!--@section: y--> in text.',
     '',
-    '<!--@section: README.md#security-->',
+    '<!--@section: README.md#what-it-is-for-->',
     '',
     '```md',
     '<!--@section: in-a-code-block.md-->',
@@ -161,13 +191,13 @@ test('docs sections – a page expands, its text escaped for Vue outside code, i
     'A `lognormal:<median>` and lognormal:<median>,<sigma> and {{ not vue }} and <br> and [Sec](../security.md).',
   ].join('\n');
   const index: SiteIndex = new Map();
-  // The directive reads the real README: #security is one of its sections.
+  // The directive reads the real README: #what-it-is-for is one of its sections.
   const out = expandPage('faults/delay.md', page, index);
   assert.match(out, /`<!--@section: x-->` in code/, 'a directive in a code span is text');
   assert.match(out, /and <!--@section: y--> in text/, 'so is one within a line');
   assert.match(out, /^<!--@section: in-a-code-block\.md-->$/m, 'and one in a code block');
   assert.doesNotMatch(out, /<!--@section: README/);
-  assert.match(out, /open by default/i);
+  assert.match(out, /Point a client, a proxy or a whole service at echo-chaos/);
   assert.match(out, /`lognormal:<median>`/, 'code spans are left alone');
   assert.match(out, /lognormal:&lt;median>,&lt;sigma>/);
   assert.match(out, /&#123;&#123; not vue \}\}/);

@@ -1,7 +1,7 @@
 /**
  * The docs site (docs/, VitePress): it builds offline, no link or anchor in it is broken, the
- * generated chart-values page is fresh, and every section of the READMEs it is made from is on a
- * page; the READMEs' ```mermaid diagrams (vitepress-plugin-mermaid, mermaid bundled into the site)
+ * generated chart-values page is fresh, every section of the READMEs it is made from is on a page,
+ * and the sidebar reaches every page; the READMEs' ```mermaid diagrams (vitepress-plugin-mermaid, mermaid bundled into the site)
  * are drawn in real Chromium, offline: the Getting started page's two diagrams become SVG, opened
  * directly and reached from the home page, and only a page with a diagram preloads mermaid; the build
  * prints no warning. One build for the whole file (about 30 s idle, longer on a loaded machine).
@@ -15,7 +15,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext } from 'playwright-core';
 import { CHART_VALUES_PAGE, renderChartValues } from '../../scripts/docs-chart-values.ts';
-import { buildIndex, githubSlug, headingsOf, REPO_BLOB, REPO_TREE, ROOT } from '../../scripts/docs-site.ts';
+import {
+  buildIndex,
+  githubSlug,
+  headingsOf,
+  REPO_BLOB,
+  REPO_TREE,
+  ROOT,
+  sitePages,
+} from '../../scripts/docs-site.ts';
 import { openChromium } from '../helpers/chromium.ts';
 import { buildDocsSite, DOCS_BASE } from '../helpers/docs-build.ts';
 import { brokenLinks } from './links.ts';
@@ -96,6 +104,19 @@ describe('docs site', () => {
       }
     }
     assert.deepEqual(missing, [], 'add a <!--@section: ...--> of each to a page of docs/');
+  });
+
+  test('docs site – the sidebar reaches every page', () => {
+    assert.equal(built.code, 0, 'the build failed');
+    const html = readFileSync(join(outDir, 'faults', 'delay.html'), 'utf8');
+    const sidebar = html.slice(html.indexOf('class="VPSidebar'), html.indexOf('class="VPContent'));
+    assert.ok(sidebar.length > 0, 'faults/delay.html has no sidebar');
+    const linked = new Set([...sidebar.matchAll(/href="([^"#]+)"/g)].map((m) => m[1]!));
+    const unreached = sitePages()
+      .filter((page) => page !== 'index.md')
+      .map((page) => `${BASE}${page.replace(/(^|\/)index\.md$/, '$1').replace(/\.md$/, '.html')}`)
+      .filter((href) => !linked.has(href));
+    assert.deepEqual(unreached, [], 'add each page to the sidebar of docs/.vitepress/config.ts');
   });
 });
 

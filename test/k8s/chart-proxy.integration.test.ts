@@ -36,7 +36,7 @@ const PROXY_VARIABLES = ['ECHO_UPSTREAM', 'ECHO_UPSTREAM_TIMEOUT', 'ECHO_UPSTREA
 
 describe('chart echo-chaos – fault proxy', { skip: helmSkip() }, () => {
   test('chart – proxy.upstream sets ECHO_UPSTREAM, with the timeout and Host defaults, in front of the Service', () => {
-    // The README's use: helm install orders-chaos charts/echo-chaos --set proxy.upstream=...
+    // The docs' use (docs/kubernetes/index.md): helm install orders-chaos charts/echo-chaos --set proxy.upstream=...
     const { deployment, service } = render('orders-chaos', '--set', `proxy.upstream=${UPSTREAM}`);
     const env = echoEnv(deployment);
     assert.equal(env['ECHO_UPSTREAM'], UPSTREAM);
@@ -121,9 +121,11 @@ describe('chart echo-chaos – fault proxy', { skip: helmSkip() }, () => {
     }
   });
 
-  test("chart – the README's proxy install renders, and its clients' URL is the release's Service", () => {
-    const readme = readFileSync(join(CHART, '..', '..', 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('\n### A fault proxy in front of a Service\n'));
+  test("chart – the docs' proxy install renders, and its clients' URL is the release's Service", () => {
+    const page = readFileSync(join(CHART, '..', '..', 'docs', 'kubernetes', 'index.md'), 'utf8');
+    const at = page.indexOf('\n## A fault proxy in front of a Service\n');
+    assert.ok(at !== -1, 'docs/kubernetes/index.md has a ## A fault proxy in front of a Service section');
+    const section = page.slice(at);
     const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
     assert.ok(block !== undefined, 'the section has an sh block');
     const install = /^helm install (\S+) charts\/echo-chaos --set proxy\.upstream=(\S+)$/m.exec(block);

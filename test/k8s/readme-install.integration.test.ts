@@ -1,5 +1,6 @@
 /**
- * The README's Kubernetes walkthrough, held to the repository: the helm commands render with this
+ * The README's Kubernetes walkthrough and the docs page that goes on from it
+ * (docs/kubernetes/index.md), held to the repository: the helm commands render with this
  * chart (every `--set` a real value), one release name, the image it builds is the one it loads and
  * installs, the files it applies exist, the columns it names are the CRD's, and the curl it shows
  * answers as shown (real curl against a real echo-chaos holding the applied EchoScenario).
@@ -23,16 +24,21 @@ const CHART = join(ROOT, 'charts', 'echo-chaos');
 // biome-ignore lint/suspicious/noExplicitAny: YAML is walked field by field below.
 type Any = any;
 
-/** The `## Kubernetes` section up to the next `## `, and its first sh block. */
+/**
+ * The README's `## Kubernetes` section up to the next `## ` (its first sh block: the walkthrough),
+ * then the page that includes it and holds the rest (the values, the CRD, the operator, the proxy).
+ */
 function kubernetesSection(): { text: string; block: string } {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const start = readme.indexOf('\n## Kubernetes\n');
   assert.ok(start !== -1, 'README has a ## Kubernetes section');
   const next = readme.indexOf('\n## ', start + 1);
-  const text = readme.slice(start, next === -1 ? undefined : next);
-  const block = /```sh\n([\s\S]*?)```/.exec(text)?.[1];
+  const section = readme.slice(start, next === -1 ? undefined : next);
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
   assert.ok(block !== undefined, 'the section opens with an sh block');
-  return { text, block };
+  const page = readFileSync(join(ROOT, 'docs', 'kubernetes', 'index.md'), 'utf8');
+  assert.ok(page.includes('<!--@section: README.md#kubernetes-->'), 'the page includes the README section');
+  return { text: `${section}\n${page}`, block };
 }
 
 /** Shell words: whitespace-separated, single and double quotes kept together and removed. */

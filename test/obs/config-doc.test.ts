@@ -1,27 +1,36 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { renderObsReadme } from '../../src/obs/config-doc.ts';
+import { GENERATED_PAGES, renderObsPage } from '../../src/obs/config-doc.ts';
 import { ENV_VARIABLES } from '../../src/obs/config-env.ts';
 import { FEATURES, plannedFeatureOf } from '../../src/obs/features.ts';
 import { OBS_ERRORS } from '../../src/obs/index.ts';
 
-const README = readFileSync(new URL('../../src/obs/README.md', import.meta.url), 'utf8');
+// The tables are the docs site's: the features and keys on obs's overview, the error codes with the
+// actuator routes that answer them.
+const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+const INDEX_PAGE = 'docs/obs/index.md';
+const INDEX = read(INDEX_PAGE);
+const ACTUATOR = read('docs/obs/actuator.md');
 
-test('config-doc – the generated tables of src/obs/README.md are fresh (npx node src/obs/config-doc.ts --write)', () => {
-  const fresh = renderObsReadme(README);
-  if (fresh !== README) {
-    const ours = README.split('\n');
-    const theirs = fresh.split('\n');
-    const at = ours.findIndex((line, i) => line !== theirs[i]);
-    assert.fail(
-      `src/obs/README.md is stale from line ${at + 1}:\n  README:    ${ours[at]}\n  generated: ${theirs[at]}`,
-    );
+test('config-doc – the generated tables of the docs pages are fresh (npm run gen:config-doc)', () => {
+  assert.deepEqual(Object.keys(GENERATED_PAGES).sort(), ['docs/obs/actuator.md', INDEX_PAGE]);
+  for (const file of Object.keys(GENERATED_PAGES)) {
+    const text = read(file);
+    const fresh = renderObsPage(file, text);
+    if (fresh !== text) {
+      const ours = text.split('\n');
+      const theirs = fresh.split('\n');
+      const at = ours.findIndex((line, i) => line !== theirs[i]);
+      assert.fail(
+        `${file} is stale from line ${at + 1}:\n  page:      ${ours[at]}\n  generated: ${theirs[at]}`,
+      );
+    }
   }
 });
 
 test('config-doc – every key a source may set is documented with its variable, every error code with its status', () => {
-  const lines = README.split('\n');
+  const lines = INDEX.split('\n');
   let built = 0;
   for (const [name, { path }] of ENV_VARIABLES) {
     const row = lines.some((l) => l.startsWith(`| \`${path}\` | \`${name}\` |`));
@@ -34,16 +43,17 @@ test('config-doc – every key a source may set is documented with its variable,
   }
   assert.ok(lines.some((l) => l.startsWith('| `obs.context.request-id-header` |')));
   assert.equal(built, ENV_VARIABLES.size, 'every key is documented');
+  const errorLines = ACTUATOR.split('\n');
   for (const [code, def] of Object.entries(OBS_ERRORS)) {
     assert.ok(
-      lines.some((l) => l.startsWith(`| \`${code}\` | ${def.status} |`)),
+      errorLines.some((l) => l.startsWith(`| \`${code}\` | ${def.status} |`)),
       `${code} has no row`,
     );
   }
 });
 
 test('config-doc – the feature table says which features are built and which are planned', () => {
-  const lines = README.split('\n');
+  const lines = INDEX.split('\n');
   for (const feature of FEATURES) {
     const row = lines.find((l) => l.startsWith(`| ${feature.name} |`));
     assert.ok(row, `${feature.name} has no row`);
@@ -56,8 +66,13 @@ test('config-doc – the feature table says which features are built and which a
 });
 
 test('config-doc – a hand-edited table is noticed; missing markers are refused', () => {
-  const tampered = README.replace('| `obs.cardinality.enabled` |', '| `obs.cardinality.on` |');
-  assert.notEqual(tampered, README);
-  assert.equal(renderObsReadme(tampered), README);
-  assert.throws(() => renderObsReadme('# obs\n'), /lacks the markers/);
+  const tampered = INDEX.replace('| `obs.cardinality.enabled` |', '| `obs.cardinality.on` |');
+  assert.notEqual(tampered, INDEX);
+  assert.equal(renderObsPage(INDEX_PAGE, tampered), INDEX);
+  const errors = ACTUATOR.replace('| `OBS_ERR_INTERNAL` | 500 |', '| `OBS_ERR_INTERNAL` | 503 |');
+  assert.notEqual(errors, ACTUATOR);
+  assert.equal(renderObsPage('docs/obs/actuator.md', errors), ACTUATOR);
+  assert.throws(() => renderObsPage(INDEX_PAGE, '# obs\n'), /lacks the markers/);
+  assert.throws(() => renderObsPage('docs/obs/actuator.md', '# Actuator routes\n'), /lacks the markers/);
+  assert.throws(() => renderObsPage('src/obs/README.md', '# obs\n'), /holds no table/);
 });
