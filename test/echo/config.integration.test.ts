@@ -383,7 +383,7 @@ test('loadConfig – every variable documents a form that says what is expected'
   }
 });
 
-test('loadConfig – several bad values are all listed, one line each, in README order', () => {
+test('loadConfig – several bad values are all listed, one line each, in the order of the configuration page', () => {
   const problems = problemsOf({
     LOG_BODY: 'maybe',
     PORT: 'abc',

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { until } from '../helpers/runtime.ts';
 
-// The HTTP/2 limits as the README states them (issue #30, item 8): a header list over 64 KiB
+// The HTTP/2 limits as docs/service/protocols.md states them (issue #30, item 8): a header list over 64 KiB
 // (RFC 9113's count: name + value + 32 bytes a field) is refused with RST_STREAM
 // ENHANCE_YOUR_CALM whenever it is sent, the session goes on; streams past
 // ECHO_H2_MAX_CONCURRENT_STREAMS are refused one by one (REFUSED_STREAM) while the client has not

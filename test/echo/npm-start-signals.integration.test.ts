@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { exitOf, freePort, within } from '../helpers/runtime.ts';
 
 /**
- * The README's way of stopping a server started in the background: `npm start & ECHO_PID=$!`, then
+ * The way docs/service/shutdown.md stops a server started in the background: `npm start & ECHO_PID=$!`, then
  * `kill -TERM "$ECHO_PID"`. `$!` is npm's pid; the signal must reach the service, which drains
  * (`/ready` 503, the port closes) and exits, rather than killing npm and leaving node serving.
  * `npm start` runs node in the shell's place (`exec`), so npm's forwarding reaches node itself.

@@ -183,7 +183,7 @@ test('replay targets – a dual-stack name falls back to its next checked addres
   assert.deepEqual(target.seen.requests, ['GET /dual']);
 });
 
-test('replay targets – the README example: a refused target is a 403 before the id is looked up, whatever history holds', async (t) => {
+test('replay targets – the example of docs/security.md: a refused target is a 403 before the id is looked up, whatever history holds', async (t) => {
   const echo = await echoWith(t, { ECHO_REPLAY_ALLOWED_TARGETS: 'staging.internal,10.20.0.0/16' });
   // `abc` was never recorded: the target is judged first, so the answer tells nothing of history.
   assertRefused(

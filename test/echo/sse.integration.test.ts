@@ -165,7 +165,7 @@ test('sse – headers: event-stream, no-cache, no proxy buffering, never compres
   t.after(() => client.close());
   const { headers, statusCode } = client.response;
   assert.equal(statusCode, 200);
-  // As the README says and the seed's own tests expect: the media type alone (SSE is UTF-8 by definition).
+  // As docs/service/index.md says and the seed's own tests expect: the media type alone (SSE is UTF-8 by definition).
   assert.equal(headers['content-type'], 'text/event-stream');
   assert.equal(headers['cache-control'], 'no-cache');
   assert.equal(headers['x-accel-buffering'], 'no');
@@ -375,7 +375,7 @@ test('sse – the stream works over HTTP/2 (h2c with prior knowledge)', async (t
     stream.once('response', resolve);
   });
   assert.equal(headers[':status'], 200);
-  // As the README says and the seed's own tests expect: the media type alone (SSE is UTF-8 by definition).
+  // As docs/service/index.md says and the seed's own tests expect: the media type alone (SSE is UTF-8 by definition).
   assert.equal(headers['content-type'], 'text/event-stream');
   assert.equal(headers['content-encoding'], undefined);
   let text = '';
