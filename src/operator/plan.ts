@@ -52,7 +52,7 @@ export interface NamespacePlan {
   readonly desired: Map<string, DesiredEndpoint>;
 }
 
-/** A namespace's plan, with the indexes reconciles read. */
+/** A namespace's plan, with the lookups reconciles read. */
 export interface Plan extends NamespacePlan {
   /** Pod name → its endpoints' desired entries. */
   readonly byPod: Map<string, readonly DesiredEndpoint[]>;
