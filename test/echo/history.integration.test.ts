@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { History } from '../../src/echo/history.ts';
 import { seededRandom } from '../../src/echo/random.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
+import { until } from '../helpers/runtime.ts';
 
 interface Entry {
   id: string;
@@ -38,14 +38,14 @@ async function history(echo: RunningEcho): Promise<Entry[]> {
   return (await res.body.json()) as Entry[];
 }
 
-/** The answered status is written when the response finishes; give that a moment to land. */
+/** The answered status is written when the response finishes, just after the client has it: wait for it. */
 async function settledHistory(echo: RunningEcho): Promise<Entry[]> {
-  for (let i = 0; i < 50; i++) {
-    const entries = await history(echo);
-    if (entries.every((e) => e.status !== null)) return entries;
-    await sleep(20);
-  }
-  return history(echo);
+  let entries: Entry[] = [];
+  await until('every history entry has its status', async () => {
+    entries = await history(echo);
+    return entries.every((e) => e.status !== null);
+  });
+  return entries;
 }
 
 test('history – entries come oldest first with every documented field', async (t) => {
@@ -291,10 +291,10 @@ test('history – an entry in flight has status null; a client that left is reco
     signal: controller.signal,
   }).catch((err: unknown) => err);
   let entries: Entry[] = [];
-  for (let i = 0; i < 50 && entries.length === 0; i++) {
-    await sleep(20);
+  await until('the delayed request is in the history', async () => {
     entries = await history(echo);
-  }
+    return entries.length > 0;
+  });
   assert.equal(entries[0]?.id, 'leaver');
   assert.equal(entries[0]?.status, null);
   assert.equal(entries[0]?.duration_ms, null);
@@ -302,10 +302,10 @@ test('history – an entry in flight has status null; a client that left is reco
   controller.abort();
   await pending;
   let status: number | null = null;
-  for (let i = 0; i < 100 && status === null; i++) {
-    await sleep(20);
+  await until('the request that was left has its status', async () => {
     status = (await history(echo))[0]?.status ?? null;
-  }
+    return status !== null;
+  });
   assert.equal(status, 499);
 });
 

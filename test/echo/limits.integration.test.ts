@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { ConnectionLimiter, REFUSAL_LOG_INTERVAL_MS } from '../../src/echo/limits.ts';
 import { startEcho } from '../helpers/echo-server.ts';
 import { seriesValue } from '../helpers/metrics.ts';
+import { until } from '../helpers/runtime.ts';
 
 // Connection limits (issue #14): slow heads, slow bodies, oversized heads and a connection flood
 // are cut off, while a normal client on another connection keeps getting answers. "Normal latency"
@@ -75,7 +76,7 @@ async function normalClientDuring(url: string, busy: Promise<unknown>, agent?: h
     assert.equal(status, 200);
     assert.ok(ms < NORMAL_MS, `a normal request took ${ms} ms while slow clients were on`);
     served++;
-    await sleep(100);
+    await sleep(100); // the normal client's pace, one request every 100 ms: not a wait on anything
   }
   return served;
 }
@@ -290,7 +291,10 @@ for (const [name, env, open, scheme] of [
         socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', resolve),
       );
     }
-    for (let i = 0; i < 50 && (await openConnections(echo.port, agent)) < 20; i++) await sleep(50);
+    await until(
+      '20 connections open: the 19 idle ones and the agent one',
+      async () => (await openConnections(echo.port, agent)) >= 20,
+    );
     const refused = await Promise.all(
       Array.from({ length: 10 }, () =>
         connectAndRead(open, echo.port, 'GET /info HTTP/1.1\r\nHost: x\r\n\r\n', 5000),
@@ -316,12 +320,10 @@ for (const [name, env, open, scheme] of [
 
     // The flood goes; new clients are served again.
     for (const socket of held) socket.destroy();
-    let status = 0;
-    for (let i = 0; i < 50 && status !== 200; i++) {
-      await sleep(50);
-      status = await get(`${url}/info`).catch(() => 0);
-    }
-    assert.equal(status, 200);
+    await until(
+      'a new client is served again',
+      async () => (await get(`${url}/info`).catch(() => 0)) === 200,
+    );
   });
 }
 
