@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { countDelta, faultCounts, scrapeValue } from '../helpers/metrics.ts';
 import { h2Request, openH2, TIMEOUT_MS, waitFor } from '../helpers/protocol-clients.ts';
+import { quietFor, until } from '../helpers/runtime.ts';
 
 /**
  * Connection faults (`slow-close`, `blackhole`; #31 item 8, docs/adr/0035), seen over raw sockets
@@ -91,12 +91,15 @@ class RawClient {
 
   /** Resolves once a whole HTTP/1.1 answer framed by its Content-Length has arrived. */
   async whole(): Promise<Answer> {
-    for (let i = 0; i < TIMEOUT_MS / 10; i++) {
-      const answer = parseAnswer(this.data);
-      if (answer !== undefined) return answer;
-      await sleep(10);
-    }
-    throw new Error(`no whole answer within ${TIMEOUT_MS} ms: ${this.data.toString('latin1')}`);
+    let answer: Answer | undefined;
+    const whole = () => {
+      answer = parseAnswer(this.data);
+      return answer !== undefined;
+    };
+    await until('a whole answer', whole, TIMEOUT_MS, 10).catch((error: Error) => {
+      throw new Error(`${error.message}: ${this.data.toString('latin1')}`);
+    });
+    return answer as Answer;
   }
 }
 
@@ -145,12 +148,10 @@ async function historyEntry(base: string, requestId: string): Promise<HistoryEnt
 
 /** Polls `echo_active_faults` until it is `value` (a slot is freed when the connection is done). */
 async function activeFaults(base: string, value: number): Promise<void> {
-  let now = -1;
-  for (let i = 0; i < 200 && now !== value; i++) {
-    now = await scrapeValue(base, 'echo_active_faults');
-    if (now !== value) await sleep(20);
-  }
-  assert.equal(now, value, `echo_active_faults is ${value}`);
+  await until(
+    `echo_active_faults is ${value}`,
+    async () => (await scrapeValue(base, 'echo_active_faults')) === value,
+  );
 }
 
 /** Checks a blackholed exchange: nothing at all came, then the server closed (FIN, not RST). */
@@ -213,7 +214,7 @@ test('X-Echo-Error: blackhole – a client that leaves ends the hold and frees i
     rawRequest('/bh-leave', { 'X-Echo-Error': 'blackhole', 'X-Request-ID': 'bh-leave' }),
   );
   await activeFaults(long.url, 1);
-  await sleep(100);
+  await quietFor(100, 'the server sends nothing while it holds the request');
   assert.equal(client.data.length, 0, 'nothing sent while held');
   client.socket.destroy();
   await activeFaults(long.url, 0);

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
+import { until } from '../helpers/runtime.ts';
 
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -75,21 +75,32 @@ test('service routes – /health counters move: requests, history_size, scenario
     },
   );
   t.after(() => echo.close());
+  const beforeFirst = Date.now();
   const first = await getJson<Health>(echo, '/health');
+  const afterFirst = Date.now();
   assert.equal(first.metrics['scenario_count'], 2);
 
   await send(echo, '/one');
   await send(echo, '/two', { method: 'POST', body: 'x' });
   await send(echo, '/three', { headers: { 'X-Echo-History-Enabled': 'false' } });
-  await sleep(1100);
+  // Some time between the two probes, for the uptime to show it (in seconds, to the millisecond).
+  await until('50 ms since the first probe', () => Date.now() - afterFirst >= 50, 10_000, 5);
+  const beforeSecond = Date.now();
   const second = await getJson<Health>(echo, '/health');
+  const afterSecond = Date.now();
   assert.equal(
     second.metrics['requests'],
     (first.metrics['requests'] ?? 0) + 4,
     'three echoes and this probe',
   );
   assert.equal(second.metrics['history_size'], 2);
-  assert.ok(second.uptime_seconds >= first.uptime_seconds + 1, 'uptime grows');
+  // The uptime grows by the time between the probes, in seconds: bounds from this test's own clock
+  // readings around each probe (1 ms of slack for the rounding), none from a fixed time.
+  const grown = second.uptime_seconds - first.uptime_seconds;
+  assert.ok(
+    grown >= (beforeSecond - afterFirst - 1) / 1000 && grown <= (afterSecond - beforeFirst + 1) / 1000,
+    `uptime grew by ${grown} s between probes ${beforeSecond - afterFirst} to ${afterSecond - beforeFirst} ms apart`,
+  );
 
   await send(echo, '/scenario', {
     method: 'POST',
@@ -102,8 +113,9 @@ test('service routes – /health counters move: requests, history_size, scenario
 test('service routes – /health counts requests in flight', async (t) => {
   const echo = await startEcho();
   t.after(() => echo.close());
-  const slow = [1, 2].map(() => send(echo, '/slow', { headers: { 'X-Echo-Delay': '500ms' } }));
-  await sleep(150);
+  // Delayed long enough to be in flight still when /health answers on a loaded machine.
+  const slow = [1, 2].map(() => send(echo, '/slow', { headers: { 'X-Echo-Delay': '1s' } }));
+  await until('the two slow echoes are in flight', () => echo.app.obs.drainState.inFlight === 2);
   const health = await getJson<Health>(echo, '/health');
   assert.equal(health.metrics['in_flight'], 3, 'two slow echoes and the probe');
   await Promise.all(slow);
