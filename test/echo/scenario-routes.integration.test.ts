@@ -3,12 +3,12 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { buildApp } from '../../src/echo/app.ts';
 import { loadConfig } from '../../src/echo/config.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
+import { until } from '../helpers/runtime.ts';
 
 const send = (echo: RunningEcho, path: string, options?: SendOptions): Promise<Answer> =>
   sendTo(echo.url + path, options);
@@ -388,13 +388,12 @@ function rewrite(file: string, content: string): void {
   renameSync(next, file);
 }
 
-async function waitFor(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await sleep(50);
-  }
-  return check();
+/** Whether `check` came to hold within `ms` (polled); the caller asserts it, with its own message. */
+function waitFor(check: () => Promise<boolean>, ms: number): Promise<boolean> {
+  return until('the check', check, ms, 50).then(
+    () => true,
+    () => false,
+  );
 }
 
 const FILE_V1 = '- path: /file\n  responses:\n    - status: 201\n      body: v1\n    - status: 202\n';
@@ -422,7 +421,7 @@ test('scenario routes – a valid rewrite of the file is served within a bounded
   assert.equal((await send(echo, '/file', { headers: { 'X-Echo-History-Enabled': 'false' } })).status, 201);
 
   writeFileSync(file, FILE_V2); // in place
-  const applied = await waitFor(async () => ((await getScenarios(echo)) as unknown[]).length === 2, 3000);
+  const applied = await waitFor(async () => ((await getScenarios(echo)) as unknown[]).length === 2, 10_000);
   assert.ok(applied, 'the rewritten file was not applied within 3 s');
   const first = await send(echo, '/file');
   assert.equal(first.status, 211, 'the new set starts at its first response');
@@ -430,7 +429,7 @@ test('scenario routes – a valid rewrite of the file is served within a bounded
   assert.equal((await send(echo, '/second')).status, 299);
 
   rewrite(file, FILE_V1); // renamed over it
-  const back = await waitFor(async () => ((await getScenarios(echo)) as unknown[]).length === 1, 3000);
+  const back = await waitFor(async () => ((await getScenarios(echo)) as unknown[]).length === 1, 10_000);
   assert.ok(back, 'the renamed-over file was not applied within 3 s');
   assert.equal((await send(echo, '/file')).status, 201);
   assert.equal((await send(echo, '/second')).status, 200);
@@ -444,21 +443,24 @@ test('scenario routes – an invalid rewrite of the file keeps the old set; a la
   assert.equal((await send(echo, '/file')).status, 201);
 
   writeFileSync(file, '- path: /file\n  responses:\n    - status: 700\n');
-  const warned = await waitFor(
-    async () => echo.logs.some((l) => l['level'] === 40 && String(l['msg']).includes('scenario file')),
-    3000,
-  );
+  const warnings = () =>
+    echo.logs.filter((l) => l['level'] === 40 && String(l['msg']).includes('scenario file')).length;
+  const warned = await waitFor(async () => warnings() >= 1, 10_000);
   assert.ok(warned, `no warning logged: ${JSON.stringify(echo.logs)}`);
   assert.deepEqual(await getScenarios(echo), before);
   assert.equal((await send(echo, '/file')).status, 202, 'the old cycle continues');
 
   writeFileSync(file, 'not: [valid yaml');
-  await sleep(400);
+  // The broken YAML is read (a warning of its own says so) and changes nothing.
+  assert.ok(
+    await waitFor(async () => warnings() >= 2, 10_000),
+    `no second warning: ${JSON.stringify(echo.logs)}`,
+  );
   assert.deepEqual(await getScenarios(echo), before);
 
   writeFileSync(file, FILE_V2);
   assert.ok(
-    await waitFor(async () => ((await getScenarios(echo)) as unknown[]).length === 2, 3000),
+    await waitFor(async () => ((await getScenarios(echo)) as unknown[]).length === 2, 10_000),
     'the watcher stopped after an invalid file',
   );
 });
