@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type Exit, exitOf, freePort } from '../helpers/runtime.ts';
+import { type Exit, exitOf, freePort, until } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
 const TIMEOUT_MS = 15_000;
@@ -185,20 +185,22 @@ test('echo-chaos CLI – SIGTERM answers a request held in a long delay at ECHO_
   });
   const done = exited(child);
   // LOG_LEVEL=warn hides the listening line: poll /ready instead.
-  const deadline = Date.now() + TIMEOUT_MS;
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/ready`)).ok) break;
-    } catch {
-      // not yet listening
-    }
-    assert.ok(Date.now() < deadline, 'server did not become ready');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const ready = () =>
+    fetch(`http://127.0.0.1:${port}/ready`).then(
+      (r) => r.ok,
+      () => false, // not yet listening
+    );
+  await until('the server is ready', ready, TIMEOUT_MS, 50);
 
   const started = Date.now();
   const slow = fetch(`http://127.0.0.1:${port}/slow`, { headers: { 'X-Echo-Delay': '10s' } });
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  const inFlight = async () =>
+    ((await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { metrics: { in_flight: number } })
+      .metrics.in_flight;
+  await until(
+    'the slow request is in flight (besides the /health asking)',
+    async () => (await inFlight()) === 2,
+  );
   child.kill('SIGTERM');
   const response = await slow;
   assert.equal(response.status, 200);

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import http2 from 'node:http2';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
-import { activeTimers, eventually } from '../helpers/runtime.ts';
+import { activeTimers, eventually, until } from '../helpers/runtime.ts';
 
 /** A drain that does not end the streams would hang the test: fail it instead. */
 const DRAIN_TEST = { timeout: 15_000 };
@@ -90,12 +89,10 @@ class SseClient {
       .map((e) => ({ ...e, payload: JSON.parse(e.data) as Payload }));
   }
 
-  async waitFor(check: (client: SseClient) => boolean, withinMs = 3000): Promise<void> {
-    const deadline = Date.now() + withinMs;
-    while (!check(this)) {
-      if (Date.now() > deadline) assert.fail(`timed out; got ${JSON.stringify(this.sequence)}`);
-      await sleep(5);
-    }
+  async waitFor(check: (client: SseClient) => boolean, withinMs = 10_000): Promise<void> {
+    await until('the events checked for', () => check(this), withinMs, 5).catch((error: Error) =>
+      assert.fail(`${error.message}; got ${JSON.stringify(this.sequence)}`),
+    );
   }
 
   close(): void {
@@ -334,14 +331,11 @@ test(
     t.after(() => echo.close());
     const series = (n: number) =>
       `echo_requests_total{method="GET",path="/sse",status="200",fault="none"} ${n}`;
-    const seen = async (n: number): Promise<boolean> => {
-      let text = '';
-      for (let i = 0; i < 100 && !text.includes(series(n)); i++) {
-        if (i > 0) await sleep(20);
-        text = (await getText(echo, '/metrics')).text;
-      }
-      return text.includes(series(n));
-    };
+    const seen = (n: number): Promise<boolean> =>
+      until(series(n), async () => (await getText(echo, '/metrics')).text.includes(series(n))).then(
+        () => true,
+        () => false,
+      );
     const completions = () =>
       echo.logs.filter((l) => /GET \/sse - 200 [\d.]+ms/.test(String(l['msg']))).length;
 
