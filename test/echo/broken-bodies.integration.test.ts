@@ -3,11 +3,11 @@ import { once } from 'node:events';
 import http2, { type ClientHttp2Session } from 'node:http2';
 import { type AddressInfo, createServer } from 'node:net';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, errors, RetryAgent, request } from 'undici';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { countDelta, faultCounts, scrapeValue } from '../helpers/metrics.ts';
 import { curl, needCurl, openH2, TIMEOUT_MS, waitFor } from '../helpers/protocol-clients.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * Broken bodies (`X-Echo-Error: empty|truncate|malformed|garbage`), each observed by real clients
@@ -47,12 +47,10 @@ async function assertRecorded(
   const entry = await historyEntry(requestId);
   assert.deepEqual(entry?.faults, [{ kind, control: 'X-Echo-Error', source: 'header', value: kind }]);
   assert.equal(entry?.status, status, `${kind} is recorded with status ${status}`);
-  let active = -1;
-  for (let i = 0; i < 100 && active !== 0; i++) {
-    active = await scrapeValue(echo.url, 'echo_active_faults');
-    if (active !== 0) await sleep(20);
-  }
-  assert.equal(active, 0, `the slot of ${kind} came free`);
+  await until(
+    `the slot of ${kind} came free`,
+    async () => (await scrapeValue(echo.url, 'echo_active_faults')) === 0,
+  );
   assert.equal((await fetch(`${echo.url}/still-serving`)).status, 200);
 }
 

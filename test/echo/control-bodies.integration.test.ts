@@ -231,6 +231,7 @@ async function sendInPieces(
     socket.write(bytes);
     if (framing === 'chunked') socket.write('\r\n');
     // Apart, so that the server reads them as separate chunks (not asserted: a merged read is fine too).
+    // The client's pace, not a wait on anything.
     await sleep(20);
   }
   if (framing === 'chunked') socket.write('0\r\n\r\n');

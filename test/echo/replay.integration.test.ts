@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { Socket } from 'node:net';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { type Answer, type SendOptions, send as sendTo } from '../helpers/http.ts';
+import { until } from '../helpers/runtime.ts';
 
 interface Entry {
   id: string;
@@ -33,13 +33,12 @@ function postReplay(echo: RunningEcho, body: unknown, headers: Record<string, st
 /** History once every recorded request has its answered status. */
 async function history(echo: RunningEcho): Promise<Entry[]> {
   let entries: Entry[] = [];
-  for (let i = 0; i < 50; i++) {
+  await until('every history entry has its answered status', async () => {
     const res = await send(echo.url, '/history');
     assert.equal(res.status, 200);
     entries = JSON.parse(res.body.toString()) as Entry[];
-    if (entries.every((e) => e.status !== null)) break;
-    await sleep(20);
-  }
+    return entries.every((e) => e.status !== null);
+  });
   return entries;
 }
 

@@ -46,7 +46,7 @@ test('request timeout – ECHO_REQUEST_TIMEOUT=400ms cuts a stalled HTTP/1.1 bod
   const stalls: Array<Promise<{ statusLine: string; ms: number }>> = [];
   for (let i = 0; i < 8; i++) {
     stalls.push(stall(echo.port));
-    await sleep(125);
+    await sleep(125); // the clients' pace: their stalls spread over the check interval, the point here
   }
   const results = await Promise.all(stalls);
   for (const result of results) assert.equal(result.statusLine, 'HTTP/1.1 408 Request Timeout');

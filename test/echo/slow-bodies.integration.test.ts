@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { ShapingStream } from '../../src/echo/shaping.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 import { countDelta, faultCounts, scrapeValue } from '../helpers/metrics.ts';
 import { h2Request, openH2 } from '../helpers/protocol-clients.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * Slow bodies through a real server and real clients: `X-Echo-Throttle` (every body kind,
@@ -299,12 +299,10 @@ test('slow bodies – a client that leaves mid-body frees the slot at once; the 
   assert.equal(await scrapeValue(echo.url, 'echo_active_faults'), 1, 'the throttled body holds a slot');
   leaving.abort();
   await reader.next().catch(() => undefined);
-  let active = 1;
-  for (let i = 0; i < 100 && active !== 0; i++) {
-    await sleep(20);
-    active = await scrapeValue(echo.url, 'echo_active_faults');
-  }
-  assert.equal(active, 0, 'the slot came free when the client left');
+  await until(
+    'the slot came free when the client left',
+    async () => (await scrapeValue(echo.url, 'echo_active_faults')) === 0,
+  );
   const ok = await fetch(`${echo.url}/after`);
   assert.equal(ok.status, 200);
 });
