@@ -1,25 +1,21 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { logBody } from '../../src/echo/logging.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { until } from '../helpers/runtime.ts';
 
 type LogRecord = Record<string, unknown>;
 
 /**
  * The log records of one request, by its id. The completion hooks run after the client has its
- * answer, so wait until the records stop coming (or `settleMs` passes without a new one).
+ * answer: fastify runs them (synchronously, one after another) on the response's 'finish', and the
+ * response's 'close', which comes after, counts it out of the requests in flight. So once none is in
+ * flight, every line of the request has been written.
  */
-async function recordsOf(server: RunningEcho, requestId: string, settleMs = 100): Promise<LogRecord[]> {
-  let seen = -1;
-  let records: LogRecord[] = [];
-  while (records.length !== seen) {
-    seen = records.length;
-    await sleep(settleMs);
-    records = server.logs.filter((r) => r['reqId'] === requestId);
-  }
-  return records;
+async function recordsOf(server: RunningEcho, requestId: string): Promise<LogRecord[]> {
+  await until('no request in flight: its lines are written', () => server.app.obs.drainState.inFlight === 0);
+  return server.logs.filter((r) => r['reqId'] === requestId);
 }
 
 function messages(records: readonly LogRecord[]): string[] {
@@ -210,7 +206,7 @@ test('logging – LOG_RESPONSE_BODY never logs the body of /sse', async (t) => {
   await reader?.read();
   controller.abort();
   await reader?.cancel().catch(() => {});
-  const records = await recordsOf(server, id, 200);
+  const records = await recordsOf(server, id);
   assert.ok(
     records.every((r) => r['body'] === undefined),
     JSON.stringify(records),
