@@ -7,6 +7,7 @@ import {
   startEchoProcess,
   timedGet,
 } from '../helpers/liveness.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * Issue #30, items 1 and 2: a scenario pattern that JavaScript's backtracking engine takes seconds
@@ -147,7 +148,13 @@ test('pattern stalls – sets posted one after another are loaded in the order t
     // The large set is posted first and takes a while to check; the small one, posted while it is
     // checked, is what stays.
     const large = postScenarios(echo, patternSet('large', 3));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    const inFlight = async () =>
+      ((await (await fetch(`${echo.url}/health`)).json()) as { metrics: { in_flight: number } }).metrics
+        .in_flight;
+    await until(
+      'the large set has come (in flight besides the /health asking)',
+      async () => (await inFlight()) >= 2,
+    );
     const small = postScenarios(echo, [{ name: 'last', path: '/last', responses: [{ status: 418 }] }]);
     assert.deepEqual(await Promise.all([large, small]), [200, 200]);
     const set = (await (await fetch(`${echo.url}/scenario`)).json()) as Array<{ name?: string }>;
