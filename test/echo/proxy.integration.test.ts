@@ -12,6 +12,7 @@ import { listenLocal } from '../helpers/http.ts';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { scrapeValue } from '../helpers/metrics.ts';
 import { rawExchange } from '../helpers/protocol-clients.ts';
+import { until } from '../helpers/runtime.ts';
 
 /**
  * The reverse proxy (#32, `ECHO_UPSTREAM`) against real upstreams started here: a node:http server
@@ -476,8 +477,7 @@ describe('streams through the proxy: WebSocket and SSE', () => {
     client.on('message', (data) => messages.push(String(data)));
     await once(client, 'open');
     client.send('ping');
-    const deadline = Date.now() + 10_000;
-    while (messages.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until('two messages through the tunnel', () => messages.length >= 2);
     client.close();
     assert.deepEqual(messages, [`hello /live/feed via 127.0.0.1:${echo.port}`, 'upstream got ping']);
   });

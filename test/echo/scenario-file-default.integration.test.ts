@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { exitOf } from '../helpers/runtime.ts';
+import { exitOf, until } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
 const INVALID = '- path: /orders\n  responses:\n    - status: 999\n';
@@ -60,13 +60,12 @@ test('default scenario file – an invalid scenarios.yaml in the working directo
     assert.equal((await fetch(`${url}/orders`)).status, 200, 'served by the echo, not a scenario');
     // Fixed while the service runs: the file is watched, the fix is applied.
     writeFileSync(join(cwd, 'scenarios.yaml'), '- path: /orders\n  responses:\n    - status: 418\n');
-    const deadline = Date.now() + 20_000;
-    let status = 0;
-    while (Date.now() < deadline && status !== 418) {
-      await new Promise((r) => setTimeout(r, 100));
-      status = (await fetch(`${url}/orders`)).status;
-    }
-    assert.equal(status, 418, 'the fixed default file was applied');
+    await until(
+      'the fixed default file was applied',
+      async () => (await fetch(`${url}/orders`)).status === 418,
+      20_000,
+      100,
+    );
   } finally {
     child.kill('SIGTERM');
     await exited;
