@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertLive, type EchoProcess, probeLiveness, startEchoProcess } from '../helpers/liveness.ts';
+import { quietFor } from '../helpers/runtime.ts';
 
 // Pipelined HTTP/1.1 requests whose answers are never read (issue #30, item 5): the server stops
 // reading such a connection and starts none of the requests waiting behind the unread answers;
@@ -48,15 +48,17 @@ test('pipelining – 20 connections × 2,000 unread requests: /health stays live
     const sockets = await Promise.all(Array.from({ length: 20 }, () => connect(echo.port)));
     for (const socket of sockets) socket.write(GET_16K.repeat(2_000));
     let rssPeak = rssBefore;
+    // The attack is 3 s of clients that read nothing; the server's memory is sampled along the way.
     for (let i = 0; i < 15; i++) {
-      await sleep(200);
+      await quietFor(200, 'the clients read nothing (the RSS sampled every 200 ms for 3 s)');
       rssPeak = Math.max(rssPeak, echo.rssBytes());
     }
     for (const socket of sockets) socket.destroy();
-    // What was started before the clients left ends as they leave; nothing after that.
-    await sleep(1_000);
+    // What was started before the clients left ends as they leave; nothing after that. Neither has an
+    // event of its own to wait on (a server that went on working would show only as a later count).
+    await quietFor(1_000, 'the clients have left: what they started ends');
     const settled = await echoed();
-    await sleep(2_000);
+    await quietFor(2_000, 'no request may be worked on once the clients have left');
     const later = await echoed();
     rssPeak = Math.max(rssPeak, echo.rssBytes());
     const live = await prober.stop();
@@ -113,7 +115,7 @@ test('pipelining – a client that reads late gets every answer in order; one th
   let batch = '';
   for (let i = 0; i < depth; i++) batch += request(i);
   for (const socket of readers) socket.write(batch);
-  await sleep(1_000);
+  await quietFor(1_000, 'the clients read late: nothing is read for a second');
   const expected = Array.from({ length: depth }, (_, i) => i);
   for (const seqs of await Promise.all(readers.map((socket) => readResponses(socket, depth)))) {
     assert.deepEqual(seqs, expected);
@@ -126,9 +128,9 @@ test('pipelining – a client that reads late gets every answer in order; one th
   batch = '';
   for (let i = 0; i < 2_000; i++) batch += request(i);
   leaver.write(batch);
-  await sleep(1_000);
+  await quietFor(1_000, 'the client reads nothing for a second, then leaves');
   leaver.destroy();
-  await sleep(1_500);
+  await quietFor(1_500, 'no waiting request may be worked on once the client has left');
   const worked = (await echoed()) - before;
   // Those answered into the kernel's buffers before the client stopped reading (about 150 of
   // 16 KiB), and the few being answered when it left; unbounded, all 2,000.
