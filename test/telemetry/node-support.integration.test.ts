@@ -4,9 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { nodeSupportWarning, SUPPORTED_NODE_MAJOR } from '../../src/telemetry/node-support.ts';
-import { exitOf, freePort } from '../helpers/runtime.ts';
+import { exitOf, freePort, until } from '../helpers/runtime.ts';
 
 /**
  * A start on a Node the packages do not support prints one warning line naming the version and
@@ -39,13 +38,14 @@ test('node support – echo-chaos on an older Node warns in one line and serves 
   const exited = exitOf(child);
   try {
     let status: number | undefined;
-    for (let i = 0; i < 300 && status === undefined; i++) {
+    const answers = async () => {
       status = await fetch(`http://127.0.0.1:${port}/health`).then(
         (res) => res.status,
         () => undefined,
       );
-      if (status === undefined) await sleep(100);
-    }
+      return status !== undefined;
+    };
+    await until('/health answers', answers, 30_000, 100);
     assert.equal(status, 200, 'it serves');
   } finally {
     child.kill('SIGINT');
@@ -68,15 +68,13 @@ test('node support – echo-chaos on a supported Node says nothing of it', async
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = exitOf(child);
-  for (let i = 0; i < 300; i++) {
-    const up = await fetch(`http://127.0.0.1:${port}/health`).then(
+  // It must have started: a run that never served would say nothing of Node either.
+  const up = () =>
+    fetch(`http://127.0.0.1:${port}/health`).then(
       () => true,
       () => false,
     );
-    if (up) break;
-    await sleep(100);
-  }
-  child.kill('SIGINT');
+  await until('/health answers', up, 30_000, 100).finally(() => child.kill('SIGINT'));
   assert.doesNotMatch((await exited).stderr, /not supported/);
 });
 
