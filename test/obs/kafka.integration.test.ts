@@ -28,7 +28,7 @@ import {
   requireKcat,
   startKafkaMock,
 } from '../helpers/kafka-mock.ts';
-import { within } from '../helpers/runtime.ts';
+import { until, within } from '../helpers/runtime.ts';
 import { capturingLogger, injectableObsApp, type RunningObsApp, startObsApp } from './helpers.ts';
 
 /** A policy for contexts made by hand: counts nothing. */
@@ -231,7 +231,7 @@ test('kafka – the listener’s OpenTelemetry baggage carries the record’s de
   const entries: Array<string | undefined> = [];
   await kafka.consumer({ groupId: 'g' }).run({
     eachMessage: async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1));
+      await new Promise((resolve) => setImmediate(resolve)); // an async hop: the baggage crosses it
       entries.push(propagation.getBaggage(context.active())?.getEntry(DEADLINE_BAGGAGE_KEY)?.value);
     },
   });
@@ -280,7 +280,7 @@ test('kafka – a record carries the retry depth, priority and tenant of the req
   const seen: unknown[] = [];
   await kafka.consumer({ groupId: 'g' }).run({
     eachMessage: async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1));
+      await new Promise((resolve) => setImmediate(resolve)); // an async hop: the context crosses it
       const ctx = currentObsContext();
       const baggage = propagation.getBaggage(context.active());
       seen.push({
@@ -618,13 +618,12 @@ test('kafka – against the mock cluster', { concurrency: true }, async (t) => {
     );
     await within(got.done, 'the fresh records');
     // The trailing stale record may come in a batch of its own: wait for its count.
-    const until = Date.now() + WAIT_MS;
-    while (
-      ((await metricValue(app, KAFKA_METRICS.recordsSkipped, { topic })) ?? 0) < 3 &&
-      Date.now() < until
-    ) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await until(
+      'three stale records counted',
+      async () => ((await metricValue(app, KAFKA_METRICS.recordsSkipped, { topic })) ?? 0) >= 3,
+      WAIT_MS,
+      50,
+    );
     assert.equal(await metricValue(app, KAFKA_METRICS.recordsSkipped, { topic }), 3);
     assert.deepEqual(got.items, ['fresh-1', 'fresh-2'], 'no stale record reached the handler');
   });

@@ -227,7 +227,7 @@ test('otel sdk – wide events land as span events on the request’s recorded s
   const sdk = installOtelSdk(t);
   const app = await startTracedObsApp(t, sdk, {}, (app) => {
     app.post('/orders', async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1));
+      await new Promise((resolve) => setImmediate(resolve)); // an async hop: the span stays active across it
       app.obs.event('order.placed', { items: 3, vip: true, total: 12.5 });
       app.obs.event('order.paid', { method: 'card' });
       return 'ok';
@@ -286,7 +286,7 @@ test('otel sdk – Kafka (mock cluster): a record produced in a traced request c
   await within(
     consumer.run({
       eachMessage: async () => {
-        await new Promise((resolve) => setTimeout(resolve, 1));
+        await new Promise((resolve) => setImmediate(resolve)); // an async hop: the context crosses it
         received({ baggage: activeBaggage(), deadline: currentObsContext()?.timeoutBudget?.deadlineEpochMs });
       },
     }),

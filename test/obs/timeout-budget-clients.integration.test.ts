@@ -110,7 +110,7 @@ function hop(client: string, next: () => string, spendMs: number) {
   return (app: FastifyInstance) => {
     app.get('/', async () => {
       const budget = currentTimeoutBudget();
-      await sleep(spendMs);
+      await sleep(spendMs); // the hop's work: real time spent from the budget, the point of the chain
       return { budget: budget ?? null, next: await CLIENTS[client]!(next()) };
     });
   };
