@@ -10,12 +10,6 @@ import type { Endpoint } from './endpoints.ts';
 import type { StopReason } from './lifecycle.ts';
 import { type DerivedSpec, describeMatch } from './scenario-spec.ts';
 
-// Until test/k8s/crd-scenario-windows.test.ts and test/k8s/proxy-sidecar.integration.test.ts import
-// these from their homes (echo-scenario.ts, scenario-spec.ts, endpoints.ts): then this goes.
-export type { EchoScenario } from './echo-scenario.ts';
-export { resolvePort, selects } from './endpoints.ts';
-export { specProblems } from './scenario-spec.ts';
-
 export type ScenarioState =
   | { readonly kind: 'Invalid'; readonly message: string }
   | { readonly kind: 'TargetNotFound'; readonly message: string }

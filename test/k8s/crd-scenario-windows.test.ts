@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { echoScenarioSchema } from '../../scripts/gen-crd.ts';
-import { type EchoScenario, specProblems } from '../../src/operator/plan.ts';
+import type { EchoScenario } from '../../src/operator/echo-scenario.ts';
+import { specProblems } from '../../src/operator/scenario-spec.ts';
 import { compileEchoScenarioValidator } from './crd-schema.ts';
 
 /**

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/echo/config.ts';
-import { resolvePort, selects } from '../../src/operator/plan.ts';
+import { resolvePort, selects } from '../../src/operator/endpoints.ts';
 import { validateScenarios } from '../../src/scenario/index.ts';
 import { startEcho } from '../helpers/echo-server.ts';
 import { compileEchoScenarioValidator, readYamlDocuments } from './crd-schema.ts';
