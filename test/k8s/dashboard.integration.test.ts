@@ -15,6 +15,7 @@ import { Registry } from 'prom-client';
 import { createOperatorMetrics } from '../../src/operator/metrics.ts';
 import { createOperatorServer } from '../../src/operator/server.ts';
 import { startEcho } from '../helpers/echo-server.ts';
+import { until as waitUntil } from '../helpers/runtime.ts';
 import { spec, startFixture } from '../operator/fixture.ts';
 
 const DASHBOARD = join(
@@ -322,18 +323,13 @@ describe('dashboard echo-chaos.json', () => {
       assert.equal(body.status, 'success', `${expr}: ${JSON.stringify(body)}`);
       return body.data.result;
     };
-    const deadline = Date.now() + 60_000;
-    const until = async (what: string, check: () => Promise<boolean>) => {
-      for (;;) {
-        try {
-          if (await check()) return;
-        } catch {
-          // Prometheus not listening yet.
-        }
-        if (Date.now() > deadline) assert.fail(`not within 60 s: ${what}\n${log}`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    };
+    const until = (what: string, check: () => Promise<boolean>) =>
+      waitUntil(
+        what,
+        () => check().catch(() => false), // Prometheus not listening yet
+        60_000,
+        250,
+      ).catch((error: Error) => assert.fail(`${error.message}\n${log}`));
     await until('both targets up', async () => (await query('sum(up)'))[0]?.value[1] === '2');
     // Traffic between scrapes, so the rates are not empty: a plain answer, the pushed scenario's 503,
     // a header fault, and a delayed request still in progress at a scrape (active faults).

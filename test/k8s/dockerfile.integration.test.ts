@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { startEcho } from '../helpers/echo-server.ts';
 import { startKubeApi } from '../helpers/kube-api.ts';
-import { exitOf, freePort } from '../helpers/runtime.ts';
+import { exitOf, freePort, until } from '../helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -334,13 +334,12 @@ registerHooks({
           reject(new Error(`exited with ${code}\n${out}`));
         });
       });
-      const deadline = Date.now() + 10_000;
-      let ready = 0;
-      while (ready !== 200 && Date.now() < deadline) {
-        ready = (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
-        if (ready !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      assert.equal(ready, 200, 'ready once every informer has listed');
+      await until(
+        'ready once every informer has listed',
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200,
+        10_000,
+        50,
+      );
       for (const resource of ['echoscenarios', 'pods', 'services', 'endpointslices']) {
         assert.ok((api.requests.get(`WATCH ${resource}`) ?? 0) > 0, `watches ${resource}`);
       }
