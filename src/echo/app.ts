@@ -31,7 +31,7 @@ import { registerRateLimit, registerRequestHooks } from './request-hooks.ts';
 import { registerRequestState } from './request-state.ts';
 import { EVENT_LOOP_RESOLUTION_MS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
-import { refuse, transportOptions, wireServer } from './server.ts';
+import { http2SessionsOf, refuse, transportOptions, wireServer } from './server.ts';
 import type { EchoState } from './state.ts';
 import { VERSION } from './version.ts';
 
@@ -120,6 +120,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     registry,
     version: VERSION,
     serviceName: 'echo-chaos',
+    // The h2c sessions of the one-port server live behind its HTTP/1.1 one: the drain's GOAWAY.
+    http2Sessions: () => http2SessionsOf(app.server),
   });
   const eventLoopDelay = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
   eventLoopDelay.enable();
@@ -134,7 +136,6 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     ...(options.metricsText === undefined ? {} : { metricsText: options.metricsText }),
     startedAt: new Date(),
     requestCount: 0,
-    inFlight: 0,
     openStreams: { ws: 0, sse: 0 },
     eventLoopDelay,
     drain: new AbortController(),
@@ -173,6 +174,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     );
     app.addHook('onClose', () => shared.close());
   }
+  // obs's drain (main.ts) begins: /ready turns 503, SSE streams and WebSockets are closed.
+  app.obs.drainState.onChange((phase) => {
+    if (phase !== 'idle') state.drain.abort();
+  });
   // Closing drains: waiting requests are answered at once instead of holding close() for their delay.
   app.addHook('preClose', (done) => {
     state.drain.abort();

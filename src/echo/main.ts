@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-import type { Server } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createErrorUpgradeSpanProcessor,
   createObsSampler,
@@ -18,19 +16,9 @@ import { type EchoConfig, loadConfig } from './config.ts';
 import { type EchoConfigError, isEchoError } from './errors.ts';
 import { startIdleReclaim } from './memory-reclaim.ts';
 import { ECHO_OBS_DEFAULTS } from './metrics.ts';
-import { http2SessionsOf } from './server.ts';
-import { type ConnectionDrain, trackConnections } from './shutdown.ts';
 import { VERSION } from './version.ts';
 
-/**
- * Once the listener has closed, how long an HTTP/1.1 connection with no request in progress must
- * stay quiet before it is closed (a busy one gets `Connection: close` on its next response instead).
- */
-const DRAIN_IDLE_MS = 1_000;
 const mb = (bytes: number): number => Math.round(bytes / 1024 / 102.4) / 10;
-
-/** After the drain timeout, how long answered-at-once requests get before every connection is cut. */
-const FINAL_GRACE_MS = 1_000;
 
 /**
  * The echo-chaos entry point: configuration from the environment, then the OpenTelemetry SDK when
@@ -55,7 +43,6 @@ async function main(): Promise<void> {
   if (unsupported !== undefined) process.stderr.write(`${unsupported}\n`);
   let app: FastifyInstance;
   let config: EchoConfig;
-  let connections: ConnectionDrain;
   try {
     config = loadConfig(process.env);
     const obs = loadObsConfig({ env: process.env, defaults: ECHO_OBS_DEFAULTS });
@@ -90,8 +77,6 @@ async function main(): Promise<void> {
         ? 'OpenTelemetry SDK off (no OTEL_* variable asks for it)'
         : 'OpenTelemetry SDK started',
     );
-    const server = app.server as unknown as Server;
-    connections = trackConnections(server, () => http2SessionsOf(server), { idleMs: DRAIN_IDLE_MS });
     await app.listen({ port: config.port, host: config.host });
     if (config.upstream !== undefined) {
       app.log.info(
@@ -139,35 +124,23 @@ async function main(): Promise<void> {
       { signal, drain_delay_ms: delayMs, drain_timeout_ms: config.drainTimeoutMs },
       'draining: /ready answers 503',
     );
+    // obs's drain (docs/adr/0041-one-drain.md), with the service's delay and timeout:
     // 1. /ready answers 503 at once and until the end; SSE streams and WebSockets are closed (1001).
-    app.echo.drain.abort();
     // 2. The drain delay: the port stays open and every connection is served as usual, so probes
     //    see the 503 and clients routed here before the endpoint controller noticed are answered.
-    if (delayMs > 0) await sleep(delayMs);
     // 3. The port closes; responses from now on carry `Connection: close`, idle connections are
     //    closed, HTTP/2 sessions get a GOAWAY. In-flight requests (delays included) run their
     //    course, for at most ECHO_DRAIN_TIMEOUT.
-    await connections.closeListener();
-    app.log.info({ open_connections: connections.open }, 'drain: the port has closed');
-    const closed = connections.allClosed();
-    // Every connection closed means no request is in flight either; obs counts the requests.
-    const [result, allClosed] = await Promise.all([
-      app.obs.drain({ timeoutMs: config.drainTimeoutMs }),
-      Promise.race([closed.then(() => true), sleep(config.drainTimeoutMs, false, { ref: false })]),
-    ]);
-    if (!allClosed) {
-      // 4. Out of time: waiting requests are answered now; whatever is still open is cut shortly.
-      app.log.warn(
-        { in_flight: result.dropped, open_connections: connections.open },
-        'drain timeout: answering waiting requests now',
-      );
-      app.echo.drainDeadline.abort();
-      setTimeout(() => connections.destroyAll(), FINAL_GRACE_MS).unref();
+    const result = await app.obs.drain({ timeoutMs: config.drainTimeoutMs, delayMs, closeListener: true });
+    if (!result.completed) {
+      // 4. Out of time: closing answers waiting requests now (app.ts), and obs cuts whatever is
+      //    still open a moment later.
+      app.log.warn({ in_flight: result.dropped }, 'drain timeout: answering waiting requests now');
     }
     // 5. Close what is left, flush telemetry, exit.
     try {
       await app.close();
-      app.log.info({ drain_ms: Date.now() - startedMs, completed: allClosed }, 'drained');
+      app.log.info({ drain_ms: Date.now() - startedMs, completed: result.completed }, 'drained');
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'close failed');

@@ -17,13 +17,9 @@ import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 export function registerRequestHooks(app: FastifyInstance, state: EchoState, config: EchoConfig): void {
   app.addHook('onRequest', (request, reply, done) => {
     state.requestCount++;
-    state.inFlight++;
-    // One listener a request for everything that waits for its end. `on`, not `once`: a response
-    // emits 'close' once (node guards it), and `once` allocates a wrapper per request.
-    reply.raw.on('close', () => {
-      state.inFlight--;
-      recordOnClose(request, reply, state.metrics);
-    });
+    // One listener a request for the echo's completion (obs counts the requests in flight). `on`,
+    // not `once`: a response emits 'close' once (node guards it), and `once` allocates a wrapper.
+    reply.raw.on('close', () => recordOnClose(request, reply, state.metrics));
     reply.header('x-request-id', request.id);
     done();
   });

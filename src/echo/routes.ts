@@ -173,7 +173,7 @@ export async function registerServiceRoutes(
       uptime_seconds: Math.round(uptimeSeconds * 1000) / 1000,
       metrics: {
         requests: state.requestCount,
-        in_flight: state.inFlight,
+        in_flight: app.obs.drainState.inFlight,
         open_websockets: state.openStreams.ws,
         open_sse_streams: state.openStreams.sse,
         history_size: history.size,

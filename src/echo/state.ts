@@ -19,7 +19,6 @@ export interface EchoState {
   readonly metricsText?: () => Promise<string>;
   readonly startedAt: Date;
   requestCount: number;
-  inFlight: number;
   /** Open streaming connections, by kind (filled by the WebSocket and SSE endpoints). */
   readonly openStreams: { ws: number; sse: number };
   readonly eventLoopDelay: ReturnType<typeof monitorEventLoopDelay>;

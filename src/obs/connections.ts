@@ -1,27 +1,36 @@
+/**
+ * The connection side of obs's drain (docs/adr/0014-drain-delay.md, docs/adr/0041-one-drain.md).
+ * Until the listener closes nothing changes: connections are served as usual (keep-alive included,
+ * so clients do not reconnect while the listener is about to close). Then, in this order:
+ * 1. the listener stops accepting, without touching any connection (`http.Server#close` would also
+ *    close the "idle" keep-alive connections, among them those whose next request is still in the
+ *    kernel's buffer: the client gets EOF instead of an answer);
+ * 2. every HTTP/1.1 response not yet started says `Connection: close` and its socket closes after it;
+ * 3. HTTP/2 sessions get a GOAWAY (`Http2Session#close`): open streams finish, no new ones start;
+ * 4. an HTTP/1.1 connection with no request in progress is closed only once it has been quiet for
+ *    `idleMs` and nothing more has arrived on it, checked after the event loop has read what is
+ *    pending; a busy client is told by its next response instead.
+ *
+ * Only public APIs: a response is told to end its connection with the `Connection: close` header
+ * (`setHeader`; node then closes the connection after it), and told otherwise with `keep-alive`.
+ */
 import { closeSync, openSync, readSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2Session } from 'node:http2';
 import net, { type Socket } from 'node:net';
 
-// The connection side of the shutdown drain (docs/adr/0014-drain-delay.md). Until the drain proper
-// begins nothing changes: connections are served as usual (keep-alive included, so clients do not
-// reconnect while the listener is about to close). Then, in this order:
-// 1. the listener stops accepting, without touching any connection (`http.Server#close` would also
-//    close the "idle" keep-alive connections, among them those whose next request is still in the
-//    kernel's buffer: the client gets EOF instead of an answer);
-// 2. every HTTP/1.1 response not yet started says `Connection: close` and its socket closes after it;
-// 3. HTTP/2 sessions get a GOAWAY (`Http2Session#close`): open streams finish, no new ones start;
-// 4. an HTTP/1.1 connection with no request in progress is closed only once it has been quiet for
-//    `idleMs` and nothing more has arrived on it, checked after the event loop has read what is
-//    pending; a busy client is told by its next response instead.
-
-/** What `main.ts` needs for the connections of the server fastify listens on. */
+/** The connections of the server an app listens on, as obs's drain closes them. */
 export interface ConnectionDrain {
   /**
    * Stops accepting connections and starts closing the open ones as they turn idle.
    * @returns a promise that settles once the listener has closed (connections may still be open).
    */
   closeListener(): Promise<void>;
+  /**
+   * From now on every HTTP/1.1 response ends its connection (with pipelining, the response of the
+   * latest request received on it); {@link closeListener} does this too.
+   */
+  endKeepAlive(): void;
   /** A promise that settles once the listener has closed and every connection with it. */
   allClosed(): Promise<void>;
   /** Destroys every connection still open (after the drain timeout and its final grace). */
@@ -46,7 +55,7 @@ interface Connection {
    */
   latest: ServerResponse | undefined;
   /**
-   * The response the drain told to end the connection (`shouldKeepAlive` false, it was true), so
+   * The response the drain told to end the connection (`Connection: close`, set by the drain), so
    * that a request pipelined behind it can take that over: the earlier response then keeps the
    * connection open for the later one, which would otherwise never be answered.
    */
@@ -108,21 +117,38 @@ export function acceptQueueLength(port: number): number {
   return waiting;
 }
 
+/** What {@link trackConnections} takes. */
+export interface TrackConnectionsOptions {
+  /** How long an HTTP/1.1 connection with no request in progress must stay quiet before it is closed. */
+  readonly idleMs: number;
+  /**
+   * HTTP/2 sessions open now that the server does not announce with its own `session` event (an
+   * h2c server behind an HTTP/1.1 one); they get the GOAWAY too.
+   */
+  readonly http2Sessions?: (() => Iterable<Http2Session>) | undefined;
+}
+
 /**
- * Tracks the connections of `server` (cleartext `http.Server` or TLS `Http2SecureServer`) from now
- * on; call before `listen`. `sessions` gives the open HTTP/2 sessions when the drain begins.
+ * Tracks the connections of `server` (`http.Server`, `https.Server`, or an HTTP/2 server, with or
+ * without `allowHTTP1`) from now on; call before `listen`.
  */
-export function trackConnections(
-  server: net.Server,
-  sessions: () => readonly Http2Session[],
-  options: { readonly idleMs: number },
-): ConnectionDrain {
+export function trackConnections(server: net.Server, options: TrackConnectionsOptions): ConnectionDrain {
   // Keyed by the socket HTTP/1.1 requests arrive on: the TCP socket, or with TLS the TLS socket.
   const connections = new Map<Socket, Connection>();
   // Every accepted TCP socket, for destroyAll (a TLS handshake that never ends included).
   const sockets = new Set<Socket>();
   // Responses of requests on a socket that is not in `connections` (none is expected: a safety net).
   const pending = new Set<ServerResponse>();
+  // Sessions the server announces itself (an HTTP/2 server's `session` event).
+  const ownSessions = new Set<Http2Session>();
+  server.on('session', (session: Http2Session) => {
+    ownSessions.add(session);
+    session.once('close', () => ownSessions.delete(session));
+  });
+  const sessions = (): Http2Session[] => [...ownSessions, ...(options.http2Sessions?.() ?? [])];
+  const goAway = () => {
+    for (const session of sessions()) if (!session.closed && !session.destroyed) session.close();
+  };
   let draining = false;
   let everyClosed = false;
   const tls = typeof (server as { addContext?: unknown }).addContext === 'function';
@@ -162,18 +188,23 @@ export function trackConnections(
   // pipelined behind that one has arrived since.
   const closeWith = (connection: Connection, response: ServerResponse) => {
     const before = connection.closing;
-    if (before !== undefined && before !== response && !before.headersSent) before.shouldKeepAlive = true;
+    // Back to what node would have said (it kept the connection alive before the drain told it).
+    if (before !== undefined && before !== response && !before.headersSent)
+      before.setHeader('connection', 'keep-alive');
     connection.closing = undefined;
-    if (response.headersSent || !response.shouldKeepAlive) return;
-    response.shouldKeepAlive = false;
+    if (response.headersSent || response.hasHeader('connection')) return;
+    response.setHeader('connection', 'close');
     connection.closing = response;
+  };
+  const closeAfter = (response: ServerResponse) => {
+    if (!response.headersSent && !response.hasHeader('connection')) response.setHeader('connection', 'close');
   };
   // Prepended, so it runs before fastify's handler can answer (and finish) the request.
   server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
     if (request.httpVersionMajor !== 1) return;
     const connection = connections.get(request.socket);
     if (connection === undefined) {
-      if (draining) response.shouldKeepAlive = false;
+      if (draining) closeAfter(response);
       pending.add(response);
       response.on('close', () => pending.delete(response));
       return;
@@ -188,7 +219,7 @@ export function trackConnections(
 
   const sweep = () => {
     // A connection accepted just before the port closed may have turned HTTP/2 since.
-    for (const session of sessions()) if (!session.closed && !session.destroyed) session.close();
+    goAway();
     const now = Date.now();
     for (const [socket, connection] of connections) {
       if (connection.busy > 0 || now - connection.idleSince < options.idleMs) continue;
@@ -200,21 +231,27 @@ export function trackConnections(
     }
   };
 
+  const endKeepAlive = () => {
+    if (draining) return;
+    draining = true;
+    for (const response of pending) closeAfter(response);
+    for (const connection of connections.values()) {
+      if (connection.latest !== undefined) closeWith(connection, connection.latest);
+    }
+  };
+
   return {
+    endKeepAlive,
     get open() {
       return sockets.size;
     },
     closeListener() {
       return new Promise<void>((resolve) => {
         const close = () => {
-          draining = true;
-          for (const response of pending) if (!response.headersSent) response.shouldKeepAlive = false;
-          for (const connection of connections.values()) {
-            if (connection.latest !== undefined) closeWith(connection, connection.latest);
-          }
+          endKeepAlive();
           // net.Server's close, not http.Server's: that one closes "idle" connections at once.
           if (server.listening) net.Server.prototype.close.call(server, () => (everyClosed = true));
-          for (const session of sessions()) if (!session.closed && !session.destroyed) session.close();
+          goAway();
           // Checked after the poll phase (setImmediate), so bytes already sent by a client count.
           const timer = setInterval(() => setImmediate(sweep), SWEEP_MS);
           timer.unref();

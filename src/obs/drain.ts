@@ -2,8 +2,10 @@
  * Graceful drain and telemetry flush (`obs.shutdown`). The drain state moves
  * `idle → draining → drained`: {@link DrainState.begin} (the plugin's `preClose`, or
  * {@link DrainState.drain}) starts draining, and the drain ends when the last in-flight request
- * finishes or the drain timeout hits, whichever comes first; the requests still in flight then
- * are counted as dropped. Readiness fails from the moment draining begins, so a load balancer stops
+ * finishes (and, when {@link DrainState.drain} closed the listener, the last connection has closed)
+ * or the drain timeout hits, whichever comes first; the requests still in flight then are counted
+ * as dropped. The plugin hands the state the connections of the server the app listens on
+ * (connections.ts): the one place that closes the listener and ends keep-alive connections. Readiness fails from the moment draining begins, so a load balancer stops
  * sending traffic while the requests it already sent finish. Flush hooks push buffered telemetry
  * out (an OpenTelemetry SDK's `forceFlush`, a log transport), all at once and bounded by the flush
  * timeout.
@@ -16,8 +18,10 @@
  * ```
  */
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { JsonValue } from './config-hash.ts';
+import type { ConnectionDrain } from './connections.ts';
 import { ObsError } from './errors.ts';
 
 /** Where the process is in its shutdown: serving normally, draining, or drained. */
@@ -39,8 +43,25 @@ export const DRAIN_METRICS = {
 
 /** What {@link DrainState.drain} takes. */
 export interface DrainOptions {
-  /** Longest wait for in-flight requests, in milliseconds. Default: the state's drain timeout. */
+  /**
+   * Longest wait for in-flight requests (and open connections), in milliseconds, counted from the
+   * end of the delay. Default: the state's drain timeout.
+   */
   readonly timeoutMs?: number;
+  /**
+   * How long to go on serving as usual, readiness already failing, before connections are told to
+   * end (and with `closeListener` the listener closes), in milliseconds: the time a load balancer
+   * takes to see the failed probe and stop sending (a Kubernetes endpoint update). Default 0.
+   */
+  readonly delayMs?: number;
+  /**
+   * Once the delay is over, also close the listener of the server the app listens on and wait for
+   * its connections to close: no new connection is accepted (those already in the kernel's accept
+   * queue are), idle HTTP/1.1 connections are closed once quiet for a second, HTTP/2 sessions get a
+   * GOAWAY. Default false: the listener stays open (probes get the 503) until `app.close()`. Either
+   * way, HTTP/1.1 responses from then on end their connections.
+   */
+  readonly closeListener?: boolean;
 }
 
 /** How a drain ended. */
@@ -109,6 +130,12 @@ export class DrainState {
   #inFlight = 0;
   #result: DrainResult | undefined;
   #lastFlush: FlushReport | undefined;
+  /** Whether the drain can end: the delay is over (or there was none). */
+  #armed = false;
+  /** False while closed connections are awaited (from the listener's close to the last connection's). */
+  #connectionsClosed = true;
+  #connections: ConnectionDrain | undefined;
+  #running: Promise<DrainResult> | undefined;
   readonly #waiters = new Set<{ resolve: (result: DrainResult) => void; timer: NodeJS.Timeout }>();
   readonly #listeners = new Set<DrainListener>();
   readonly #hooks = new Map<string, FlushHook>();
@@ -156,15 +183,29 @@ export class DrainState {
   /** Counts a request out; the drain ends when the last one leaves. */
   requestFinished(): void {
     if (this.#inFlight > 0) this.#inFlight--;
-    if (this.#inFlight === 0 && this.#phase === 'draining') this.#end(true);
+    this.#check();
   }
 
-  /** Starts draining (a no-op unless idle); with nothing in flight, the drain ends at once. */
+  /**
+   * Hands the state the connections of the server the app listens on: {@link drain} ends their
+   * keep-alive (or closes the listener and waits for them), and so does {@link begin}. The plugin
+   * calls it.
+   */
+  useConnections(connections: ConnectionDrain): void {
+    this.#connections = connections;
+  }
+
+  /**
+   * Starts draining now, with no delay (a no-op once the drain can end): HTTP/1.1 responses from now
+   * on end their connections, and with nothing in flight the drain ends at once. The host closes the
+   * listener (fastify's close, which calls it from `preClose`).
+   */
   begin(): void {
-    if (this.#phase !== 'idle') return;
-    this.#startedAt = performance.now();
-    this.#move('draining');
-    if (this.#inFlight === 0) this.#end(true);
+    this.#start();
+    if (this.#armed) return;
+    this.#armed = true;
+    this.#connections?.endKeepAlive();
+    this.#check();
   }
 
   /**
@@ -181,13 +222,38 @@ export class DrainState {
    * first. Every call ends: concurrent calls share the first end, later calls get the result at once.
    */
   drain(options: DrainOptions = {}): Promise<DrainResult> {
-    this.begin();
     if (this.#result !== undefined) return Promise.resolve(this.#result);
+    this.#running ??= this.#run(options);
+    return this.#running;
+  }
+
+  async #run(options: DrainOptions): Promise<DrainResult> {
+    this.#start();
+    const delayMs = timeoutOf(options.delayMs, 0);
+    // Serving as usual while load balancers notice the failed readiness (unless `begin` cut it short).
+    if (delayMs > 0 && !this.#armed) await sleep(delayMs);
+    if (this.#result !== undefined) return this.#result;
     const timeoutMs = timeoutOf(options.timeoutMs, this.drainTimeoutMs);
-    return new Promise((resolve) => {
+    const ended = new Promise<DrainResult>((resolve) => {
       const timer = setTimeout(() => this.#end(false), timeoutMs);
       this.#waiters.add({ resolve, timer });
     });
+    const connections = this.#connections;
+    if (!this.#armed && connections !== undefined) {
+      if (options.closeListener === true) {
+        this.#connectionsClosed = false;
+        await connections.closeListener();
+        void connections.allClosed().then(() => {
+          this.#connectionsClosed = true;
+          this.#check();
+        });
+      } else {
+        connections.endKeepAlive();
+      }
+    }
+    this.#armed = true;
+    this.#check();
+    return ended;
   }
 
   /**
@@ -253,6 +319,17 @@ export class DrainState {
     return () => {
       this.#listeners.delete(listener);
     };
+  }
+
+  #start(): void {
+    if (this.#phase !== 'idle') return;
+    this.#startedAt = performance.now();
+    this.#move('draining');
+  }
+
+  #check(): void {
+    if (this.#phase === 'draining' && this.#armed && this.#inFlight === 0 && this.#connectionsClosed)
+      this.#end(true);
   }
 
   #end(completed: boolean): void {

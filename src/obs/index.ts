@@ -34,6 +34,7 @@ export {
   PRESET_PROFILES,
   type PresetProfile,
 } from './config-schema.ts';
+export type { ConnectionDrain } from './connections.ts';
 export {
   type CgroupVersion,
   CONTAINER_MEMORY_METRICS,
@@ -183,7 +184,12 @@ export {
 export { nearestName } from './nearest-name.ts';
 export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 export { OBSUI_CSP, renderObsUi } from './obsui.ts';
-export { type ObsPluginOptions, type ObsRequestFeatureOptions, obsPlugin } from './plugin.ts';
+export {
+  type ObsDrainOptions,
+  type ObsPluginOptions,
+  type ObsRequestFeatureOptions,
+  obsPlugin,
+} from './plugin.ts';
 export {
   instrumentPyroscope,
   PROFILING_SPAN_ATTRIBUTES,

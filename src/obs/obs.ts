@@ -148,8 +148,10 @@ export interface Obs {
   // --- drain and flush, container memory, meter guards ---
   /**
    * Starts draining (readiness fails) and waits until no request is in flight or `timeoutMs`
-   * (default `obs.shutdown.drain-timeout`, 30s) passes. Every call ends; never rejects. With
-   * `obs.shutdown.enabled=false` it does not wait and the state does not move.
+   * (default `obs.shutdown.drain-timeout`, 30s) passes. `delayMs` serves as usual first;
+   * `closeListener` closes the listener and waits for the connections too (see {@link DrainOptions}).
+   * Every call ends; never rejects. With `obs.shutdown.enabled=false` it does not wait and the state
+   * does not move.
    */
   drain(options?: DrainOptions): Promise<DrainResult>;
   /**

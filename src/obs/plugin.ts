@@ -10,10 +10,12 @@
  * app.obs.mode.set('DRY_RUN');
  * ```
  */
+import type { Http2Session } from 'node:http2';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerActuator } from './actuator.ts';
 import { registerCache } from './cache.ts';
+import { trackConnections } from './connections.ts';
 import { contextKit, registerRequestContext } from './context-hook.ts';
 // --- request-level features: structured logs, exception fingerprints, trace guard, sampling ---
 import { registerDb } from './db.ts';
@@ -57,21 +59,32 @@ export interface ObsRequestFeatureOptions {
   readonly problemErrorHandler?: boolean;
 }
 
+/** Options of the plugin's drain (`obs.shutdown`). */
+export interface ObsDrainOptions {
+  /**
+   * HTTP/2 sessions open now that the app's server does not announce with its `session` event (an
+   * h2c server behind the HTTP/1.1 one a `serverFactory` returns); the drain sends them a GOAWAY
+   * too. The sessions of an HTTP/2 server fastify made are found without it.
+   */
+  readonly http2Sessions?: () => Iterable<Http2Session>;
+}
+
 /** Options of {@link obsPlugin}; see {@link CreateObsOptions}. The logger defaults to the app's. */
 export type ObsPluginOptions = Omit<CreateObsOptions, 'logger'> & {
   readonly logger?: ObsLogger;
-} & ObsRequestFeatureOptions;
+} & ObsRequestFeatureOptions &
+  ObsDrainOptions;
 
 /**
- * On an HTTP/1.1 connection's socket: the response of the latest request received on it, until
- * that response closes. Pipelined requests are answered in order, so while draining only this
- * one may say `Connection: close`: said on an earlier one, the connection would end before the
- * later requests it has already received are answered.
+ * Once the drain has closed the listener, how long an HTTP/1.1 connection with no request in
+ * progress must stay quiet before it is closed (a busy one is told by its next response instead).
  */
-const LATEST_RESPONSE = Symbol('obs.latestResponse');
-type ConnectionSocket = { [LATEST_RESPONSE]?: unknown };
-/** What the shared `close` listener sees of a response (`this`). */
-type ClosedResponse = { readonly req?: { readonly httpVersionMajor: number; readonly socket: unknown } };
+const DRAIN_IDLE_MS = 1_000;
+/**
+ * When the drain timed out, how long `app.close()` gives the requests still in flight (a host may
+ * answer them at once from its `preClose`) before it cuts every connection left.
+ */
+const CLOSE_GRACE_MS = 1_000;
 
 const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance, options) => {
   const obs = createObs({ ...options, logger: options.logger ?? app.log });
@@ -89,22 +102,13 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
   }
   // --- end ---
 
-  // One listener function for every response (`this`), not a closure per request.
-  const requestFinished = function (this: ClosedResponse) {
-    obs.requestFinished();
-    const request = this.req;
-    if (request?.httpVersionMajor !== 1) return;
-    const socket = request.socket as ConnectionSocket | null;
-    if (socket != null && socket[LATEST_RESPONSE] === this) socket[LATEST_RESPONSE] = undefined;
-  };
-  // Only the drain's Connection: close (below) reads the latest response of a connection.
+  // The one count of requests in flight. One listener function for every response, not a closure
+  // per request; 'close' fires once per response, whether it completed or the client went away
+  // (node guards it), so `on`: `once` would allocate a wrapper per request.
+  const requestFinished = () => obs.requestFinished();
   const shutdown = obs.config.shutdown.enabled;
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', (_request, reply, done) => {
     obs.requestStarted();
-    if (shutdown && request.raw.httpVersionMajor === 1)
-      (request.raw.socket as ConnectionSocket)[LATEST_RESPONSE] = reply.raw;
-    // 'close' fires once per response, whether it completed or the client went away (node guards
-    // it), so `on`: `once` would allocate a wrapper per request.
     reply.raw.on('close', requestFinished);
     done();
   });
@@ -146,24 +150,39 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
         );
       }
     });
-    // While draining, an HTTP/1.1 response ends its connection: a keep-alive connection would
-    // otherwise stay open after its last request and hold the server's close until it times out.
-    // With pipelining, the response of the latest request received on it does: the ones before go
-    // out first and keep the connection open for it.
-    app.addHook('onSend', (request, reply, payload, done) => {
-      if (obs.drainState.phase !== 'idle' && request.raw.httpVersionMajor === 1) {
-        const latest = (request.raw.socket as ConnectionSocket | null)?.[LATEST_RESPONSE];
-        if (latest === undefined || latest === reply.raw) reply.header('connection', 'close');
-      }
-      done(null, payload);
+    // The connections of the server the app listens on: the drain closes its listener, ends
+    // keep-alive and closes idle connections (connections.ts); fastify's close does the rest.
+    const connections = trackConnections(app.server, {
+      idleMs: DRAIN_IDLE_MS,
+      http2Sessions: options.http2Sessions,
+    });
+    obs.drainState.useConnections({
+      get open() {
+        return connections.open;
+      },
+      endKeepAlive: () => connections.endKeepAlive(),
+      allClosed: () => connections.allClosed(),
+      destroyAll: () => connections.destroyAll(),
+      async closeListener() {
+        await connections.closeListener();
+        obs.logger.info(
+          { obs: 'drain', open_connections: connections.open, in_flight: obs.drainState.inFlight },
+          'obs drain: the listener has closed',
+        );
+      },
+    });
+    // Closing begins the drain (readiness fails, keep-alive ends) unless `obs.drain()` did
+    // already; fastify then closes the listener and waits for the requests in flight, and the
+    // flush hooks push the last telemetry out. A drain that timed out left requests in flight:
+    // they get a moment (a host may answer them at once from its own preClose), then every
+    // connection left is cut, so that the close ends.
+    app.addHook('preClose', (done) => {
+      obs.drainState.begin();
+      if (obs.drainState.result?.completed === false)
+        setTimeout(() => connections.destroyAll(), CLOSE_GRACE_MS).unref();
+      done();
     });
   }
-  // Closing begins the drain (readiness fails) unless `obs.drain()` did already; fastify then waits
-  // for the requests in flight, and the flush hooks push the last telemetry out.
-  app.addHook('preClose', (done) => {
-    if (shutdown) obs.drainState.begin();
-    done();
-  });
   app.addHook('onClose', async () => {
     try {
       if (shutdown) {
