@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import { request } from 'undici';
 import { seededRandom } from '../../src/echo/random.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+import { within } from '../helpers/runtime.ts';
 
 interface Answer {
   status: number;
@@ -527,17 +528,35 @@ async function keepAliveExchange(port: number, head: string): Promise<{ response
   socket.on('data', (chunk: string) => {
     response += chunk;
   });
+  // Open or closed is told by a second request once the first answer is whole: a kept-alive
+  // connection answers it, a closed one ends first. Not by waiting for a close that does not come.
+  let firstEnd = -1;
   const closed = new Promise<boolean>((resolve) => {
+    socket.on('data', () => {
+      if (firstEnd === -1) {
+        firstEnd = wholeAnswerEnd(response);
+        if (firstEnd !== -1) socket.write('GET /second HTTP/1.1\r\nHost: a\r\n\r\n');
+      }
+      if (firstEnd !== -1 && /^HTTP\/1\.1 \d{3} /.test(response.slice(firstEnd))) resolve(false);
+    });
     socket.once('close', () => resolve(true));
     socket.once('error', () => resolve(true));
-    // A kept-alive connection stays open: it is ours to close after a while.
-    setTimeout(() => resolve(false), 2_000).unref();
   });
   socket.write(head);
-  const result = { response: '', closed: await closed };
+  const result = { response: '', closed: await within(closed, 'the connection closed, or a second answer') };
   socket.destroy();
-  result.response = response;
+  result.response = firstEnd === -1 ? response : response.slice(0, firstEnd);
   return result;
+}
+
+/** Where the first HTTP/1.1 answer in `text` ends (framed by its Content-Length), or -1 while it is not whole. */
+function wholeAnswerEnd(text: string): number {
+  const headEnd = text.indexOf('\r\n\r\n');
+  if (headEnd === -1) return -1;
+  const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text.slice(0, headEnd + 2))?.[1];
+  assert.ok(length !== undefined, `an answer framed by its Content-Length: ${text.slice(0, headEnd)}`);
+  const end = headEnd + 4 + Number(length);
+  return text.length >= end ? end : -1;
 }
 
 test('408 – an injected 408 announces Connection: close and closes the connection; other statuses keep it', async () => {
