@@ -5,6 +5,9 @@
 import { OTEL_PASSED_THROUGH, OTEL_VARIABLES } from '../telemetry/otel-config.ts';
 import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from './config.ts';
 
+/** The reference pages, on GitHub (the installed package holds no docs). */
+const DOCS = 'https://github.com/echo-chaos/echo-chaos/blob/main/docs';
+
 /** What the command line asks for: serve, print the help, print the version, or a usage error. */
 export type CommandLine =
   | { readonly kind: 'serve' }
@@ -48,8 +51,8 @@ export function helpText(version: string): string {
   lines.push(
     '',
     `The OpenTelemetry exporter also reads ${OTEL_PASSED_THROUGH}.`,
-    'OBS_* variables configure the observability library (@echo-chaos/obs); see its README.',
-    'Per-request X-Echo-* headers (delays, errors, chaos, sizes) are listed in the README.',
+    `OBS_* variables configure the observability library (@echo-chaos/obs): ${DOCS}/obs/index.md`,
+    `Per-request X-Echo-* headers (delays, errors, chaos, sizes): ${DOCS}/service/control-headers.md`,
   );
   return `${lines.join('\n')}\n`;
 }

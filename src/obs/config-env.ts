@@ -125,7 +125,7 @@ export function readObsVariables(
     const near = nearestName(upper, [...SETTABLE_VARIABLES, ...RESERVED_VARIABLES]);
     const hint =
       near === undefined
-        ? `no obs key has this variable; the @echo-chaos/obs README lists them`
+        ? `no obs key has this variable; docs/obs/index.md (the configuration) lists them`
         : `did you mean ${near}${ENV_VARIABLES.has(near) ? ` (${ENV_VARIABLES.get(near)?.path})` : ''}?`;
     problems.push({
       key: name,
