@@ -37,11 +37,13 @@ export async function until(
 }
 
 /**
- * Waits `ms` on the wall clock, for a test whose point is that nothing happens during it: no message
- * arrives, a file change is not picked up before its debounce, a closed monitor records nothing, a
- * timer does not fire early. Absence has no event to wait on, so a fixed wait is the only way to see
- * it; `what` names the quiet period being waited out (for the reader: the wait cannot fail). Every
- * other wait in the tests waits on its condition (`until`, `eventually`, `within`, an event).
+ * Waits `ms` on the wall clock, for a test whose point is what does not happen during it: no message
+ * arrives, a write within a debounce is not reported, a stopped timer does not fire, a server sends
+ * nothing while it holds a request, a client reads nothing for a while (and the server must cope), a
+ * bucket refills because nothing takes from it. Absence has no event to wait on, so a fixed wait is
+ * the only way to see it; `what` names the quiet period (for the reader: the wait itself cannot
+ * fail). Every other wait in the tests waits on its condition (`until`, `eventually`, `within`, an
+ * event), and a client's own pace (a prober's period, a slow client's pauses) says so where it is.
  */
 export async function quietFor(ms: number, what: string): Promise<void> {
   void what;
