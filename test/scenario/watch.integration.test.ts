@@ -213,10 +213,12 @@ test('watchScenarioFile – an onChange that throws is reported to onError', asy
 test('watchScenarioFile – close stops every callback, even one already scheduled', async (t) => {
   const file = join(tempDir(t), 'scenarios.yaml');
   writeFileSync(file, doc(200));
-  const { changes, errors, watcher } = watchRecorded(t, file, { debounceMs: 1000 });
+  const { changes, errors, watcher } = watchRecorded(t, file, { debounceMs: 200 });
   await watcher.ready;
-  // A watch of our own on the same directory: the file system event reaches both in one read of the
-  // loop's inotify descriptor, so once ours has it the watcher has scheduled its re-read.
+  // A watch of our own on the same directory, made after the watcher's: the file system event reaches
+  // both in one read of the loop's inotify descriptor, the watcher first (libuv calls the watches of
+  // a directory in the order they were made), so once ours has it the watcher has scheduled its
+  // re-read. The close follows with no timer phase in between: the debounce cannot have run out.
   const probe = watch(dirname(file));
   const arrived = new Promise<void>((resolve) => probe.once('change', () => resolve()));
   t.after(() => probe.close());
@@ -227,7 +229,7 @@ test('watchScenarioFile – close stops every callback, even one already schedul
   watcher.close();
   writeFileSync(file, doc(202));
   rmSync(file);
-  await quietFor(1300, 'past the 1000 ms debounce: the re-read scheduled before close must not run');
+  await quietFor(500, 'past the 200 ms debounce: the re-read scheduled before close must not run');
   assert.equal(changes.values.length, 0);
   assert.equal(errors.values.length, 0);
 });
