@@ -41,6 +41,8 @@ export function publishedObsManifest(workspace: PackageJson): PackageJson {
     ...rest,
     exports: {
       '.': { types: './index.d.ts', default: './index.js' },
+      // What the other echo-chaos packages share with obs, outside semver (ADR 0043).
+      './internal': { types: './internal.d.ts', default: './internal.js' },
       './package.json': './package.json',
     },
     main: './index.js',
@@ -97,7 +99,10 @@ function bundleOperator(): void {
     target: 'node24',
     minify: true,
     // The obs that was just built, not its TypeScript sources (the workspace's export).
-    alias: { '@echo-chaos/obs': join(OBS_OUT, 'index.js') },
+    alias: {
+      '@echo-chaos/obs': join(OBS_OUT, 'index.js'),
+      '@echo-chaos/obs/internal': join(OBS_OUT, 'internal.js'),
+    },
     external: OPERATOR_BUNDLE_EXTERNAL,
     // CommonJS packages inside an ES module bundle call `require` for node's own modules.
     banner: {

@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DURATION_PATTERN } from '@echo-chaos/obs';
+import { DURATION_PATTERN } from '@echo-chaos/obs/internal';
 import { dump } from 'js-yaml';
 import { MAX_FIXED_PODS, TARGET_MODES } from '../src/operator/blast-radius.ts';
 import { MAX_STATUS_ENDPOINTS } from '../src/operator/endpoint-status.ts';

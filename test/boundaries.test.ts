@@ -6,9 +6,11 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The layering of STYLE.md: `obs/` (the published `@echo-chaos/obs`) imports nothing else of ours;
- * `scenario/` imports nothing else of ours but obs's public package, for the one duration grammar
- * (ADR 0006); `echo/` and `operator/` may use both, but the service never reaches into the operator.
+ * The layering (docs/development.md, ADR 0043): `obs/` (the published `@echo-chaos/obs`) is the
+ * bottom layer and imports nothing else of ours; `scenario/` imports nothing else of ours but obs,
+ * by its package name (the error base from its public entry, the one duration grammar from
+ * `@echo-chaos/obs/internal`); `echo/` and `operator/` may use both, but the service never reaches
+ * into the operator. Only our own packages use obs's internal entry, never an example.
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -114,7 +116,7 @@ test('boundaries – an import is leaving its folder when it climbs out or names
 
 const LEAVES: readonly { area: string; allowed: readonly string[] }[] = [
   { area: 'obs', allowed: [] },
-  { area: 'scenario', allowed: [OBS_PACKAGE] },
+  { area: 'scenario', allowed: [OBS_PACKAGE, `${OBS_PACKAGE}/internal`] },
 ];
 for (const { area, allowed } of LEAVES) {
   const but = allowed.length > 0 ? ` but ${allowed.join(', ')}` : '';
@@ -147,6 +149,17 @@ test('boundaries – src/echo does not import src/operator', () => {
   const files = sourceFiles(join(SRC, 'echo'));
   assert.ok(files.length > 0);
   assert.deepEqual(relativeImportsInto(files, join(SRC, 'operator')), []);
+});
+
+test('boundaries – the examples use obs as an application does: its public entry only', () => {
+  const files = sourceFiles(join(ROOT, 'examples'));
+  assert.ok(files.length > 0);
+  const internal = files.flatMap((file) =>
+    importsOf(readFileSync(file, 'utf8'))
+      .filter((specifier) => specifier.startsWith(`${OBS_PACKAGE}/`))
+      .map((specifier) => `${relative(ROOT, file)}: ${specifier}`),
+  );
+  assert.deepEqual(internal, []);
 });
 
 test('boundaries – the service and the operator reach obs through its package name only', () => {

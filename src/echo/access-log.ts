@@ -11,7 +11,7 @@
  * from `redact`, a stream that wants metadata, custom levels) gets no fast path: such lines go
  * through `request.log` as before. `test/echo/access-log.test.ts` holds the two to the same bytes.
  */
-import { maskLogLine, mayHoldSecret } from '@echo-chaos/obs';
+import { maskLogLine, mayHoldSecret } from '@echo-chaos/obs/internal';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino';
 

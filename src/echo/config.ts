@@ -1,4 +1,4 @@
-import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
+import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs/internal';
 import { DELAY_SPEC_FORM, type DelaySpec, drawDelayMs, parseDelaySpec } from '../scenario/duration.ts';
 import { FAULT_FIELDS, type FaultField, type FaultSpec, readFault } from '../scenario/faults.ts';
 import { parseUpstreamUrl, UPSTREAM_FORM } from '../scenario/upstream.ts';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { nearestName } from '@echo-chaos/obs';
+import { nearestName } from '@echo-chaos/obs/internal';
 import {
   type Compression,
   type ErrorFault,

@@ -7,7 +7,8 @@
  * `password: ...` lines, emails and card numbers. `POST /replay` sends this view too unless
  * `ECHO_REPLAY_CREDENTIALS=original` (see {@link replayableEntry}).
  */
-import { isSecretName, MASK, maskText, mayHoldSecret } from '@echo-chaos/obs';
+import { maskText } from '@echo-chaos/obs';
+import { isSecretName, MASK, mayHoldSecret } from '@echo-chaos/obs/internal';
 import type { HistoryEntry } from './history.ts';
 
 /** Request headers that carry credentials, in lower case. */

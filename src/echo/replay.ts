@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
-import { createBudgetInterceptor, DEADLINE_HEADER, isObsError } from '@echo-chaos/obs';
+import { createBudgetInterceptor, isObsError } from '@echo-chaos/obs';
+import { DEADLINE_HEADER } from '@echo-chaos/obs/internal';
 import type { Dispatcher } from 'undici';
 import { HEADER_VALUE_PATTERN } from '../scenario/index.ts';
 import { EchoError, isEchoError } from './errors.ts';

@@ -5,7 +5,7 @@
  * experiment is aborted (the operator removes it from its pods, reason `Aborted`, until the spec
  * changes). A failed query breaks the streak: only a condition seen to hold aborts.
  */
-import { parseDurationMs } from '@echo-chaos/obs';
+import { parseDurationMs } from '@echo-chaos/obs/internal';
 import type { EchoScenario } from './echo-scenario.ts';
 import { OperatorError } from './errors.ts';
 import type { AbortWhen, Comparison } from './lifecycle.ts';

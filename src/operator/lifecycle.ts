@@ -8,7 +8,7 @@
  * is active (not suspended, valid); any spec change (a new generation, `suspend` toggled included)
  * starts a new run with a fresh clock. An `Aborted` condition holds until the spec changes.
  */
-import { parseDurationMs } from '@echo-chaos/obs';
+import { parseDurationMs } from '@echo-chaos/obs/internal';
 
 /** What the lifecycle reads of an EchoScenario (plan.ts's type, without importing it: no cycle). */
 interface EchoScenario {

@@ -5,7 +5,7 @@
  * log-normal distribution `lognormal:<median>,<sigma>`, so `500ms` means the same thing in a
  * header, a YAML file, an `EchoScenario` and the `obs.*` configuration.
  */
-import { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from '@echo-chaos/obs';
+import { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from '@echo-chaos/obs/internal';
 import {
   drawWeighted,
   MAX_WEIGHTED_ENTRIES,

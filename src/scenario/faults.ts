@@ -6,7 +6,7 @@
  * and not yet drawn value; the echo draws it per request. So `503:10` means the same thing in a
  * header, a variable, a YAML file and an `EchoScenario`, and nothing else parses it.
  */
-import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs';
+import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs/internal';
 import { type DelaySpec, drawDelayMs, readDelaySpec } from './duration.ts';
 import { parseWeightedList, type WeightedList } from './weighted.ts';
 

@@ -4,7 +4,7 @@
  * stops matching, and `GET /scenario/state` says so. See
  * docs/adr/0034-scenario-order-windows-sessions.md.
  */
-import { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from '@echo-chaos/obs';
+import { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from '@echo-chaos/obs/internal';
 
 /**
  * Longest `activeFor`: 366 days, the ceiling of an EchoScenario's `spec.duration` (the operator's

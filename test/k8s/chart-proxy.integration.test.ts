@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { DURATION_PATTERN } from '@echo-chaos/obs';
+import { DURATION_PATTERN } from '@echo-chaos/obs/internal';
 import { loadConfig } from '../../src/echo/config.ts';
 import { helm, helmSkip } from '../helpers/helm.ts';
 import { loadYamlDocuments } from './crd-schema.ts';

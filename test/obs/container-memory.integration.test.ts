@@ -4,11 +4,8 @@ import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import {
-  type ContainerMemoryReading,
-  type ObsConfigInput,
-  readContainerMemory,
-} from '../../src/obs/index.ts';
+import { readContainerMemory } from '../../src/obs/container-memory.ts';
+import type { ContainerMemoryReading, ObsConfigInput } from '../../src/obs/index.ts';
 import { startObsApp } from './helpers.ts';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/cgroup/', import.meta.url));

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { after, type TestContext, test } from 'node:test';
 import pg from 'pg';
 import { Registry } from 'prom-client';
-import { DbTally, MAX_SHAPE_LENGTH } from '../../src/obs/db.ts';
-import { createObs, DB_METRICS, instrumentPg, type ObsConfigInput, sqlShape } from '../../src/obs/index.ts';
+import { DB_METRICS, DbTally, MAX_SHAPE_LENGTH } from '../../src/obs/db.ts';
+import { createObs, instrumentPg, type ObsConfigInput, sqlShape } from '../../src/obs/index.ts';
 import { type Postgres, requirePostgres, startPostgres } from '../helpers/postgres.ts';
 import { capturingLogger, type RunningObsApp, startObsApp } from './helpers.ts';
 

@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import {
-  CardinalityFirewall,
-  createDiagnostics,
-  DrainState,
-  type RuntimeSnapshot,
-} from '../../src/obs/index.ts';
+import { createDiagnostics } from '../../src/obs/diagnostics.ts';
+import { CardinalityFirewall, DrainState, type RuntimeSnapshot } from '../../src/obs/index.ts';
 import { until } from '../helpers/runtime.ts';
 import { startObsApp } from './helpers.ts';
 

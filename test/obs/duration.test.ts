@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatDuration, parseDurationMs } from '../../src/obs/index.ts';
+import { formatDuration, parseDurationMs } from '../../src/obs/duration.ts';
 
 test('duration – reads ms, s, m, h, d, decimals and bare milliseconds', () => {
   assert.equal(parseDurationMs('100ms'), 100);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Enforcement, type EnforcementMode, isEnforcementMode, ObsError } from '../../src/obs/index.ts';
+import { isEnforcementMode } from '../../src/obs/enforcement.ts';
+import { Enforcement, type EnforcementMode, ObsError } from '../../src/obs/index.ts';
 
 test('enforcement – starts at the given mode, ENFORCING by default', () => {
   assert.equal(new Enforcement().get(), 'ENFORCING');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import { boundEventAttributes } from '../../src/obs/events.ts';
-import { CardinalityFirewall, createWideEvents } from '../../src/obs/index.ts';
+import { boundEventAttributes, createWideEvents } from '../../src/obs/events.ts';
+import { CardinalityFirewall } from '../../src/obs/index.ts';
 import { MASKS } from '../../src/obs/masking.ts';
 import { installOtelSdk, startTracedObsApp } from '../helpers/otel-sdk.ts';
 import { type RunningObsApp, startObsApp } from './helpers.ts';

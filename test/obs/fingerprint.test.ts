@@ -6,14 +6,9 @@ import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import { SERVER_ERROR_DETAIL } from '../../src/obs/exception-handler.ts';
-import {
-  fingerprint,
-  fingerprintFrames,
-  obsPlugin,
-  PROBLEM_CONTENT_TYPE,
-  problemErrorHandler,
-} from '../../src/obs/index.ts';
+import { PROBLEM_CONTENT_TYPE, SERVER_ERROR_DETAIL } from '../../src/obs/exception-handler.ts';
+import { fingerprintFrames } from '../../src/obs/fingerprint.ts';
+import { fingerprint, obsPlugin, problemErrorHandler } from '../../src/obs/index.ts';
 import { installOtelSdk, traceServer } from '../helpers/otel-sdk.ts';
 import { type RunningObsApp, startObsApp } from './helpers.ts';
 

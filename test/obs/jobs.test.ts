@@ -9,10 +9,10 @@ import {
   instrumentCron,
   isObsError,
   type JobScheduler,
-  MAX_JOBS,
   type Obs,
   type ObsConfigInput,
 } from '../../src/obs/index.ts';
+import { MAX_JOBS } from '../../src/obs/jobs.ts';
 import { contextFields } from '../../src/obs/logging.ts';
 import { quietFor, until } from '../helpers/runtime.ts';
 import { capturingLogger, startObsApp } from './helpers.ts';

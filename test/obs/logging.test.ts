@@ -6,7 +6,6 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import {
   loadObsConfig,
-  MASK,
   maskSecrets,
   maskText,
   obsFastifyOptions,
@@ -14,7 +13,7 @@ import {
   obsPlugin,
   REQUEST_ID_LOG_LABEL,
 } from '../../src/obs/index.ts';
-import { MASK_LIMITS, MASKS, maskLogLine } from '../../src/obs/masking.ts';
+import { MASK, MASK_LIMITS, MASKS, maskLogLine } from '../../src/obs/masking.ts';
 import { installOtelSdk, traceServer } from '../helpers/otel-sdk.ts';
 
 /** Secrets fed to the app; none of them may reach a log line. */

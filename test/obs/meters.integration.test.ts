@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import type { MeterProvider as ApiMeterProvider, Attributes } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { Counter, Gauge, Histogram, Registry, Summary } from 'prom-client';
+import { CARDINALITY_OVERFLOW_METRIC } from '../../src/obs/cardinality.ts';
 import {
-  CARDINALITY_OVERFLOW_METRIC,
   CardinalityFirewall,
   createObs,
   type EnforcementMode,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { test } from 'node:test';
 import { FEATURES } from '../../src/obs/features.ts';
-import { OBSUI_CSP } from '../../src/obs/index.ts';
+import { OBSUI_CSP } from '../../src/obs/obsui.ts';
 import { openChromium, screenshotPath } from '../helpers/chromium.ts';
 import { injectableObsApp, post, startObsApp } from './helpers.ts';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Pyroscope from '@pyroscope/nodejs';
+import { instrumentPyroscope } from '../../src/obs/index.ts';
 import {
-  instrumentPyroscope,
   PROFILING_SPAN_ATTRIBUTES as P,
   PYROSCOPE_PROFILE_TYPE,
   profileUrl,
-} from '../../src/obs/index.ts';
+} from '../../src/obs/profiling.ts';
 import { installOtelSdk, startTracedObsApp } from '../helpers/otel-sdk.ts';
 import { startObsApp } from './helpers.ts';
 

@@ -17,17 +17,19 @@ import {
 import CircuitBreaker from 'opossum';
 import { Registry } from 'prom-client';
 import {
-  CIRCUIT_TRANSITION_EVENT,
   createObs,
   currentObsContext,
   instrumentBreaker,
   instrumentPolicy,
   MAX_INSTRUMENTED_RESILIENCE,
-  MAX_RESILIENCE_NAME_LENGTH,
   type Obs,
   type ObsConfigInput,
-  RESILIENCE_METRICS,
 } from '../../src/obs/index.ts';
+import {
+  CIRCUIT_TRANSITION_EVENT,
+  MAX_RESILIENCE_NAME_LENGTH,
+  RESILIENCE_METRICS,
+} from '../../src/obs/resilience.ts';
 import { installOtelSdk } from '../helpers/otel-sdk.ts';
 import { until } from '../helpers/runtime.ts';
 import {

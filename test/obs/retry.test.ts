@@ -14,12 +14,15 @@ import {
   instrumentAxios,
   type ObsConfigInput,
   obsPlugin,
-  RETRY_DEPTH_BAGGAGE_KEY,
-  RETRY_METRICS,
   TimeoutBudgetExhaustedError,
 } from '../../src/obs/index.ts';
-import { registerRetry } from '../../src/obs/retry.ts';
-import { inboundRetryDepth, MAX_RETRY_DEPTH, parseRetryDepth } from '../../src/obs/retry-depth.ts';
+import { RETRY_METRICS, registerRetry } from '../../src/obs/retry.ts';
+import {
+  inboundRetryDepth,
+  MAX_RETRY_DEPTH,
+  parseRetryDepth,
+  RETRY_DEPTH_BAGGAGE_KEY,
+} from '../../src/obs/retry-depth.ts';
 import { capturingLogger, type RunningObsApp, startObsApp } from './helpers.ts';
 
 type TestContext = { after(fn: () => unknown): void };

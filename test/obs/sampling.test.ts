@@ -15,11 +15,9 @@ import {
   loadObsConfig,
   type ObsSpanProcessor,
   SAMPLING_DECISION,
-  UPGRADABLE_ATTRIBUTE,
-  UPGRADED_ATTRIBUTE,
   type UpgradableSpan,
 } from '../../src/obs/index.ts';
-import { traceIdSampled } from '../../src/obs/sampling.ts';
+import { traceIdSampled, UPGRADABLE_ATTRIBUTE, UPGRADED_ATTRIBUTE } from '../../src/obs/sampling.ts';
 import { traceIdOfTraceparent } from '../../src/obs/trace-guard.ts';
 import { randomSpanId, randomTraceId } from '../helpers/otel-sdk.ts';
 import { startObsApp } from './helpers.ts';
