@@ -13,7 +13,7 @@ import { registerCompletion } from './completion.ts';
 import { type EchoConfig, scenarioLimits } from './config.ts';
 import { createSlowCloseSender } from './connection-faults.ts';
 import { registerCors } from './cors.ts';
-import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
+import { clientErrorHandler, errorHandler, notFoundHandler, refuseSocket } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { History } from './history.ts';
 import { maskedEntry, maskedPath } from './history-secrets.ts';
@@ -31,8 +31,8 @@ import { registerRateLimit, registerRequestHooks } from './request-hooks.ts';
 import { registerRequestState } from './request-state.ts';
 import { EVENT_LOOP_RESOLUTION_MS } from './routes.ts';
 import { startScenarioFile } from './scenario-file.ts';
-import { http2SessionsOf, refuse, transportOptions, wireServer } from './server.ts';
 import type { EchoState } from './state.ts';
+import { createTransport } from './transport/index.ts';
 import { VERSION } from './version.ts';
 
 /** Things a test or an embedding program may supply instead of the defaults. */
@@ -83,6 +83,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       }),
       destination,
     );
+  // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).
+  const transport = await createTransport(config, logger);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // echo-chaos writes its own request lines (LOG_REQUESTS and friends).
@@ -102,12 +104,11 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     },
     forceCloseConnections: 'idle',
     routerOptions: { ignoreDuplicateSlashes: false },
-    // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).
-    ...(await transportOptions(config, logger)),
+    ...transport.fastifyOptions,
   });
   // The one per-request state of the echo (request-state.ts): first, so every context has its slot.
   registerRequestState(app);
-  wireServer(app, config);
+  transport.attach(app);
 
   const random = options.random ?? Math.random;
   // ECHO_SEED: one seeded sequence hands each echoed request a seed of its own (X-Echo-Seed).
@@ -121,7 +122,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     version: VERSION,
     serviceName: 'echo-chaos',
     // The h2c sessions of the one-port server live behind its HTTP/1.1 one: the drain's GOAWAY.
-    http2Sessions: () => http2SessionsOf(app.server),
+    http2Sessions: () => transport.http2Sessions(),
   });
   const eventLoopDelay = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
   eventLoopDelay.enable();
@@ -145,9 +146,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
     ...(config.rateLimitRps > 0
       ? { rateLimit: new TokenBucket(config.rateLimitRps, config.rateLimitBurst) }
       : {}),
-    upgradeHandlers: new Map(),
+    upgradeHandlers: transport.upgradeHandlers,
   };
   app.decorate('echo', state);
+  transport.meter(state.metrics);
   state.metrics.watchActiveFaults(() => state.faults.active);
   state.metrics.watchScenarios(() => state.scenarios.counts());
   if (destination !== undefined) state.metrics.watchLogLinesDropped(() => destination.dropped);
@@ -211,7 +213,10 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
 
   // The service's own routes (health, info, metrics, history, scenarios, the pages and streams), each
   // answering its own methods only: any other is a 405 naming them (own-routes.ts).
-  await registerOwnRoutes(app, state, { replayResolver: options.replayResolver });
+  await registerOwnRoutes(app, state, {
+    replayResolver: options.replayResolver,
+    openConnections: () => transport.openConnections,
+  });
 
   // Reverse proxy (`ECHO_UPSTREAM`, a scenario's `upstream`): one connection pool, closed with the app.
   const upstreams = new Upstreams(config.upstreamTimeoutMs, config.upstreamHostHeader);
@@ -235,7 +240,7 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
       const go = (waitMs: number) => {
         if (waitMs > 0) {
           const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
-          return refuse(socket, error);
+          return refuseSocket(socket, error);
         }
         tunnel(request, socket, head);
       };

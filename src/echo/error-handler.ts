@@ -163,3 +163,16 @@ export function rawErrorResponse(error: EchoError, extraHeaders = ''): string {
 export function writeRawError(socket: Duplex, error: EchoError): void {
   if (socket.writable) socket.write(rawErrorResponse(error));
 }
+
+/**
+ * `error` on a connection node has handed over (an upgrade, CONNECT), then the connection ends: the
+ * client has a second to read the answer and go before the socket is destroyed.
+ */
+export function refuseSocket(socket: Duplex, error: EchoError, extraHeaders = ''): void {
+  try {
+    if (socket.writable) socket.write(rawErrorResponse(error, extraHeaders));
+  } finally {
+    socket.end();
+    setTimeout(() => socket.destroy(), 1000).unref();
+  }
+}

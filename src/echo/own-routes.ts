@@ -6,14 +6,13 @@
 import type { FastifyInstance } from 'fastify';
 import { EchoError } from './errors.ts';
 import { registerStreamEndpoints } from './pages.ts';
-import type { ReplayResolver } from './replay-guard.ts';
-import { registerServiceRoutes } from './routes.ts';
+import { registerServiceRoutes, type ServiceRouteOptions } from './routes.ts';
 import type { EchoState } from './state.ts';
 
 export async function registerOwnRoutes(
   app: FastifyInstance,
   state: EchoState,
-  options: { readonly replayResolver?: ReplayResolver | undefined },
+  options: ServiceRouteOptions,
 ): Promise<void> {
   // The service's own routes answer their own methods only: any other is a 405 naming them, never
   // an echo (a `POST /control/faults` that echoed would look as if it had worked).

@@ -12,7 +12,7 @@ import {
   scenarioPatternTexts,
   withPatternVerdicts,
 } from '../scenario/index.ts';
-import { scenarioLimits } from './config.ts';
+import { type EchoConfig, scenarioLimits } from './config.ts';
 import { isSessionId, SESSION_FORM } from './controls.ts';
 import { EchoError, isEchoError } from './errors.ts';
 import { countMatching, filteredPage, isFiltered, localSource } from './history-filter.ts';
@@ -24,18 +24,24 @@ import {
 } from './history-query.ts';
 import { historyStream } from './history-stream.ts';
 import { readJsonBody, readTextBody } from './json-body.ts';
-import { limitsInfo } from './limits.ts';
 import { protocolOf } from './pipeline.ts';
 import { loadUndici, parseReplayRequest, parseTarget, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
 import { ifNoneMatchHits } from './scenario-etag.ts';
-import { connectionLimiter } from './server.ts';
 import type { FleetHistory } from './shared-history.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
 /** Sampling interval of the event-loop delay monitor behind `/health`. */
 export const EVENT_LOOP_RESOLUTION_MS = 20;
+
+/** What the service's routes take besides the state. */
+export interface ServiceRouteOptions {
+  /** How `POST /replay` resolves a target's name before checking it (replay-guard.ts). */
+  readonly replayResolver?: ReplayResolver | undefined;
+  /** The connections open now, as `ECHO_MAX_CONNECTIONS` counts them (the transport's). */
+  readonly openConnections?: (() => number) | undefined;
+}
 
 /** Routes never rate limited: probes and scrapes must not flap. */
 export const UNLIMITED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics']);
@@ -142,7 +148,7 @@ function refuseEncodedBodies(app: FastifyInstance): void {
 export async function registerServiceRoutes(
   app: FastifyInstance,
   state: EchoState,
-  options: { readonly replayResolver?: ReplayResolver | undefined } = {},
+  options: ServiceRouteOptions = {},
 ): Promise<void> {
   const { config, history, scenarios, metrics } = state;
   // The service's own bodies are JSON (and YAML for /scenario, below): fastify's default text/plain
@@ -229,7 +235,7 @@ export async function registerServiceRoutes(
           active: state.faults.active,
           max_active: state.faults.maxActive,
         },
-        limits: limitsInfo(config, connectionLimiter(app.server)),
+        limits: limitsInfo(config, options.openConnections?.() ?? 0),
         // Reverse proxy mode (`ECHO_UPSTREAM`): where what no scenario answers goes; `null`: echoed.
         proxy:
           config.upstream === undefined
@@ -687,4 +693,20 @@ function selfBaseUrl(app: FastifyInstance, scheme: string, fallbackPort: number)
 
 function uptime(state: EchoState): number {
   return (Date.now() - state.startedAt.getTime()) / 1000;
+}
+
+/** What `/info` shows of the limits in effect. */
+function limitsInfo(config: EchoConfig, openConnections: number) {
+  return {
+    headers_timeout_ms: config.headersTimeoutMs,
+    request_timeout_ms: config.requestTimeoutMs,
+    keep_alive_timeout_ms: config.keepAliveTimeoutMs,
+    max_connections: config.maxConnections,
+    open_connections: openConnections,
+    h2_max_concurrent_streams: config.h2MaxConcurrentStreams,
+    max_concurrent_compression: config.maxConcurrentCompression,
+    history_max_entries: config.historySize,
+    history_max_body_bytes: config.historyMaxBodyBytes,
+    history_max_bytes: config.historyMaxBytes,
+  };
 }

@@ -1,6 +1,4 @@
-import type { IncomingMessage } from 'node:http';
 import type { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { Duplex } from 'node:stream';
 import type { ScenarioStore } from '../scenario/index.ts';
 import type { FaultGate } from './applied.ts';
 import type { EchoConfig } from './config.ts';
@@ -8,6 +6,7 @@ import type { History } from './history.ts';
 import type { EchoMetrics } from './metrics.ts';
 import type { TokenBucket } from './rate-limit.ts';
 import type { FleetHistory } from './shared-history.ts';
+import type { UpgradeHandler } from './transport/index.ts';
 
 /** The service's live state, reachable as `app.echo`. */
 export interface EchoState {
@@ -41,7 +40,10 @@ export interface EchoState {
    * token from it, WebSocket upgrades included.
    */
   readonly rateLimit?: TokenBucket;
-  /** HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`). */
+  /**
+   * HTTP/1.1 `Upgrade` handlers by exact path (the WebSocket endpoint registers `/ws`), `*` for any
+   * other WebSocket upgrade (the reverse proxy's): the transport's, which dispatches them.
+   */
   readonly upgradeHandlers: Map<string, UpgradeHandler>;
   /** The shared store of `ECHO_STATE_URL` (issue #33), when there is one: `/health` names it. */
   shared?: {
@@ -55,8 +57,7 @@ export interface EchoState {
   };
 }
 
-/** Takes over the socket of an HTTP/1.1 upgrade request for one path. */
-export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+export type { UpgradeHandler };
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { rawErrorResponse } from './error-handler.ts';
+import { refuseSocket } from './error-handler.ts';
 import { EchoError } from './errors.ts';
 import { TOKEN } from './http-grammar.ts';
 import { retryAfterSeconds, takeRateToken } from './rate-limit.ts';
@@ -125,15 +125,6 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
     });
   };
 
-  const refuse = (socket: Duplex, error: EchoError, extraHeaders: string) => {
-    try {
-      if (socket.writable) socket.write(rawErrorResponse(error, extraHeaders));
-    } finally {
-      socket.end();
-      setTimeout(() => socket.destroy(), 1000).unref();
-    }
-  };
-
   state.upgradeHandlers.set(WS_PATH, (request, socket, head) => {
     // An upgrade is a request like any other against the global rate limit (it bypassed it).
     const waitMs = takeRateToken(state) ?? 0;
@@ -144,12 +135,12 @@ export function registerWebSocket(app: FastifyInstance, state: EchoState): void 
   function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, waitMs: number) {
     if (waitMs > 0) {
       const error = new EchoError('ECHO_ERR_RATE_LIMITED', [config.rateLimitRps]);
-      return refuse(socket, error, `Retry-After: ${retryAfterSeconds(waitMs)}\r\n`);
+      return refuseSocket(socket, error, `Retry-After: ${retryAfterSeconds(waitMs)}\r\n`);
     }
     // ws refuses a bad handshake itself, but in plain text: the service answers in its JSON shape.
     const problem = handshakeProblem(request);
     if (problem !== undefined) {
-      return refuse(
+      return refuseSocket(
         socket,
         new EchoError('ECHO_ERR_BAD_REQUEST', [problem]),
         'Sec-WebSocket-Version: 13\r\n',

@@ -11,7 +11,7 @@ import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import { ConnectionLimiter, REFUSAL_LOG_INTERVAL_MS } from '../../src/echo/limits.ts';
+import { ConnectionLimiter, REFUSAL_LOG_INTERVAL_MS } from '../../src/echo/transport/connection-limits.ts';
 import { startEcho } from '../helpers/echo-server.ts';
 import { seriesValue } from '../helpers/metrics.ts';
 import { until } from '../helpers/runtime.ts';

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import net from 'node:net';
 import { test } from 'node:test';
-import { MAX_PIPELINED_IN_FLIGHT, takeTurns } from '../../src/echo/pipelining.ts';
+import { MAX_PIPELINED_IN_FLIGHT, takeTurns } from '../../src/echo/transport/pipelining.ts';
 import { until } from '../helpers/runtime.ts';
 
 // A client that leaves a connection of pipelined requests makes node end each request it parsed

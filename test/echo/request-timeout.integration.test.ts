@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectionsCheckingIntervalMs } from '../../src/echo/limits.ts';
+import { connectionsCheckingIntervalMs } from '../../src/echo/transport/server-settings.ts';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 
 // ECHO_REQUEST_TIMEOUT is kept to within a fraction of itself (issue #30, item 7): node looks for

@@ -1,9 +1,8 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { EchoConfig } from './config.ts';
-import { EchoConfigError } from './errors.ts';
-import { HOSTNAME } from './version.ts';
+import { EchoConfigError } from '../errors.ts';
+import { HOSTNAME } from '../version.ts';
 
 /** What the HTTPS server is given: PEM key and certificate (chain), and where they came from. */
 export interface TlsMaterial {
@@ -13,6 +12,12 @@ export interface TlsMaterial {
   readonly generated: boolean;
   /** SHA-256 fingerprint of the (first) certificate, colon-separated hex. */
   readonly fingerprint256: string;
+}
+
+/** Where `CERT_FILE` and `KEY_FILE` point. */
+export interface TlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
 }
 
 /** Validity of a generated certificate; it lives in memory only, for one process. */
@@ -27,9 +32,9 @@ const GENERATED_BACKDATE_MS = 60 * 60 * 1000;
  * key that does not match the certificate is an `EchoConfigError` (`ECHO_ERR_CONFIG`) listing each
  * problem on one line.
  */
-export async function loadTls(config: EchoConfig, logger: Logger): Promise<TlsMaterial> {
-  const certFile = { variable: 'CERT_FILE', path: config.certFile, what: 'a PEM certificate' };
-  const keyFile = { variable: 'KEY_FILE', path: config.keyFile, what: 'a PEM private key' };
+export async function loadTls(files: TlsFiles, logger: Logger): Promise<TlsMaterial> {
+  const certFile = { variable: 'CERT_FILE', path: files.certFile, what: 'a PEM certificate' };
+  const keyFile = { variable: 'KEY_FILE', path: files.keyFile, what: 'a PEM private key' };
   const [certExists, keyExists] = await Promise.all([exists(certFile.path), exists(keyFile.path)]);
 
   if (!certExists && !keyExists) {
