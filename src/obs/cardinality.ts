@@ -15,6 +15,7 @@ export type OverflowListener = (meter: string, tagKey: string) => void;
 // How many explicit overflows of one synchronous turn are remembered for the meter wrappers.
 const MAX_RECENT_OVERFLOWS = 256;
 
+/** Options of a {@link CardinalityFirewall}; obs builds `app.obs.firewall` from `obs.cardinality`. */
 export interface CardinalityFirewallOptions {
   /** Distinct values per meter and tag. Default 1000. */
   readonly maxValuesPerTag?: number;

@@ -67,6 +67,7 @@ export type EnforcementMode = (typeof ENFORCEMENT_MODES)[number];
 
 /** The profiles of the shipped presets (`application-obs-<profile>.yml`). */
 export const PRESET_PROFILES = ['dev', 'prod', 'test', 'canary'] as const;
+/** One of {@link PRESET_PROFILES}. */
 export type PresetProfile = (typeof PRESET_PROFILES)[number];
 
 /** The whole `obs.*` tree. Keys are the kebab-case property names. */

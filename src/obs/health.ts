@@ -12,6 +12,7 @@ import { type ReadinessCheck, runReadinessCheck } from './readiness.ts';
 
 /** The statuses of a health component and of the aggregate, best first. */
 export const HEALTH_STATUSES = ['UP', 'DEGRADED', 'OUT_OF_SERVICE', 'DOWN'] as const;
+/** One of {@link HEALTH_STATUSES}. */
 export type HealthStatus = (typeof HEALTH_STATUSES)[number];
 
 /** What a health component answers: a status, with optional details for people. */

@@ -414,6 +414,7 @@ function maskItems(items: Iterable<unknown>, depth: number, budget: Budget): unk
  * {@link MASK_LIMITS}; cycles become `[Circular]`. Never throws.
  */
 export function maskSecrets(value: string): string;
+/** A masked copy of any value, by the rules above; never the value itself, never throws. */
 export function maskSecrets(value: unknown): unknown;
 export function maskSecrets(value: unknown): unknown {
   try {

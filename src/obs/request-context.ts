@@ -35,6 +35,7 @@ export interface ContextBudget {
 
 /** The request priorities of `Obs-Priority`, most urgent first. */
 export const PRIORITIES = ['critical', 'high', 'normal', 'low', 'background'] as const;
+/** One of {@link PRIORITIES}. */
 export type ObsPriority = (typeof PRIORITIES)[number];
 
 /**

@@ -38,6 +38,7 @@ import type { Obs } from './obs.ts';
 
 /** The sampling decisions of the OpenTelemetry SDK (`SamplingDecision`), by value. */
 export const SAMPLING_DECISION = { NOT_RECORD: 0, RECORD: 1, RECORD_AND_SAMPLED: 2 } as const;
+/** One of {@link SAMPLING_DECISION}'s values: the SDK's `SamplingDecision`. */
 export type ObsSamplingDecision = (typeof SAMPLING_DECISION)[keyof typeof SAMPLING_DECISION];
 
 /** The SDK's `SamplingResult`. */

@@ -38,6 +38,30 @@ test('api report – exportedNames reads every kind of declaration', () => {
   assert.deepEqual(exportedNames(sample), ['B', 'C', 'D', 'E', 'F', 'a']);
 });
 
+/** Top-level exports the report marks `(undocumented)`: declared without TSDoc. */
+export function undocumentedExports(report: string): string[] {
+  const names = new Set<string>();
+  for (const m of report.matchAll(
+    /^\/\/ @\w+ \(undocumented\)\nexport (?:declare )?(?:abstract )?(?:function|const|class|interface|type|enum|namespace) ([A-Za-z_$][\w$]*)/gm,
+  )) {
+    names.add(m[1]!);
+  }
+  return [...names].sort();
+}
+
+test('api report – every export of @echo-chaos/obs carries TSDoc', () => {
+  const sample = [
+    '// @public (undocumented)',
+    'export function a(): void;',
+    '// @public',
+    'export const B = 1;',
+    '    // (undocumented)',
+    '    member: string;',
+  ].join('\n');
+  assert.deepEqual(undocumentedExports(sample), ['a']);
+  assert.deepEqual(undocumentedExports(readFileSync(API_REPORT_FILE, 'utf8')), [], 'exported without TSDoc');
+});
+
 /** The backticked names of the API page, docs/obs/api.md (the README's `## API` section until it moved there). */
 function documentedNames(page: string): string[] {
   assert.ok(page.startsWith('# API\n'), 'docs/obs/api.md is not the "# API" page');
