@@ -29,11 +29,8 @@ import { loadUndici, parseReplayRequest, parseTarget, replay } from './replay.ts
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
 import { ifNoneMatchHits } from './scenario-etag.ts';
 import type { FleetHistory } from './shared-history.ts';
-import type { EchoState } from './state.ts';
+import { type EchoState, EVENT_LOOP_RESOLUTION_MS } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
-
-/** Sampling interval of the event-loop delay monitor behind `/health`. */
-export const EVENT_LOOP_RESOLUTION_MS = 20;
 
 /** What the service's routes take besides the state. */
 export interface ServiceRouteOptions {
