@@ -197,6 +197,11 @@ export interface KubeApi {
   compactHistory(resourceVersion: string): void;
   /** Open watch connections, by plural. */
   openWatches(plural?: string): number;
+  /**
+   * Bookmarks written so far to watches of `plural` that carry `resourceVersion` or a newer one: what
+   * a test waits on before compacting, so that a watch can only have moved past by bookmarks.
+   */
+  bookmarksSince(plural: string, resourceVersion: string): number;
   close(): Promise<void>;
 }
 
@@ -213,6 +218,8 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
   let rv = 1;
   let oldestRv = 0; // a watch from below this is 410 Gone
   const watches = new Set<OpenWatch>();
+  /** The resourceVersion of every bookmark written, by plural, oldest first. */
+  const bookmarked = new Map<string, number[]>();
   const sockets = new Set<Socket>();
   const requests: RequestCounts = new Map();
   let refusal: ((request: string) => number | undefined) | undefined;
@@ -509,11 +516,15 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
     }
     const timer = bookmarks
       ? setInterval(() => {
+          if (res.writableEnded) return;
           write('BOOKMARK', {
             kind: RESOURCES[plural]!.kind,
             apiVersion: typed(plural, { metadata: { name: '' } }).apiVersion,
             metadata: { resourceVersion: String(rv) },
           });
+          const sent = bookmarked.get(plural) ?? [];
+          sent.push(rv);
+          bookmarked.set(plural, sent);
         }, bookmarkIntervalMs)
       : undefined;
     const watch: OpenWatch = { plural, namespace, selector, res, timer };
@@ -845,6 +856,8 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
       history.length = 0;
       history.push(...kept);
     },
+    bookmarksSince: (plural, resourceVersion) =>
+      (bookmarked.get(plural) ?? []).filter((at) => at >= Number(resourceVersion)).length,
     openWatches: (plural) => [...watches].filter((w) => plural === undefined || w.plural === plural).length,
     close: async () => {
       for (const w of watches) if (w.timer !== undefined) clearInterval(w.timer);

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { type Prometheus, requirePrometheus, startPrometheus } from '../helpers/prometheus.ts';
+import { quietFor } from '../helpers/runtime.ts';
 import { CLUSTER, type Fixture, spec, startFixture, until } from './fixture.ts';
 
 const WITHIN_MS = 30_000;
@@ -65,7 +66,8 @@ describe('operator steady-state abort', () => {
       async () => (await prometheus!.query(QUERY)).result[0]?.value[1] === '3',
       WITHIN_MS,
     );
-    await new Promise((r) => setTimeout(r, 2000));
+    // Absence: polled every 500 ms for twice `for`, the query (3, not > 5) aborts nothing.
+    await quietFor(2000, 'below the threshold for twice `for`: no abort');
     assert.equal((await f.readiness('guarded')).ready?.reason, 'Synced', 'not aborted below the threshold');
     assert.equal(await paths(f, 'echo-0'), '/guarded');
 
@@ -85,7 +87,7 @@ describe('operator steady-state abort', () => {
     assert.ok(reasons.includes('Aborted'), `events: ${reasons.join(' ')}`);
 
     // It stays aborted (the query still holds, and nothing asks for a new run)…
-    await new Promise((r) => setTimeout(r, 1500));
+    await quietFor(1500, 'aborted, with the query still over the threshold: no new run');
     assert.equal((await f.readiness('guarded')).ready?.reason, 'Aborted');
     // …until the spec changes: a threshold the errors do not reach starts a new run.
     await f.patchScenario('guarded', { spec: { abortWhen: { query: QUERY, threshold: 1000, for: '1s' } } });

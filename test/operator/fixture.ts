@@ -210,18 +210,15 @@ export async function startFixture(pods = 5): Promise<Fixture> {
 
   /** Creates a pod; right after its namespace is created, a cluster may lack its service account. */
   async function createPod(body: V1Pod): Promise<void> {
-    const deadline = Date.now() + TIMEOUT_MS;
-    for (;;) {
+    await until(`pod ${body.metadata?.name} created (its namespace's service account exists)`, async () => {
       try {
         await core.createNamespacedPod({ namespace, body });
-        return;
+        return true;
       } catch (error) {
-        if (codeOf(error) !== 403 || !/service ?account/i.test(String(error)) || Date.now() > deadline) {
-          throw error;
-        }
-        await new Promise((r) => setTimeout(r, 200));
+        if (codeOf(error) !== 403 || !/service ?account/i.test(String(error))) throw error;
+        return false;
       }
-    }
+    });
   }
 
   /** Leaves nothing behind in a cluster; an EchoScenario's finalizer needs an operator, so it goes first. */

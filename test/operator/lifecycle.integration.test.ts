@@ -15,6 +15,7 @@ import {
   type V1Endpoint,
 } from '@kubernetes/client-node';
 import { FINALIZER, GROUP, PLURAL, VERSION } from '../../src/operator/echo-scenario.ts';
+import { quietFor } from '../helpers/runtime.ts';
 import { CLUSTER, type Fixture, NEEDS_API_CONTROL, NS, spec, startFixture, until } from './fixture.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -153,8 +154,12 @@ describe('operator lifecycle', () => {
     f.api.refuse((request) => (request === 'PATCH echoscenarios' ? 403 : undefined));
     await f.startOperator();
     await f.createScenario('guarded', spec('/guarded'));
-    await until('the finalizer patch tried', () => (f.api.requests.get('PATCH echoscenarios') ?? 0) > 0);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Retried with backoff (50, then 100 ms): by the third try, the pods' keys queued with the first
+    // have long had their turn, and would have pushed had the refusal not held them.
+    await until(
+      'the refused finalizer patch tried three times',
+      () => (f.api.requests.get('PATCH echoscenarios') ?? 0) >= 3,
+    );
     assert.deepEqual(await pathsOf(f, ECHO_PODS), Object.fromEntries(ECHO_PODS.map((p) => [p, ''])));
     assert.equal((await u.get('guarded'))?.metadata.finalizers, undefined);
 
@@ -192,7 +197,7 @@ describe('operator lifecycle', () => {
       const es = await u.get(name);
       assert.ok(es?.metadata.deletionTimestamp !== undefined, `${name} is marked for deletion`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200, 'no operator runs: nothing clears the pods');
     assert.ok(await hold(f, before), 'no operator ran, so the pods still hold them');
 
     await f.startOperator();

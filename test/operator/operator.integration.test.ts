@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { createOperatorServer } from '../../src/operator/server.ts';
+import { quietFor } from '../helpers/runtime.ts';
 import {
   CLUSTER,
   deadPort,
@@ -134,9 +135,23 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
     await until('Synced', async () => (await f.readiness('one')).ready?.reason === 'Synced');
     // EchoScenarios are quiet now while the resourceVersion moves on (the leader renews its Lease
     // every 100 ms): only bookmarks (every 200 ms) tell the operator's watch about the newer versions.
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    const newestScenario = () =>
+      Math.max(...f.api.list('echoscenarios').map((es) => Number(es.metadata.resourceVersion)));
+    const last = newestScenario();
+    await until(
+      'the resourceVersion moves past the EchoScenarios',
+      () => Number(f.api.resourceVersion) > last,
+    );
     const at = f.api.resourceVersion;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Two: the operator has read the first by the time the second is written.
+    await until(
+      'two bookmarks at or past it on the EchoScenario watch',
+      () => f.api.bookmarksSince('echoscenarios', at) >= 2,
+    );
+    assert.ok(
+      newestScenario() < Number(at),
+      'no EchoScenario changed since: only bookmarks moved the watch on',
+    );
     f.api.compactHistory(at);
     const lists = f.api.requests.get('LIST echoscenarios') ?? 0;
     assert.ok(f.api.dropWatches() >= 4);
@@ -218,13 +233,17 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
     assert.equal(status.syncedEndpoints, 5);
     assert.equal(status.totalEndpoints, 6);
     assert.match(status.ready!.message, /echo-dead/);
-    // Backoff: 100, 200, 400, 800 ms... so about five attempts in 1.5 s, not hundreds.
-    await new Promise((r) => setTimeout(r, 1500));
-    const failures = counter(
-      await operator.registry.metrics(),
-      'echo_operator_pushes_total{result="failure"}',
-    );
-    assert.ok(failures >= 3 && failures <= 8, `failures: ${failures}`);
+    // Backoff: the waits double from 100 ms (100, 200, 400, 800 ms...), so of the three attempts after
+    // the ones seen, the last two come at least 200 and 400 ms after the one before; retries without
+    // backoff would take a few ms, at a fixed 100 ms 300 ms.
+    const failures = async () =>
+      counter(await operator.registry.metrics(), 'echo_operator_pushes_total{result="failure"}');
+    const since = Date.now();
+    const seen = await failures();
+    assert.ok(seen >= 1, `failures: ${seen}`);
+    await until('three more attempts', async () => (await failures()) >= seen + 3, 10 * TIMEOUT_MS);
+    const took = Date.now() - since;
+    assert.ok(took >= 550, `three more attempts after ${seen} took ${took} ms: no backoff`);
 
     // When the pod goes away the scenario is Synced again.
     await f.deletePod('echo-dead');
@@ -255,7 +274,7 @@ describe(`operator against ${CLUSTER ? 'the KUBECONFIG cluster' : 'the API doubl
     const b = await f.startOperator();
     await f.createScenario('one', spec('/one'));
     await until('/one on every pod', () => allHold(f, '/one'));
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300, 'the standby neither leads nor pushes while a leads');
     assert.equal(b.isLeader, false);
     const pushesOf = async (o: typeof a) =>
       counter(await o.registry.metrics(), 'echo_operator_pushes_total{result="success"}');

@@ -7,6 +7,7 @@ import { afterEach, test } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { Counter, Histogram } from 'prom-client';
 import type { Operator } from '../../src/operator/operator.ts';
+import { until as waitUntil } from '../helpers/runtime.ts';
 import { type Fixture, spec, startFixture, TIMEOUT_MS, until } from './fixture.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -40,19 +41,19 @@ async function paths(pod: string): Promise<string> {
   return ((await f.scenariosOf(pod)) as Array<{ path: string }>).map((s) => s.path).join(',');
 }
 
-/** Waits until the counts stay the same for a while: the operator is idle. */
+/** Waits until the counts stay the same for a while (two reads 150 ms apart agree): the operator is idle. */
 async function settled(operator: Operator) {
   let last = '';
-  await until(
+  await waitUntil(
     'no more reconciles',
     async () => {
       const now = JSON.stringify(await counts(operator));
       const quiet = now === last;
       last = now;
-      await new Promise((r) => setTimeout(r, 150));
       return quiet;
     },
     TIMEOUT_MS * 5,
+    150,
   );
   return counts(operator);
 }

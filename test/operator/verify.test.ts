@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isOperatorError } from '../../src/operator/errors.ts';
 import { createPodDispatcher, createPushClient } from '../../src/operator/push-client.ts';
 import { scenarioOf } from '../../src/operator/scenario-spec.ts';
 import { createReadBackClient, createVerifiedPush, heldHashOf } from '../../src/operator/verify.ts';
 import { scenarioSetHash, validateScenarios } from '../../src/scenario/index.ts';
 import { startEcho } from '../helpers/echo-server.ts';
+import { until } from '../helpers/runtime.ts';
 
 const endpoint = (port: number) => ({ key: `u:${port}`, podName: 'p', podUid: 'u', ip: '127.0.0.1', port });
 const readBack = createReadBackClient({ timeoutMs: 5000 });
@@ -162,6 +162,5 @@ test('verify – with the pod dispatcher a push and its read-backs share one con
   assert.equal(sockets.length, 1, 'three pushes and three read-backs, one connection');
   await dispatcher.close();
   // Closing the dispatcher closes its idle connection (long before echo's keep-alive timeout).
-  for (let waited = 0; !sockets[0]!.closed && waited < 10_000; waited += 20) await sleep(20);
-  assert.equal(sockets[0]!.closed, true);
+  await until("the dispatcher's idle connection closed", () => sockets[0]!.closed, 10_000);
 });
