@@ -57,7 +57,7 @@ export function registerCompletion(app: FastifyInstance, metrics: EchoMetrics): 
 }
 
 /**
- * The connection's `close` of a request (app.ts listens once per request, for this and its own
+ * The connection's `close` of a request (request-hooks.ts listens once per request, for this and its own
  * count). fastify runs no onResponse for a response whose client left while its body was still
  * going (a slow or large body): such a request is recorded here, as 499, once fastify had its turn.
  * A request already recorded (almost all) costs nothing more.

@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     //    course, for at most ECHO_DRAIN_TIMEOUT.
     const result = await app.obs.drain({ timeoutMs: config.drainTimeoutMs, delayMs, closeListener: true });
     if (!result.completed) {
-      // 4. Out of time: closing answers waiting requests now (app.ts), and obs cuts whatever is
+      // 4. Out of time: closing answers waiting requests now (state.ts), and obs cuts whatever is
       //    still open a moment later.
       app.log.warn({ in_flight: result.dropped }, 'drain timeout: answering waiting requests now');
     }

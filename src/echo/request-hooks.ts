@@ -24,7 +24,7 @@ export function registerRequestHooks(app: FastifyInstance, state: EchoState, con
     done();
   });
   // HTTP/1.1 requires exactly one Host (RFC 9112, 3.2); node's own refusal of none would have no
-  // body (server.ts), and node keeps the first of two without a word.
+  // body (transport/cleartext.ts), and node keeps the first of two without a word.
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.raw.httpVersionMajor === 1) {
       const hosts = hostFields(request.raw.rawHeaders);
