@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../helpers/runtime.ts';
+import { freePort, until } from '../helpers/runtime.ts';
 
 // The drain under load (issue 14): SIGTERM while clients keep sending over keep-alive connections.
 // `/ready` turns 503 at once and stays so on new connections while the port is open for
@@ -82,24 +82,44 @@ function probe(port: number, path: string): Promise<number | string> {
 }
 
 async function listening(port: number): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while ((await probe(port, '/health')) !== 200) {
-    assert.ok(Date.now() < deadline, `server on ${port} did not start`);
-    await sleep(50);
-  }
+  await until(`server on ${port} started`, async () => (await probe(port, '/health')) === 200, 20_000, 50);
+}
+
+/**
+ * The service's counts from `/health` on a new connection: requests so far and requests in flight,
+ * both without the `/health` request that asks.
+ */
+function counts(port: number): Promise<{ requests: number; inFlight: number }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => {
+          const { metrics } = JSON.parse(body) as { metrics: { requests: number; in_flight: number } };
+          resolve({ requests: metrics.requests - 1, inFlight: metrics.in_flight - 1 });
+        });
+      })
+      .on('error', reject);
+  });
 }
 
 /**
  * Polls `/ready` on a new connection every 50 ms until the port refuses connections; gives what
- * each probe saw, in order.
+ * each probe saw, in order (in `seen`, as it goes).
  */
-async function pollReady(port: number, stop: AbortSignal): Promise<Array<number | string>> {
-  const seen: Array<number | string> = [];
+async function pollReady(
+  port: number,
+  stop: AbortSignal,
+  seen: Array<number | string> = [],
+): Promise<Array<number | string>> {
   while (!stop.aborted) {
     const answer = await probe(port, '/ready');
     seen.push(answer);
     if (answer === 'ECONNREFUSED') break;
-    await sleep(50);
+    await sleep(50); // the probe period, as a kubelet's: the prober's pace, not a wait
   }
   return seen;
 }
@@ -169,19 +189,24 @@ test('drain under load – SIGTERM during wrk over keep-alive: no request lost (
   const wrkDone = once(wrk, 'exit');
 
   const stopPolling = new AbortController();
-  const ready = pollReady(port, stopPolling.signal);
-  await sleep(1_500);
+  const polled: Array<number | string> = [];
+  const ready = pollReady(port, stopPolling.signal, polled);
+  await until(
+    "wrk's load reaches the service, and /ready is seen at 200",
+    async () => polled.includes(200) && (await counts(port)).requests >= 1_000,
+    20_000,
+  );
   assert.equal(child.exitCode, null, 'the server is still up when the signal is sent');
   assert.equal(wrk.exitCode, null, 'wrk is still running when the signal is sent');
   child.kill('SIGTERM');
 
-  // The probes end at the first refused connection: the port has closed. wrk goes on a little
-  // longer, so that it meets the closed port too, then stops.
+  // The probes end at the first refused connection: the port has closed. wrk goes on until the
+  // service has exited, so that it meets the closed port too (each of its connections, told to
+  // close, is opened again at once, and refused), then stops.
   const seen = await ready;
-  await sleep(300);
+  const [exitCode, signal] = await exited;
   wrk.kill('SIGINT');
   await wrkDone;
-  const [exitCode, signal] = await exited;
   stopPolling.abort();
   const result = parseWrk(wrkText);
   t.diagnostic(
@@ -271,7 +296,6 @@ test('drain under load – keep-alive clients get Connection: close on their las
     list.push(connection);
     bySocket.set(socket, list);
   };
-  const loops = Array.from({ length: 8 }, () => keepAliveLoop(port, agent, record));
 
   // A keep-alive request held by a delay across the port's close, on a connection of its own.
   const heldAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -293,10 +317,16 @@ test('drain under load – keep-alive clients get Connection: close on their las
   const goaway = once(session, 'goaway') as Promise<[number, number]>;
   await h2Get(session, '/h2-before');
   const h2Held = h2Get(session, '/h2-held', { 'x-echo-delay': '2500ms' });
+  await until('the held requests are in flight', async () => (await counts(port)).inFlight >= 2);
 
+  const loops = Array.from({ length: 8 }, () => keepAliveLoop(port, agent, record));
   const stopPolling = new AbortController();
-  const ready = pollReady(port, stopPolling.signal);
-  await sleep(500);
+  const polled: Array<number | string> = [];
+  const ready = pollReady(port, stopPolling.signal, polled);
+  await until(
+    'every keep-alive client is answered, and /ready is seen at 200',
+    () => bySocket.size >= 8 && statuses.length >= 80 && polled.includes(200),
+  );
   child.kill('SIGTERM');
 
   const errors = (await Promise.all(loops)).flat();
@@ -344,7 +374,21 @@ test('drain under load – TLS: an h2 stream in flight finishes after GOAWAY, an
     KEY_FILE: join(cwd, 'absent.key'),
   });
   const exited = exitOf(child);
-  const deadline = Date.now() + 20_000;
+  /** Requests in flight, without the `/health` request that asks (on a connection of its own). */
+  const tlsInFlight = () =>
+    new Promise<number>((resolve, reject) => {
+      https
+        .get({ host: '127.0.0.1', port, path: '/health', agent: false, rejectUnauthorized: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (c: string) => {
+            body += c;
+          });
+          res.on('end', () =>
+            resolve((JSON.parse(body) as { metrics: { in_flight: number } }).metrics.in_flight - 1),
+          );
+        })
+        .on('error', reject);
+    });
   const httpsGet = (agent: https.Agent, path: string, headers: Record<string, string> = {}) =>
     new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
       https
@@ -355,15 +399,12 @@ test('drain under load – TLS: an h2 stream in flight finishes after GOAWAY, an
         .on('error', reject);
     });
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false });
-  for (;;) {
-    try {
-      if ((await httpsGet(agent, '/health')).status === 200) break;
-    } catch {
-      // not yet
-    }
-    assert.ok(Date.now() < deadline, 'the TLS server did not start');
-    await sleep(50);
-  }
+  await until(
+    'the TLS server started',
+    async () => (await httpsGet(agent, '/health').catch(() => undefined))?.status === 200,
+    20_000,
+    50,
+  );
   const first = await httpsGet(agent, '/before');
   assert.notEqual(first.connection, 'close');
   const h1Held = httpsGet(agent, '/h1-held', { 'X-Echo-Delay': '2500ms' });
@@ -373,7 +414,7 @@ test('drain under load – TLS: an h2 stream in flight finishes after GOAWAY, an
   const goaway = once(session, 'goaway') as Promise<[number, number]>;
   await h2Get(session, '/h2-before');
   const h2Held = h2Get(session, '/h2-held', { 'x-echo-delay': '2500ms' });
-  await sleep(300);
+  await until('the held requests are in flight', async () => (await tlsInFlight()) >= 2);
   child.kill('SIGTERM');
 
   const [errorCode] = await goaway;
@@ -508,7 +549,10 @@ test('drain – pipelined requests: each one received is answered, the last says
   // port has closed (the drain proper has begun and told the first to close the connection).
   const late = await rawConnection(port);
   late.socket.write(get('/late-first', 'X-Echo-Delay: 4s\r\n'));
-  await sleep(100);
+  await until(
+    'the first requests of both connections are in flight',
+    async () => (await counts(port)).inFlight >= 2,
+  );
 
   const stopPolling = new AbortController();
   const ready = pollReady(port, stopPolling.signal);

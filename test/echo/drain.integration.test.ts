@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
+import { until } from '../helpers/runtime.ts';
 
 /** The service in a child process, up (its /health answered); no drain delay unless given. */
 async function start(env: Record<string, string> = {}): Promise<EchoProcess> {
@@ -32,9 +32,10 @@ function get(
   });
 }
 
+/** Requests in flight but the `/health` request that asks (the service counts it too). */
 async function inFlight(port: number): Promise<number> {
   const health = JSON.parse((await get(port, '/health')).body) as { metrics: { in_flight: number } };
-  return health.metrics.in_flight;
+  return health.metrics.in_flight - 1;
 }
 
 test('drain – SIGTERM with 200 delayed requests, an SSE and a WebSocket client: all answered, /ready 503, clean closes, exit 0', async () => {
@@ -68,17 +69,16 @@ test('drain – SIGTERM with 200 delayed requests, an SSE and a WebSocket client
   // 200 requests, each held by a 1 s delay.
   const startedMs = Date.now();
   const requests = Array.from({ length: 200 }, (_, i) => get(port, `/slow/${i}`, { 'X-Echo-Delay': '1s' }));
-  const deadline = Date.now() + 5_000;
-  while ((await inFlight(port)) < 200 && Date.now() < deadline) await sleep(20);
-  assert.ok((await inFlight(port)) >= 200, 'the 200 requests are in flight before the signal');
+  await until('the 200 requests are in flight before the signal', async () => (await inFlight(port)) >= 200);
 
   child.kill('SIGTERM');
-  // The signal arrives asynchronously: poll briefly (the delayed requests keep the drain open ~1 s).
+  // The signal arrives asynchronously: poll until it is handled (the port stays open for the 2 s
+  // drain delay, and a refused poll fails the wait).
   let ready = await get(port, '/ready');
-  for (let i = 0; i < 25 && ready.status !== 503; i++) {
-    await sleep(20);
+  await until('/ready turns 503 once the signal is handled', async () => {
     ready = await get(port, '/ready');
-  }
+    return ready.status !== 200;
+  });
   assert.equal(ready.status, 503, '/ready turns 503 as soon as the signal is handled');
   assert.match(ready.body, /draining/);
 
@@ -101,7 +101,7 @@ test('drain – past ECHO_DRAIN_TIMEOUT a waiting request is answered at once an
   const { child, port } = await start({ ECHO_DRAIN_TIMEOUT: '300ms' });
   const exited = once(child, 'exit');
   const slow = get(port, '/very-slow', { 'X-Echo-Delay': '30s' });
-  while ((await inFlight(port)) < 1) await sleep(20);
+  await until('the slow request in flight', async () => (await inFlight(port)) >= 1);
   const signalledMs = Date.now();
   child.kill('SIGTERM');
   const answer = await slow;
@@ -112,12 +112,15 @@ test('drain – past ECHO_DRAIN_TIMEOUT a waiting request is answered at once an
 });
 
 test('drain – a second signal exits at once', async () => {
-  const { child, port } = await start({ ECHO_DRAIN_TIMEOUT: '30s' });
+  const echo = await start({ ECHO_DRAIN_TIMEOUT: '30s' });
+  const { child, port } = echo;
   const exited = once(child, 'exit');
   const slow = get(port, '/held', { 'X-Echo-Delay': '20s' }).catch(() => undefined);
-  while ((await inFlight(port)) < 1) await sleep(20);
+  await until('the held request in flight', async () => (await inFlight(port)) >= 1);
   child.kill('SIGTERM');
-  await sleep(200);
+  await until('the first signal handled: draining', () =>
+    echo.stdout().includes('"msg":"draining: /ready answers 503"'),
+  );
   const signalledMs = Date.now();
   child.kill('SIGTERM');
   const [exitCode] = await exited;

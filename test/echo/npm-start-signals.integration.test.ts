@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { exitOf, freePort, within } from '../helpers/runtime.ts';
+import { exitOf, freePort, until, within } from '../helpers/runtime.ts';
 
 /**
  * The way docs/service/shutdown.md stops a server started in the background: `npm start & ECHO_PID=$!`, then
@@ -37,19 +36,16 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     });
     const exited = exitOf(npm);
     try {
-      const deadline = Date.now() + 60_000;
-      while ((await ready(port)) !== 200) {
-        assert.ok(Date.now() < deadline, 'npm start did not serve within 60 s');
-        await sleep(100);
-      }
+      await until('npm start serves', async () => (await ready(port)) === 200, 60_000, 100);
       npm.kill(signal);
       if (signal === 'SIGTERM') {
-        // Draining: /ready answers 503 for ECHO_DRAIN_DELAY before the port closes.
-        let status = await ready(port);
-        for (let i = 0; i < 20 && status === 200; i++) {
-          await sleep(50);
+        // Draining: /ready answers 503 for ECHO_DRAIN_DELAY (2 s) before the port closes, so what
+        // follows the 200s must be a 503, not the closed port.
+        let status: number | undefined = 200;
+        await until('/ready stops answering 200 once the signal is handled', async () => {
           status = await ready(port);
-        }
+          return status !== 200;
+        });
         assert.equal(status, 503, 'draining: /ready answers 503');
       }
       const exit = await within(exited, 'npm start had not exited 30 s after the signal', 30_000);
@@ -58,16 +54,15 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const pid = Number(/"pid":(\d+)/.exec(logs)?.[1]);
       assert.ok(pid > 0 && pid !== npm.pid, 'the log names the node process');
       // The node process has gone with npm, and nothing answers on the port.
-      let alive = true;
-      for (let i = 0; i < 50 && alive; i++) {
+      const alive = () => {
         try {
           process.kill(pid, 0);
-          await sleep(100);
+          return true;
         } catch {
-          alive = false;
+          return false;
         }
-      }
-      assert.equal(alive, false, `node (pid ${pid}) is still running after npm exited`);
+      };
+      await until(`node (pid ${pid}) gone after npm exited`, () => !alive(), 5_000, 100);
       assert.equal(await ready(port), undefined, 'the port is closed');
     } finally {
       if (npm.exitCode === null) npm.kill('SIGKILL');
