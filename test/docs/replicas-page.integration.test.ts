@@ -17,7 +17,7 @@ import {
 import { type EchoProcess, startEchoProcess } from '../helpers/liveness.ts';
 import { needCurl } from '../helpers/protocol-clients.ts';
 import { hasRedis, REDIS_MISSING, type RedisServer, startRedis } from '../helpers/redis.ts';
-import { freePort } from '../helpers/runtime.ts';
+import { freePort, until } from '../helpers/runtime.ts';
 
 const PAGE = join(import.meta.dirname, '..', '..', 'docs', 'service', 'replicas.md');
 const section = (() => {
@@ -51,12 +51,14 @@ before(async () => {
   }
   // Connected to the store before the page's first command, as a reader's replicas are by then.
   for (const replica of running) {
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const health = (await (await fetch(`${replica.url}/health`)).json()) as { store?: { status: string } };
-      if (health.store?.status === 'up') break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await until(
+      `${replica.url} connected to the store`,
+      async () =>
+        ((await (await fetch(`${replica.url}/health`)).json()) as { store?: { status: string } }).store
+          ?.status === 'up',
+      10_000,
+      50,
+    );
   }
 });
 after(async () => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { DrainState, ObsError, type ObsPluginOptions } from '../../src/obs/index.ts';
+import { quietFor, within } from '../helpers/runtime.ts';
 import { startObsApp } from './helpers.ts';
 
 /** A route `/slow` held until `release()`; `arrived` resolves once `count` requests are inside. */
@@ -58,7 +59,7 @@ test('drain – requests in flight finish during the drain: it ends when the las
     return result;
   });
   assert.equal(obs.app.obs.drainState.phase, 'draining');
-  await sleep(50);
+  await quietFor(50, 'requests in flight: the drain does not end');
   assert.equal(ended, false, 'it waits for the requests in flight');
 
   hold.release();
@@ -170,7 +171,7 @@ test('drain – flush hooks run when the app closes, each bounded by the flush t
   const calls: string[] = [];
   let hungSignal: AbortSignal | undefined;
   obs.app.obs.addFlushHook('metrics', async () => {
-    await sleep(10);
+    await setImmediate(); // an asynchronous hook
     calls.push('metrics');
   });
   obs.app.obs.addFlushHook('traces', () => {
@@ -239,8 +240,9 @@ test('drain – closing the app drains: fastify waits for the request, which end
   const slow = fetch(`${obs.url}/slow`);
   await hold.arrived;
   const started = Date.now();
+  const phase = new Promise<string>((resolve) => obs.app.obs.drainState.onChange(resolve));
   const closing = obs.close();
-  await sleep(30);
+  assert.equal(await within(phase, 'the close begins the drain', 5000), 'draining');
   assert.equal(obs.app.obs.drainState.phase, 'draining');
   hold.release();
   const response = await slow;
