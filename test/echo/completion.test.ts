@@ -90,8 +90,12 @@ test('completion – every kind of answer is counted once, with the status its h
   const get = (path: string, id: string, headers: Record<string, string> = {}) =>
     send(`${echo.url}${path}`, { headers: { 'X-Request-ID': id, ...headers } });
 
+  const startedMs = Date.now();
   assert.equal((await get('/plain', 'plain')).status, 200);
-  assert.equal((await get('/status', 'status', { 'X-Echo-Status': '201' })).status, 201);
+  assert.equal(
+    (await get('/status', 'status', { 'X-Echo-Status': '201', 'X-Echo-Delay': '100ms' })).status,
+    201,
+  );
   const chaos = (await get('/chaos', 'chaos', { 'X-Echo-Chaos': '100' })).status;
   assert.equal((await get('/error', 'error', { 'X-Echo-Error': 'bad-gateway' })).status, 502);
   assert.equal((await get('/timeout', 'timeout', { 'X-Echo-Error': 'timeout' })).status, 504);
@@ -168,10 +172,13 @@ test('completion – every kind of answer is counted once, with the status its h
     left: 499,
     midbody: 499,
   });
+  // Each duration is in milliseconds, within the time this test has run; the known waits are in them.
+  const ranMs = Date.now() - startedMs;
   for (const id of ids) {
     const ms = entries.get(id)?.duration_ms;
-    assert.ok(typeof ms === 'number' && ms >= 0, `${id}: duration_ms ${ms}`);
+    assert.ok(typeof ms === 'number' && ms >= 0 && ms <= ranMs, `${id}: duration_ms ${ms} (ran ${ranMs} ms)`);
   }
+  assert.ok((entries.get('status')?.duration_ms ?? 0) >= 99, 'the 100 ms delay is in its duration');
   assert.ok((entries.get('timeout')?.duration_ms ?? 0) >= 40, 'the timeout is in its duration');
   assert.ok(!entries.has('malformed') && !entries.has('big'), 'rejected requests are not recorded');
   const replayed = (await history(echo)).at(-1)!;

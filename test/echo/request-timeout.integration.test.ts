@@ -50,13 +50,18 @@ test('request timeout – ECHO_REQUEST_TIMEOUT=400ms cuts a stalled HTTP/1.1 bod
   }
   const results = await Promise.all(stalls);
   for (const result of results) assert.equal(result.statusLine, 'HTTP/1.1 408 Request Timeout');
-  const latest = Math.max(...results.map((r) => r.ms));
+  const all = results.map((r) => r.ms.toFixed(0)).join(', ');
   const earliest = Math.min(...results.map((r) => r.ms));
   assert.ok(earliest >= 390, `cut after ${earliest.toFixed(0)} ms, before the timeout`);
-  // The check every 100 ms cuts each by about 500 ms; every second (the old interval), the latest
-  // after about 1,300 ms.
+  // The check every 100 ms cuts each by about 500 ms: late by up to 100 ms, plus what load adds. A check
+  // every second (the old interval) cuts stalls spread evenly over it up to a second late, at most four
+  // of the eight within 900 ms; one check for all (node's default, every 30 s) cuts them together, the
+  // first sent about 875 ms after the last, so at most five. Counting them rather than bounding the
+  // latest leaves room for two stalls that load delays.
+  const cutEarly = results.filter((r) => r.ms < 900).length;
+  assert.ok(cutEarly >= 6, `${cutEarly} of 8 cut within 900 ms: ${all}`);
   assert.ok(
-    latest < 1_100,
-    `cut after up to ${latest.toFixed(0)} ms: ${results.map((r) => r.ms.toFixed(0)).join(', ')}`,
+    results.every((r) => r.ms < 10_000),
+    `cut after up to ${Math.max(...results.map((r) => r.ms)).toFixed(0)} ms: ${all}`,
   );
 });
