@@ -7,8 +7,10 @@
  * differs from what this produces. (obs's tables have their own generator, src/obs/config-doc.ts.)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { settingsTable } from '@echo-chaos/obs/internal';
 import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
+import { OPERATOR_SETTINGS } from '../src/operator/config.ts';
 import { OPERATOR_ERRORS } from '../src/operator/errors.ts';
 import { SCENARIO_ERRORS } from '../src/scenario/errors.ts';
 import { OTEL_VARIABLES } from '../src/telemetry/otel-config.ts';
@@ -52,7 +54,10 @@ export const GENERATED_PAGES: Readonly<Record<string, Sections>> = {
     errors: () => catalogueTable(ECHO_ERRORS),
     'scenario-errors': () => catalogueTable(SCENARIO_ERRORS),
   },
-  'src/operator/README.md': { 'operator-errors': () => catalogueTable(OPERATOR_ERRORS) },
+  'src/operator/README.md': {
+    'operator-settings': () => settingsTable(OPERATOR_SETTINGS),
+    'operator-errors': () => catalogueTable(OPERATOR_ERRORS),
+  },
 };
 
 function renderSections(text: string, sections: Sections, file: string): string {

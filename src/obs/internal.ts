@@ -10,10 +10,26 @@
  * - The masking steps the echo's access log and request history use to mask faster than
  *   `maskSecrets` on every line.
  * - The name of the deadline header, which the echo's replay leaves out of a replayed request.
+ * - The one settings mechanism (settings.ts, ADR 0045): a TypeBox schema per environment variable,
+ *   every problem on one line, the reference table from the same definitions.
  * @packageDocumentation
  */
 
 export { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from './duration.ts';
 export { isSecretName, MASK, maskLogLine, mayHoldSecret } from './masking.ts';
 export { nearestName } from './nearest-name.ts';
+export {
+  formOf,
+  HTTP_URL,
+  loadSettings,
+  type Setting,
+  type SettingOptions,
+  type SettingRow,
+  type SettingsDefinition,
+  type SettingsOf,
+  type SettingsResult,
+  setting,
+  settingsRows,
+  settingsTable,
+} from './settings.ts';
 export { DEADLINE_HEADER } from './timeout-budget.ts';

@@ -5,6 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { HTTP_URL, loadSettings, setting } from '@echo-chaos/obs/internal';
+import { Type } from '@sinclair/typebox';
 import { OperatorConfigError } from './errors.ts';
 
 export interface OperatorConfig {
@@ -34,7 +36,7 @@ export interface OperatorConfig {
   /** `DRAIN_TIMEOUT_MS`, default 10000: longest wait for in-flight pushes on SIGTERM. */
   readonly drainTimeoutMs: number;
   /** `LOG_LEVEL`, default `info`. */
-  readonly logLevel: string;
+  readonly logLevel: (typeof LOG_LEVELS)[number];
   /** `ECHO_ADMIN_TOKEN`: the echo pods' admin token, sent with every push; unset sends none. */
   readonly adminToken: string | undefined;
   /** `ECHO_ADMIN_TOKEN_FILE`: the same, read from this file by {@link readAdminToken} (a Secret). */
@@ -47,76 +49,135 @@ export interface OperatorConfig {
   readonly abortQueryTimeoutMs: number;
 }
 
-/**
- * The operator's settings from `env`.
- * @throws {OperatorConfigError} `OPERATOR_ERR_CONFIG` listing every invalid setting.
- */
-export function loadOperatorConfig(env: Record<string, string | undefined>): OperatorConfig {
-  const problems: string[] = [];
-  const int = (name: string, fallback: number, min: number): number => {
-    const text = env[name];
-    if (text === undefined || text === '') return fallback;
-    const value = Number(text);
-    if (!Number.isInteger(value) || value < min) {
-      problems.push(`${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`);
-      return fallback;
-    }
-    return value;
-  };
-  const config: OperatorConfig = {
-    namespace: env['WATCH_NAMESPACE'] || undefined,
-    identity: env['POD_NAME'] || `${hostname()}-${process.pid}`,
-    leaseNamespace: env['LEASE_NAMESPACE'] || env['POD_NAMESPACE'] || 'default',
-    leaseName: env['LEASE_NAME'] || 'echo-chaos-operator',
-    leaseDurationSeconds: int('LEASE_DURATION_SECONDS', 15, 1),
-    leaseRetryIntervalMs: int('LEASE_RETRY_INTERVAL_MS', 2000, 10),
-    port: int('PORT', 8081, 0),
-    host: env['HOST'] || '0.0.0.0',
-    pushTimeoutMs: int('PUSH_TIMEOUT_MS', 5000, 1),
-    workers: int('WORKERS', 4, 1),
-    drainTimeoutMs: int('DRAIN_TIMEOUT_MS', 10_000, 0),
-    logLevel: env['LOG_LEVEL'] || 'info',
-    adminToken: env['ECHO_ADMIN_TOKEN']?.trim() || undefined,
-    adminTokenFile: env['ECHO_ADMIN_TOKEN_FILE']?.trim() || undefined,
-    prometheusUrl: env['PROMETHEUS_URL']?.trim() || undefined,
-    abortPollIntervalMs: int('ABORT_POLL_INTERVAL_MS', 10_000, 1000),
-    abortQueryTimeoutMs: int('ABORT_QUERY_TIMEOUT_MS', 5000, 100),
-  };
-  if (config.prometheusUrl !== undefined && !httpUrl(config.prometheusUrl))
-    problems.push(
-      `PROMETHEUS_URL must be an http or https URL such as http://prometheus:9090, got ${JSON.stringify(config.prometheusUrl)}`,
-    );
-  if (config.abortQueryTimeoutMs >= config.abortPollIntervalMs)
-    problems.push('ABORT_QUERY_TIMEOUT_MS must be shorter than ABORT_POLL_INTERVAL_MS');
-  // The value is a credential: never quoted.
-  if (config.adminToken !== undefined && !ADMIN_TOKEN.test(config.adminToken))
-    problems.push('ECHO_ADMIN_TOKEN must be visible ASCII characters without spaces');
-  if (config.adminToken !== undefined && config.adminTokenFile !== undefined)
-    problems.push('ECHO_ADMIN_TOKEN and ECHO_ADMIN_TOKEN_FILE are both set: expected one of them');
-  if (config.port > 65535) problems.push(`PORT must be at most 65535, got ${config.port}`);
-  if (config.workers > MAX_WORKERS)
-    problems.push(`WORKERS must be at most ${MAX_WORKERS}, got ${config.workers}`);
-  if (config.leaseRetryIntervalMs >= config.leaseDurationSeconds * 1000) {
-    problems.push('LEASE_RETRY_INTERVAL_MS must be shorter than LEASE_DURATION_SECONDS');
-  }
-  if (problems.length > 0) throw new OperatorConfigError(problems);
-  return config;
-}
-
-function httpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
-}
+/** What a pino level can be (`LOG_LEVEL`). */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The ceiling of `WORKERS`. */
 const MAX_WORKERS = 64;
 
 /** What `Authorization: Bearer` can carry (the echo service accepts the same). */
 const ADMIN_TOKEN = /^[\x21-\x7e]+$/;
+
+const optionalText = Type.Optional(Type.String({ minLength: 1 }));
+
+/**
+ * Every setting the operator reads from its environment, one schema each (the one settings
+ * mechanism, docs/adr/0045-one-settings-mechanism.md); the table in src/operator/README.md is made
+ * from it (`npm run gen:readme`).
+ */
+export const OPERATOR_SETTINGS = {
+  namespace: setting('WATCH_NAMESPACE', optionalText, 'The one namespace to watch.', {
+    unset: 'all namespaces',
+  }),
+  podName: setting('POD_NAME', optionalText, 'Identity in the Lease (set it from the downward API).', {
+    unset: '`<hostname>-<pid>`',
+  }),
+  podNamespace: setting(
+    'POD_NAMESPACE',
+    optionalText,
+    'Namespace of the Lease when `LEASE_NAMESPACE` is unset.',
+    { unset: '`default`' },
+  ),
+  leaseNamespace: setting('LEASE_NAMESPACE', optionalText, 'Namespace of the Lease.', {
+    unset: '`POD_NAMESPACE`, else `default`',
+  }),
+  leaseName: setting(
+    'LEASE_NAME',
+    Type.String({ minLength: 1, default: 'echo-chaos-operator' }),
+    'Name of the Lease.',
+  ),
+  leaseDurationSeconds: setting(
+    'LEASE_DURATION_SECONDS',
+    Type.Integer({ minimum: 1, default: 15 }),
+    'How long a lease holds without renewal, in seconds.',
+  ),
+  leaseRetryIntervalMs: setting(
+    'LEASE_RETRY_INTERVAL_MS',
+    Type.Integer({ minimum: 10, default: 2000 }),
+    'Renew / retry period in ms (must be shorter than the lease).',
+  ),
+  port: setting(
+    'PORT',
+    Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }),
+    'Port of `/metrics`, `/healthz`, `/readyz`.',
+  ),
+  host: setting('HOST', Type.String({ minLength: 1, default: '0.0.0.0' }), 'Address of that port.'),
+  pushTimeoutMs: setting(
+    'PUSH_TIMEOUT_MS',
+    Type.Integer({ minimum: 1, default: 5000 }),
+    'Timeout of one push, and of the read-back that follows it, in ms.',
+  ),
+  workers: setting(
+    'WORKERS',
+    Type.Integer({ minimum: 1, maximum: MAX_WORKERS, default: 4 }),
+    "Keys reconciled at once, so pushes under way at once: a pod's push runs in its own reconcile, so a pod that does not answer holds one worker until `PUSH_TIMEOUT_MS`, never the others.",
+  ),
+  drainTimeoutMs: setting(
+    'DRAIN_TIMEOUT_MS',
+    Type.Integer({ minimum: 0, default: 10_000 }),
+    'Longest drain on SIGTERM before exiting 1, in ms.',
+  ),
+  logLevel: setting(
+    'LOG_LEVEL',
+    Type.Union(
+      LOG_LEVELS.map((level) => Type.Literal(level)),
+      { default: 'info' },
+    ),
+    "pino level; logs are JSON with obs's masking (`obsLoggerOptions`).",
+  ),
+  adminToken: setting(
+    'ECHO_ADMIN_TOKEN',
+    Type.Optional(Type.String({ pattern: ADMIN_TOKEN.source })),
+    "The echo pods' admin token (their `ECHO_ADMIN_TOKEN`), sent with every push as `Authorization: Bearer`; never logged.",
+    { secret: true, trim: true, form: 'visible ASCII characters without spaces' },
+  ),
+  adminTokenFile: setting(
+    'ECHO_ADMIN_TOKEN_FILE',
+    optionalText,
+    'The same, read once at startup from this file (the chart mounts the Secret of `adminToken.existingSecret` here); a missing or empty file stops startup; not both.',
+    { trim: true },
+  ),
+  prometheusUrl: setting(
+    'PROMETHEUS_URL',
+    Type.Optional(HTTP_URL),
+    'The Prometheus that `spec.abortWhen` queries (chart: `operator.prometheusUrl`); unset, an EchoScenario with `abortWhen` gets one `AbortCheckFailed` Warning event and is never aborted.',
+    { trim: true, form: 'an http or https URL such as http://prometheus:9090' },
+  ),
+  abortPollIntervalMs: setting(
+    'ABORT_POLL_INTERVAL_MS',
+    Type.Integer({ minimum: 1000, default: 10_000 }),
+    "How often every running EchoScenario's `abortWhen` query runs, in ms.",
+  ),
+  abortQueryTimeoutMs: setting(
+    'ABORT_QUERY_TIMEOUT_MS',
+    Type.Integer({ minimum: 100, default: 5000 }),
+    'Timeout of one such query, in ms (below the poll interval).',
+  ),
+} as const;
+
+/**
+ * The operator's settings from `env`: each read through its schema, then the checks between them.
+ * @throws {OperatorConfigError} `OPERATOR_ERR_CONFIG` listing every invalid setting, one line each.
+ */
+export function loadOperatorConfig(env: Record<string, string | undefined>): OperatorConfig {
+  const loaded = loadSettings(OPERATOR_SETTINGS, env);
+  if (!loaded.ok) throw new OperatorConfigError(loaded.problems);
+  const { podName, podNamespace, ...settings } = loaded.value;
+  const config: OperatorConfig = {
+    ...settings,
+    identity: podName ?? `${hostname()}-${process.pid}`,
+    leaseNamespace: settings.leaseNamespace ?? podNamespace ?? 'default',
+  };
+  const problems: string[] = [];
+  if (config.abortQueryTimeoutMs >= config.abortPollIntervalMs)
+    problems.push('ABORT_QUERY_TIMEOUT_MS must be shorter than ABORT_POLL_INTERVAL_MS');
+  if (config.adminToken !== undefined && config.adminTokenFile !== undefined)
+    problems.push('ECHO_ADMIN_TOKEN and ECHO_ADMIN_TOKEN_FILE are both set: expected one of them');
+  if (config.leaseRetryIntervalMs >= config.leaseDurationSeconds * 1000)
+    problems.push('LEASE_RETRY_INTERVAL_MS must be shorter than LEASE_DURATION_SECONDS');
+  if (problems.length > 0) throw new OperatorConfigError(problems);
+  return config;
+}
 
 /**
  * The admin token pushes carry: `ECHO_ADMIN_TOKEN`, or the content of `ECHO_ADMIN_TOKEN_FILE`

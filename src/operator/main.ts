@@ -35,6 +35,7 @@ import {
   type OperatorConfig,
   readAdminToken,
 } from './config.ts';
+import { isOperatorError, type OperatorConfigError } from './errors.ts';
 
 const command = parseCommandLine(process.argv.slice(2));
 if (command.kind === 'help' || command.kind === 'version') {
@@ -62,6 +63,10 @@ try {
   if (isObsError(error) && error.code === 'OBS_ERR_CONFIG') {
     const { problems } = error as ObsConfigError;
     for (const problem of problems) process.stderr.write(`echo-chaos-operator: ${problem.message}\n`);
+  } else if (isOperatorError(error) && error.code === 'OPERATOR_ERR_CONFIG') {
+    // One line per problem, as the service writes them.
+    for (const problem of (error as OperatorConfigError).problems)
+      process.stderr.write(`echo-chaos-operator: ${problem}\n`);
   } else {
     process.stderr.write(`echo-chaos-operator: ${error instanceof Error ? error.message : String(error)}\n`);
   }

@@ -23,7 +23,10 @@ test('operator README – a hand-edited error table is noticed; missing markers 
   const tampered = README.replace('| `OPERATOR_ERR_PUSH` | 502 |', '| `OPERATOR_ERR_PUSH` | 500 |');
   assert.notEqual(tampered, README, 'the OPERATOR_ERR_PUSH row was not found to tamper with');
   assert.equal(renderOperatorReadme(tampered), README);
-  assert.throws(() => renderOperatorReadme('# operator\n'), /lacks the markers of section operator-errors/);
+  assert.throws(() => renderOperatorReadme('# operator\n'), /lacks the markers of section operator-settings/);
+  const settingsTampered = README.replace('| `WORKERS` | `4` |', '| `WORKERS` | `8` |');
+  assert.notEqual(settingsTampered, README, 'the WORKERS row was not found to tamper with');
+  assert.equal(renderOperatorReadme(settingsTampered), README, 'the settings table is generated too');
 });
 
 test('operator README – every error code of OPERATOR_ERRORS is documented with its status', () => {

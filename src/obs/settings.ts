@@ -1,0 +1,187 @@
+/**
+ * Settings from the environment, described by one TypeBox schema per setting (docs/adr/0045-one-
+ * settings-mechanism.md): the schema gives the value's type (`SettingsOf`), its validation, the
+ * form a message and a reference table state, and its default. {@link loadSettings} reads every
+ * setting at once and returns every problem, one line each, naming the variable, what it got (never
+ * a secret's value) and what was expected; a table of the settings for a docs page comes from the
+ * same definitions ({@link settingsRows}), so neither can drift from the code.
+ *
+ * ```ts
+ * const SETTINGS = {
+ *   port: setting('PORT', Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }), 'Port of /metrics'),
+ *   prometheusUrl: setting('PROMETHEUS_URL', Type.Optional(Type.String({ format: 'http-url' })), '...'),
+ * };
+ * const config = loadSettings(SETTINGS, process.env); // { ok: true, value } or { ok: false, problems }
+ * ```
+ */
+import { FormatRegistry, type Static, type TSchema, Type, TypeGuard } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+/** One setting: its variable, its schema (with its `default`, when it has one) and its meaning. */
+export interface Setting<S extends TSchema = TSchema> {
+  /** The environment variable (`PORT`). */
+  readonly env: string;
+  readonly schema: S;
+  /** One sentence for the reference table. */
+  readonly description: string;
+  /** What an accepted value looks like, for messages and the table; derived from the schema unless given. */
+  readonly form: string;
+  /** A credential: a message never quotes its value. */
+  readonly secret: boolean;
+  /** Trim the text before reading it (tokens and URLs from a Secret often end in a newline). */
+  readonly trim: boolean;
+  /** What the table's default column says when the schema has no `default` (`unset`, or what unset means). */
+  readonly unset: string;
+}
+
+/** What {@link setting} takes besides the variable, the schema and the description. */
+export interface SettingOptions {
+  /** What an accepted value looks like (default: derived from the schema). */
+  readonly form?: string;
+  /** A credential: never quoted in a message. */
+  readonly secret?: boolean;
+  /** Trim the text before reading it. Default false. */
+  readonly trim?: boolean;
+  /** What the table says for a setting without a `default` (default `unset`). */
+  readonly unset?: string;
+}
+
+/** A setting: `env` read through `schema` (an unset or empty variable takes the schema's `default`). */
+export function setting<S extends TSchema>(
+  env: string,
+  schema: S,
+  description: string,
+  options: SettingOptions = {},
+): Setting<S> {
+  return {
+    env,
+    schema,
+    description,
+    form: options.form ?? formOf(schema),
+    secret: options.secret === true,
+    trim: options.trim === true,
+    unset: options.unset ?? 'unset',
+  };
+}
+
+/** A set of settings, by the key each has in the loaded value. */
+export type SettingsDefinition = Readonly<Record<string, Setting>>;
+
+/** The value {@link loadSettings} returns for a definition: each key with its schema's type. */
+export type SettingsOf<D extends SettingsDefinition> = {
+  readonly [K in keyof D]: Static<D[K]['schema']>;
+};
+
+/** What {@link loadSettings} answers. */
+export type SettingsResult<D extends SettingsDefinition> =
+  | { readonly ok: true; readonly value: SettingsOf<D> }
+  | { readonly ok: false; readonly problems: readonly string[] };
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+if (!FormatRegistry.Has('http-url')) FormatRegistry.Set('http-url', isHttpUrl);
+
+/** A string that `new URL` reads with the http or https scheme and a host (format `http-url`). */
+export const HTTP_URL = Type.String({ format: 'http-url' });
+
+/** A decimal number as written in a variable: digits, an optional sign and fraction, nothing else. */
+const NUMBER_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)$/;
+
+/** The text of a variable as the value its schema takes, or the text itself when it is not one. */
+function convert(schema: TSchema, text: string): unknown {
+  if (TypeGuard.IsInteger(schema) || TypeGuard.IsNumber(schema))
+    return NUMBER_TEXT.test(text) ? Number(text) : text;
+  if (TypeGuard.IsBoolean(schema)) return text === 'true' ? true : text === 'false' ? false : text;
+  return text;
+}
+
+/** The form an accepted value takes, in words, from what the schema says. */
+export function formOf(schema: TSchema): string {
+  if (TypeGuard.IsInteger(schema) || TypeGuard.IsNumber(schema)) {
+    const kind = TypeGuard.IsInteger(schema) ? 'an integer' : 'a number';
+    const { minimum, maximum } = schema;
+    if (minimum !== undefined && maximum !== undefined) return `${kind} from ${minimum} to ${maximum}`;
+    if (minimum !== undefined) return `${kind} >= ${minimum}`;
+    if (maximum !== undefined) return `${kind} <= ${maximum}`;
+    return kind;
+  }
+  if (TypeGuard.IsBoolean(schema)) return '`true` or `false`';
+  if (TypeGuard.IsUnion(schema) && schema.anyOf.every((member) => TypeGuard.IsLiteral(member))) {
+    return `one of ${schema.anyOf.map((member) => String(member.const)).join(', ')}`;
+  }
+  if (TypeGuard.IsString(schema)) {
+    if (schema.format === 'http-url') return 'an http or https URL';
+    return schema.minLength !== undefined && schema.minLength > 0 ? 'a non-empty text' : 'a text';
+  }
+  return 'a value of its schema';
+}
+
+function readOne(definition: Setting, raw: string): { ok: true; value: unknown } | { ok: false } {
+  const text = definition.trim ? raw.trim() : raw;
+  const converted = convert(definition.schema, text);
+  return Value.Check(definition.schema, converted) ? { ok: true, value: converted } : { ok: false };
+}
+
+/**
+ * Reads every setting of `definition` from `env`. An unset or empty variable takes its schema's
+ * `default` (none: `undefined`, which the schema must allow with `Type.Optional`). Every problem is
+ * returned at once, one line each: `PORT must be an integer from 0 to 65535, got "x"`.
+ */
+export function loadSettings<D extends SettingsDefinition>(
+  definition: D,
+  env: Readonly<Record<string, string | undefined>>,
+): SettingsResult<D> {
+  const problems: string[] = [];
+  const value: Record<string, unknown> = {};
+  for (const [key, entry] of Object.entries(definition)) {
+    const raw = env[entry.env];
+    const given = raw === undefined || (entry.trim ? raw.trim() : raw) === '' ? undefined : raw;
+    if (given === undefined) {
+      value[key] = entry.schema.default;
+      continue;
+    }
+    const read = readOne(entry, given);
+    if (read.ok) {
+      value[key] = read.value;
+    } else {
+      const got = entry.secret ? '' : `, got ${JSON.stringify(given)}`;
+      problems.push(`${entry.env} must be ${entry.form}${got}`);
+    }
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: value as SettingsOf<D> };
+}
+
+/** One row of a settings table: the variable, its default (Markdown), its form, its meaning. */
+export interface SettingRow {
+  readonly env: string;
+  readonly default: string;
+  readonly form: string;
+  readonly description: string;
+}
+
+/** The rows of a reference table of `definition`, in its order. */
+export function settingsRows(definition: SettingsDefinition): SettingRow[] {
+  return Object.values(definition).map((entry) => ({
+    env: entry.env,
+    default: entry.schema.default === undefined ? entry.unset : `\`${String(entry.schema.default)}\``,
+    form: entry.form,
+    description: entry.description,
+  }));
+}
+
+/** The rows as a Markdown table (variable, default, accepted values, meaning). */
+export function settingsTable(definition: SettingsDefinition): string {
+  const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+  const lines = ['| Variable | Default | Accepted | Meaning |', '| --- | --- | --- | --- |'];
+  for (const row of settingsRows(definition)) {
+    lines.push(`| \`${row.env}\` | ${cell(row.default)} | ${cell(row.form)} | ${cell(row.description)} |`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Type } from '@sinclair/typebox';
+import { HTTP_URL, loadSettings, setting, settingsRows, settingsTable } from '../../src/obs/internal.ts';
+
+const SETTINGS = {
+  port: setting('PORT', Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }), 'The port.'),
+  ratio: setting('RATIO', Type.Number({ minimum: 0, maximum: 1, default: 0.5 }), 'A share.'),
+  verbose: setting('VERBOSE', Type.Boolean({ default: false }), 'Say more.'),
+  level: setting(
+    'LEVEL',
+    Type.Union([Type.Literal('info'), Type.Literal('debug')], { default: 'info' }),
+    'How much.',
+  ),
+  url: setting('UPSTREAM', Type.Optional(HTTP_URL), 'Where to.', { trim: true }),
+  token: setting('TOKEN', Type.Optional(Type.String({ pattern: '^[a-z]+$' })), 'A secret.', {
+    secret: true,
+    form: 'lower-case letters',
+  }),
+} as const;
+
+test('settings – unset and empty variables take the defaults; optional ones stay undefined', () => {
+  const loaded = loadSettings(SETTINGS, { PORT: '', VERBOSE: undefined });
+  assert.ok(loaded.ok);
+  assert.deepEqual(loaded.value, {
+    port: 8080,
+    ratio: 0.5,
+    verbose: false,
+    level: 'info',
+    url: undefined,
+    token: undefined,
+  });
+});
+
+test('settings – each value is read through its schema, typed', () => {
+  const loaded = loadSettings(SETTINGS, {
+    PORT: '9090',
+    RATIO: '0.25',
+    VERBOSE: 'true',
+    LEVEL: 'debug',
+    UPSTREAM: ' https://api.example:8443/v1\n',
+    TOKEN: 'abc',
+  });
+  assert.ok(loaded.ok);
+  assert.deepEqual(loaded.value, {
+    port: 9090,
+    ratio: 0.25,
+    verbose: true,
+    level: 'debug',
+    url: 'https://api.example:8443/v1',
+    token: 'abc',
+  });
+});
+
+test('settings – every problem at once, one line each, naming the variable, the value and the form', () => {
+  const loaded = loadSettings(SETTINGS, {
+    PORT: '2.5',
+    RATIO: '1e3',
+    VERBOSE: 'yes',
+    LEVEL: 'loud',
+    UPSTREAM: 'ftp://files',
+    TOKEN: 'S3CRET value',
+  });
+  assert.equal(loaded.ok, false);
+  assert.deepEqual(!loaded.ok && loaded.problems, [
+    'PORT must be an integer from 0 to 65535, got "2.5"',
+    'RATIO must be a number from 0 to 1, got "1e3"',
+    'VERBOSE must be `true` or `false`, got "yes"',
+    'LEVEL must be one of info, debug, got "loud"',
+    'UPSTREAM must be an http or https URL, got "ftp://files"',
+    'TOKEN must be lower-case letters',
+  ]);
+});
+
+test('settings – a number is written as digits: no hex, exponent, spaces or trailing text', () => {
+  for (const bad of ['0x10', '1e2', ' 80', '80 ', '80a', 'Infinity', '-', '.']) {
+    const loaded = loadSettings({ port: SETTINGS.port }, { PORT: bad });
+    assert.equal(loaded.ok, false, JSON.stringify(bad));
+  }
+  for (const [text, value] of [
+    ['0', 0],
+    ['65535', 65535],
+    ['+80', 80],
+  ] as const) {
+    const loaded = loadSettings({ port: SETTINGS.port }, { PORT: text });
+    assert.deepEqual(loaded, { ok: true, value: { port: value } }, text);
+  }
+});
+
+test('settings – the reference table comes from the same definitions', () => {
+  const rows = settingsRows(SETTINGS);
+  assert.deepEqual(rows[0], {
+    env: 'PORT',
+    default: '`8080`',
+    form: 'an integer from 0 to 65535',
+    description: 'The port.',
+  });
+  assert.equal(rows[4]?.default, 'unset');
+  const table = settingsTable(SETTINGS).split('\n');
+  assert.equal(table.length, 2 + Object.keys(SETTINGS).length);
+  assert.equal(table[2], '| `PORT` | `8080` | an integer from 0 to 65535 | The port. |');
+  assert.equal(table[5], '| `LEVEL` | `info` | one of info, debug | How much. |');
+});
