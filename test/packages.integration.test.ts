@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { exitOf, freePort, within } from './helpers/runtime.ts';
+import { exitOf, freePort, until, within } from './helpers/runtime.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Packages an obs-only app may add on top of fastify's own. */
@@ -247,13 +247,18 @@ describe('packages – installed from their tarballs, outside the repository', {
       try {
         const base = `http://127.0.0.1:${port}`;
         let order: Response | undefined;
-        for (let i = 0; i < 200 && order === undefined; i++) {
-          order = await fetch(`${base}/orders/42`, { headers: { 'x-request-id': 'readme-1' } }).catch(
-            () => undefined,
-          );
-          if (order === undefined) await new Promise((r) => setTimeout(r, 100));
-        }
-        assert.ok(order, `the quick start never answered on Node ${line}`);
+        await until(
+          `the quick start answers on Node ${line}`,
+          async () => {
+            order = await fetch(`${base}/orders/42`, { headers: { 'x-request-id': 'readme-1' } }).catch(
+              () => undefined,
+            );
+            return order !== undefined;
+          },
+          20_000,
+          100,
+        );
+        assert.ok(order);
         assert.deepEqual(await order.json(), { id: '42', mode: 'ENFORCING' });
         assert.equal((await fetch(`${base}/actuator/obs`)).status, 200);
         assert.match(await (await fetch(`${base}/metrics`)).text(), /^obs_config_info\{/m);
@@ -373,11 +378,16 @@ describe('packages – installed from their tarballs, outside the repository', {
     const exit = exitOf(child);
     try {
       let ready: Response | undefined;
-      for (let i = 0; i < 200 && ready === undefined; i++) {
-        ready = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined);
-        if (ready === undefined) await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.ok(ready, 'echo-chaos never answered');
+      await until(
+        'echo-chaos answers',
+        async () => {
+          ready = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined);
+          return ready !== undefined;
+        },
+        20_000,
+        100,
+      );
+      assert.ok(ready);
       assert.equal(ready.status, 200);
       assert.deepEqual(await ready.json(), { status: 'ready' });
       const echo = await fetch(`http://127.0.0.1:${port}/hello`, { method: 'POST', body: 'from npx' });
@@ -387,15 +397,16 @@ describe('packages – installed from their tarballs, outside the repository', {
       // gone, stops as on SIGTERM (drained) rather than serving on.
       process.kill(child.pid!, 'SIGTERM');
       const { stdout } = await within(exit, 'npx had not exited 30 s after SIGTERM', 30_000);
-      let closed = false;
-      for (let i = 0; i < 100 && !closed; i++) {
-        closed = await fetch(`http://127.0.0.1:${port}/ready`).then(
-          () => false,
-          () => true,
-        );
-        if (!closed) await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.ok(closed, `still serving on ${port} after npx was stopped`);
+      await until(
+        `nothing serves on ${port} once npx was stopped`,
+        () =>
+          fetch(`http://127.0.0.1:${port}/ready`).then(
+            () => false,
+            () => true,
+          ),
+        10_000,
+        100,
+      );
       assert.match(stdout, /"msg":"drained"/);
     } finally {
       try {
