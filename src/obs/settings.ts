@@ -32,6 +32,8 @@ export interface Setting<S extends TSchema = TSchema> {
   readonly trim: boolean;
   /** What the table's default column says when the schema has no `default` (`unset`, or what unset means). */
   readonly unset: string;
+  /** Read the text in lower case (names a standard spells in either case, `OTLP` and `otlp`). */
+  readonly lowercase: boolean;
 }
 
 /** What {@link setting} takes besides the variable, the schema and the description. */
@@ -44,6 +46,8 @@ export interface SettingOptions {
   readonly trim?: boolean;
   /** What the table says for a setting without a `default` (default `unset`). */
   readonly unset?: string;
+  /** Read the text in lower case. Default false. */
+  readonly lowercase?: boolean;
 }
 
 /** A setting: `env` read through `schema` (an unset or empty variable takes the schema's `default`). */
@@ -61,6 +65,7 @@ export function setting<S extends TSchema>(
     secret: options.secret === true,
     trim: options.trim === true,
     unset: options.unset ?? 'unset',
+    lowercase: options.lowercase === true,
   };
 }
 
@@ -124,7 +129,8 @@ export function formOf(schema: TSchema): string {
 }
 
 function readOne(definition: Setting, raw: string): { ok: true; value: unknown } | { ok: false } {
-  const text = definition.trim ? raw.trim() : raw;
+  const trimmed = definition.trim ? raw.trim() : raw;
+  const text = definition.lowercase ? trimmed.toLowerCase() : trimmed;
   const converted = convert(definition.schema, text);
   return Value.Check(definition.schema, converted) ? { ok: true, value: converted } : { ok: false };
 }
@@ -132,7 +138,8 @@ function readOne(definition: Setting, raw: string): { ok: true; value: unknown }
 /**
  * Reads every setting of `definition` from `env`. An unset or empty variable takes its schema's
  * `default` (none: `undefined`, which the schema must allow with `Type.Optional`). Every problem is
- * returned at once, one line each: `PORT must be an integer from 0 to 65535, got "x"`.
+ * returned at once, one line each: `PORT="x" is invalid: expected an integer from 0 to 65535` (a
+ * secret's value is never shown: `TOKEN is invalid: expected ...`).
  */
 export function loadSettings<D extends SettingsDefinition>(
   definition: D,
@@ -151,8 +158,9 @@ export function loadSettings<D extends SettingsDefinition>(
     if (read.ok) {
       value[key] = read.value;
     } else {
-      const got = entry.secret ? '' : `, got ${JSON.stringify(given)}`;
-      problems.push(`${entry.env} must be ${entry.form}${got}`);
+      // The service's form since its first release: `PORT="abc" is invalid: expected ...`.
+      const shown = entry.secret ? entry.env : `${entry.env}=${JSON.stringify(given)}`;
+      problems.push(`${shown} is invalid: expected ${entry.form.replaceAll('`', '')}`);
     }
   }
   return problems.length > 0 ? { ok: false, problems } : { ok: true, value: value as SettingsOf<D> };

@@ -17,7 +17,10 @@
  * `…_TIMEOUT`, `…_COMPRESSION`, certificates), as the OpenTelemetry specification has it.
  */
 
-/** One variable: the README's configuration table and `--help` list these. */
+import { HTTP_URL, loadSettings, setting } from '@echo-chaos/obs/internal';
+import { Type } from '@sinclair/typebox';
+
+/** One variable: the configuration page's table and `--help` list these. */
 export interface OtelVariable {
   readonly name: string;
   readonly default: string;
@@ -50,138 +53,143 @@ export type OtelSettingsResult =
 
 const URL_FORM = 'an http:// or https:// URL';
 const PROTOCOL_FORM = '`http/protobuf` or `http/json` (grpc is not supported)';
+const PROTOCOLS = Type.Union([Type.Literal('http/protobuf'), Type.Literal('http/json')]);
+const PROTOCOL = { trim: true, lowercase: true, form: PROTOCOL_FORM } as const;
+const URL = { trim: true, form: URL_FORM } as const;
+const WORD = { trim: true, lowercase: true } as const;
 
-export const OTEL_VARIABLES: readonly OtelVariable[] = [
-  {
-    name: 'OTEL_SDK_DISABLED',
-    default: 'false',
-    form: '`true` or `false`',
-    meaning: 'OpenTelemetry: `true` starts no SDK at all, whatever the other `OTEL_*` variables say',
-  },
-  {
-    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
-    default: 'unset',
-    form: URL_FORM,
-    meaning: 'OpenTelemetry: set, traces are exported over OTLP/HTTP to `<URL>/v1/traces`',
-  },
-  {
-    name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-    default: 'unset',
-    form: URL_FORM,
-    meaning: 'OpenTelemetry: set, traces are exported to this URL as is (wins over the one above)',
-  },
-  {
-    name: 'OTEL_TRACES_EXPORTER',
-    default: 'unset',
-    form: '`otlp` or `none`',
-    meaning:
-      'OpenTelemetry: `none` exports no traces; `otlp` exports them even without an endpoint (to `http://localhost:4318`)',
-  },
-  {
-    name: 'OTEL_EXPORTER_OTLP_PROTOCOL',
-    default: 'http/protobuf',
-    form: PROTOCOL_FORM,
-    meaning: 'OpenTelemetry: OTLP encoding (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` wins when set)',
-  },
-  {
-    name: 'OTEL_METRICS_EXPORTER',
-    default: 'unset',
-    form: '`prometheus` or `none`',
-    meaning:
-      'OpenTelemetry: meters of the OpenTelemetry metrics API join `/metrics` whenever the SDK starts; `prometheus` starts it for that alone, `none` leaves them out',
-  },
-  {
-    name: 'OTEL_SERVICE_NAME',
-    default: 'the program name',
-    form: 'any text',
-    meaning:
-      'OpenTelemetry: `service.name` of the exported spans (`OTEL_RESOURCE_ATTRIBUTES` adds attributes)',
-  },
-  {
-    name: 'OTEL_BSP_SCHEDULE_DELAY',
-    default: '5000',
-    form: 'integer milliseconds 1-3600000',
-    meaning: 'OpenTelemetry: delay between two exports of the batch span processor',
-  },
-  {
-    name: 'OTEL_BSP_MAX_QUEUE_SIZE',
-    default: '2048',
-    form: 'integer 1-1000000',
-    meaning: 'OpenTelemetry: spans waiting for export; past it new spans are dropped',
-  },
+/**
+ * Every `OTEL_*` variable read here, one schema each (the one settings mechanism,
+ * docs/adr/0045-one-settings-mechanism.md); values standard names spell in either case are read in
+ * lower case.
+ */
+export const OTEL_SETTINGS = {
+  disabled: setting(
+    'OTEL_SDK_DISABLED',
+    Type.Boolean({ default: false }),
+    'OpenTelemetry: `true` starts no SDK at all, whatever the other `OTEL_*` variables say',
+    WORD,
+  ),
+  endpoint: setting(
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    Type.Optional(HTTP_URL),
+    'OpenTelemetry: set, traces are exported over OTLP/HTTP to `<URL>/v1/traces`',
+    URL,
+  ),
+  tracesEndpoint: setting(
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    Type.Optional(HTTP_URL),
+    'OpenTelemetry: set, traces are exported to this URL as is (wins over the one above)',
+    URL,
+  ),
+  tracesExporter: setting(
+    'OTEL_TRACES_EXPORTER',
+    Type.Optional(Type.Union([Type.Literal('otlp'), Type.Literal('none')])),
+    'OpenTelemetry: `none` exports no traces; `otlp` exports them even without an endpoint (to `http://localhost:4318`)',
+    { ...WORD, form: '`otlp` or `none`' },
+  ),
+  protocol: setting(
+    'OTEL_EXPORTER_OTLP_PROTOCOL',
+    Type.Optional(PROTOCOLS),
+    'OpenTelemetry: OTLP encoding (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` wins when set)',
+    { ...PROTOCOL, unset: 'http/protobuf' },
+  ),
+  tracesProtocol: setting(
+    'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+    Type.Optional(PROTOCOLS),
+    'OpenTelemetry: OTLP encoding of traces',
+    PROTOCOL,
+  ),
+  metricsExporter: setting(
+    'OTEL_METRICS_EXPORTER',
+    Type.Optional(Type.Union([Type.Literal('prometheus'), Type.Literal('none')])),
+    'OpenTelemetry: meters of the OpenTelemetry metrics API join `/metrics` whenever the SDK starts; `prometheus` starts it for that alone, `none` leaves them out',
+    { ...WORD, form: '`prometheus` or `none`' },
+  ),
+  serviceName: setting(
+    'OTEL_SERVICE_NAME',
+    Type.Optional(Type.String({ minLength: 1 })),
+    'OpenTelemetry: `service.name` of the exported spans (`OTEL_RESOURCE_ATTRIBUTES` adds attributes)',
+    { trim: true, unset: 'the program name', form: 'any text' },
+  ),
+  scheduledDelayMillis: setting(
+    'OTEL_BSP_SCHEDULE_DELAY',
+    Type.Integer({ minimum: 1, maximum: 3_600_000, default: 5000 }),
+    'OpenTelemetry: delay between two exports of the batch span processor',
+    { trim: true, form: 'integer milliseconds 1-3600000' },
+  ),
+  exportTimeoutMillis: setting(
+    'OTEL_BSP_EXPORT_TIMEOUT',
+    Type.Integer({ minimum: 1, maximum: 3_600_000, default: 30_000 }),
+    'OpenTelemetry: longest export of the batch span processor',
+    { trim: true, form: 'integer milliseconds 1-3600000' },
+  ),
+  maxQueueSize: setting(
+    'OTEL_BSP_MAX_QUEUE_SIZE',
+    Type.Integer({ minimum: 1, maximum: 1_000_000, default: 2048 }),
+    'OpenTelemetry: spans waiting for export; past it new spans are dropped',
+    { trim: true, form: 'integer 1-1000000' },
+  ),
+  maxExportBatchSize: setting(
+    'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
+    Type.Integer({ minimum: 1, maximum: 1_000_000, default: 512 }),
+    'OpenTelemetry: spans in one export (at most the queue size)',
+    { trim: true, form: 'integer 1-1000000' },
+  ),
+} as const;
+
+/** The variables the configuration page and `--help` list, in their order. */
+const DOCUMENTED: readonly (keyof typeof OTEL_SETTINGS)[] = [
+  'disabled',
+  'endpoint',
+  'tracesEndpoint',
+  'tracesExporter',
+  'protocol',
+  'metricsExporter',
+  'serviceName',
+  'scheduledDelayMillis',
+  'maxQueueSize',
 ];
+
+export const OTEL_VARIABLES: readonly OtelVariable[] = DOCUMENTED.map((key) => {
+  const entry = OTEL_SETTINGS[key];
+  const fallback = entry.schema.default;
+  return {
+    name: entry.env,
+    default: fallback === undefined ? entry.unset : String(fallback),
+    form: entry.form,
+    meaning: entry.description,
+  };
+});
 
 /** The variables other than the ones above that the OTLP exporter reads itself (listed in help). */
 export const OTEL_PASSED_THROUGH =
   'OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_COMPRESSION, OTEL_RESOURCE_ATTRIBUTES and their *_TRACES_* forms';
 
-const isSet = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
-
 /** Reads the `OTEL_*` variables of `env`. Pure: loads nothing, starts nothing. */
 export function otelSettings(env: Readonly<Record<string, string | undefined>>): OtelSettingsResult {
-  const problems: string[] = [];
-  const problem = (name: string, raw: string, form: string) =>
-    problems.push(`${name}=${JSON.stringify(raw)} is invalid: expected ${form.replaceAll('`', '')}`);
-
-  const pick = <T extends string>(name: string, allowed: readonly T[], form: string): T | undefined => {
-    const raw = env[name];
-    if (!isSet(raw)) return undefined;
-    const value = raw.trim().toLowerCase();
-    if ((allowed as readonly string[]).includes(value)) return value as T;
-    problem(name, raw, form);
-    return undefined;
-  };
-  const integer = (name: string, fallback: number, max: number): number => {
-    const raw = env[name];
-    if (!isSet(raw)) return fallback;
-    const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-    if (n >= 1 && n <= max) return n;
-    problem(name, raw, OTEL_VARIABLES.find((v) => v.name === name)?.form ?? 'an integer');
-    return fallback;
-  };
-  const url = (name: string): boolean => {
-    const raw = env[name];
-    if (!isSet(raw)) return false;
-    let ok = false;
-    try {
-      ok = ['http:', 'https:'].includes(new URL(raw.trim()).protocol);
-    } catch {
-      ok = false;
-    }
-    if (!ok) problem(name, raw, URL_FORM);
-    return ok;
-  };
-
-  const disabled = pick('OTEL_SDK_DISABLED', ['true', 'false'], '`true` or `false`') === 'true';
-  const endpoint = url('OTEL_EXPORTER_OTLP_ENDPOINT');
-  const tracesEndpoint = url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
-  const tracesExporter = pick('OTEL_TRACES_EXPORTER', ['otlp', 'none'], '`otlp` or `none`');
-  const metricsExporter = pick('OTEL_METRICS_EXPORTER', ['prometheus', 'none'], '`prometheus` or `none`');
-  const protocols = ['http/protobuf', 'http/json'] as const;
-  const protocol =
-    pick('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', protocols, PROTOCOL_FORM) ??
-    pick('OTEL_EXPORTER_OTLP_PROTOCOL', protocols, PROTOCOL_FORM) ??
-    'http/protobuf';
-  const batch = {
-    scheduledDelayMillis: integer('OTEL_BSP_SCHEDULE_DELAY', 5000, 3_600_000),
-    exportTimeoutMillis: integer('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 3_600_000),
-    maxQueueSize: integer('OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1_000_000),
-    maxExportBatchSize: integer('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1_000_000),
-  };
-  if (problems.length > 0) return { ok: false, problems };
-
+  const loaded = loadSettings(OTEL_SETTINGS, env);
+  if (!loaded.ok) return loaded;
+  const v = loaded.value;
   const traces =
-    !disabled && tracesExporter !== 'none' && (endpoint || tracesEndpoint || tracesExporter === 'otlp');
-  const metrics = !disabled && metricsExporter !== 'none' && (traces || metricsExporter === 'prometheus');
-  const serviceName = isSet(env['OTEL_SERVICE_NAME']) ? env['OTEL_SERVICE_NAME'].trim() : undefined;
+    !v.disabled &&
+    v.tracesExporter !== 'none' &&
+    (v.endpoint !== undefined || v.tracesEndpoint !== undefined || v.tracesExporter === 'otlp');
+  const metrics =
+    !v.disabled && v.metricsExporter !== 'none' && (traces || v.metricsExporter === 'prometheus');
   return {
     ok: true,
     settings: {
       traces,
       metrics,
-      protocol,
-      serviceName,
-      batch: { ...batch, maxExportBatchSize: Math.min(batch.maxExportBatchSize, batch.maxQueueSize) },
+      protocol: v.tracesProtocol ?? v.protocol ?? 'http/protobuf',
+      serviceName: v.serviceName,
+      batch: {
+        scheduledDelayMillis: v.scheduledDelayMillis,
+        exportTimeoutMillis: v.exportTimeoutMillis,
+        maxQueueSize: v.maxQueueSize,
+        maxExportBatchSize: Math.min(v.maxExportBatchSize, v.maxQueueSize),
+      },
     },
   };
 }

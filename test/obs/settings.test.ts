@@ -63,12 +63,12 @@ test('settings – every problem at once, one line each, naming the variable, th
   });
   assert.equal(loaded.ok, false);
   assert.deepEqual(!loaded.ok && loaded.problems, [
-    'PORT must be an integer from 0 to 65535, got "2.5"',
-    'RATIO must be a number from 0 to 1, got "1e3"',
-    'VERBOSE must be `true` or `false`, got "yes"',
-    'LEVEL must be one of info, debug, got "loud"',
-    'UPSTREAM must be an http or https URL, got "ftp://files"',
-    'TOKEN must be lower-case letters',
+    'PORT="2.5" is invalid: expected an integer from 0 to 65535',
+    'RATIO="1e3" is invalid: expected a number from 0 to 1',
+    'VERBOSE="yes" is invalid: expected true or false',
+    'LEVEL="loud" is invalid: expected one of info, debug',
+    'UPSTREAM="ftp://files" is invalid: expected an http or https URL',
+    'TOKEN is invalid: expected lower-case letters',
   ]);
 });
 

@@ -17,7 +17,7 @@ test('operator config – defaults', () => {
 test('operator config – WORKERS is a whole number from 1 to 64', () => {
   assert.equal(loadOperatorConfig({ WORKERS: '16' }).workers, 16);
   for (const bad of ['0', '65', 'x', '2.5']) {
-    assert.throws(() => loadOperatorConfig({ WORKERS: bad }), /WORKERS must be/, bad);
+    assert.throws(() => loadOperatorConfig({ WORKERS: bad }), /WORKERS=.* is invalid: expected an integer from 1 to 64/, bad);
   }
 });
 
@@ -103,11 +103,11 @@ test('operator config – PROMETHEUS_URL and the abortWhen poll: defaults, and o
   );
   assert.throws(
     () => loadOperatorConfig({ PROMETHEUS_URL: 'prometheus:9090' }),
-    /PROMETHEUS_URL must be an http or https URL such as http:\/\/prometheus:9090, got "prometheus:9090"/,
+    /PROMETHEUS_URL="prometheus:9090" is invalid: expected an http or https URL such as http:\/\/prometheus:9090/,
   );
   assert.throws(
     () => loadOperatorConfig({ ABORT_POLL_INTERVAL_MS: '10' }),
-    /ABORT_POLL_INTERVAL_MS must be an integer >= 1000/,
+    /ABORT_POLL_INTERVAL_MS="10" is invalid: expected an integer >= 1000/,
   );
   assert.throws(
     () => loadOperatorConfig({ ABORT_POLL_INTERVAL_MS: '2000', ABORT_QUERY_TIMEOUT_MS: '2000' }),
