@@ -7,7 +7,6 @@ import net from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { generate } from 'selfsigned';
@@ -21,7 +20,7 @@ import {
   TIMEOUT_MS,
   waitFor,
 } from '../helpers/protocol-clients.ts';
-import { type Exit, exitOf } from '../helpers/runtime.ts';
+import { type Exit, exitOf, until } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/echo/main.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'echo-tls-'));
@@ -406,7 +405,7 @@ test('TLS – closeAllConnections (the drain deadline) ends h2 sessions and busy
     () => 'answered',
     (err: Error) => (err.message.startsWith('no ') ? 'hung' : 'cut'), // `no answer …` is the client's timeout
   );
-  await sleep(200);
+  await until('both requests are in flight', () => server.app.obs.drainState.inFlight === 2);
   (server.app.server as unknown as { closeAllConnections(): void }).closeAllConnections();
   assert.equal(await waitFor(h2InFlight, 'the h2 stream was not cut'), 'cut');
   assert.equal(await waitFor(h1InFlight, 'the HTTP/1.1 request was not cut'), 'cut');
@@ -501,11 +500,11 @@ test('TLS CLI – ENABLE_TLS with neither file: listens on https://, warns the f
   child.stdout?.on('data', (chunk) => {
     stdout += chunk;
   });
-  const deadline = Date.now() + TIMEOUT_MS;
-  while (!/Server listening at https:\/\/127\.0\.0\.1:(\d+)/.test(stdout)) {
-    assert.ok(Date.now() < deadline, `no listening line: ${stdout}`);
-    await sleep(20);
-  }
+  await until(
+    'the listening line',
+    () => /Server listening at https:\/\/127\.0\.0\.1:(\d+)/.test(stdout),
+    TIMEOUT_MS,
+  );
   const port = Number(/Server listening at https:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)![1]);
   const served = await servedCertificate(port);
   assert.ok(stdout.includes(served.fingerprint256), 'the warning does not name the served fingerprint');

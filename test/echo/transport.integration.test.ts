@@ -18,7 +18,7 @@ import {
   TIMEOUT_MS,
   waitFor,
 } from '../helpers/protocol-clients.ts';
-import { freePort } from '../helpers/runtime.ts';
+import { freePort, until } from '../helpers/runtime.ts';
 
 // One cleartext port serves HTTP/1.1, h2c with prior knowledge and the `Upgrade: h2c` handshake.
 
@@ -505,7 +505,7 @@ test('shutdown – close() lets an h2c request in a delay finish with 200 before
   const session = await openH2(server.url);
   t.after(() => session.destroy());
   const slow = h2Request(session, { ':path': '/slow', 'x-echo-delay': '10s' });
-  await sleep(100);
+  await until('the request is in flight', () => server.app.obs.drainState.inFlight === 1);
   closing = server.close();
   const result = await waitFor(slow, 'the request in flight was not answered');
   assert.equal(result.status, 200);
@@ -532,7 +532,15 @@ test('shutdown – closeAllConnections (the drain deadline) ends h2c sessions, b
     t.after(() => socket.destroy());
     return new Promise<void>((resolve) => socket.once('close', () => resolve()));
   });
-  await sleep(200);
+  // The h2c stream and the busy HTTP/1.1 request in flight; the other two are only connections, so
+  // the service's count of open connections tells when they are in (the h2c one and three sockets).
+  await until('both requests are in flight', () => server.app.obs.drainState.inFlight === 2);
+  await until('the four connections are open', async () => {
+    const info = (await server.app.inject({ url: '/info' })).json() as {
+      server: { limits: { open_connections: number } };
+    };
+    return info.server.limits.open_connections === 4;
+  });
   (server.app.server as unknown as { closeAllConnections(): void }).closeAllConnections();
   assert.equal(await waitFor(h2InFlight, 'the h2c stream was not cut'), 'cut');
   await waitFor(Promise.all(sockets), 'a connection stayed open');
@@ -556,11 +564,12 @@ test('h2c upgrade – a request whose headers need CONTINUATION frames is inject
   });
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   try {
-    const deadline = Date.now() + TIMEOUT_MS;
-    while ((await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.ok !== true) {
-      assert.ok(Date.now() < deadline, 'the server did not become ready');
-      await sleep(50);
-    }
+    await until(
+      'the server is ready',
+      async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.ok === true,
+      TIMEOUT_MS,
+      50,
+    );
     const big = 'b'.repeat(40_000);
     const result = await curl([
       '--http2',
