@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OPERATOR_VARIABLES } from '../../src/operator/cli.ts';
+import { OPERATOR_SETTINGS } from '../../src/operator/config.ts';
 import { exitOf } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
@@ -21,9 +22,16 @@ function run(args: string[]) {
 test('operator cli – the help lists exactly the variables config.ts reads', () => {
   const source = readFileSync(new URL('../../src/operator/config.ts', import.meta.url), 'utf8');
   const read = new Set<string>();
-  for (const m of source.matchAll(/env\['([A-Z_]+)'\]|int\('([A-Z_]+)'/g)) read.add((m[1] ?? m[2])!);
+  // The settings (setting('NAME', ...)) and the cluster's variables (env['NAME']).
+  for (const m of source.matchAll(/env\['([A-Z_]+)'\]|setting\(\s*'([A-Z_]+)'/g)) read.add((m[1] ?? m[2])!);
   assert.ok(read.size >= 10, `found only ${[...read].join(', ')}`);
   assert.deepEqual(OPERATOR_VARIABLES.map((v) => v.name).sort(), [...read].sort());
+  assert.deepEqual(
+    Object.values(OPERATOR_SETTINGS)
+      .map((s) => s.env)
+      .sort(),
+    [...read].filter((name) => !name.startsWith('KUBE')).sort(),
+  );
 });
 
 test('operator cli – --help prints every variable and exits 0 without a cluster', async () => {
