@@ -17,7 +17,11 @@ test('operator config – defaults', () => {
 test('operator config – WORKERS is a whole number from 1 to 64', () => {
   assert.equal(loadOperatorConfig({ WORKERS: '16' }).workers, 16);
   for (const bad of ['0', '65', 'x', '2.5']) {
-    assert.throws(() => loadOperatorConfig({ WORKERS: bad }), /WORKERS=.* is invalid: expected an integer from 1 to 64/, bad);
+    assert.throws(
+      () => loadOperatorConfig({ WORKERS: bad }),
+      /WORKERS=.* is invalid: expected an integer from 1 to 64/,
+      bad,
+    );
   }
 });
 
