@@ -1,4 +1,5 @@
-import { DURATION_FORM, parseDurationMs } from '@echo-chaos/obs/internal';
+import { DURATION_FORM, loadSettings, parseDurationMs, setting } from '@echo-chaos/obs/internal';
+import { Type } from '@sinclair/typebox';
 import { DELAY_SPEC_FORM, type DelaySpec, drawDelayMs, parseDelaySpec } from '../scenario/duration.ts';
 import { FAULT_FIELDS, type FaultField, type FaultSpec, readFault } from '../scenario/faults.ts';
 import { parseUpstreamUrl, UPSTREAM_FORM } from '../scenario/upstream.ts';
@@ -102,32 +103,31 @@ export interface EchoConfig {
   readonly extraHeaders: ReadonlyArray<readonly [string, string]>;
 }
 
-type Parsed = { ok: true; value: unknown } | { ok: false };
-type Parser = (raw: string) => Parsed;
+type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
+type Parser<T> = (raw: string) => Parsed<T>;
 
-/** One environment variable: the README's table is generated from these. */
+/** One environment variable, as the configuration page's table and `--help` list it. */
 export interface VariableSpec {
   readonly name: string;
   readonly key: keyof EchoConfig;
   readonly default: string;
   readonly form: string;
   readonly meaning: string;
-  readonly parse: Parser;
   /** Never quoted in a startup error (its value is a credential). */
-  readonly secret?: boolean;
+  readonly secret: boolean;
 }
 
-const ok = (value: unknown): Parsed => ({ ok: true, value });
-const bad: Parsed = { ok: false };
+const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
+const bad = { ok: false } as const;
 
-function boolean(): Parser {
+function boolean(): Parser<boolean> {
   return (raw) => {
     const v = raw.toLowerCase();
     return v === 'true' ? ok(true) : v === 'false' ? ok(false) : bad;
   };
 }
 
-function integer(min: number, max: number): Parser {
+function integer(min: number, max: number): Parser<number> {
   return (raw) => {
     if (!/^\d+$/.test(raw)) return bad;
     const n = Number(raw);
@@ -135,7 +135,7 @@ function integer(min: number, max: number): Parser {
   };
 }
 
-function decimal(min: number, max: number): Parser {
+function decimal(min: number, max: number): Parser<number> {
   return (raw) => {
     if (!/^\d+(\.\d+)?$/.test(raw)) return bad;
     const n = Number(raw);
@@ -143,17 +143,17 @@ function decimal(min: number, max: number): Parser {
   };
 }
 
-function duration(minMs: number, maxMs: number): Parser {
+function duration(minMs: number, maxMs: number): Parser<number> {
   return (raw) => {
     const ms = parseDurationMs(raw);
     return ms !== undefined && ms >= minMs && ms <= maxMs ? ok(ms) : bad;
   };
 }
 
-const text: Parser = (raw) => (raw.length > 0 ? ok(raw) : bad);
+const text: Parser<string> = (raw) => (raw.length > 0 ? ok(raw) : bad);
 
 /** An upstream, by the one rule of `ECHO_UPSTREAM` and a scenario's `upstream` (scenario/upstream.ts). */
-function upstreamUrl(raw: string): Parsed {
+function upstreamUrl(raw: string): Parsed<URL> {
   const url = parseUpstreamUrl(raw);
   return url === undefined ? bad : ok(url);
 }
@@ -162,7 +162,7 @@ function upstreamUrl(raw: string): Parsed {
 export const STATE_URL_FORM = 'redis://[:password@]host[:port][/db] or rediss:// (TLS), db 0-15';
 
 /** A Redis URL: `redis:` or `rediss:`, a host, a database 0-15 when a path is given, no query. */
-function stateUrl(raw: string): Parsed {
+function stateUrl(raw: string): Parsed<URL> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -194,315 +194,275 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 100 * MiB;
  */
 export const DEFAULT_MAX_SCENARIO_BODY_BYTES = 32 * MiB;
 
-/** Every variable the service reads, in README order. `ECHO_HEADER_<Name>` is handled apart. */
-export const VARIABLES: readonly VariableSpec[] = [
-  v('PORT', 'port', '8080', 'integer 0-65535', 'Port to listen on (0 picks a free one)', integer(0, 65535)),
-  v('HOST', 'host', '0.0.0.0', 'an address or host name', 'Address to listen on', text),
-  v('ENABLE_TLS', 'enableTls', 'false', '`true` or `false`', 'Serve HTTPS', boolean()),
-  v('CERT_FILE', 'certFile', 'server.crt', 'a file path', 'TLS certificate (PEM)', text),
-  v('KEY_FILE', 'keyFile', 'server.key', 'a file path', 'TLS private key (PEM)', text),
-  v(
+/**
+ * Every variable the service reads, in the configuration page's order, keyed by its field of
+ * {@link EchoConfig}. `ECHO_HEADER_<Name>` and the fault defaults are read apart.
+ */
+export const ECHO_SETTINGS = {
+  port: v('PORT', '8080', 'integer 0-65535', 'Port to listen on (0 picks a free one)', integer(0, 65535)),
+  host: v('HOST', '0.0.0.0', 'an address or host name', 'Address to listen on', text),
+  enableTls: v('ENABLE_TLS', 'false', '`true` or `false`', 'Serve HTTPS', boolean()),
+  certFile: v('CERT_FILE', 'server.crt', 'a file path', 'TLS certificate (PEM)', text),
+  keyFile: v('KEY_FILE', 'server.key', 'a file path', 'TLS private key (PEM)', text),
+  enableCors: v(
     'ENABLE_CORS',
-    'enableCors',
     'true',
     '`true` or `false`',
     'Permissive CORS: any origin, method and header',
     boolean(),
   ),
-  v(
+  maxBodyBytes: v(
     'MAX_BODY_SIZE',
-    'maxBodyBytes',
     String(DEFAULT_MAX_BODY_BYTES),
     'integer bytes 1-1073741824',
     'Largest request body; above it is a 413',
     // fastify's bodyLimit must be at least 1: 0 would stop startup with fastify's own message.
     integer(1, GiB),
   ),
-  v(
+  maxScenarioBodyBytes: v(
     'ECHO_MAX_SCENARIO_BODY',
-    'maxScenarioBodyBytes',
     String(DEFAULT_MAX_SCENARIO_BODY_BYTES),
     'integer bytes 1024-67108864',
     'Largest body of `POST /scenario` (JSON or YAML), apart from `MAX_BODY_SIZE`; above it is a 413 naming it. The default takes the largest set the service holds (16 MiB of text) with its syntax',
     integer(1024, 64 * MiB),
   ),
-  v(
+  chaosPercent: v(
     'ECHO_CHAOS',
-    'chaosPercent',
     '',
     'empty, or integer 0-100',
     'Default chaos percentage (random injected failures)',
     (raw) => (raw === '' ? ok(0) : integer(0, 100)(raw)),
   ),
-  v(
+  defaultDelay: v(
     'ECHO_DELAY',
-    'defaultDelay',
     '',
     `empty, or ${DELAY_SPEC_FORM}, at most ECHO_MAX_DELAY`,
     'Default delay when a request sends no delay header',
     (raw) => (raw === '' ? ok(undefined) : delaySpec(raw)),
   ),
-  v(
+  maxDelayMs: v(
     'ECHO_MAX_DELAY',
-    'maxDelayMs',
     '300s',
     `${DURATION_FORM}, at most 1440m (24 hours)`,
     'Ceiling of any delay; a larger requested delay is a 400',
     duration(0, DAY_MS),
   ),
-  v(
+  errorTimeoutMs: v(
     'ECHO_ERROR_TIMEOUT',
-    'errorTimeoutMs',
     '65s',
     `${DURATION_FORM}, at most 1440m (24 hours)`,
     'How long `X-Echo-Error: timeout` holds a request before its 504, and how long `slow-close` keeps the connection open after its answer',
     duration(0, DAY_MS),
   ),
-  v(
+  maxResponseBytes: v(
     'ECHO_MAX_RESPONSE_SIZE',
-    'maxResponseBytes',
     String(DEFAULT_MAX_RESPONSE_BYTES),
     'integer bytes 0-10737418240',
     'Ceiling of `X-Echo-Response-Size`; above it is a 400',
     integer(0, 10 * GiB),
   ),
-  v(
+  rateLimitRps: v(
     'ECHO_RATE_LIMIT_RPS',
-    'rateLimitRps',
     '0',
     'number 0-1000000',
     'Global rate limit in requests per second; 0 disables',
     decimal(0, 1_000_000),
   ),
-  v(
+  rateLimitBurst: v(
     'ECHO_RATE_LIMIT_BURST',
-    'rateLimitBurst',
     '0',
     'integer 0-1000000',
     'Token-bucket burst; 0 means max(1, ceil(rps))',
     integer(0, 1_000_000),
   ),
-  v(
+  sseTickerMs: v(
     'ECHO_SSE_TICKER',
-    'sseTickerMs',
     '5s',
     `${DURATION_FORM}, 10ms-1h`,
     'Interval between `/sse` events',
     duration(10, 3_600_000),
   ),
-  v(
+  maxStreams: v(
     'ECHO_MAX_STREAMS',
-    'maxStreams',
     '10000',
     'integer 0-1000000',
     'Concurrent `/ws` and `/sse` connections; past it `/sse` answers 503 and `/ws` closes with 1013',
     integer(0, 1_000_000),
   ),
-  v(
+  drainDelayMs: v(
     'ECHO_DRAIN_DELAY',
-    'drainDelayMs',
     '5s',
     `${DURATION_FORM}, at most 10m`,
     'On SIGTERM: how long `/ready` answers 503 with the port still open and connections served as usual, before the port closes and the drain begins (SIGINT skips it)',
     duration(0, 600_000),
   ),
-  v(
+  drainTimeoutMs: v(
     'ECHO_DRAIN_TIMEOUT',
-    'drainTimeoutMs',
     '30s',
     `${DURATION_FORM}, at most 60m`,
     'On SIGTERM/SIGINT, once the port has closed: how long in-flight requests may take before every connection is closed',
     duration(0, 3_600_000),
   ),
-  v(
+  idleReclaimMs: v(
     'ECHO_IDLE_RECLAIM',
-    'idleReclaimMs',
     '10s',
     `${DURATION_FORM}, at most 1h; 0 turns it off`,
     'After traffic that grew the memory by 16 MiB or more, how long without a request before one full garbage collection gives the pages back to the operating system (V8 keeps them otherwise; docs/adr/0013-memory-after-bursts.md)',
     duration(0, 3_600_000),
   ),
-  v(
+  headersTimeoutMs: v(
     'ECHO_HEADERS_TIMEOUT',
-    'headersTimeoutMs',
     '10s',
     `${DURATION_FORM}, 1ms to 10m, at most ECHO_REQUEST_TIMEOUT`,
     'How long a client may take to send its request head (HTTP/1.1 and HTTPS/1.1; for TLS the handshake too); then a 408 and the connection closes. Unset, it is never longer than ECHO_REQUEST_TIMEOUT',
     duration(1, 600_000),
   ),
-  v(
+  requestTimeoutMs: v(
     'ECHO_REQUEST_TIMEOUT',
-    'requestTimeoutMs',
     '60s',
     `${DURATION_FORM}, 1ms to 60m`,
     'How long a client may take to send its whole request, body included (HTTP/1.1, HTTPS/1.1 and each HTTP/2 stream); an injected delay of the answer is not counted; also how long `X-Echo-Error: blackhole` holds a connection silent before closing it',
     duration(1, 3_600_000),
   ),
-  v(
+  keepAliveTimeoutMs: v(
     'ECHO_KEEP_ALIVE_TIMEOUT',
-    'keepAliveTimeoutMs',
     '72s',
     `${DURATION_FORM}, 1ms to 60m`,
     'How long an idle keep-alive connection (HTTP/1.1) or HTTP/2 session stays open; above the 60 s idle timeout of common load balancers, so they never reuse a connection the server is closing (the default of fastify)',
     duration(1, 3_600_000),
   ),
-  v(
+  maxConnections: v(
     'ECHO_MAX_CONNECTIONS',
-    'maxConnections',
     '10000',
     'integer 1-1000000',
     'Open connections at most (every protocol); past it a new connection is answered 503 (HTTP/1.1) or GOAWAY (HTTP/2) and closed, counted in `echo_connections_refused_total`; keep it well under the file-descriptor limit',
     integer(1, 1_000_000),
   ),
-  v(
+  h2MaxConcurrentStreams: v(
     'ECHO_H2_MAX_CONCURRENT_STREAMS',
-    'h2MaxConcurrentStreams',
     '100',
     'integer 1-10000',
     'HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` advertised to every client (h2 and h2c); a stream past it is refused (`REFUSED_STREAM`) while the client has not acknowledged the setting, and costs the session (GOAWAY) once it has',
     integer(1, 10_000),
   ),
-  v(
+  maxConcurrentCompression: v(
     'ECHO_MAX_CONCURRENT_COMPRESSION',
-    'maxConcurrentCompression',
     '2',
     'integer 1-1024',
     'Compressions (`X-Echo-Compress`) working at once, a 64 KiB chunk at a time; the other compressed responses wait their turn, other requests are not slowed (docs/adr/0016-connection-limits.md)',
     integer(1, 1024),
   ),
-  v(
+  historySize: v(
     'ECHO_HISTORY_SIZE',
-    'historySize',
     '100',
     'integer 0-100000',
     'Requests kept in history (oldest dropped first); 0 keeps none',
     integer(0, 100_000),
   ),
-  v(
+  historyMaxBodyBytes: v(
     'ECHO_HISTORY_MAX_BODY',
-    'historyMaxBodyBytes',
     '65536',
     'integer bytes 0-10485760',
     'Bytes of each body kept in history; the rest is cut',
     integer(0, 10 * MiB),
   ),
-  v(
+  historyMaxBytes: v(
     'ECHO_HISTORY_MAX_BYTES',
-    'historyMaxBytes',
     String(32 * MiB),
     'integer bytes 1048576-1073741824, at least 2 x ECHO_HISTORY_MAX_BODY + 131072',
     'Memory history may hold in all: stored bodies, request lines and headers, and the JSON prepared for `GET /history` (room as large as each body); past it the oldest entries go first (docs/adr/0029-history-reads.md)',
     integer(MiB, GiB),
   ),
-  v(
+  historySecrets: v(
     'ECHO_HISTORY_SECRETS',
-    'historySecrets',
     'mask',
     '`mask` or `show`',
     '`mask`: `GET /history` shows `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, secret-named headers, query parameters, form and JSON body fields as `[MASKED]`, and bearer tokens, emails and card numbers in the URL, headers and every body as obs masks its logs (replay: `ECHO_REPLAY_CREDENTIALS`). `show`: as received',
-    (raw) => (raw === 'mask' || raw === 'show' ? ok(raw) : bad),
+    (raw): Parsed<'mask' | 'show'> => (raw === 'mask' || raw === 'show' ? ok(raw) : bad),
   ),
-  {
-    ...v(
-      'ECHO_ADMIN_TOKEN',
-      'adminToken',
-      '',
-      'unset (the admin routes are open), or a token of visible ASCII characters',
-      'When set, the admin routes (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, every method on `/history*`, `POST` under `/actuator`) need `Authorization: Bearer <token>`; otherwise a 401. Never logged',
-      (raw) => (raw === '' ? ok(undefined) : ADMIN_TOKEN.test(raw) ? ok(raw) : bad),
-    ),
-    secret: true,
-  },
-  v(
+  adminToken: v(
+    'ECHO_ADMIN_TOKEN',
+    '',
+    'unset (the admin routes are open), or a token of visible ASCII characters',
+    'When set, the admin routes (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, every method on `/history*`, `POST` under `/actuator`) need `Authorization: Bearer <token>`; otherwise a 401. Never logged',
+    (raw) => (raw === '' ? ok(undefined) : ADMIN_TOKEN.test(raw) ? ok(raw) : bad),
+    { secret: true },
+  ),
+  adminTokenFile: v(
     'ECHO_ADMIN_TOKEN_FILE',
-    'adminTokenFile',
     '',
     'unset, or a file path',
     'Reads `ECHO_ADMIN_TOKEN` from this file once at startup (a Kubernetes Secret); a missing, unreadable or empty file stops startup',
     (raw) => (raw === '' ? ok(undefined) : raw.includes('\0') ? bad : ok(raw)),
   ),
-  v(
+  corsAdmin: v(
     'ECHO_CORS_ADMIN',
-    'corsAdmin',
     'false',
     '`true` or `false`',
     'With `ENABLE_CORS`: `true` lets the admin routes (`/scenario*`, `/control*`, `/replay`, `/history*`, `/actuator*`) answer cross-origin requests too; `false` gives them no CORS headers',
     boolean(),
   ),
-  v(
+  scenarioFile: v(
     'ECHO_SCENARIO_FILE',
-    'scenarioFile',
     'scenarios.yaml',
     'a file path',
     'YAML scenarios file, watched for changes; a missing default file means no scenarios, an invalid one too (with a warning)',
     text,
   ),
-  v(
+  serverInfo: v(
     'ECHO_SERVER_INFO',
-    'serverInfo',
     'false',
     '`true` or `false`',
     'Add `X-Echo-Server`, `X-Echo-Version`, `X-Echo-Uptime` to every response',
     boolean(),
   ),
-  v(
+  upstream: v(
     'ECHO_UPSTREAM',
-    'upstream',
     '',
     `empty, or ${UPSTREAM_FORM}`,
     'Reverse proxy: every echo request no scenario answers is forwarded to this upstream and its answer returned, with the faults asked for',
     (raw) => (raw === '' ? ok(undefined) : upstreamUrl(raw)),
   ),
-  v(
+  upstreamTimeoutMs: v(
     'ECHO_UPSTREAM_TIMEOUT',
-    'upstreamTimeoutMs',
     '30s',
     `${DURATION_FORM}, 1ms-1440m (24 hours)`,
     "How long the upstream may take to connect and send its answer's head (past it a 504 `ECHO_ERR_PROXY_TIMEOUT`), and each piece of its body (past it the answer ends)",
     duration(1, DAY_MS),
   ),
-  v(
+  upstreamHostHeader: v(
     'ECHO_UPSTREAM_HOST_HEADER',
-    'upstreamHostHeader',
     'upstream',
     '`upstream` or `preserve`',
     "The `Host` a forwarded request carries: the upstream's (`upstream`) or the client's, as sent (`preserve`)",
-    (raw) => (raw === 'upstream' || raw === 'preserve' ? ok(raw) : bad),
+    (raw): Parsed<'upstream' | 'preserve'> => (raw === 'upstream' || raw === 'preserve' ? ok(raw) : bad),
   ),
-  {
-    ...v(
-      'ECHO_STATE_URL',
-      'stateUrl',
-      '',
-      `empty, or ${STATE_URL_FORM}`,
-      'Replicas that agree: every process naming this Redis serves one scenario set (a set posted to one is served by all within a second), takes its steps of each sequence from one shared cursor and shares one `ECHO_RATE_LIMIT_RPS` bucket; empty: each process keeps its own. Its password is never logged',
-      (raw) => (raw === '' ? ok(undefined) : stateUrl(raw)),
-    ),
-    secret: true,
-  },
-  {
-    ...v(
-      'ECHO_STATE_PASSWORD',
-      'statePassword',
-      '',
-      'empty, or the password of the Redis of `ECHO_STATE_URL`, without control characters',
-      'The Redis password, when `ECHO_STATE_URL` carries none (a Secret as an environment variable). Never logged',
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
-      (raw) => (raw === '' ? ok(undefined) : /[\x00-\x1f\x7f]/.test(raw) ? bad : ok(raw)),
-    ),
-    secret: true,
-  },
-  v(
+  stateUrl: v(
+    'ECHO_STATE_URL',
+    '',
+    `empty, or ${STATE_URL_FORM}`,
+    'Replicas that agree: every process naming this Redis serves one scenario set (a set posted to one is served by all within a second), takes its steps of each sequence from one shared cursor and shares one `ECHO_RATE_LIMIT_RPS` bucket; empty: each process keeps its own. Its password is never logged',
+    (raw) => (raw === '' ? ok(undefined) : stateUrl(raw)),
+    { secret: true },
+  ),
+  statePassword: v(
+    'ECHO_STATE_PASSWORD',
+    '',
+    'empty, or the password of the Redis of `ECHO_STATE_URL`, without control characters',
+    'The Redis password, when `ECHO_STATE_URL` carries none (a Secret as an environment variable). Never logged',
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
+    (raw) => (raw === '' ? ok(undefined) : /[\x00-\x1f\x7f]/.test(raw) ? bad : ok(raw)),
+    { secret: true },
+  ),
+  replayTimeoutMs: v(
     'ECHO_REPLAY_TIMEOUT',
-    'replayTimeoutMs',
     '30s',
     `${DURATION_FORM}, at most 1440m (24 hours)`,
     'How long `POST /replay` waits for the target before a 504',
     duration(1, DAY_MS),
   ),
-  v(
+  replayAllowedTargets: v(
     'ECHO_REPLAY_ALLOWED_TARGETS',
-    'replayAllowedTargets',
     '*',
     ALLOWED_TARGETS_FORM,
     'Where `POST /replay` may send a `target`: `*` is any host except link-local and cloud metadata addresses (checked on every address the name resolves to, and the checked address is the one dialled); listed hosts, addresses and blocks are allowed, link-local ones included. Anything else is a 403',
@@ -511,110 +471,123 @@ export const VARIABLES: readonly VariableSpec[] = [
       return rules === undefined ? bad : ok(rules);
     },
   ),
-  v(
+  replayCredentials: v(
     'ECHO_REPLAY_CREDENTIALS',
-    'replayCredentials',
     'masked',
     '`masked` or `original`',
     '`masked`: `POST /replay` sends the request as `GET /history` shows it with secrets masked, without the credential headers (`Authorization`, `Cookie`, `X-Api-Key`, ...): add one with `modify_headers`. `original`: it sends the request as received, credentials included',
-    (raw) => (raw === 'masked' || raw === 'original' ? ok(raw) : bad),
+    (raw): Parsed<ReplayCredentials> => (raw === 'masked' || raw === 'original' ? ok(raw) : bad),
   ),
-  v(
+  seed: v(
     'ECHO_SEED',
-    'seed',
     '',
     'empty, or integer 0-4294967295',
     'Seeds the process: each echoed request draws its own seed (returned in `X-Echo-Seed`) from one sequence, so a run replays; empty is unseeded',
     (raw) => (raw === '' ? ok(undefined) : integer(0, 0xffffffff)(raw)),
   ),
-  v(
+  faultsEnabled: v(
     'ECHO_FAULTS_ENABLED',
-    'faultsEnabled',
     'true',
     '`true` or `false`',
     'Master switch of every echo fault: `false` serves every request plainly (also `PUT /control/faults`)',
     boolean(),
   ),
-  v(
+  maxActiveFaults: v(
     'ECHO_MAX_ACTIVE_FAULTS',
-    'maxActiveFaults',
     '10000',
     'integer 1-1000000',
     'Faults in progress at most (delayed, held or throttled requests); past it requests are served plainly',
     integer(1, 1_000_000),
   ),
-  v(
+  logLevel: v(
     'LOG_LEVEL',
-    'logLevel',
     'info',
     'one of trace, debug, info, warn, error, fatal, silent',
     'Log level',
     (raw) => (/^(trace|debug|info|warn|error|fatal|silent)$/.test(raw) ? ok(raw) : bad),
   ),
-  v(
+  logRequests: v(
     'LOG_REQUESTS',
-    'logRequests',
     'true',
     '`true` or `false`',
     'Log a request line and a completion line',
     boolean(),
   ),
-  v('LOG_HEADERS', 'logHeaders', 'false', '`true` or `false`', 'Log request headers', boolean()),
-  v('LOG_BODY', 'logBody', 'false', '`true` or `false`', 'Log request body (never for `/sse`)', boolean()),
-  v(
+  logHeaders: v('LOG_HEADERS', 'false', '`true` or `false`', 'Log request headers', boolean()),
+  logBody: v('LOG_BODY', 'false', '`true` or `false`', 'Log request body (never for `/sse`)', boolean()),
+  logTransaction: v(
     'LOG_TRANSACTION',
-    'logTransaction',
     'false',
     '`true` or `false`',
     'Log one consolidated record of request and response',
     boolean(),
   ),
-  v(
+  logResponse: v(
     'LOG_RESPONSE',
-    'logResponse',
     'false',
     '`true` or `false`',
     'Log a response completion summary',
     boolean(),
   ),
-  v(
+  logResponseHeaders: v(
     'LOG_RESPONSE_HEADERS',
-    'logResponseHeaders',
     'false',
     '`true` or `false`',
     'Log response headers',
     boolean(),
   ),
-  v(
+  logResponseBody: v(
     'LOG_RESPONSE_BODY',
-    'logResponseBody',
     'false',
     '`true` or `false`',
     'Log response body (never for `/sse`)',
     boolean(),
   ),
-  v(
+  maxLogBodyBytes: v(
     'MAX_LOG_BODY_SIZE',
-    'maxLogBodyBytes',
     '2048',
     'integer bytes 0-1048576',
     'Bytes of a body logged before truncation',
     integer(0, MiB),
   ),
-];
+} as const;
 
-function v(
+/**
+ * One of the service's settings (the one settings mechanism, docs/adr/0045-one-settings-mechanism.md):
+ * its variable, its default as written (read like a value when unset), the form it accepts, its
+ * meaning, and the reader of that form, which types the value. The service trims a value and reads
+ * a set but empty variable as the empty text (`ECHO_CHAOS=` is 0; `PORT=` is refused).
+ */
+function v<T>(
   name: string,
-  key: keyof EchoConfig,
   def: string,
   form: string,
   meaning: string,
-  parse: Parser,
-): VariableSpec {
-  return { name, key, default: def, form, meaning, parse };
+  parse: Parser<T>,
+  options: { readonly secret?: boolean } = {},
+) {
+  return setting(name, Type.Unsafe<T>(Type.Any()), meaning, {
+    form,
+    defaultText: def,
+    decode: parse,
+    emptyIsValue: true,
+    trim: true,
+    secret: options.secret === true,
+    unset: '(empty)',
+  });
 }
 
-function delaySpec(raw: string): Parsed {
+/** Every variable of {@link ECHO_SETTINGS}, in its order: the configuration page's table and `--help`. */
+export const VARIABLES: readonly VariableSpec[] = Object.entries(ECHO_SETTINGS).map(([key, entry]) => ({
+  name: entry.env,
+  key: key as keyof EchoConfig,
+  default: entry.defaultText ?? '',
+  form: entry.form,
+  meaning: entry.description,
+  secret: entry.secret,
+}));
+
+function delaySpec(raw: string): Parsed<DelaySpec> {
   const spec = parseDelaySpec(raw);
   return spec === undefined ? bad : ok(spec);
 }
@@ -728,17 +701,10 @@ function faultDefaults(
  * (`ECHO_ERR_CONFIG`).
  */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): EchoConfig {
-  const problems: string[] = [];
-  const out: Record<string, unknown> = {};
-  for (const spec of VARIABLES) {
-    const raw = env[spec.name];
-    const given = raw !== undefined;
-    const source = given ? raw.trim() : spec.default;
-    const parsed = spec.parse(source);
-    if (parsed.ok) out[spec.key] = parsed.value;
-    else if (spec.secret) problems.push(`${spec.name} is invalid: expected ${spec.form}`);
-    else problems.push(`${spec.name}=${JSON.stringify(raw)} is invalid: expected ${spec.form}`);
-  }
+  const loaded = loadSettings(ECHO_SETTINGS, env);
+  const problems: string[] = loaded.ok ? [] : [...loaded.problems];
+  // The checks between settings report with the rest: they read what was valid.
+  const out: Record<string, unknown> = { ...(loaded.ok ? loaded.value : loaded.partial) };
   // An admin token set to nothing would leave the routes open while looking locked: say so.
   for (const name of ['ECHO_ADMIN_TOKEN', 'ECHO_ADMIN_TOKEN_FILE']) {
     if (env[name] !== undefined && env[name].trim() === '')
@@ -821,6 +787,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
   }
   out['extraHeaders'] = extraHeaders;
 
-  if (problems.length > 0) throw new EchoConfigError(problems);
-  return out as unknown as EchoConfig;
+  if (problems.length > 0 || !loaded.ok) throw new EchoConfigError(problems);
+  return {
+    ...loaded.value,
+    headersTimeoutMs: out['headersTimeoutMs'] as number,
+    scenarioFileExplicit: out['scenarioFileExplicit'] as boolean,
+    faultDefaults: out['faultDefaults'] as FaultSpec | undefined,
+    extraHeaders,
+  };
 }

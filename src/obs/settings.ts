@@ -34,7 +34,19 @@ export interface Setting<S extends TSchema = TSchema> {
   readonly unset: string;
   /** Read the text in lower case (names a standard spells in either case, `OTLP` and `otlp`). */
   readonly lowercase: boolean;
+  /** Reads the text instead of the schema's own conversion (see {@link SettingOptions.decode}). */
+  readonly decode: Decoder | undefined;
+  /** A set but empty variable is read as the empty text, not taken as unset. */
+  readonly emptyIsValue: boolean;
+  /** The default as a user writes it (`300s`), read like a value when the variable is unset. */
+  readonly defaultText: string | undefined;
 }
+
+/** What a decoder answers: the value, or that the text is not one. */
+export type Decoded = { readonly ok: true; readonly value: unknown } | { readonly ok: false };
+
+/** Reads a setting's text into its value, for forms a JSON Schema cannot state. */
+export type Decoder = (text: string) => Decoded;
 
 /** What {@link setting} takes besides the variable, the schema and the description. */
 export interface SettingOptions {
@@ -48,6 +60,19 @@ export interface SettingOptions {
   readonly unset?: string;
   /** Read the text in lower case. Default false. */
   readonly lowercase?: boolean;
+  /**
+   * Reads the text, for a form a JSON Schema cannot state (a duration `300s`, a delay spec, a URL
+   * with rules of its own, a list of address blocks); the schema then checks and types what it
+   * returns (`Type.Unsafe<URL>(Type.Any())` for an object).
+   */
+  readonly decode?: Decoder;
+  /** Read a set but empty variable as the empty text (which the decoder may accept). Default false. */
+  readonly emptyIsValue?: boolean;
+  /**
+   * The default as a user writes it (`300s`, `10485760`): the table shows it, and an unset variable
+   * is read from it, so the default is stated once, in the variable's own form.
+   */
+  readonly defaultText?: string;
 }
 
 /** A setting: `env` read through `schema` (an unset or empty variable takes the schema's `default`). */
@@ -66,6 +91,9 @@ export function setting<S extends TSchema>(
     trim: options.trim === true,
     unset: options.unset ?? 'unset',
     lowercase: options.lowercase === true,
+    decode: options.decode,
+    emptyIsValue: options.emptyIsValue === true,
+    defaultText: options.defaultText,
   };
 }
 
@@ -80,7 +108,12 @@ export type SettingsOf<D extends SettingsDefinition> = {
 /** What {@link loadSettings} answers. */
 export type SettingsResult<D extends SettingsDefinition> =
   | { readonly ok: true; readonly value: SettingsOf<D> }
-  | { readonly ok: false; readonly problems: readonly string[] };
+  | {
+      readonly ok: false;
+      readonly problems: readonly string[];
+      /** The settings that were valid (for checks between settings that report with the rest). */
+      readonly partial: Partial<SettingsOf<D>>;
+    };
 
 function isHttpUrl(text: string): boolean {
   try {
@@ -131,8 +164,27 @@ export function formOf(schema: TSchema): string {
 function readOne(definition: Setting, raw: string): { ok: true; value: unknown } | { ok: false } {
   const trimmed = definition.trim ? raw.trim() : raw;
   const text = definition.lowercase ? trimmed.toLowerCase() : trimmed;
-  const converted = convert(definition.schema, text);
+  let converted: unknown;
+  if (definition.decode === undefined) {
+    converted = convert(definition.schema, text);
+  } else {
+    const decoded = definition.decode(text);
+    if (!decoded.ok) return { ok: false };
+    converted = decoded.value;
+  }
   return Value.Check(definition.schema, converted) ? { ok: true, value: converted } : { ok: false };
+}
+
+/** The value of an unset variable: its default text read as a value, else the schema's `default`. */
+function defaultOf(key: string, entry: Setting): unknown {
+  if (entry.defaultText === undefined) return entry.schema.default;
+  const read = readOne(entry, entry.defaultText);
+  // A definition whose own default is refused is a bug of the definition, not of the environment.
+  if (!read.ok)
+    throw new TypeError(
+      `setting ${key} (${entry.env}): its default ${JSON.stringify(entry.defaultText)} is not a valid value`,
+    );
+  return read.value;
 }
 
 /**
@@ -149,9 +201,10 @@ export function loadSettings<D extends SettingsDefinition>(
   const value: Record<string, unknown> = {};
   for (const [key, entry] of Object.entries(definition)) {
     const raw = env[entry.env];
-    const given = raw === undefined || (entry.trim ? raw.trim() : raw) === '' ? undefined : raw;
+    const empty = raw !== undefined && (entry.trim ? raw.trim() : raw) === '';
+    const given = raw === undefined || (empty && !entry.emptyIsValue) ? undefined : raw;
     if (given === undefined) {
-      value[key] = entry.schema.default;
+      value[key] = defaultOf(key, entry);
       continue;
     }
     const read = readOne(entry, given);
@@ -163,7 +216,9 @@ export function loadSettings<D extends SettingsDefinition>(
       problems.push(`${shown} is invalid: expected ${entry.form.replaceAll('`', '')}`);
     }
   }
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: value as SettingsOf<D> };
+  return problems.length > 0
+    ? { ok: false, problems, partial: value as Partial<SettingsOf<D>> }
+    : { ok: true, value: value as SettingsOf<D> };
 }
 
 /** One row of a settings table: the variable, its default (Markdown), its form, its meaning. */
@@ -178,7 +233,14 @@ export interface SettingRow {
 export function settingsRows(definition: SettingsDefinition): SettingRow[] {
   return Object.values(definition).map((entry) => ({
     env: entry.env,
-    default: entry.schema.default === undefined ? entry.unset : `\`${String(entry.schema.default)}\``,
+    default:
+      entry.defaultText !== undefined
+        ? entry.defaultText === ''
+          ? entry.unset
+          : `\`${entry.defaultText}\``
+        : entry.schema.default === undefined
+          ? entry.unset
+          : `\`${String(entry.schema.default)}\``,
     form: entry.form,
     description: entry.description,
   }));

@@ -169,7 +169,7 @@ export const OTEL_PASSED_THROUGH =
 /** Reads the `OTEL_*` variables of `env`. Pure: loads nothing, starts nothing. */
 export function otelSettings(env: Readonly<Record<string, string | undefined>>): OtelSettingsResult {
   const loaded = loadSettings(OTEL_SETTINGS, env);
-  if (!loaded.ok) return loaded;
+  if (!loaded.ok) return { ok: false, problems: loaded.problems };
   const v = loaded.value;
   const traces =
     !v.disabled &&

@@ -87,7 +87,7 @@ test('echo-chaos CLI – one bad boolean is exactly one line naming variable, va
   const result = await run({ LOG_BODY: 'yes' });
   assert.equal(result.code, 1);
   assert.deepEqual(lines(result.stderr), [
-    'echo-chaos: LOG_BODY="yes" is invalid: expected `true` or `false`',
+    'echo-chaos: LOG_BODY="yes" is invalid: expected true or false',
   ]);
 });
 

@@ -24,10 +24,11 @@ function problemsOf(env: Record<string, string>): readonly string[] {
   assert.fail(`loadConfig(${JSON.stringify(env)}) accepted the environment`);
 }
 
+/** The form a startup message names: the table's, without its Markdown backticks. */
 function formOf(name: string): string {
   const spec = VARIABLES.find((v) => v.name === name);
   assert.ok(spec, `${name} is not in VARIABLES`);
-  return spec.form;
+  return spec.form.replaceAll('`', '');
 }
 
 const DEFAULTS: EchoConfig = {
@@ -379,8 +380,9 @@ test('loadConfig – every variable documents a form that says what is expected'
   for (const spec of VARIABLES) {
     assert.ok(spec.form.length > 0, spec.name);
     assert.ok(spec.meaning.length > 0, spec.name);
-    assert.ok(spec.parse(spec.default).ok, `${spec.name}: its own default ${spec.default} does not parse`);
   }
+  // Each unset variable is read from its default as written; one that did not read would throw.
+  assert.doesNotThrow(() => loadConfig({}), 'every default reads as a value of its variable');
 });
 
 test('loadConfig – several bad values are all listed, one line each, in the order of the configuration page', () => {
