@@ -101,3 +101,41 @@ test('settings – the reference table comes from the same definitions', () => {
   assert.equal(table[2], '| `PORT` | `8080` | an integer from 0 to 65535 | The port. |');
   assert.equal(table[5], '| `LEVEL` | `info` | one of info, debug | How much. |');
 });
+
+test('settings – a decoder reads a form a schema cannot state; the default as written is read the same way', () => {
+  const seconds = (text: string) =>
+    /^\d+s$/.test(text)
+      ? { ok: true as const, value: Number(text.slice(0, -1)) * 1000 }
+      : { ok: false as const };
+  const DEFINITION = {
+    delayMs: setting('DELAY', Type.Integer({ maximum: 60_000 }), 'A delay.', {
+      decode: seconds,
+      defaultText: '5s',
+      form: 'whole seconds, at most 60s',
+    }),
+    chaos: setting('CHAOS', Type.Integer(), 'Empty is none.', {
+      decode: (text) => (text === '' ? { ok: true, value: 0 } : seconds(text)),
+      emptyIsValue: true,
+      defaultText: '',
+    }),
+  } as const;
+  assert.deepEqual(loadSettings(DEFINITION, {}), { ok: true, value: { delayMs: 5000, chaos: 0 } });
+  assert.deepEqual(loadSettings(DEFINITION, { DELAY: '30s', CHAOS: '' }), {
+    ok: true,
+    value: { delayMs: 30_000, chaos: 0 },
+  });
+  const refused = loadSettings(DEFINITION, { DELAY: '90s', CHAOS: 'x' });
+  assert.equal(refused.ok, false);
+  assert.deepEqual(!refused.ok && refused.problems, [
+    'DELAY="90s" is invalid: expected whole seconds, at most 60s',
+    'CHAOS="x" is invalid: expected an integer',
+  ]);
+  assert.deepEqual(!refused.ok && refused.partial, {}, 'nothing valid to report');
+  assert.equal(settingsRows(DEFINITION)[0]?.default, '`5s`', 'the table shows the default as written');
+  const broken = { d: setting('D', Type.Integer(), 'x', { decode: seconds, defaultText: 'soon' }) };
+  assert.throws(
+    () => loadSettings(broken, {}),
+    TypeError,
+    'a default that does not read is a bug of the definition',
+  );
+});
