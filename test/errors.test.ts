@@ -47,7 +47,7 @@ const AREAS: Readonly<Record<string, Area>> = {
     catalogue: OBS_ERRORS,
     errorClass: ObsError as ErrorClass,
     guard: isObsError,
-    errorsFile: 'src/obs/errors.ts',
+    errorsFile: 'src/obs/core/errors.ts',
     table: { file: 'docs/obs/actuator.md', section: 'obs-errors' },
   },
   SCENARIO: {
@@ -390,7 +390,7 @@ test('errors – the bare-throw check catches one, and leaves comments, asserts 
 test('errors – the file walk skips dist/ and node_modules/', () => {
   const paths = [...SOURCES.keys()];
   assert.ok(paths.some((p) => p.startsWith('examples/')));
-  assert.ok(paths.includes('src/obs/errors.ts'));
+  assert.ok(paths.includes('src/obs/core/errors.ts'));
   assert.deepEqual(
     paths.filter((p) => /(^|\/)(dist|node_modules)\//.test(p)),
     [],

@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { envVariableOf } from './config-env.ts';
-import type { Fields } from './config-fields.ts';
-import { OBS_SCHEMA } from './config-schema.ts';
-import { expectedForm } from './config-values.ts';
-import { formatDuration } from './duration.ts';
-import { OBS_ERRORS } from './errors.ts';
-import { FEATURES, plannedFeatureOf } from './features.ts';
+import { envVariableOf } from './core/config/config-env.ts';
+import type { Fields } from './core/config/config-fields.ts';
+import { OBS_SCHEMA } from './core/config/config-schema.ts';
+import { expectedForm } from './core/config/config-values.ts';
+import { formatDuration } from './core/duration.ts';
+import { OBS_ERRORS } from './core/errors.ts';
+import { FEATURES, plannedFeatureOf } from './core/features.ts';
 
 const cell = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
 

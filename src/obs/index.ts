@@ -10,27 +10,23 @@
  * @packageDocumentation
  */
 
-export { CounterBatch, HistogramBatch, type MeterBatchOptions } from './batch.ts';
-export { type InstrumentCacheOptions, instrumentCache, type LruCacheLike, MAX_CACHES } from './cache.ts';
+export { CounterBatch, HistogramBatch, type MeterBatchOptions } from './core/batch.ts';
 export {
   CardinalityFirewall,
   type CardinalityFirewallOptions,
   type CardinalityOffender,
   type OverflowListener,
-} from './cardinality.ts';
-export { type LoadObsConfigInput, loadObsConfig, type ResolvedObsConfig } from './config.ts';
-export type { JsonValue } from './config-hash.ts';
+} from './core/cardinality.ts';
+export { type LoadObsConfigInput, loadObsConfig, type ResolvedObsConfig } from './core/config/config.ts';
+export type { JsonValue } from './core/config/config-hash.ts';
 export {
   type EnabledWhenFeature,
   type ObsConfig,
   type ObsConfigInput,
   PRESET_PROFILES,
   type PresetProfile,
-} from './config-schema.ts';
-export type { ConnectionDrain } from './connections.ts';
-export type { CgroupVersion, ContainerMemoryReading } from './container-memory.ts';
-export { instrumentPg, type PgModuleLike, type PgPoolLike, type PgQueryable, sqlShape } from './db.ts';
-export type { RuntimeSnapshot } from './diagnostics.ts';
+} from './core/config/config-schema.ts';
+export type { ConnectionDrain } from './core/connections.ts';
 export {
   type DrainListener,
   type DrainOptions,
@@ -42,15 +38,15 @@ export {
   type FlushHookResult,
   type FlushOptions,
   type FlushReport,
-} from './drain.ts';
-export type { MatchableRequest } from './enabled-when.ts';
+} from './core/drain.ts';
+export type { MatchableRequest } from './core/enabled-when.ts';
 export {
   ENFORCEMENT_MODES,
   Enforcement,
   type EnforcementMode,
   type ModeChange,
   type ModeListener,
-} from './enforcement.ts';
+} from './core/enforcement.ts';
 export {
   CodedError,
   type ConfigProblem,
@@ -61,17 +57,7 @@ export {
   ObsConfigError,
   ObsError,
   type ObsErrorCode,
-} from './errors.ts';
-export type { EventAttributes } from './events.ts';
-export { problemErrorHandler } from './exception-handler.ts';
-export {
-  createFeatureFlagHook,
-  type FeatureFlagHook,
-  type FlagEvaluationDetailsLike,
-  type FlagHookContextLike,
-  MAX_FLAGS_PER_REQUEST,
-} from './feature-flags.ts';
-export { fingerprint } from './fingerprint.ts';
+} from './core/errors.ts';
 export {
   HEALTH_STATUSES,
   type HealthComponent,
@@ -79,7 +65,89 @@ export {
   type HealthReport,
   type HealthResult,
   type HealthStatus,
-} from './health.ts';
+} from './core/health.ts';
+export {
+  type GuardRegistryOptions,
+  guardMeterProvider,
+  guardRegistry,
+  registryGuard,
+} from './core/meters.ts';
+export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './core/obs.ts';
+export type { ReadinessCheck, ReadinessReport, ReadinessResult } from './core/readiness.ts';
+export type { FeatureSnapshot, ObsSnapshot } from './core/snapshot.ts';
+export type { CgroupVersion, ContainerMemoryReading } from './features/container-memory.ts';
+export type { RuntimeSnapshot } from './features/diagnostics.ts';
+export type { EventAttributes } from './features/events.ts';
+export { problemErrorHandler } from './features/exception-handler/exception-handler.ts';
+export { fingerprint } from './features/exception-handler/fingerprint.ts';
+export {
+  activeTraceFields,
+  type ObsFastifyOptions,
+  type ObsLoggerOptionsInput,
+  obsFastifyOptions,
+  obsLoggerOptions,
+  REQUEST_ID_LOG_LABEL,
+} from './features/logging/logging.ts';
+export { maskSecrets, maskText } from './features/logging/masking.ts';
+export {
+  bindContext,
+  currentObsContext,
+  currentTimeoutBudget,
+  type ObsContext,
+  type ObsPriority,
+  PRIORITIES,
+  type TimeoutBudget,
+} from './features/request-context/request-context.ts';
+export type { RetryAttempt, RetryOptions } from './features/retry/retry-helper.ts';
+export {
+  createErrorUpgradeSpanProcessor,
+  createObsSampler,
+  type ObsSampler,
+  type ObsSamplingDecision,
+  type ObsSamplingResult,
+  type ObsSamplingSettings,
+  type ObsSpanProcessor,
+  SAMPLING_DECISION,
+  type UpgradableSpan,
+} from './features/sampling.ts';
+export {
+  type PrometheusRuleResource,
+  type SloObjective,
+  type SloRule,
+  type SloRuleGroup,
+  sloPrometheusRule,
+  sloPrometheusRuleYaml,
+} from './features/slo.ts';
+export type { TimeoutBudgetSource } from './features/timeout-budget/timeout-budget.ts';
+export {
+  type AxiosInstanceLike,
+  type AxiosRequestConfigLike,
+  createBudgetInterceptor,
+  instrumentAxios,
+  TimeoutBudgetExhaustedError,
+  type UndiciDispatch,
+  type UndiciDispatchOptions,
+} from './features/timeout-budget/timeout-budget-clients.ts';
+export {
+  type InstrumentCacheOptions,
+  instrumentCache,
+  type LruCacheLike,
+  MAX_CACHES,
+} from './integrations/cache.ts';
+export {
+  instrumentPg,
+  type PgModuleLike,
+  type PgPoolLike,
+  type PgQueryable,
+  sqlShape,
+} from './integrations/db.ts';
+export {
+  createFeatureFlagHook,
+  type FeatureFlagHook,
+  type FlagEvaluationDetailsLike,
+  type FlagHookContextLike,
+  MAX_FLAGS_PER_REQUEST,
+} from './integrations/feature-flags.ts';
 export {
   type CronLike,
   type EveryOptions,
@@ -88,8 +156,8 @@ export {
   type JobHandle,
   type JobOptions,
   type JobScheduler,
-} from './jobs.ts';
-export { instrumentKafka } from './kafka.ts';
+} from './integrations/jobs.ts';
+export { instrumentKafka } from './integrations/kafka/kafka.ts';
 export type {
   KafkaBatchLike,
   KafkaConsumerLike,
@@ -104,35 +172,8 @@ export type {
   KafkaProducerRecordLike,
   KafkaRunConfigLike,
   KafkaSenderLike,
-} from './kafka-records.ts';
-export {
-  activeTraceFields,
-  type ObsFastifyOptions,
-  type ObsLoggerOptionsInput,
-  obsFastifyOptions,
-  obsLoggerOptions,
-  REQUEST_ID_LOG_LABEL,
-} from './logging.ts';
-export { maskSecrets, maskText } from './masking.ts';
-export { type GuardRegistryOptions, guardMeterProvider, guardRegistry, registryGuard } from './meters.ts';
-export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
-export {
-  type ObsDrainOptions,
-  type ObsPluginOptions,
-  type ObsRequestFeatureOptions,
-  obsPlugin,
-} from './plugin.ts';
-export { instrumentPyroscope, type PyroscopeLike } from './profiling.ts';
-export type { ReadinessCheck, ReadinessReport, ReadinessResult } from './readiness.ts';
-export {
-  bindContext,
-  currentObsContext,
-  currentTimeoutBudget,
-  type ObsContext,
-  type ObsPriority,
-  PRIORITIES,
-  type TimeoutBudget,
-} from './request-context.ts';
+} from './integrations/kafka/kafka-records.ts';
+export { instrumentPyroscope, type PyroscopeLike } from './integrations/profiling.ts';
 export {
   type CockatielPolicyLike,
   type InstrumentBreakerOptions,
@@ -141,35 +182,10 @@ export {
   instrumentPolicy,
   MAX_INSTRUMENTED_RESILIENCE,
   type OpossumBreakerLike,
-} from './resilience.ts';
-export type { RetryAttempt, RetryOptions } from './retry-helper.ts';
+} from './integrations/resilience.ts';
 export {
-  createErrorUpgradeSpanProcessor,
-  createObsSampler,
-  type ObsSampler,
-  type ObsSamplingDecision,
-  type ObsSamplingResult,
-  type ObsSamplingSettings,
-  type ObsSpanProcessor,
-  SAMPLING_DECISION,
-  type UpgradableSpan,
-} from './sampling.ts';
-export {
-  type PrometheusRuleResource,
-  type SloObjective,
-  type SloRule,
-  type SloRuleGroup,
-  sloPrometheusRule,
-  sloPrometheusRuleYaml,
-} from './slo.ts';
-export type { FeatureSnapshot, ObsSnapshot } from './snapshot.ts';
-export type { TimeoutBudgetSource } from './timeout-budget.ts';
-export {
-  type AxiosInstanceLike,
-  type AxiosRequestConfigLike,
-  createBudgetInterceptor,
-  instrumentAxios,
-  TimeoutBudgetExhaustedError,
-  type UndiciDispatch,
-  type UndiciDispatchOptions,
-} from './timeout-budget-clients.ts';
+  type ObsDrainOptions,
+  type ObsPluginOptions,
+  type ObsRequestFeatureOptions,
+  obsPlugin,
+} from './plugin.ts';

@@ -15,9 +15,10 @@
  * @packageDocumentation
  */
 
-export { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from './duration.ts';
-export { isSecretName, MASK, maskLogLine, mayHoldSecret } from './masking.ts';
-export { nearestName } from './nearest-name.ts';
+export { DURATION_FORM, DURATION_PATTERN, parseDurationMs } from './core/duration.ts';
+export { nearestName } from './core/nearest-name.ts';
+export { isSecretName, MASK, maskLogLine, mayHoldSecret } from './features/logging/masking.ts';
+export { DEADLINE_HEADER } from './features/timeout-budget/timeout-budget.ts';
 export {
   formOf,
   HTTP_URL,
@@ -32,4 +33,3 @@ export {
   settingsRows,
   settingsTable,
 } from './settings.ts';
-export { DEADLINE_HEADER } from './timeout-budget.ts';

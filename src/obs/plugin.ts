@@ -13,9 +13,9 @@
 import type { Http2Session } from 'node:http2';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
+import { guardRegistry } from './core/meters.ts';
+import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './core/obs.ts';
 import { CORE_PLUGIN, FEATURE_PLUGINS } from './feature-plugins.ts';
-import { guardRegistry } from './meters.ts';
-import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './obs.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

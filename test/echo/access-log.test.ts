@@ -5,8 +5,8 @@ import pino, { type Logger, type LoggerOptions } from 'pino';
 import { accessLog, lazyChildLoggerFactory } from '../../src/echo/access-log.ts';
 import { ECHO_OBS_DEFAULTS } from '../../src/echo/metrics.ts';
 import { seededRandom } from '../../src/echo/random.ts';
+import { runInRequestContext } from '../../src/obs/features/request-context/request-context.ts';
 import { loadObsConfig, obsLoggerOptions } from '../../src/obs/index.ts';
-import { runInRequestContext } from '../../src/obs/request-context.ts';
 
 /** A logger as app.ts builds it (obs's mixin and masking), writing to an array, with a fixed clock. */
 function capturingLogger(base: LoggerOptions = {}): { logger: Logger; lines: string[] } {

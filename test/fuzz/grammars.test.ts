@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import fc from 'fast-check';
-import { formatDuration, parseDurationMs } from '../../src/obs/duration.ts';
+import { formatDuration, parseDurationMs } from '../../src/obs/core/duration.ts';
 import {
   DELAY_SPEC_PATTERN,
   drawDelayMs,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
 import { dump } from 'js-yaml';
-import { ENV_VARIABLES, OBS_CONFIG_FILE_VARIABLE } from '../../src/obs/config-env.ts';
+import { ENV_VARIABLES, OBS_CONFIG_FILE_VARIABLE } from '../../src/obs/core/config/config-env.ts';
 import { isObsError, loadObsConfig, ObsConfigError } from '../../src/obs/index.ts';
 import { fuzzParameters, GRAMMAR_PIECES, headerValue } from './fuzz.ts';
 

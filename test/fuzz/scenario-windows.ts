@@ -3,7 +3,7 @@
  * the body and HTTP fuzz tests: values of every form, and one field given a value it does not take.
  */
 import fc from 'fast-check';
-import { parseDurationMs } from '../../src/obs/duration.ts';
+import { parseDurationMs } from '../../src/obs/core/duration.ts';
 import { MAX_TIMES } from '../../src/scenario/index.ts';
 import { GRAMMAR_PIECES } from './fuzz.ts';
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { GENERATED_PAGES, renderObsPage } from '../../src/obs/config-doc.ts';
-import { ENV_VARIABLES } from '../../src/obs/config-env.ts';
-import { FEATURES, plannedFeatureOf } from '../../src/obs/features.ts';
+import { ENV_VARIABLES } from '../../src/obs/core/config/config-env.ts';
+import { FEATURES, plannedFeatureOf } from '../../src/obs/core/features.ts';
 import { OBS_ERRORS } from '../../src/obs/index.ts';
 
 // The tables are the docs site's: the features and keys on obs's overview, the error codes with the

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import Fastify from 'fastify';
 import { Registry } from 'prom-client';
 import { CORE_PLUGIN, FEATURE_PLUGINS } from '../../src/obs/feature-plugins.ts';
+import { currentRequestContext } from '../../src/obs/features/request-context/request-context.ts';
 import { obsCore, obsPlugin } from '../../src/obs/plugin.ts';
-import { currentRequestContext } from '../../src/obs/request-context.ts';
 import { capturingLogger } from './helpers.ts';
 
 interface PluginMeta {

@@ -10,11 +10,14 @@ import { test } from 'node:test';
 import { type Baggage, context, propagation, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { type Consumer, Kafka, logLevel, type Producer } from 'kafkajs';
-import { FAN_OUT_SPAN_ATTRIBUTES } from '../../src/obs/fan-out.ts';
+import { FAN_OUT_SPAN_ATTRIBUTES } from '../../src/obs/features/fan-out.ts';
+import { RETRY_DEPTH_BAGGAGE_KEY } from '../../src/obs/features/retry/retry-depth.ts';
+import { DEADLINE_HEADER } from '../../src/obs/features/timeout-budget/timeout-budget.ts';
+import {
+  DEADLINE_BAGGAGE_KEY,
+  TIMEOUT_BUDGET_SPAN_ATTRIBUTES,
+} from '../../src/obs/features/timeout-budget/timeout-budget-hook.ts';
 import { currentObsContext, instrumentKafka } from '../../src/obs/index.ts';
-import { RETRY_DEPTH_BAGGAGE_KEY } from '../../src/obs/retry-depth.ts';
-import { DEADLINE_HEADER } from '../../src/obs/timeout-budget.ts';
-import { DEADLINE_BAGGAGE_KEY, TIMEOUT_BUDGET_SPAN_ATTRIBUTES } from '../../src/obs/timeout-budget-hook.ts';
 import { MOCK_CONSUMER_SETTINGS, requireKcat, startKafkaMock } from '../helpers/kafka-mock.ts';
 import { injectHeaders, installOtelSdk, startTracedObsApp, type TracedObsApp } from '../helpers/otel-sdk.ts';
 import { within } from '../helpers/runtime.ts';
