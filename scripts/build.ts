@@ -47,7 +47,8 @@ export function publishedObsManifest(workspace: PackageJson): PackageJson {
     },
     main: './index.js',
     types: './index.d.ts',
-    files: ['*.js', '*.js.map', '*.d.ts', 'presets/', 'README.md', 'LICENSE'],
+    // `**/`: the built files keep src/obs's folders (core/, features/, integrations/; ADR 0046).
+    files: ['**/*.js', '**/*.js.map', '**/*.d.ts', 'presets/', 'README.md', 'LICENSE'],
     sideEffects: false,
   };
 }

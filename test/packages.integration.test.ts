@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { exitOf, freePort, until, within } from './helpers/runtime.ts';
@@ -159,9 +159,18 @@ describe('packages – installed from their tarballs, outside the repository', {
       entries.includes('index.js') && entries.includes('index.d.ts') && entries.includes('index.js.map'),
     );
     assert.ok(entries.some((e) => /^presets\/application-obs-prod\.yml$/.test(e)));
+    // Every module the build wrote, in its folder (core/, features/, integrations/; ADR 0046).
+    const built = readdirSync(join(ROOT, 'src', 'obs', 'dist'), { recursive: true, encoding: 'utf8' });
+    const modules = built.filter((f) => f.endsWith('.js')).map((f) => f.split(sep).join('/'));
+    assert.ok(modules.includes('core/obs.js'), 'the build wrote core/obs.js');
+    assert.deepEqual(
+      modules.filter((f) => !entries.includes(f)),
+      [],
+      'built modules missing from the tarball',
+    );
     const unexpected = entries.filter(
       (e) =>
-        !/^[a-z0-9-]+\.(js|js\.map|d\.ts|d\.ts\.map)$/.test(e) &&
+        !/^([a-z0-9-]+\/)*[a-z0-9-]+\.(js|js\.map|d\.ts|d\.ts\.map)$/.test(e) &&
         !/^presets\/application-obs-[a-z]+\.yml$/.test(e) &&
         // The license notices of what the operator's bundle holds (ADR 0025).
         !['package.json', 'README.md', 'LICENSE', 'dist/operator/main.js.LEGAL.txt'].includes(e),
