@@ -3,6 +3,8 @@
 // another page's table) with <!--@section: FILE#anchor--> (scripts/docs-site.ts), so each text is
 // written once (docs/adr/0039-readme-path-docs-reference.md); test/docs/site.integration.test.ts
 // builds the site, checks every link and that the sidebar reaches every page.
+// vitepress, vitepress-plugin-mermaid and vite resolve from docs/node_modules, the docs tools of
+// docs/package.json, which npm run docs:build and npm run typecheck install (scripts/docs-tools.ts).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
