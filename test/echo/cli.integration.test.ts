@@ -86,9 +86,7 @@ test('echo-chaos CLI – a typo in the obs YAML file stops startup, naming the k
 test('echo-chaos CLI – one bad boolean is exactly one line naming variable, value and form', async () => {
   const result = await run({ LOG_BODY: 'yes' });
   assert.equal(result.code, 1);
-  assert.deepEqual(lines(result.stderr), [
-    'echo-chaos: LOG_BODY="yes" is invalid: expected true or false',
-  ]);
+  assert.deepEqual(lines(result.stderr), ['echo-chaos: LOG_BODY="yes" is invalid: expected true or false']);
 });
 
 test('echo-chaos CLI – ECHO_DELAY above ECHO_MAX_DELAY stops startup', async () => {
