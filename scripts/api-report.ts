@@ -2,12 +2,138 @@
  * The API report of `@echo-chaos/obs`: its public surface as api-extractor reads it from the
  * declarations the package ships. `node scripts/api-report.ts --write` rewrites the checked-in
  * `src/obs/obs.api.md`; `test/obs/api-report.integration.test.ts` fails when the surface changed without it.
+ *
+ * api-extractor (74 MB, with a TypeScript of its own) is no dependency of the repository (issue #35
+ * item 2, docs/adr/0047-docs-tools-on-demand.md): the first report installs it, at the version and
+ * integrity pinned below, with its dependencies as the registry had them on PINNED_BEFORE
+ * (`npm install --before`), into a cache outside the repository, `$XDG_CACHE_HOME/echo-chaos` or
+ * `~/.cache/echo-chaos` (the system's temporary directory when neither can be written), keyed by the
+ * version. Later runs, and later clones, reuse it.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Extractor, ExtractorConfig, ExtractorLogLevel } from '@microsoft/api-extractor';
+
+const PACKAGE = '@microsoft/api-extractor';
+const VERSION = '7.60.1';
+/** The registry's `dist.integrity` of that version (`npm view @microsoft/api-extractor@7.60.1 dist.integrity`). */
+const INTEGRITY =
+  'sha512-1FJ/Z30xLL3pWn6oYSJCjGsnlEWkWivwmVeCB7YrRPe+47J7H54NVR+m/1PIL1RYsh/mZsxm/FwirreD72G76g==';
+/** Its dependencies resolve to the versions published before this instant, the same on every machine. */
+const PINNED_BEFORE = '2026-11-28T00:00:00Z';
+
+/** The part of api-extractor's API this report uses (its types are not installed with the repository). */
+interface ApiExtractor {
+  ExtractorConfig: {
+    prepare(options: {
+      configObject: Record<string, unknown>;
+      configObjectFullPath: string | undefined;
+      packageJsonFullPath: string;
+    }): unknown;
+  };
+  Extractor: {
+    invoke(
+      config: unknown,
+      options: { localBuild: boolean; messageCallback: (m: unknown) => void },
+    ): {
+      errorCount: number;
+    };
+  };
+}
+
+/** The first writable of `$XDG_CACHE_HOME/echo-chaos`, `~/.cache/echo-chaos`, the temporary directory's. */
+function cacheRoot(): string {
+  const xdg = process.env['XDG_CACHE_HOME'];
+  const candidates = [
+    ...(xdg ? [join(xdg, 'echo-chaos')] : []),
+    join(homedir(), '.cache', 'echo-chaos'),
+    join(tmpdir(), 'echo-chaos-cache'),
+  ];
+  for (const dir of candidates) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      // A directory that exists but cannot be written is no cache: try making a scratch entry.
+      rmSync(mkdtempSync(join(dir, 'probe-')), { recursive: true });
+      return dir;
+    } catch {
+      // next candidate
+    }
+  }
+  throw new Error(`no writable cache directory among ${candidates.join(', ')}`);
+}
+
+/** The integrity npm recorded for the package installed under `dir`. */
+function installedIntegrity(dir: string): string | undefined {
+  const lock = join(dir, 'node_modules', '.package-lock.json');
+  if (!existsSync(lock)) return undefined;
+  const packages = (
+    JSON.parse(readFileSync(lock, 'utf8')) as { packages?: Record<string, { integrity?: string }> }
+  ).packages;
+  return packages?.[`node_modules/${PACKAGE}`]?.integrity;
+}
+
+/**
+ * The folder api-extractor is installed in, installed when missing: into a folder of its own, then
+ * renamed into place, so a concurrent run never sees half of it. Throws saying why when it cannot be.
+ */
+export function apiExtractorDir(): string {
+  const root = cacheRoot();
+  const dir = join(root, `api-extractor-${VERSION}`);
+  if (installedIntegrity(dir) === INTEGRITY) return dir;
+  const work = mkdtempSync(join(root, 'partial-'));
+  try {
+    writeFileSync(join(work, 'package.json'), '{ "private": true }\n');
+    try {
+      execFileSync(
+        'npm',
+        [
+          'install',
+          `${PACKAGE}@${VERSION}`,
+          '--prefix',
+          work,
+          `--before=${PINNED_BEFORE}`,
+          '--ignore-scripts',
+          '--no-audit',
+          '--no-fund',
+          '--loglevel=error',
+        ],
+        { cwd: work, stdio: 'pipe', timeout: 300_000 },
+      );
+    } catch (err) {
+      // The first lines say why (npm's stack trace and log path follow them).
+      const stderr = (err as { stderr?: Buffer }).stderr
+        ?.toString()
+        .trim()
+        .split('\n')
+        .slice(0, 4)
+        .join(' | ');
+      throw new Error(
+        `cannot install ${PACKAGE}@${VERSION} from the npm registry (npm install): ${stderr || String(err)}`,
+      );
+    }
+    const actual = installedIntegrity(work);
+    if (actual !== INTEGRITY)
+      throw new Error(`${PACKAGE}@${VERSION} from the registry is ${actual}, expected ${INTEGRITY}`);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(work, dir);
+    return dir;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Why api-extractor cannot run here, or undefined when it can (installing it when missing). */
+export function apiExtractorUnavailable(): string | undefined {
+  try {
+    apiExtractorDir();
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OBS = join(ROOT, 'src', 'obs');
@@ -34,6 +160,9 @@ export function generateApiReport(): string {
       ],
       { cwd: ROOT, stdio: 'pipe' },
     );
+    const { Extractor, ExtractorConfig } = createRequire(join(apiExtractorDir(), 'package.json'))(
+      PACKAGE,
+    ) as ApiExtractor;
     const config = ExtractorConfig.prepare({
       configObject: {
         projectFolder: OBS,
@@ -50,11 +179,11 @@ export function generateApiReport(): string {
         tsdocMetadata: { enabled: false },
         messages: {
           extractorMessageReporting: {
-            default: { logLevel: ExtractorLogLevel.None },
-            'ae-missing-release-tag': { logLevel: ExtractorLogLevel.None },
+            default: { logLevel: 'none' },
+            'ae-missing-release-tag': { logLevel: 'none' },
           },
-          tsdocMessageReporting: { default: { logLevel: ExtractorLogLevel.None } },
-          compilerMessageReporting: { default: { logLevel: ExtractorLogLevel.Error } },
+          tsdocMessageReporting: { default: { logLevel: 'none' } },
+          compilerMessageReporting: { default: { logLevel: 'error' } },
         },
       },
       configObjectFullPath: undefined,
