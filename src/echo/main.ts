@@ -20,6 +20,9 @@ import { VERSION } from './version.ts';
 
 const mb = (bytes: number): number => Math.round(bytes / 1024 / 102.4) / 10;
 
+/** A repeat of the signal being handled within this long is the same press (see `stop`). */
+const SAME_SIGNAL_MS = 1_000;
+
 /**
  * The echo-chaos entry point: configuration from the environment, then the OpenTelemetry SDK when
  * the `OTEL_*` variables ask for it, then the application, then listen. The application (fastify,
@@ -111,12 +114,18 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
+  let first: { signal: string; atMs: number } | undefined;
   const stop = async (signal: 'SIGTERM' | 'SIGINT') => {
     if (stopping) {
+      // Ctrl-C signals the terminal's whole process group, and npm passes its own copy on: the same
+      // signal again within a moment is that one press, not a second.
+      if (first !== undefined && first.signal === signal && performance.now() - first.atMs < SAME_SIGNAL_MS)
+        return;
       app.log.warn({ signal }, 'second signal: exiting at once');
       process.exit(1);
     }
     stopping = true;
+    first = { signal, atMs: performance.now() };
     const startedMs = Date.now();
     // SIGINT is a person at a terminal: no endpoint controller to wait for (docs/adr/0014-drain-delay.md).
     const delayMs = signal === 'SIGTERM' ? config.drainDelayMs : 0;

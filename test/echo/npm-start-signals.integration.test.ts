@@ -69,3 +69,45 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     }
   });
 }
+
+test('npm start, Ctrl-C at the terminal (SIGINT to the whole process group): a request in flight is answered and the service drains', async () => {
+  const port = await freePort();
+  // A process group of its own, as a terminal's foreground job: npm and node both get the signal,
+  // and npm passes its copy on to node as well.
+  const npm = spawn('npm', ['start'], {
+    cwd: ROOT,
+    detached: true,
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_REQUESTS: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = exitOf(npm);
+  const group = npm.pid as number;
+  try {
+    await until('npm start serves', async () => (await ready(port)) === 200, 60_000, 100);
+    const inFlight = fetch(`http://127.0.0.1:${port}/held`, {
+      headers: { 'x-echo-delay': '1500ms' },
+      signal: AbortSignal.timeout(20_000),
+    }).then(
+      (response) => response.status,
+      (error: Error) => error.message,
+    );
+    // Sent once the request is in flight: /health counts it (and itself).
+    await until('the request is in flight', async () => {
+      const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as {
+        metrics: { in_flight: number };
+      };
+      return health.metrics.in_flight >= 2;
+    });
+    process.kill(-group, 'SIGINT');
+    assert.equal(await within(inFlight, 'the request in flight was not answered', 20_000), 200);
+    const exit = await within(exited, 'npm start had not exited 30 s after Ctrl-C', 30_000);
+    assert.match(exit.stdout, /"msg":"drained"/, 'the service drained');
+    assert.doesNotMatch(exit.stdout, /second signal/, 'one Ctrl-C is one signal, not two');
+  } finally {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
