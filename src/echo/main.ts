@@ -47,13 +47,31 @@ async function main(): Promise<void> {
   let app: FastifyInstance;
   let config: EchoConfig;
   try {
-    config = loadConfig(process.env);
-    const obs = loadObsConfig({ env: process.env, defaults: ECHO_OBS_DEFAULTS });
+    // Every bad setting at once, the service's, obs's and OpenTelemetry's: one line each.
+    const problems: string[] = [];
+    const read = <T>(load: () => T): T | undefined => {
+      try {
+        return load();
+      } catch (err) {
+        // Matched on the code, not the class (STYLE.md).
+        if (isEchoError(err) && err.code === 'ECHO_ERR_CONFIG')
+          problems.push(...(err as EchoConfigError).problems);
+        else if (isObsError(err) && err.code === 'OBS_ERR_CONFIG')
+          problems.push(...(err as ObsConfigError).problems.map((problem) => problem.message));
+        else throw err;
+        return undefined;
+      }
+    };
+    const loaded = read(() => loadConfig(process.env));
+    const obsRead = read(() => loadObsConfig({ env: process.env, defaults: ECHO_OBS_DEFAULTS }));
     const otel = otelSettings(process.env);
-    if (!otel.ok) {
-      for (const line of otel.problems) process.stderr.write(`echo-chaos: ${line}\n`);
+    if (!otel.ok) problems.push(...otel.problems);
+    if (loaded === undefined || obsRead === undefined || !otel.ok) {
+      for (const line of problems) process.stderr.write(`echo-chaos: ${line}\n`);
       process.exit(1);
     }
+    config = loaded;
+    const obs = obsRead;
     let telemetry: Telemetry | undefined;
     if (otelWanted(otel.settings)) {
       const { startTelemetry } = await import('../telemetry/otel.ts');

@@ -54,23 +54,42 @@ let config: OperatorConfig;
 let obs: ResolvedObsConfig;
 let adminToken: string | undefined;
 let cluster: ClusterSource;
-try {
-  config = loadOperatorConfig(process.env);
-  adminToken = readAdminToken(config);
-  obs = loadObsConfig({ env: process.env });
-  cluster = clusterSource(process.env, process.env['HOME'], existsSync);
-} catch (error) {
-  if (isObsError(error) && error.code === 'OBS_ERR_CONFIG') {
-    const { problems } = error as ObsConfigError;
-    for (const problem of problems) process.stderr.write(`echo-chaos-operator: ${problem.message}\n`);
-  } else if (isOperatorError(error) && error.code === 'OPERATOR_ERR_CONFIG') {
-    // One line per problem, as the service writes them.
-    for (const problem of (error as OperatorConfigError).problems)
-      process.stderr.write(`echo-chaos-operator: ${problem}\n`);
-  } else {
-    process.stderr.write(`echo-chaos-operator: ${error instanceof Error ? error.message : String(error)}\n`);
+{
+  // Every bad setting at once, the operator's, obs's and OpenTelemetry's: one line each, as the
+  // service writes them.
+  const problems: string[] = [];
+  const read = <T>(load: () => T): T | undefined => {
+    try {
+      return load();
+    } catch (error) {
+      if (isObsError(error) && error.code === 'OBS_ERR_CONFIG')
+        problems.push(...(error as ObsConfigError).problems.map((problem) => problem.message));
+      else if (isOperatorError(error) && error.code === 'OPERATOR_ERR_CONFIG')
+        problems.push(...(error as OperatorConfigError).problems);
+      else problems.push(error instanceof Error ? error.message : String(error));
+      return undefined;
+    }
+  };
+  const loaded = read(() => loadOperatorConfig(process.env));
+  const token = loaded === undefined ? undefined : read(() => ({ value: readAdminToken(loaded) }));
+  const obsRead = read(() => loadObsConfig({ env: process.env }));
+  const clusterRead = read(() => clusterSource(process.env, process.env['HOME'], existsSync));
+  const otelRead = otelSettings(process.env);
+  if (!otelRead.ok) problems.push(...otelRead.problems);
+  if (
+    problems.length > 0 ||
+    loaded === undefined ||
+    token === undefined ||
+    obsRead === undefined ||
+    clusterRead === undefined
+  ) {
+    for (const line of problems) process.stderr.write(`echo-chaos-operator: ${line}\n`);
+    process.exit(1);
   }
-  process.exit(1);
+  config = loaded;
+  adminToken = token.value;
+  obs = obsRead;
+  cluster = clusterRead;
 }
 const otel = otelSettings(process.env);
 if (!otel.ok) {

@@ -243,3 +243,13 @@ test('cli – --version prints the package version; an unknown argument is a usa
   assert.equal(lines(wrong.stderr).length, 1);
   assert.match(wrong.stderr, /unexpected argument "--port=1".*environment variables/);
 });
+
+test('echo-chaos CLI – every problem at once: the service, obs and OpenTelemetry settings, one line each', async () => {
+  const result = await run({ PORT: 'abc', OBS_SHUTDOWN_ENABLED: 'maybe', OTEL_TRACES_EXPORTER: 'zipkin' });
+  assert.equal(result.code, 1);
+  assert.deepEqual(lines(result.stderr), [
+    'echo-chaos: PORT="abc" is invalid: expected integer 0-65535',
+    'echo-chaos: obs.shutdown.enabled = "maybe" (env OBS_SHUTDOWN_ENABLED): expected true or false',
+    'echo-chaos: OTEL_TRACES_EXPORTER="zipkin" is invalid: expected otlp or none',
+  ]);
+});

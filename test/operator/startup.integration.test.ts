@@ -9,10 +9,13 @@ import { eventually, exitOf } from '../helpers/runtime.ts';
 
 const MAIN = new URL('../../src/operator/main.ts', import.meta.url).pathname;
 
-/** Starts the operator with only `env` (no cluster is needed: settings are read first). */
+/**
+ * Starts the operator with only `env`, and a KUBECONFIG that names a cluster source (the file is
+ * read only once every setting is valid, so a bad setting stops startup before it).
+ */
 async function run(env: Record<string, string>) {
   const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env['PATH'] ?? '', ...env },
+    env: { PATH: process.env['PATH'] ?? '', KUBECONFIG: '/nonexistent/kubeconfig', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const result = await exitOf(child);
@@ -27,6 +30,22 @@ test('echo-chaos-operator – a bad setting stops startup with one line each, na
     'echo-chaos-operator: LEASE_DURATION_SECONDS="0" is invalid: expected an integer >= 1',
     'echo-chaos-operator: PORT="eighty" is invalid: expected an integer from 0 to 65535',
   ]);
+});
+
+test('echo-chaos-operator – every problem at once: its settings, obs, OpenTelemetry and the cluster, one line each', async () => {
+  const result = await run({
+    WORKERS: '0',
+    OBS_SHUTDOWN_ENABLED: 'maybe',
+    OTEL_TRACES_EXPORTER: 'zipkin',
+    KUBECONFIG: '',
+    HOME: '/nonexistent-home',
+  });
+  assert.equal(result.code, 1);
+  assert.equal(result.lines.length, 4, result.stderr);
+  assert.match(result.lines[0]!, /^echo-chaos-operator: WORKERS="0" is invalid/);
+  assert.match(result.lines[1]!, /^echo-chaos-operator: obs\.shutdown\.enabled = "maybe"/);
+  assert.match(result.lines[2]!, /^echo-chaos-operator: no kubeconfig or in-cluster config was found/);
+  assert.match(result.lines[3]!, /^echo-chaos-operator: OTEL_TRACES_EXPORTER="zipkin" is invalid/);
 });
 
 test('echo-chaos-operator – a typo in an OBS_* variable stops startup, naming the nearest key', async () => {
