@@ -147,10 +147,17 @@ async function main(): Promise<void> {
     const startedMs = Date.now();
     // SIGINT is a person at a terminal: no endpoint controller to wait for (docs/adr/0014-drain-delay.md).
     const delayMs = signal === 'SIGTERM' ? config.drainDelayMs : 0;
-    app.log.info(
-      { signal, drain_delay_ms: delayMs, drain_timeout_ms: config.drainTimeoutMs },
-      'draining: /ready answers 503',
-    );
+    if (app.obs.config.shutdown.enabled) {
+      app.log.info(
+        { signal, drain_delay_ms: delayMs, drain_timeout_ms: config.drainTimeoutMs },
+        'draining: /ready answers 503',
+      );
+    } else {
+      app.log.info(
+        { signal },
+        'closing at once (OBS_SHUTDOWN_ENABLED=false): waiting requests are answered now',
+      );
+    }
     // obs's drain (docs/adr/0041-one-drain.md), with the service's delay and timeout:
     // 1. /ready answers 503 at once and until the end; SSE streams and WebSockets are closed (1001).
     // 2. The drain delay: the port stays open and every connection is served as usual, so probes

@@ -143,9 +143,10 @@ function convert(schema: TSchema, text: string): unknown {
 /** The form an accepted value takes, in words, from what the schema says. */
 export function formOf(schema: TSchema): string {
   if (TypeGuard.IsInteger(schema) || TypeGuard.IsNumber(schema)) {
-    const kind = TypeGuard.IsInteger(schema) ? 'an integer' : 'a number';
+    // The service's wording since its start: `integer 0-65535`.
+    const kind = TypeGuard.IsInteger(schema) ? 'integer' : 'number';
     const { minimum, maximum } = schema;
-    if (minimum !== undefined && maximum !== undefined) return `${kind} from ${minimum} to ${maximum}`;
+    if (minimum !== undefined && maximum !== undefined) return `${kind} ${minimum}-${maximum}`;
     if (minimum !== undefined) return `${kind} >= ${minimum}`;
     if (maximum !== undefined) return `${kind} <= ${maximum}`;
     return kind;
@@ -190,7 +191,7 @@ function defaultOf(key: string, entry: Setting): unknown {
 /**
  * Reads every setting of `definition` from `env`. An unset or empty variable takes its schema's
  * `default` (none: `undefined`, which the schema must allow with `Type.Optional`). Every problem is
- * returned at once, one line each: `PORT="x" is invalid: expected an integer from 0 to 65535` (a
+ * returned at once, one line each: `PORT="x" is invalid: expected integer 0-65535` (a
  * secret's value is never shown: `TOKEN is invalid: expected ...`).
  */
 export function loadSettings<D extends SettingsDefinition>(

@@ -11,7 +11,7 @@ export const OPERATOR_ERRORS = {
   OPERATOR_ERR_CONFIG: {
     status: 500,
     message: 'invalid operator configuration: %s',
-    when: 'A setting (environment variable) is invalid; `problems` lists each one, and startup stops with them on one line',
+    when: 'A setting (environment variable) is invalid; `problems` lists each one, and startup stops with one line for each',
   },
   OPERATOR_ERR_PUSH: {
     status: 502,

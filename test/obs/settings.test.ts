@@ -63,8 +63,8 @@ test('settings – every problem at once, one line each, naming the variable, th
   });
   assert.equal(loaded.ok, false);
   assert.deepEqual(!loaded.ok && loaded.problems, [
-    'PORT="2.5" is invalid: expected an integer from 0 to 65535',
-    'RATIO="1e3" is invalid: expected a number from 0 to 1',
+    'PORT="2.5" is invalid: expected integer 0-65535',
+    'RATIO="1e3" is invalid: expected number 0-1',
     'VERBOSE="yes" is invalid: expected true or false',
     'LEVEL="loud" is invalid: expected one of info, debug',
     'UPSTREAM="ftp://files" is invalid: expected an http or https URL',
@@ -92,13 +92,13 @@ test('settings – the reference table comes from the same definitions', () => {
   assert.deepEqual(rows[0], {
     env: 'PORT',
     default: '`8080`',
-    form: 'an integer from 0 to 65535',
+    form: 'integer 0-65535',
     description: 'The port.',
   });
   assert.equal(rows[4]?.default, 'unset');
   const table = settingsTable(SETTINGS).split('\n');
   assert.equal(table.length, 2 + Object.keys(SETTINGS).length);
-  assert.equal(table[2], '| `PORT` | `8080` | an integer from 0 to 65535 | The port. |');
+  assert.equal(table[2], '| `PORT` | `8080` | integer 0-65535 | The port. |');
   assert.equal(table[5], '| `LEVEL` | `info` | one of info, debug | How much. |');
 });
 
@@ -128,7 +128,7 @@ test('settings – a decoder reads a form a schema cannot state; the default as 
   assert.equal(refused.ok, false);
   assert.deepEqual(!refused.ok && refused.problems, [
     'DELAY="90s" is invalid: expected whole seconds, at most 60s',
-    'CHAOS="x" is invalid: expected an integer',
+    'CHAOS="x" is invalid: expected integer',
   ]);
   assert.deepEqual(!refused.ok && refused.partial, {}, 'nothing valid to report');
   assert.equal(settingsRows(DEFINITION)[0]?.default, '`5s`', 'the table shows the default as written');

@@ -19,7 +19,7 @@ test('operator config – WORKERS is a whole number from 1 to 64', () => {
   for (const bad of ['0', '65', 'x', '2.5']) {
     assert.throws(
       () => loadOperatorConfig({ WORKERS: bad }),
-      /WORKERS=.* is invalid: expected an integer from 1 to 64/,
+      /WORKERS=.* is invalid: expected integer 1-64/,
       bad,
     );
   }
@@ -111,7 +111,7 @@ test('operator config – PROMETHEUS_URL and the abortWhen poll: defaults, and o
   );
   assert.throws(
     () => loadOperatorConfig({ ABORT_POLL_INTERVAL_MS: '10' }),
-    /ABORT_POLL_INTERVAL_MS="10" is invalid: expected an integer >= 1000/,
+    /ABORT_POLL_INTERVAL_MS="10" is invalid: expected integer >= 1000/,
   );
   assert.throws(
     () => loadOperatorConfig({ ABORT_POLL_INTERVAL_MS: '2000', ABORT_QUERY_TIMEOUT_MS: '2000' }),

@@ -27,8 +27,8 @@ test('echo-chaos-operator – a bad setting stops startup with one line each, na
   const result = await run({ PORT: 'eighty', LEASE_DURATION_SECONDS: '0' });
   assert.equal(result.code, 1);
   assert.deepEqual(result.lines, [
-    'echo-chaos-operator: LEASE_DURATION_SECONDS="0" is invalid: expected an integer >= 1',
-    'echo-chaos-operator: PORT="eighty" is invalid: expected an integer from 0 to 65535',
+    'echo-chaos-operator: LEASE_DURATION_SECONDS="0" is invalid: expected integer >= 1',
+    'echo-chaos-operator: PORT="eighty" is invalid: expected integer 0-65535',
   ]);
 });
 
