@@ -8,8 +8,8 @@
  * `npm run typecheck` runs `install` first (docs/.vitepress/config.ts imports VitePress's types), and
  * test/helpers/docs-build.ts calls `ensureDocsTools` before it builds the site.
  *
- *   node scripts/docs-tools.ts install                     the tools, when missing or stale
- *   node scripts/docs-tools.ts build|dev|preview [args]    the tools, then `vitepress <command> docs [args]`
+ *   node scripts/docs-tools.ts install                    the tools if missing or stale (npm run docs:tools)
+ *   node scripts/docs-tools.ts build|dev|preview [args]   the tools, then `vitepress <command> docs [args]`
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
