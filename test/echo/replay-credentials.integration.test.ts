@@ -117,6 +117,6 @@ test('replay credentials – a bad ECHO_REPLAY_CREDENTIALS stops startup with on
   assert.equal(result.code, 1);
   assert.deepEqual(
     result.stderr.split('\n').filter((line) => line !== ''),
-    ['echo-chaos: ECHO_REPLAY_CREDENTIALS="plain" is invalid: expected `masked` or `original`'],
+    ['echo-chaos: ECHO_REPLAY_CREDENTIALS="plain" is invalid: expected masked or original'],
   );
 });
