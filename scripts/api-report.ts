@@ -11,11 +11,11 @@
  * version. Later runs, and later clones, reuse it.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cacheRoot } from './cache-dir.ts';
 
 const PACKAGE = '@microsoft/api-extractor';
 const VERSION = '7.60.1';
@@ -42,27 +42,6 @@ interface ApiExtractor {
       errorCount: number;
     };
   };
-}
-
-/** The first writable of `$XDG_CACHE_HOME/echo-chaos`, `~/.cache/echo-chaos`, the temporary directory's. */
-function cacheRoot(): string {
-  const xdg = process.env['XDG_CACHE_HOME'];
-  const candidates = [
-    ...(xdg ? [join(xdg, 'echo-chaos')] : []),
-    join(homedir(), '.cache', 'echo-chaos'),
-    join(tmpdir(), 'echo-chaos-cache'),
-  ];
-  for (const dir of candidates) {
-    try {
-      mkdirSync(dir, { recursive: true });
-      // A directory that exists but cannot be written is no cache: try making a scratch entry.
-      rmSync(mkdtempSync(join(dir, 'probe-')), { recursive: true });
-      return dir;
-    } catch {
-      // next candidate
-    }
-  }
-  throw new Error(`no writable cache directory among ${candidates.join(', ')}`);
 }
 
 /** The integrity npm recorded for the package installed under `dir`. */

