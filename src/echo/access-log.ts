@@ -51,7 +51,8 @@ const VIA_REQUEST_LOG: AccessLog = {
  * reproduces exactly, else one that logs through `request.log`.
  */
 export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): AccessLog {
-  const root = logger as unknown as Logger & PinoInternals;
+  // Read as a pino logger: unless the checks below find pino's internals, VIA_REQUEST_LOG is used.
+  const root = logger as Logger & PinoInternals;
   const formatters = root[S.formattersSym] as { log?: unknown } | undefined;
   const stringifiers = root[S.stringifiersSym] as Record<string | symbol, unknown> | undefined;
   const stream = root[S.streamSym] as { write(line: string): unknown; [key: symbol]: unknown } | undefined;
@@ -225,7 +226,7 @@ class LazyChildLogger {
   readonly #parent: FastifyBaseLogger;
   readonly #bindings: Bindings;
   readonly #options: ChildLoggerOptions;
-  #child: FastifyBaseLogger | undefined;
+  #child: Logger | undefined;
 
   constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
     this.#parent = parent;
@@ -233,8 +234,9 @@ class LazyChildLogger {
     this.#options = options;
   }
 
-  get #logger(): FastifyBaseLogger {
-    this.#child ??= this.#parent.child(this.#bindings, this.#options);
+  get #logger(): Logger {
+    // fastify types its logger loosely; echo's is pino (app.ts), and so is each child of it.
+    this.#child ??= this.#parent.child(this.#bindings, this.#options) as Logger;
     return this.#child;
   }
 
@@ -271,13 +273,13 @@ class LazyChildLogger {
     return this.#logger.child(bindings, options);
   }
   isLevelEnabled(level: string): boolean {
-    return (this.#logger as unknown as Logger).isLevelEnabled(level);
+    return this.#logger.isLevelEnabled(level);
   }
   bindings(): Record<string, unknown> {
-    return (this.#logger as unknown as Logger).bindings();
+    return this.#logger.bindings();
   }
   flush(cb?: (error?: Error) => void): void {
-    (this.#logger as unknown as Logger).flush(cb);
+    this.#logger.flush(cb);
   }
 }
 
@@ -287,5 +289,5 @@ export function lazyChildLoggerFactory(
   bindings: Bindings,
   options: ChildLoggerOptions,
 ): FastifyBaseLogger {
-  return new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
+  return new LazyChildLogger(logger, bindings, options);
 }

@@ -6,7 +6,7 @@
  * broken bodies").
  */
 import { STATUS_CODES } from 'node:http';
-import { type Http2ServerRequest, constants as h2, type ServerHttp2Stream } from 'node:http2';
+import { constants as h2, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -14,6 +14,7 @@ import { RandomBody } from './bodies.ts';
 import type { Controls } from './controls.ts';
 import type { BrokenBodyKind } from './faults.ts';
 import type { RandomSource } from './random.ts';
+import { http2StreamOf } from './transport/index.ts';
 
 /** What a broken response carries where it carries anything. */
 export interface BrokenContent {
@@ -91,7 +92,7 @@ export function sendBrokenBody(
   random: RandomSource,
 ): number {
   reply.hijack();
-  const stream = (request.raw as unknown as Partial<Http2ServerRequest>).stream;
+  const stream = http2StreamOf(request.raw);
   if (stream !== undefined) return breakStream(stream, reply, kind, content);
   const socket = request.raw.socket;
   const length = bodyLength(content.body);

@@ -1,5 +1,5 @@
 import { ServerResponse, STATUS_CODES } from 'node:http';
-import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants } from 'node:http2';
+import { constants as http2Constants } from 'node:http2';
 import type { Readable } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -39,6 +39,7 @@ import { drawSeed, type RandomSource, requestSeed, seededBytes, seededRandom } f
 import { stateOf } from './request-state.ts';
 import type { ShapingStream } from './shaping.ts';
 import { type ApplyFault, shapeBody, shapingFor } from './slow-bodies.ts';
+import { http2StreamOf } from './transport/index.ts';
 
 /** What the echo pipeline needs from the app. */
 export interface PipelineDeps {
@@ -662,13 +663,14 @@ function sendFault(
 function sendInterim(reply: FastifyReply, status: number): void {
   const res = reply.raw;
   // HTTP/2 sends any 1xx as an informational HEADERS frame (its response has no writeProcessing).
-  const stream = (res as unknown as Partial<Http2ServerResponse>).stream;
+  const stream = http2StreamOf(res);
   if (stream !== undefined) stream.additionalHeaders({ ':status': status });
   else if (status === 100) res.writeContinue();
   else if (status === 102) res.writeProcessing();
   else {
     // 103 too: writeEarlyHints writes nothing at all unless it is given a Link header.
-    (res as unknown as { _writeRaw(s: string, e: string): void })._writeRaw?.(
+    // node's internal `_writeRaw`, with which writeContinue and writeProcessing write theirs.
+    (res as ServerResponse & { _writeRaw?(s: string, e: string): void })._writeRaw?.(
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Informational'}\r\n\r\n`,
       'latin1',
     );
@@ -692,7 +694,7 @@ function endWithoutResponse(
   kind: 'reset' | 'close' | 'blackhole',
 ): void {
   reply.hijack();
-  const stream = (request.raw as unknown as Partial<Http2ServerRequest>).stream;
+  const stream = http2StreamOf(request.raw);
   if (stream !== undefined) {
     // HTTP/2: the connection carries other streams. `reset` resets this stream (RST_STREAM);
     // `close` ends the session (GOAWAY, then the connection closes), as closing an HTTP/1.1 one does.

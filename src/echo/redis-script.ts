@@ -14,6 +14,7 @@ let defined = 0;
 export function defineScript(client: Redis, keys: number, lua: string): Script {
   const name = `echoChaosScript${++defined}`;
   client.defineCommand(name, { numberOfKeys: keys, lua });
-  const command = (client as unknown as Record<string, Script>)[name]!;
+  // defineCommand made `name` a method of the client; ioredis's types cannot know the name.
+  const command = (client as Redis & Record<string, Script>)[name]!;
   return (...args) => command.apply(client, args);
 }

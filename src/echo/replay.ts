@@ -69,7 +69,7 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['expected a JSON object with a string field "id"']);
   }
-  const b = body as Record<string, unknown>;
+  const b = body as { readonly [K in keyof ReplayRequest]?: unknown };
   if (typeof b['id'] !== 'string' || b['id'].length === 0)
     throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['"id" must be a non-empty string']);
   for (const key of Object.keys(b)) {
@@ -110,7 +110,8 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
   }
   if (b['target'] !== undefined && typeof b['target'] !== 'string')
     throw new EchoError('ECHO_ERR_INVALID_REPLAY', ['"target" must be a string']);
-  return b as unknown as ReplayRequest;
+  // Each of its fields was checked above, and there are no others.
+  return b as ReplayRequest;
 }
 
 /** Validates a replay target: an absolute http(s) URL, without query or fragment. */

@@ -59,7 +59,8 @@ export function createCleartextServer(
 
   const h2 = http2.createServer(
     { settings: settings.h2 },
-    limitHeaderList(handler) as unknown as (...args: unknown[]) => void,
+    // fastify's handler serves HTTP/2's compatibility API too; its type names HTTP/1.1's only.
+    limitHeaderList(handler) as (...args: unknown[]) => void,
   );
   limitStreams(h2, settings.requestTimeoutMs);
   h2.setTimeout(numberOr(options['connectionTimeout'], 0));

@@ -108,7 +108,8 @@ export function limitConnections(server: NetServer, limiter: ConnectionLimiter, 
   const secure = server.listeners('secureConnection') as Array<(socket: TLSSocket) => void>;
   server.removeAllListeners('secureConnection');
   server.on('secureConnection', (socket: TLSSocket) => {
-    const raw = (socket as unknown as { _handle?: { _parentWrap?: Socket } })._handle?._parentWrap;
+    // node's internals: a TLS socket's handle wraps the handle of the TCP socket it was made on.
+    const raw = (socket as TLSSocket & { _handle?: { _parentWrap?: Socket } })._handle?._parentWrap;
     if (raw !== undefined && refused.has(raw)) return limiter.refuse(socket);
     for (const listener of secure) listener.call(server, socket);
   });

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestListener } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import http2, {
   type Http2SecureServer,
   type Http2Server,
   type Http2ServerRequest,
+  type Http2ServerResponse,
   type Http2Session,
   type ServerHttp2Stream,
 } from 'node:http2';
@@ -33,6 +34,16 @@ export function headerListBytes(rawHeaders: readonly string[]): number {
 }
 
 /**
+ * The HTTP/2 stream of a request or response of node's HTTP/2 compatibility API, undefined for
+ * HTTP/1.1. The app's `request.raw` and `reply.raw` are typed for HTTP/1.1 and are either.
+ */
+export function http2StreamOf(
+  raw: IncomingMessage | ServerResponse | Http2ServerRequest | Http2ServerResponse,
+): ServerHttp2Stream | undefined {
+  return 'stream' in raw ? raw.stream : undefined;
+}
+
+/**
  * `handler` with HTTP/2 requests whose header list is above `H2_MAX_HEADER_LIST_BYTES` refused:
  * the stream is reset with `ENHANCE_YOUR_CALM` and the app never sees the request, the session
  * goes on. nghttp2 does so itself, but only once the client has acknowledged the SETTINGS that
@@ -42,8 +53,7 @@ export function headerListBytes(rawHeaders: readonly string[]): number {
 export function limitHeaderList(handler: RequestListener): RequestListener {
   return (request, response) => {
     if (request.httpVersionMajor === 2 && headerListBytes(request.rawHeaders) > H2_MAX_HEADER_LIST_BYTES) {
-      const stream = (request as unknown as Http2ServerRequest).stream;
-      return void stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      return void http2StreamOf(request)?.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
     }
     handler(request, response);
   };

@@ -13,6 +13,8 @@ import { serverSettings } from './server-settings.ts';
 import { loadTls } from './tls-material.ts';
 import { attachTlsServer, tlsServerOptions } from './tls-server.ts';
 
+export { http2StreamOf } from './http2-limits.ts';
+
 // The transport: the servers fastify listens on, TLS, the connection limits, and the HTTP/1.1 and
 // h2c split of the cleartext port (docs/adr/0003-one-port-for-h1-h2c.md,
 // docs/adr/0016-connection-limits.md, docs/adr/0042-echo-transport.md). This is its one entry: it
@@ -76,7 +78,7 @@ export async function createTransport(config: EchoConfig, logger: Logger): Promi
         cleartext = createCleartextServer(handler, options, settings, limiter);
         sessions = cleartext.sessions;
         return cleartext.server;
-      }) as unknown as FastifyServerFactory,
+      }) satisfies FastifyServerFactory,
       requestTimeout: settings.requestTimeoutMs,
       keepAliveTimeout: settings.keepAliveTimeoutMs,
       http2SessionTimeout: settings.keepAliveTimeoutMs,
@@ -85,7 +87,8 @@ export async function createTransport(config: EchoConfig, logger: Logger): Promi
   }
 
   const attach = (app: FastifyInstance): void => {
-    const server = app.server as unknown as UpgradingServer;
+    // node reads `shouldUpgradeCallback` off the server; @types/node has it as an option only.
+    const server = app.server as UpgradingServer;
     const h2c = cleartext !== undefined && cleartext.server === (server as Server) ? cleartext : undefined;
     const handlerFor = (request: IncomingMessage) =>
       upgradeHandlers.get(pathOf(request.url ?? '/')) ??
@@ -112,6 +115,7 @@ export async function createTransport(config: EchoConfig, logger: Logger): Promi
     // when nobody listens.
     server.on('connect', (request: IncomingMessage, socket: Duplex) => refuseConnect(request, socket));
 
+    // The app is typed for http.Server (fastifyOptions); with TLS, fastify made an Http2SecureServer.
     if (h2c === undefined)
       sessions = attachTlsServer(server as unknown as Http2SecureServer, settings, limiter);
   };

@@ -130,7 +130,7 @@ export function takeTurns(
  * the read that took a connection past the bound holds hundreds, and several connections at once
  * closed in the turn that parsed them held `/health` 140 to 190 ms.
  */
-const closingSockets: Socket[] = [];
+const closingSockets: (Socket | undefined)[] = [];
 let closingHead = 0;
 let closingScheduled = false;
 
@@ -144,7 +144,7 @@ function closeSoon(socket: Socket): void {
 function closeNext(): void {
   closingScheduled = false;
   const socket = closingSockets[closingHead]!;
-  closingSockets[closingHead++] = undefined as unknown as Socket;
+  closingSockets[closingHead++] = undefined;
   if (closingHead === closingSockets.length) {
     closingSockets.length = 0;
     closingHead = 0;

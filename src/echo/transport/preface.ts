@@ -52,5 +52,6 @@ export function giveBack(socket: Socket, bytes: Buffer): void {
   socket.pause();
   if (bytes.length > 0) socket.unshift(bytes);
   // Back to "no mode chosen yet", as a fresh connection is: adding a `data` listener then resumes.
-  (socket as unknown as { readableFlowing: boolean | null }).readableFlowing = null;
+  // @types/node has it readonly; node's Readable has a setter for it.
+  (socket as { readableFlowing: boolean | null }).readableFlowing = null;
 }

@@ -1,4 +1,4 @@
-import http, { type Server } from 'node:http';
+import http from 'node:http';
 import type { Http2SecureServer, Http2Session } from 'node:http2';
 import { type ConnectionLimiter, limitConnections } from './connection-limits.ts';
 import { limitHeaderList, limitStreams, trackSessions } from './http2-limits.ts';
@@ -60,7 +60,7 @@ function addCloseAllConnections(server: Http2SecureServer): ReadonlySet<Http2Ses
   const sessions = trackSessions(server, 0);
   (server as Http2SecureServer & { closeAllConnections(): void }).closeAllConnections = () => {
     // HTTP/1.1 connections of an allowHTTP1 server are tracked as an http.Server's are.
-    http.Server.prototype.closeAllConnections.call(server as unknown as Server);
+    http.Server.prototype.closeAllConnections.call(server);
     for (const session of sessions) session.destroy();
   };
   return sessions;
