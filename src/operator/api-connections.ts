@@ -13,15 +13,15 @@ import type { KubeConfig } from '@kubernetes/client-node';
 /** client-node's own (declared private): what `applySecurityAuthentication` calls per request. */
 type CreateDispatcher = (cluster: unknown, agentOptions: object) => { close(): Promise<void> } | undefined;
 
-const PATCHED = Symbol('echo-chaos.reusedApiConnections');
+const patched = new WeakSet<KubeConfig>();
 
 /** Makes `kc` hand out one dispatcher per distinct connection settings; idempotent. */
 export function reuseApiConnections(kc: KubeConfig): void {
-  const target = kc as unknown as { createDispatcher?: CreateDispatcher; [PATCHED]?: true };
-  const original = target.createDispatcher;
-  if (target[PATCHED] || typeof original !== 'function') return;
+  // Private, so typed `any` in client-node's declarations; `[]` reaches it.
+  const original = kc['createDispatcher'] as CreateDispatcher | undefined;
+  if (patched.has(kc) || typeof original !== 'function') return;
   let cached: { key: string; dispatcher: ReturnType<CreateDispatcher> } | undefined;
-  target.createDispatcher = (cluster, agentOptions) => {
+  kc['createDispatcher'] = ((cluster, agentOptions) => {
     const key = settingsKey(kc.createDispatcherOptions(cluster as never, agentOptions));
     if (cached?.key === key) return cached.dispatcher;
     const previous = cached?.dispatcher;
@@ -29,8 +29,8 @@ export function reuseApiConnections(kc: KubeConfig): void {
     // Graceful: requests under way (a watch included) finish on it; nothing new is sent there.
     if (previous !== undefined) void previous.close().catch(() => undefined);
     return cached.dispatcher;
-  };
-  target[PATCHED] = true;
+  }) satisfies CreateDispatcher;
+  patched.add(kc);
 }
 
 /** A digest of the dispatcher settings (Buffers included: a CA, a client certificate and key). */

@@ -76,7 +76,8 @@ export class EventRecorder {
     }
     const namespace = es.metadata.namespace ?? 'default';
     const name = es.metadata.name ?? '';
-    const at = now.toISOString().replace(/\.\d+Z$/, 'Z');
+    // client-node types a Time as a Date but sends a string as it is: whole seconds, as client-go's.
+    const at = now.toISOString().replace(/\.\d+Z$/, 'Z') as unknown as Date;
     // client-go's naming: the object's name and a unique hexadecimal suffix.
     const suffix = (BigInt(now.getTime()) * 1_000_000n + BigInt(this.#sequence++ % 1_000_000)).toString(16);
     try {
@@ -101,8 +102,8 @@ export class EventRecorder {
           reportingInstance: instance.slice(0, 128),
           action: reason,
           // The classic form (no eventTime), as client-go's core v1 recorder writes it.
-          firstTimestamp: at as unknown as Date,
-          lastTimestamp: at as unknown as Date,
+          firstTimestamp: at,
+          lastTimestamp: at,
           count: 1,
         },
       });

@@ -165,10 +165,11 @@ export function lifecycleOf(es: EchoScenario, now: Date, aborted?: { message: st
  * a new run without a duration) are set to null, which removes them.
  */
 export function clearingRunTimes<S extends EchoScenarioStatus>(current: S | undefined, next: S): S {
-  const patch: Record<string, unknown> = { ...(next as object) };
+  const patch: { [K in keyof S]?: S[K] | null } = { ...next };
   for (const key of ['startTime', 'expiresAt'] as const)
     if (next[key] === undefined && current?.[key] !== undefined) patch[key] = null;
-  return patch as unknown as S;
+  // A merge patch, whose null removes a field; the status type writeStatus takes has no null.
+  return patch as S;
 }
 
 /** A Kubernetes `Time`: RFC 3339 in UTC, whole seconds. */

@@ -6,7 +6,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { RE2JS, RE2Set } from 're2js';
 import { countWildcards, GlobMatcher, MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
-import { BitParallelRegex, type Program } from './regex-automaton.ts';
+import { BitParallelRegex } from './regex-automaton.ts';
 import { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM_SIZE, MAX_SET_PATTERNS } from './schema.ts';
 
 /** The prefix that makes a condition value, or a `pathPattern`, a regular expression. */
@@ -111,7 +111,7 @@ class LinearRegex implements PatternMatcher {
       const set = new RE2Set(RE2Set.ANCHOR_BOTH);
       set.add(this.#translated);
       set.compile();
-      this.#automaton = new BitParallelRegex(set.prog as unknown as Program);
+      this.#automaton = new BitParallelRegex(set.prog);
     }
     return this.#automaton.test(text);
   }
