@@ -21,7 +21,7 @@
  */
 import { Counter, Gauge } from 'prom-client';
 import { ObsError } from '../core/errors.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 
 const FEATURE = 'cache';
 
@@ -72,11 +72,11 @@ interface CacheState {
   warned: boolean;
 }
 
-const states = new WeakMap<Obs, CacheState>();
+const states = new WeakMap<ObsCore, CacheState>();
 const INSTRUMENTED = Symbol.for('echo-chaos.obs.cache-instrumented');
 
 /** The cache meters of `obs`, made on the first instrumented cache. */
-function stateOf(obs: Obs): CacheState {
+function stateOf(obs: ObsCore): CacheState {
   const known = states.get(obs);
   if (known !== undefined) return known;
   const caches: CacheState['caches'] = new Map();
@@ -138,7 +138,7 @@ function numberOr0(value: unknown): number {
  * Adds the `cache` snapshot section (plugin.ts calls it): whether the feature is on and, per
  * instrumented cache, its size, limit, hits, misses and evictions so far.
  */
-export function registerCache(obs: Obs): void {
+export function registerCache(obs: ObsCore): void {
   obs.addSnapshotSection(FEATURE, () => {
     const state = states.get(obs);
     return {
@@ -178,7 +178,7 @@ type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
  */
 export function instrumentCache<C extends LruCacheLike>(
   cache: C,
-  obs: Obs,
+  obs: ObsCore,
   options: InstrumentCacheOptions,
 ): C {
   if (!obs.config.cache.enabled) return cache;

@@ -27,7 +27,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { type Span, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter, Histogram } from 'prom-client';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { routeOf } from '../core/route.ts';
 import { WarningLimiter } from '../core/warning-limiter.ts';
 import { maskText } from '../features/logging/masking.ts';
@@ -152,7 +152,7 @@ interface DbMeters {
 }
 
 interface DbInstrumentation {
-  readonly obs: Obs;
+  readonly obs: ObsCore;
   meters: DbMeters | undefined;
   readonly figures: {
     instrumented: string[];
@@ -174,9 +174,9 @@ interface DbInstrumentation {
   failed(where: string, error: unknown): void;
 }
 
-const instrumentations = new WeakMap<Obs, DbInstrumentation>();
+const instrumentations = new WeakMap<ObsCore, DbInstrumentation>();
 
-function stateOf(obs: Obs): DbInstrumentation {
+function stateOf(obs: ObsCore): DbInstrumentation {
   const known = instrumentations.get(obs);
   if (known !== undefined) return known;
   const made: DbInstrumentation = {
@@ -292,7 +292,7 @@ export interface DbOptions {
  * `obs.db.enabled`) the request context's tally and the figures observed when each response has
  * finished. Requests are counted once pg was handed to obs with {@link instrumentPg}.
  */
-export function registerDb(app: FastifyInstance, obs: Obs, options: DbOptions = {}): void {
+export function registerDb(app: FastifyInstance, obs: ObsCore, options: DbOptions = {}): void {
   const state = stateOf(obs);
   if (options.nowMs !== undefined) state.nowMs = options.nowMs;
   addSection(state);
@@ -577,7 +577,7 @@ function isPool(target: unknown): target is PgPoolLike {
  * own, so a rejection nobody awaits no longer shows as unhandled. Handing the same target to obs
  * twice instruments it once. With `obs.db.enabled` false it is returned untouched.
  */
-export function instrumentPg<T extends PgModuleLike | PgPoolLike | PgQueryable>(target: T, obs: Obs): T {
+export function instrumentPg<T extends PgModuleLike | PgPoolLike | PgQueryable>(target: T, obs: ObsCore): T {
   if (!obs.config[FEATURE].enabled) return target;
   const state = stateOf(obs);
   try {

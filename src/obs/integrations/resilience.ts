@@ -22,7 +22,7 @@
 import { trace } from '@opentelemetry/api';
 import { Counter, Gauge } from 'prom-client';
 import type { JsonValue } from '../core/config/config-hash.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { MAX_RETRY_DEPTH } from '../features/retry/retry-depth.ts';
 import { atDepth, currentDepth } from '../features/retry/retry-helper.ts';
 
@@ -108,7 +108,7 @@ interface PolicyRecord {
 }
 
 interface ResilienceKit {
-  readonly obs: Obs;
+  readonly obs: ObsCore;
   readonly breakers: Map<string, BreakerRecord>;
   readonly policies: Map<string, PolicyRecord>;
   readonly instrumented: WeakSet<object>;
@@ -125,14 +125,14 @@ interface Meters {
   readonly bulkheadRejections: Counter<'policy'>;
 }
 
-const kits = new WeakMap<Obs, ResilienceKit>();
+const kits = new WeakMap<ObsCore, ResilienceKit>();
 
-function enabled(obs: Obs): boolean {
+function enabled(obs: ObsCore): boolean {
   return obs.config.resilience?.enabled === true;
 }
 
 /** The resilience state of `obs`, with its snapshot section, made once per obs. */
-function kitOf(obs: Obs): ResilienceKit {
+function kitOf(obs: ObsCore): ResilienceKit {
   const known = kits.get(obs);
   if (known !== undefined) return known;
   const kit: ResilienceKit = {
@@ -343,7 +343,7 @@ function opossumState(breaker: OpossumBreakerLike): CircuitStateName {
  */
 export function instrumentBreaker<B extends OpossumBreakerLike>(
   breaker: B,
-  obs: Obs,
+  obs: ObsCore,
   options: InstrumentBreakerOptions = {},
 ): B {
   if (!enabled(obs)) return breaker;
@@ -535,7 +535,7 @@ function instrumentCockatiel(kit: ResilienceKit, policy: unknown, name: string, 
  */
 export function instrumentPolicy<P extends CockatielPolicyLike>(
   policy: P,
-  obs: Obs,
+  obs: ObsCore,
   options: InstrumentPolicyOptions,
 ): P {
   if (!enabled(obs)) return policy;
@@ -552,6 +552,6 @@ export function instrumentPolicy<P extends CockatielPolicyLike>(
  * Registers the resilience snapshot section at startup, so `/actuator/obs` shows the feature before
  * anything is handed to obs.
  */
-export function registerResilience(obs: Obs): void {
+export function registerResilience(obs: ObsCore): void {
   kitOf(obs);
 }
