@@ -151,6 +151,32 @@ test('boundaries – src/echo does not import src/operator', () => {
   assert.deepEqual(relativeImportsInto(files, join(SRC, 'operator')), []);
 });
 
+/** obs's own layers (ADR 0044, 0046): the core under the features, the features under their list. */
+const OBS = join(SRC, 'obs');
+const OBS_TOP = ['obs.ts', 'plugin.ts', 'feature-plugins.ts', 'index.ts', 'internal.ts'].map((f) =>
+  join(OBS, f),
+);
+
+test('boundaries – src/obs/core imports no feature, no integration and nothing that lists them', () => {
+  const files = sourceFiles(join(OBS, 'core'));
+  assert.ok(files.length > 0);
+  const offending = [
+    ...relativeImportsInto(files, join(OBS, 'features')),
+    ...relativeImportsInto(files, join(OBS, 'integrations')),
+    ...OBS_TOP.flatMap((top) => relativeImportsInto(files, top)),
+  ];
+  assert.deepEqual(offending, []);
+});
+
+test("boundaries – obs's features and integrations build on the core, not on the Obs that lists them", () => {
+  const files = [...sourceFiles(join(OBS, 'features')), ...sourceFiles(join(OBS, 'integrations'))];
+  assert.ok(files.length > 20);
+  assert.deepEqual(
+    OBS_TOP.flatMap((top) => relativeImportsInto(files, top)),
+    [],
+  );
+});
+
 test('boundaries – the examples use obs as an application does: its public entry only', () => {
   const files = sourceFiles(join(ROOT, 'examples'));
   assert.ok(files.length > 0);

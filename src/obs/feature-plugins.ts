@@ -13,7 +13,6 @@ import type { Http2Session } from 'node:http2';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { trackConnections } from './core/connections.ts';
-import type { Obs } from './core/obs.ts';
 import { registerActuator } from './features/actuator/actuator.ts';
 import { registerDependencies } from './features/dependencies.ts';
 import { registerExceptionHandler } from './features/exception-handler/exception-handler.ts';
@@ -33,6 +32,7 @@ import { registerFeatureFlags } from './integrations/feature-flags.ts';
 import { useJobsPropagation } from './integrations/jobs.ts';
 import { registerProfiling } from './integrations/profiling.ts';
 import { registerResilience } from './integrations/resilience.ts';
+import type { Obs } from './obs.ts';
 
 /** The name of obs's core plugin: `app.obs`, the firewall over the registry, the in-flight count. */
 export const CORE_PLUGIN = 'echo-chaos-obs-core';

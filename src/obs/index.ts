@@ -72,12 +72,21 @@ export {
   guardRegistry,
   registryGuard,
 } from './core/meters.ts';
-export { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './core/obs.ts';
+export {
+  type CreateObsOptions,
+  OBS_METRICS,
+  type ObsCore,
+  type ObsLogger,
+} from './core/obs.ts';
 export type { ReadinessCheck, ReadinessReport, ReadinessResult } from './core/readiness.ts';
-export type { FeatureSnapshot, ObsSnapshot } from './core/snapshot.ts';
-export type { CgroupVersion, ContainerMemoryReading } from './features/container-memory.ts';
-export type { RuntimeSnapshot } from './features/diagnostics.ts';
-export type { EventAttributes } from './features/events.ts';
+export type { FeatureSnapshot, ObsSnapshot, RuntimeSnapshot } from './core/snapshot.ts';
+export type {
+  CgroupVersion,
+  ContainerMemoryApi,
+  ContainerMemoryReading,
+} from './features/container-memory.ts';
+export type { DiagnosticsApi } from './features/diagnostics.ts';
+export type { EventAttributes, WideEventsApi } from './features/events.ts';
 export { problemErrorHandler } from './features/exception-handler/exception-handler.ts';
 export { fingerprint } from './features/exception-handler/fingerprint.ts';
 export {
@@ -89,6 +98,7 @@ export {
   REQUEST_ID_LOG_LABEL,
 } from './features/logging/logging.ts';
 export { maskSecrets, maskText } from './features/logging/masking.ts';
+export type { ContextApi } from './features/request-context/context-api.ts';
 export {
   bindContext,
   currentObsContext,
@@ -98,7 +108,7 @@ export {
   PRIORITIES,
   type TimeoutBudget,
 } from './features/request-context/request-context.ts';
-export type { RetryAttempt, RetryOptions } from './features/retry/retry-helper.ts';
+export type { RetryApi, RetryAttempt, RetryOptions } from './features/retry/retry-helper.ts';
 export {
   createErrorUpgradeSpanProcessor,
   createObsSampler,
@@ -156,6 +166,7 @@ export {
   type JobHandle,
   type JobOptions,
   type JobScheduler,
+  type JobsApi,
 } from './integrations/jobs.ts';
 export { instrumentKafka } from './integrations/kafka/kafka.ts';
 export type {
@@ -183,6 +194,7 @@ export {
   MAX_INSTRUMENTED_RESILIENCE,
   type OpossumBreakerLike,
 } from './integrations/resilience.ts';
+export { createObs, type Obs } from './obs.ts';
 export {
   type ObsDrainOptions,
   type ObsPluginOptions,

@@ -14,8 +14,9 @@ import type { Http2Session } from 'node:http2';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { guardRegistry } from './core/meters.ts';
-import { type CreateObsOptions, createObs, OBS_METRICS, type Obs, type ObsLogger } from './core/obs.ts';
+import { type CreateObsOptions, OBS_METRICS, type ObsLogger } from './core/obs.ts';
 import { CORE_PLUGIN, FEATURE_PLUGINS } from './feature-plugins.ts';
+import { createObs, type Obs } from './obs.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -76,9 +77,10 @@ const core: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance, 
   // The one count of requests in flight. One listener function for every response, not a closure
   // per request; 'close' fires once per response, whether it completed or the client went away
   // (node guards it), so `on`: `once` would allocate a wrapper per request.
-  const requestFinished = () => obs.requestFinished();
+  const drainState = obs.drainState;
+  const requestFinished = () => drainState.requestFinished();
   app.addHook('onRequest', (_request, reply, done) => {
-    obs.requestStarted();
+    drainState.requestStarted();
     reply.raw.on('close', requestFinished);
     done();
   });

@@ -118,6 +118,15 @@ test('api report – the API page documents every export, and documents no name 
     'enabled',
     'error',
     'code',
+    // The features' parts of `app.obs` (`RetryApi`, ...), named beside their interfaces.
+    'event',
+    'runtime',
+    'containerMemory',
+    'bind',
+    'wrap',
+    'retry',
+    'job',
+    'every',
   ]);
   const documented = documentedNames(page).filter((name) => !notExports.has(name));
   assert.deepEqual(

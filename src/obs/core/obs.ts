@@ -1,27 +1,13 @@
 /**
- * The obs core, independent of fastify: the resolved configuration, the enforcement lever, the
- * cardinality firewall, the obs meters, the snapshot and its contributed sections, readiness,
- * the drain state and the wide-event API. {@link obsPlugin} builds one per fastify app and wires
- * it into hooks and actuator routes; other obs features reach it as `app.obs`.
+ * The obs core, independent of fastify and of every feature (docs/adr/0044-obs-feature-plugins.md):
+ * the resolved configuration, the enforcement lever, the cardinality firewall over the registry, the
+ * obs meters, the drain, the snapshot with its contributed sections, and health and readiness with
+ * their contributed checks. Features build on it and nothing else: each takes an {@link ObsCore}
+ * and contributes sections, checks, meters and, for some, an API that `createObs` (`../obs.ts`)
+ * puts beside the core's members. This module imports no feature.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MeterProvider } from '@opentelemetry/api';
 import { Counter, Gauge, Registry } from 'prom-client';
-import {
-  type ContainerMemoryReading,
-  containerMemoryJson,
-  installContainerMemory,
-} from '../features/container-memory.ts';
-import { createDiagnostics, type RuntimeSnapshot } from '../features/diagnostics.ts';
-import { createWideEvents, type EventAttributes } from '../features/events.ts';
-import { type RetryAttempt, type RetryOptions, retryWithObs } from '../features/retry/retry-helper.ts';
-import {
-  type EveryOptions,
-  installJobs,
-  type JobHandle,
-  type JobOptions,
-  type Jobs,
-} from '../integrations/jobs.ts';
 import { CardinalityFirewall } from './cardinality.ts';
 import { loadObsConfig, type ResolvedObsConfig } from './config/config.ts';
 import type { JsonValue } from './config/config-hash.ts';
@@ -55,7 +41,7 @@ import {
 } from './health.ts';
 import { guardMeterProvider } from './meters.ts';
 import { READINESS_TIMEOUT_MS, type ReadinessCheck, type ReadinessReport } from './readiness.ts';
-import { featureSnapshots, type ObsSnapshot, readSections } from './snapshot.ts';
+import { featureSnapshots, type ObsSnapshot, type RuntimeSnapshot, readSections } from './snapshot.ts';
 
 /** The logger obs writes to: pino, fastify's logger, or anything with these two methods. */
 export interface ObsLogger {
@@ -86,8 +72,11 @@ export interface CreateObsOptions {
   readonly readinessTimeoutMs?: number;
 }
 
-/** The obs instance of an application, reachable as `app.obs`. */
-export interface Obs {
+/**
+ * The obs core every feature builds on: configuration, lever, firewall, registry, logger, the drain,
+ * the snapshot and health seams. `app.obs` is an `Obs`: this core and the features' APIs (`../obs.ts`).
+ */
+export interface ObsCore {
   /** The resolved `obs.*` tree (frozen; durations in milliseconds). */
   readonly config: ObsConfig;
   /** The resolution: effective tree, hash, origins of each key, profile, file. */
@@ -98,16 +87,16 @@ export interface Obs {
   readonly firewall: CardinalityFirewall;
   /** The registry holding the obs meters. */
   readonly registry: Registry;
+  /** Where obs writes its own lines (the app's logger under the plugin). */
   readonly logger: ObsLogger;
+  /** The application's version, as the snapshot shows it. */
   readonly version: string;
+  /** The application's name, as the snapshot shows it. */
   readonly serviceName: string;
   /** Where the process is in its shutdown (`idle`, `draining`, `drained`), and its in-flight requests. */
   readonly drainState: DrainState;
   /** Requests being served now (counted by the plugin's hooks). */
   readonly inFlight: number;
-  /** Counts a request in; call {@link requestFinished} exactly once for it. */
-  requestStarted(): void;
-  requestFinished(): void;
   /**
    * Whether a feature is on and its `enabled-when` block admits this request; false for a planned
    * feature. Never throws.
@@ -115,8 +104,6 @@ export interface Obs {
   isEnabledFor(feature: EnabledWhenFeature, request: MatchableRequest): boolean;
   /** The whole snapshot. */
   snapshot(): ObsSnapshot;
-  /** The runtime figures alone. */
-  runtime(): RuntimeSnapshot;
   /**
    * Adds a section to the snapshot, computed on each read. A section that throws shows its error.
    * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken.
@@ -146,12 +133,7 @@ export interface Obs {
    * is `UP` or `DEGRADED`. Never rejects.
    */
   readiness(): Promise<ReadinessReport>;
-  /**
-   * Emits a wide event: a span event on the active span (a no-op without an SDK), one increment of
-   * `obs_events_total{event}` and one log line, as `obs.wide-events` allows. Never throws.
-   */
-  event(name: string, attributes?: EventAttributes): void;
-  // --- drain and flush, container memory, meter guards ---
+  // --- drain and flush, meter guards ---
   /**
    * Starts draining (readiness fails) and waits until no request is in flight or `timeoutMs`
    * (default `obs.shutdown.drain-timeout`, 30s) passes. `delayMs` serves as usual first;
@@ -170,68 +152,12 @@ export interface Obs {
    * @throws {ObsError} `OBS_ERR_DUPLICATE_NAME` when the name is taken.
    */
   addFlushHook(name: string, hook: FlushHook): void;
-  /** Reads the container memory now; `undefined` when `obs.container-memory.enabled=false`. */
-  containerMemory(): ContainerMemoryReading | undefined;
   /**
    * An OpenTelemetry `MeterProvider` whose instruments' attributes pass this obs's firewall (a
    * pass-through when `obs.cardinality.enabled=false`).
    */
   guardMeterProvider(provider: MeterProvider): MeterProvider;
-  // --- end ---
-  // --- context propagation (obs.context) ---
-  /**
-   * `fn` bound to the current context (request id, budget, retry depth, priority, tenant, trace
-   * context): wherever and whenever it is called later, it runs in the context it was bound in.
-   * For a callback handed to a pool, a queue or an emitter registered outside the request. With
-   * `obs.context.enabled=false`, `fn` itself.
-   */
-  bind<F extends (...args: never[]) => unknown>(fn: F): F;
-  /**
-   * A submitter that carries its caller's context to the work it is given: each function argument
-   * of a call is bound to the context current at that call (`obs.wrap(queue.push.bind(queue))`,
-   * `obs.wrap(setImmediate)`), the rest pass as they are. With `obs.context.enabled=false`,
-   * `submit` itself.
-   */
-  wrap<F extends (...args: never[]) => unknown>(submit: F): F;
-  // --- end ---
-  // --- retry amplification (obs.retry) ---
-  /**
-   * Calls `fn(attempt, signal)` until it fulfils, at most `options.attempts` times (default 3, at
-   * most 10), with exponential backoff (default 50 ms doubling, at most 1000 ms). Attempt 0 runs in
-   * the current context; attempt n runs with the retry depth raised by n (request context and
-   * baggage `obs.retry.depth`), so its outbound calls carry `Obs-Retry-Depth` + n. Stops early on an
-   * error `retryOn` refuses (default: all but `OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED`), on
-   * `options.signal`'s abort, or when the request's timeout budget leaves `minimum-budget` or less
-   * after the next delay; it then rejects with the last attempt's error. With
-   * `obs.retry.enabled=false` it retries the same and stamps nothing.
-   * A bad option (out of bounds, of the wrong type or unknown) rejects with `ObsError`
-   * `OBS_ERR_INVALID_RETRY_OPTION` before any attempt.
-   */
-  retry<T>(fn: RetryAttempt<T>, options?: RetryOptions): Promise<T>;
-  // --- end ---
-  // --- background jobs (obs.jobs) ---
-  /**
-   * `fn` as the background job `name`: same arguments, same return (sync or async), same errors.
-   * Each call is a run counted in `obs_jobs_executions_total{job,outcome}` (success, failure),
-   * timed in `obs_jobs_duration_seconds{job}` and shown in `obs_jobs_in_flight{job}`, and runs in a
-   * context of its own (request id `job:<name>:<uuid>` on its log lines and outbound calls, no
-   * timeout budget, priority `background`). A failure is logged with the job's name. The health
-   * check `jobs` fails when a job has not succeeded within `obs.jobs.failure-grace-period`. With
-   * `obs.jobs.enabled=false`, `fn` itself.
-   * @throws {ObsError} `OBS_ERR_INVALID_JOB` when `name` is not 1 to 64 of `[A-Za-z0-9_.:-]`, `fn`
-   *   is not a function, or 200 other jobs are tracked.
-   */
-  job<F extends (...args: never[]) => unknown>(name: string, fn: F, options?: JobOptions): F;
-  /**
-   * Runs the job `name` every `intervalMs` milliseconds (`setInterval`); a tick that comes while
-   * the previous run is still going is skipped (`outcome=skipped`). A run's error is logged and
-   * counted, never thrown. `stop()` ends the timer.
-   * @throws {ObsError} `OBS_ERR_INVALID_JOB` as {@link job}, or on an interval that is not an integer
-   *   from 1 to 2147483647.
-   */
-  every(name: string, intervalMs: number, fn: () => unknown, options?: EveryOptions): JobHandle;
-  // --- end ---
-  /** Stops the event-loop monitor. */
+  /** Releases what the core holds (the close hook of its creator runs too). Idempotent. */
   close(): void;
 }
 
@@ -251,12 +177,20 @@ export const OBS_METRICS = {
   events: 'obs_events_total',
 } as const;
 
+/** What the creator of a core gives it: the snapshot's runtime figures, and what to run on close. */
+export interface ObsCoreSeams {
+  /** The runtime section of the snapshot (the diagnostics feature's). */
+  readonly runtime: () => RuntimeSnapshot;
+  /** Runs on {@link ObsCore.close}. */
+  readonly onClose?: () => void;
+}
+
 /**
  * Builds the obs core: resolves the configuration (unless given), creates the lever, the
- * firewall and the obs meters, and logs the configuration warnings once.
+ * firewall and the obs meters, installs the drain, and logs the configuration warnings once.
  * @throws {ObsConfigError} `OBS_ERR_CONFIG` when the configuration is invalid.
  */
-export function createObs(options: CreateObsOptions = {}): Obs {
+export function createObsCore(options: CreateObsOptions, seams: ObsCoreSeams): ObsCore {
   const env = options.env ?? process.env;
   const resolved = options.resolved ?? loadObsConfig({ env, options: options.config });
   const config = resolved.config;
@@ -270,7 +204,6 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     drainTimeoutMs: config.shutdown['drain-timeout'],
     flushTimeoutMs: config.shutdown['flush-timeout'],
   });
-  const startedAt = new Date();
 
   const overflow = new Counter({
     name: OBS_METRICS.cardinalityOverflow,
@@ -314,9 +247,6 @@ export function createObs(options: CreateObsOptions = {}): Obs {
       for (const m of ENFORCEMENT_MODES) this.set({ mode: m }, m === mode.get() ? 1 : 0);
     },
   });
-  // --- wide events (events.ts): a counter now, nothing else until obs.event is called ---
-  const wideEvents = createWideEvents({ config, firewall, registry, logger });
-  // --- end ---
 
   mode.onChange(({ previous, current }) => {
     logger.warn(
@@ -325,32 +255,15 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     );
   });
 
-  // --- diagnostics: the runtime section (container memory is read once its feature is installed) ---
-  let readContainerMemory: (() => ContainerMemoryReading) | undefined;
-  const diagnostics = createDiagnostics({
-    enabled: config.diagnostics.enabled,
-    topOffenders: config.diagnostics['top-offenders'],
-    eventLoopResolutionMs: config.diagnostics['event-loop-resolution'],
-    firewall,
-    drain: drainState,
-    containerMemory: () => readContainerMemory?.(),
-    startedAt,
-  });
-  const runtime = (): RuntimeSnapshot => diagnostics.runtime();
-  // --- end ---
-
   const matchers = featureMatchers(config);
-
   const sections = new Map<string, () => JsonValue>();
   const healthSources = new Map<string, HealthSource>();
-
   const addNamed = <T>(kind: string, map: Map<string, T>, name: string, value: T): void => {
     if (map.has(name)) throw new ObsError('OBS_ERR_DUPLICATE_NAME', [kind, JSON.stringify(name)]);
     map.set(name, value);
   };
 
-  let jobs: Jobs;
-  const obs: Obs = {
+  const core: ObsCore = {
     config,
     resolved,
     mode,
@@ -363,12 +276,6 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     get inFlight() {
       return drainState.inFlight;
     },
-    requestStarted() {
-      drainState.requestStarted();
-    },
-    requestFinished() {
-      drainState.requestFinished();
-    },
     isEnabledFor(feature, request) {
       if ((config[feature] as { readonly enabled: boolean }).enabled !== true) return false;
       try {
@@ -377,11 +284,10 @@ export function createObs(options: CreateObsOptions = {}): Obs {
         return true;
       }
     },
-    runtime,
     snapshot() {
       return {
-        service: obs.serviceName,
-        version: obs.version,
+        service: core.serviceName,
+        version: core.version,
         mode: mode.get(),
         config_hash: resolved.hash,
         profile: {
@@ -392,7 +298,7 @@ export function createObs(options: CreateObsOptions = {}): Obs {
         config_file: resolved.configFile ?? null,
         generated_at: new Date().toISOString(),
         features: featureSnapshots(resolved),
-        runtime: runtime(),
+        runtime: seams.runtime(),
         sections: readSections(sections),
       };
     },
@@ -423,10 +329,6 @@ export function createObs(options: CreateObsOptions = {}): Obs {
       );
       return { ready: isReadyStatus(report.status), checks };
     },
-    event(name, attributes) {
-      wideEvents.emit(name, attributes);
-    },
-    // --- drain and flush, container memory, meter guards ---
     async drain(drainOptions) {
       if (!config.shutdown.enabled)
         return { completed: drainState.inFlight === 0, durationMs: 0, dropped: 0 };
@@ -438,65 +340,19 @@ export function createObs(options: CreateObsOptions = {}): Obs {
     addFlushHook(name, hook) {
       drainState.addFlushHook(name, hook);
     },
-    containerMemory() {
-      return readContainerMemory?.();
-    },
     guardMeterProvider(provider) {
       return firewall.enabled ? guardMeterProvider(provider, firewall) : provider;
     },
-    // --- end ---
-    // --- context propagation ---
-    bind(fn) {
-      return config.context.enabled ? AsyncLocalStorage.bind(fn) : fn;
-    },
-    wrap(submit) {
-      if (!config.context.enabled) return submit;
-      return function (this: unknown, ...args: unknown[]) {
-        const bound = args.map((arg) =>
-          typeof arg === 'function' ? AsyncLocalStorage.bind(arg as (...a: unknown[]) => unknown) : arg,
-        );
-        return (submit as unknown as (...a: unknown[]) => unknown).apply(this, bound);
-      } as unknown as typeof submit;
-    },
-    // --- end ---
-    retry(fn, retryOptions) {
-      return retryWithObs(obs, fn, retryOptions);
-    },
-    job(name, fn, jobOptions) {
-      return jobs.job(name, fn, jobOptions);
-    },
-    every(name, intervalMs, fn, everyOptions) {
-      return jobs.every(name, intervalMs, fn, everyOptions);
-    },
     close() {
-      diagnostics.close();
+      seams.onClose?.();
     },
   };
-  // --- features installed by their own modules: drain, container memory, diagnostics ---
-  // Each shows in the snapshot's sections as `enabled`, its effective `config` and its live state.
-  const section = (key: 'shutdown' | 'container-memory' | 'diagnostics', live: () => object) => () => ({
-    enabled: config[key].enabled,
-    config: resolved.effective[key] ?? null,
-    ...live(),
-  });
-  if (config.shutdown.enabled) installDrain(obs);
-  obs.addSnapshotSection(
-    'shutdown',
-    section('shutdown', () => drainSection(drainState)),
-  );
-  readContainerMemory = installContainerMemory(obs, config['container-memory']);
-  obs.addSnapshotSection(
-    'container-memory',
-    section('container-memory', () => {
-      const reading = readContainerMemory?.();
-      return { reading: reading === undefined ? null : containerMemoryJson(reading) };
-    }),
-  );
-  obs.addSnapshotSection(
-    'diagnostics',
-    section('diagnostics', () => ({})),
-  );
-  // --- end ---
-  jobs = installJobs(obs);
-  return obs;
+  // The drain: its meters and health component, and its section of the snapshot.
+  if (config.shutdown.enabled) installDrain(core);
+  core.addSnapshotSection('shutdown', () => ({
+    enabled: config.shutdown.enabled,
+    config: resolved.effective.shutdown ?? null,
+    ...drainSection(drainState),
+  }));
+  return core;
 }

@@ -3,10 +3,11 @@
  * feature by feature, with the effective configuration of each, the mode and the runtime figures.
  */
 
-import type { RuntimeSnapshot } from '../features/diagnostics.ts';
+import type { CardinalityOffender } from './cardinality.ts';
 import type { ResolvedObsConfig } from './config/config.ts';
 import type { JsonValue } from './config/config-hash.ts';
 import type { EnforcementMode } from './config/config-schema.ts';
+import type { DrainPhase } from './drain.ts';
 import { FEATURES } from './features.ts';
 
 /**
@@ -33,6 +34,43 @@ export type FeatureSnapshot =
       /** Its keys that built code reads already (`null` when none). */
       readonly config: JsonValue;
     };
+
+/** Live figures of the process: the runtime section of the snapshot. */
+export interface RuntimeSnapshot {
+  /** Whether live diagnostics are on (`obs.diagnostics.enabled`). */
+  readonly enabled: boolean;
+  readonly started_at: string;
+  readonly uptime_seconds: number;
+  readonly pid: number;
+  readonly node_version: string;
+  readonly memory: {
+    readonly rss_bytes: number;
+    readonly heap_used_bytes: number;
+    readonly heap_total_bytes: number;
+    /** V8's ceiling of the heap (`--max-old-space-size`), to set against the container limit. */
+    readonly heap_limit_bytes: number;
+    readonly external_bytes: number;
+    readonly array_buffers_bytes: number;
+    /** The cgroup reading; `null` when container memory or diagnostics are off. */
+    readonly container: { readonly [key: string]: JsonValue } | null;
+  };
+  /** Event-loop delay since start, in milliseconds; `null` with diagnostics off. */
+  readonly event_loop_lag_ms: {
+    readonly mean: number | null;
+    readonly p50: number | null;
+    readonly p99: number | null;
+    readonly max: number | null;
+  };
+  readonly in_flight_requests: number;
+  readonly cardinality: {
+    readonly enabled: boolean;
+    readonly max_values_per_tag: number;
+    readonly overflow_value: string;
+    /** Meters and labels with the most overflow, then the most distinct values. */
+    readonly top_offenders: readonly CardinalityOffender[];
+  };
+  readonly drain: { readonly state: DrainPhase; readonly since: string };
+}
 
 /** `GET /actuator/obs`: what is on and off, with what configuration, in which mode. */
 export interface ObsSnapshot {

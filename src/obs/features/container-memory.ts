@@ -15,6 +15,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { JsonValue } from '../core/config/config-hash.ts';
+import type { ObsCore } from '../core/obs.ts';
 
 /** Where the cgroup file system is mounted (`obs.container-memory.cgroup-root`). */
 export const DEFAULT_CGROUP_ROOT = '/sys/fs/cgroup';
@@ -337,4 +338,28 @@ export function installContainerMemory(
     host.addReadinessCheck('container-memory', () => containerMemoryReadiness(read(), critical));
   }
   return read;
+}
+
+/** The container memory feature's part of `app.obs`. */
+export interface ContainerMemoryApi {
+  /** Reads the container memory now; `undefined` when `obs.container-memory.enabled=false`. */
+  containerMemory(): ContainerMemoryReading | undefined;
+}
+
+/**
+ * The container memory feature on an obs core, as `obs.container-memory` says ({@link
+ * installContainerMemory}), with its section of the snapshot.
+ */
+export function containerMemoryApi(core: ObsCore): ContainerMemoryApi {
+  const settings = core.config['container-memory'];
+  const read = installContainerMemory(core, settings);
+  core.addSnapshotSection('container-memory', () => {
+    const reading = read?.();
+    return {
+      enabled: settings.enabled,
+      config: core.resolved.effective['container-memory'] ?? null,
+      reading: reading === undefined ? null : containerMemoryJson(reading),
+    };
+  });
+  return { containerMemory: () => read?.() };
 }

@@ -21,7 +21,7 @@
 import { Counter, Histogram } from 'prom-client';
 import type { JsonValue } from '../core/config/config-hash.ts';
 import type { HealthResult } from '../core/health.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { contextKit } from './request-context/context-hook.ts';
 import { currentRequestContext } from './request-context/request-context.ts';
 import {
@@ -263,7 +263,7 @@ const SKIPPED = Symbol('dependencies skipped');
  * component `dependencies` (with `health.enabled`) and the `dependencies` snapshot section (always).
  * Returns the function that stops observing calls.
  */
-export function registerDependencies(obs: Obs, options: DependenciesOptions = {}): StopDependencies {
+export function registerDependencies(obs: ObsCore, options: DependenciesOptions = {}): StopDependencies {
   const config = obs.config[FEATURE];
   const nowMs = options.nowMs ?? Date.now;
   const map = new Map(Object.entries(config.map).map(([host, name]) => [host.toLowerCase(), name]));

@@ -9,51 +9,19 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import type { CardinalityFirewall, CardinalityOffender } from '../core/cardinality.ts';
-import type { JsonValue } from '../core/config/config-hash.ts';
-import type { DrainPhase, DrainState } from '../core/drain.ts';
-import { type ContainerMemoryReading, containerMemoryJson } from './container-memory.ts';
+import type { DrainState } from '../core/drain.ts';
+import type { ObsCore } from '../core/obs.ts';
+import type { RuntimeSnapshot } from '../core/snapshot.ts';
+import {
+  type ContainerMemoryApi,
+  type ContainerMemoryReading,
+  containerMemoryJson,
+} from './container-memory.ts';
 
 /** How many top offenders the runtime lists by default (`obs.diagnostics.top-offenders`). */
 export const DEFAULT_TOP_OFFENDERS = 10;
 /** Sampling interval of the event-loop delay monitor by default, in milliseconds. */
 export const DEFAULT_EVENT_LOOP_RESOLUTION_MS = 10;
-
-/** Live figures of the process: the runtime section of the snapshot. */
-export interface RuntimeSnapshot {
-  /** Whether live diagnostics are on (`obs.diagnostics.enabled`). */
-  readonly enabled: boolean;
-  readonly started_at: string;
-  readonly uptime_seconds: number;
-  readonly pid: number;
-  readonly node_version: string;
-  readonly memory: {
-    readonly rss_bytes: number;
-    readonly heap_used_bytes: number;
-    readonly heap_total_bytes: number;
-    /** V8's ceiling of the heap (`--max-old-space-size`), to set against the container limit. */
-    readonly heap_limit_bytes: number;
-    readonly external_bytes: number;
-    readonly array_buffers_bytes: number;
-    /** The cgroup reading; `null` when container memory or diagnostics are off. */
-    readonly container: { readonly [key: string]: JsonValue } | null;
-  };
-  /** Event-loop delay since start, in milliseconds; `null` with diagnostics off. */
-  readonly event_loop_lag_ms: {
-    readonly mean: number | null;
-    readonly p50: number | null;
-    readonly p99: number | null;
-    readonly max: number | null;
-  };
-  readonly in_flight_requests: number;
-  readonly cardinality: {
-    readonly enabled: boolean;
-    readonly max_values_per_tag: number;
-    readonly overflow_value: string;
-    /** Meters and labels with the most overflow, then the most distinct values. */
-    readonly top_offenders: readonly CardinalityOffender[];
-  };
-  readonly drain: { readonly state: DrainPhase; readonly since: string };
-}
 
 /** What {@link createDiagnostics} takes. */
 export interface DiagnosticsOptions {
@@ -155,4 +123,31 @@ export function createDiagnostics(options: DiagnosticsOptions): Diagnostics {
       eventLoop?.disable();
     },
   };
+}
+
+/** The diagnostics feature's part of `app.obs`. */
+export interface DiagnosticsApi {
+  /** The runtime figures alone: the snapshot's `runtime` section, now. Never throws. */
+  runtime(): RuntimeSnapshot;
+}
+
+/**
+ * The diagnostics of an obs core, as `obs.diagnostics` says, reading the container memory through
+ * its feature; adds the `diagnostics` section to the snapshot. Close it to stop its monitor.
+ */
+export function installDiagnostics(core: ObsCore, memory: ContainerMemoryApi): Diagnostics {
+  const settings = core.config.diagnostics;
+  const diagnostics = createDiagnostics({
+    enabled: settings.enabled,
+    topOffenders: settings['top-offenders'],
+    eventLoopResolutionMs: settings['event-loop-resolution'],
+    firewall: core.firewall,
+    drain: core.drainState,
+    containerMemory: () => memory.containerMemory(),
+  });
+  core.addSnapshotSection('diagnostics', () => ({
+    enabled: settings.enabled,
+    config: core.resolved.effective.diagnostics ?? null,
+  }));
+  return diagnostics;
 }

@@ -10,6 +10,7 @@ import { trace } from '@opentelemetry/api';
 import { Counter, type Registry } from 'prom-client';
 import type { CardinalityFirewall } from '../core/cardinality.ts';
 import type { ObsConfig } from '../core/config/config-schema.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { isSecretName, MASK, maskText } from './logging/masking.ts';
 
 /** Attribute values of a wide event. */
@@ -120,6 +121,25 @@ export function createWideEvents(deps: WideEventsDependencies): WideEvents {
       } catch {
         // telemetry never fails the caller
       }
+    },
+  };
+}
+
+/** The wide-events feature's part of `app.obs`. */
+export interface WideEventsApi {
+  /**
+   * Emits a wide event: a span event on the active span (a no-op without an SDK), one increment of
+   * `obs_events_total{event}` and one log line, as `obs.wide-events` allows. Never throws.
+   */
+  event(name: string, attributes?: EventAttributes): void;
+}
+
+/** The wide-event API of an obs core; its counter is registered at once. */
+export function wideEventsApi(core: ObsCore): WideEventsApi {
+  const events = createWideEvents(core);
+  return {
+    event(name, attributes) {
+      events.emit(name, attributes);
     },
   };
 }

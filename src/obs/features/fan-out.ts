@@ -22,7 +22,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Histogram } from 'prom-client';
 import { HistogramBatch } from '../core/batch.ts';
 import { registryGuard } from '../core/meters.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { routeOf } from '../core/route.ts';
 import { WarningLimiter } from '../core/warning-limiter.ts';
 import { contextKit } from './request-context/context-hook.ts';
@@ -103,7 +103,7 @@ interface EndpointFigures {
  * meters only when `obs.fan-out.enabled`). Installs the outbound instrumentation of fetch and
  * `node:http`, so calls are counted even when the timeout budget is off.
  */
-export function registerFanOut(app: FastifyInstance, obs: Obs, options: FanOutOptions = {}): void {
+export function registerFanOut(app: FastifyInstance, obs: ObsCore, options: FanOutOptions = {}): void {
   const config = obs.config[FEATURE];
   const nowMs = options.nowMs ?? Date.now;
   const threshold = config['warn-threshold'];

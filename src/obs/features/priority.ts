@@ -7,7 +7,7 @@
  * `tag-meters` get a `priority` label (`context-meter-labels.ts`).
  */
 import { Counter } from 'prom-client';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { contextKit } from './request-context/context-hook.ts';
 import { addContextLabel } from './request-context/context-meter-labels.ts';
 import { currentRequestContext, type ObsPriority, PRIORITIES } from './request-context/request-context.ts';
@@ -65,7 +65,7 @@ export function parsePriority(
  * Adds request priority to an obs instance: its context contributor, outbound header, meter labels
  * and snapshot section (all but the section only when `obs.priority.enabled`).
  */
-export function registerPriority(obs: Obs): void {
+export function registerPriority(obs: ObsCore): void {
   const config = obs.config.priority;
   const requests = Object.fromEntries(PRIORITIES.map((p) => [p, 0])) as Record<ObsPriority, number>;
   const invalidCounts = Object.fromEntries(REASONS.map((r) => [r, 0])) as Record<

@@ -34,7 +34,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { ObsConfig } from '../core/config/config-schema.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 
 /** The sampling decisions of the OpenTelemetry SDK (`SamplingDecision`), by value. */
 export const SAMPLING_DECISION = { NOT_RECORD: 0, RECORD: 1, RECORD_AND_SAMPLED: 2 } as const;
@@ -191,7 +191,7 @@ export function createErrorUpgradeSpanProcessor<S extends UpgradableSpan>(
 }
 
 /** Adds the `sampling` section to the snapshot: the sampler this configuration builds. */
-export function addSamplingSnapshot(obs: Obs): void {
+export function addSamplingSnapshot(obs: ObsCore): void {
   const settings = obs.config.sampling;
   obs.addSnapshotSection('sampling', () => ({
     enabled: settings.enabled,

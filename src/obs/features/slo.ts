@@ -15,7 +15,7 @@ import { dump } from 'js-yaml';
 import type { Registry } from 'prom-client';
 import type { ObsConfig } from '../core/config/config-schema.ts';
 import { ObsError } from '../core/errors.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 
 /** One declared objective, as resolved (durations in milliseconds). */
 export type SloObjective = ObsConfig['slo']['objectives'][number];
@@ -448,7 +448,7 @@ export interface SloOptions {
  * objectives, the check of the objectives against the registry when the app is ready (startup
  * fails on a mismatch) and the sampling of the live burn rate. The route is the actuator's.
  */
-export function registerSlo(app: FastifyInstance, obs: Obs, options: SloOptions = {}): void {
+export function registerSlo(app: FastifyInstance, obs: ObsCore, options: SloOptions = {}): void {
   const config = obs.config.slo;
   const objectives = config.enabled ? config.objectives : [];
   const nowMs = options.nowMs ?? Date.now;
@@ -487,7 +487,7 @@ export function registerSlo(app: FastifyInstance, obs: Obs, options: SloOptions 
  * The body of `GET /actuator/obs/slo`.
  * @throws {ObsError} `OBS_ERR_SLO_NOT_CONFIGURED` (404) when `obs.slo` is off or declares no objective.
  */
-export function sloRouteBody(obs: Obs): string {
+export function sloRouteBody(obs: ObsCore): string {
   const config = obs.config.slo;
   if (!config.enabled || config.objectives.length === 0) {
     throw new ObsError('OBS_ERR_SLO_NOT_CONFIGURED', [

@@ -15,7 +15,7 @@
 import { Counter } from 'prom-client';
 import { CARDINALITY_OVERFLOW_METRIC } from '../core/cardinality.ts';
 import type { ObsConfig } from '../core/config/config-schema.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { contextKit } from './request-context/context-hook.ts';
 import { addContextLabel } from './request-context/context-meter-labels.ts';
 import { currentRequestContext } from './request-context/request-context.ts';
@@ -187,7 +187,7 @@ export function resolveTenant(inputs: TenantInputs, config: ObsConfig['tenant'])
  * Adds the tenant context to an obs instance: its context contributor, outbound header, meter
  * labels and snapshot section (all but the section only when `obs.tenant.enabled`).
  */
-export function registerTenant(obs: Obs): void {
+export function registerTenant(obs: ObsCore): void {
   const config = obs.config.tenant;
   const seen = Object.fromEntries(TENANT_SOURCES.map((s) => [s, 0])) as Record<TenantSource, number>;
   const invalidCounts = Object.fromEntries(TENANT_SOURCES.map((s) => [s, 0])) as Record<TenantSource, number>;

@@ -18,7 +18,7 @@ import { Counter } from 'prom-client';
 import { CounterBatch } from '../core/batch.ts';
 import { OBS_ERRORS, type ObsErrorCode } from '../core/errors.ts';
 import { registryGuard } from '../core/meters.ts';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { routeOf } from '../core/route.ts';
 
 /** Names of the meters of this feature. */
@@ -82,7 +82,7 @@ export function traceContextMissingBody(request: FastifyRequest) {
  * Adds the guard's `onRequest` hook and its snapshot section to a fastify app (a no-op hook-wise
  * when `obs.trace-guard.enabled` is false).
  */
-export function registerTraceGuard(app: FastifyInstance, obs: Obs): void {
+export function registerTraceGuard(app: FastifyInstance, obs: ObsCore): void {
   const guard = obs.config['trace-guard'];
   const base = obs.config.actuator['base-path'];
   const prefixes = guard['exclude-path-prefixes'];

@@ -20,7 +20,8 @@
  * its shape. It never throws into the evaluation.
  */
 import { type AttributeValue, trace } from '@opentelemetry/api';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
+import type { WideEventsApi } from '../features/events.ts';
 import { maskText } from '../features/logging/masking.ts';
 import { contextKit } from '../features/request-context/context-hook.ts';
 import { currentRequestContext } from '../features/request-context/request-context.ts';
@@ -134,9 +135,9 @@ interface FlagFigures {
   readonly byFlag: Map<string, { evaluations: number; errors: number; last: string | null }>;
 }
 
-const figuresByObs = new WeakMap<Obs, FlagFigures>();
+const figuresByObs = new WeakMap<ObsCore, FlagFigures>();
 
-function figuresOf(obs: Obs): FlagFigures {
+function figuresOf(obs: ObsCore): FlagFigures {
   let figures = figuresByObs.get(obs);
   if (figures === undefined) {
     figures = { evaluations: 0, errors: 0, flagsDropped: 0, flagsUntracked: 0, byFlag: new Map() };
@@ -150,7 +151,7 @@ function figuresOf(obs: Obs): FlagFigures {
  * `obs.feature-flags.enabled` gets its bounded list of evaluated flags) and the `feature-flags`
  * snapshot section. plugin.ts calls it.
  */
-export function registerFeatureFlags(obs: Obs): void {
+export function registerFeatureFlags(obs: ObsCore): void {
   const config = obs.config[FEATURE];
   const figures = figuresOf(obs);
   obs.addSnapshotSection(FEATURE, () => ({
@@ -178,7 +179,7 @@ export function registerFeatureFlags(obs: Obs): void {
  * the request's log context (see the module comment). It records nothing while
  * `obs.feature-flags.enabled` is false.
  */
-export function createFeatureFlagHook(obs: Obs): FeatureFlagHook {
+export function createFeatureFlagHook(obs: ObsCore & WideEventsApi): FeatureFlagHook {
   const enabled = obs.config[FEATURE].enabled;
   const mask = obs.config.logging['pii-masking-enabled'];
   const wideEvents = obs.config['wide-events'].enabled;

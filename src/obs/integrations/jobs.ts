@@ -138,9 +138,27 @@ interface JobMeters {
   readonly inFlight: Gauge<'job'>;
 }
 
-/** The jobs of one obs instance. */
-export interface Jobs {
+/** The jobs feature's part of `app.obs`. */
+export interface JobsApi {
+  /**
+   * `fn` as the background job `name`: same arguments, same return (sync or async), same errors.
+   * Each call is a run counted in `obs_jobs_executions_total{job,outcome}` (success, failure),
+   * timed in `obs_jobs_duration_seconds{job}` and shown in `obs_jobs_in_flight{job}`, and runs in a
+   * context of its own (request id `job:<name>:<uuid>` on its log lines and outbound calls, no
+   * timeout budget, priority `background`). A failure is logged with the job's name. The health
+   * check `jobs` fails when a job has not succeeded within `obs.jobs.failure-grace-period`. With
+   * `obs.jobs.enabled=false`, `fn` itself.
+   * @throws {ObsError} `OBS_ERR_INVALID_JOB` when `name` is not 1 to 64 of `[A-Za-z0-9_.:-]`, `fn`
+   *   is not a function, or 200 other jobs are tracked.
+   */
   job<F extends (...args: never[]) => unknown>(name: string, fn: F, options?: JobOptions): F;
+  /**
+   * Runs the job `name` every `intervalMs` milliseconds (`setInterval`); a tick that comes while
+   * the previous run is still going is skipped (`outcome=skipped`). A run's error is logged and
+   * counted, never thrown. `stop()` ends the timer.
+   * @throws {ObsError} `OBS_ERR_INVALID_JOB` as {@link JobsApi.job}, or on an interval that is not an
+   *   integer from 1 to 2147483647.
+   */
   every(name: string, intervalMs: number, fn: () => unknown, options?: EveryOptions): JobHandle;
 }
 
@@ -186,7 +204,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
-class JobsImpl implements Jobs {
+class JobsImpl implements JobsApi {
   readonly #owner: JobsOwner;
   readonly #records = new Map<string, JobRecord>();
   readonly #meters: JobMeters | undefined;
@@ -522,13 +540,21 @@ class JobsImpl implements Jobs {
   }
 }
 
-/** Installs the jobs of an obs instance: meters, snapshot section, readiness check. Once per owner. */
-export function installJobs(owner: JobsOwner): Jobs {
-  const known = installed.get(owner);
-  if (known !== undefined) return known;
-  const jobs = new JobsImpl(owner);
-  installed.set(owner, jobs);
-  return jobs;
+/**
+ * Installs the jobs of an obs instance (meters, snapshot section, readiness check; once per owner)
+ * and answers its API.
+ */
+export function installJobs(owner: JobsOwner): JobsApi {
+  let jobs = installed.get(owner);
+  if (jobs === undefined) {
+    jobs = new JobsImpl(owner);
+    installed.set(owner, jobs);
+  }
+  const impl = jobs;
+  return {
+    job: (name, fn, options) => impl.job(name, fn, options),
+    every: (name, intervalMs, fn, options) => impl.every(name, intervalMs, fn, options),
+  };
 }
 
 function jobsOf(owner: object): JobsImpl {

@@ -20,7 +20,7 @@
  */
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Obs } from '../core/obs.ts';
+import type { ObsCore } from '../core/obs.ts';
 import { contextKit } from '../features/request-context/context-hook.ts';
 
 const FEATURE = 'profiling';
@@ -51,9 +51,9 @@ interface ProfilingState {
   warned: boolean;
 }
 
-const states = new WeakMap<Obs, ProfilingState>();
+const states = new WeakMap<ObsCore, ProfilingState>();
 
-function stateOf(obs: Obs): ProfilingState {
+function stateOf(obs: ObsCore): ProfilingState {
   let state = states.get(obs);
   if (state === undefined) {
     state = { pyroscope: undefined, stamped: 0, noSpan: 0, labelled: 0, labelFailures: 0, warned: false };
@@ -81,7 +81,7 @@ function quoteLabel(value: string): string {
  * Hands a `@pyroscope/nodejs` module to obs: the requests of apps with `obs.profiling.enabled`
  * then label their profile samples with their span id (see the module comment). Returns it.
  */
-export function instrumentPyroscope<P extends PyroscopeLike>(pyroscope: P, obs: Obs): P {
+export function instrumentPyroscope<P extends PyroscopeLike>(pyroscope: P, obs: ObsCore): P {
   stateOf(obs).pyroscope = pyroscope;
   return pyroscope;
 }
@@ -91,7 +91,7 @@ export function instrumentPyroscope<P extends PyroscopeLike>(pyroscope: P, obs: 
  * labelling hook and the `profiling` snapshot section (the first two only when
  * `obs.profiling.enabled`). plugin.ts calls it.
  */
-export function registerProfiling(app: FastifyInstance, obs: Obs): void {
+export function registerProfiling(app: FastifyInstance, obs: ObsCore): void {
   const config = obs.config[FEATURE];
   const state = stateOf(obs);
   const base = config['pyroscope-url'];

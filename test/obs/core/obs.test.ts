@@ -80,7 +80,7 @@ test('obs – draining fails readiness and shows in the runtime', async (t) => {
   const obs = core(t);
   const phases: string[] = [];
   obs.drainState.onChange((phase) => phases.push(phase));
-  obs.requestStarted();
+  obs.drainState.requestStarted();
   obs.drainState.begin();
   obs.drainState.begin();
   const report = await obs.readiness();

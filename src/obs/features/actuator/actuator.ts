@@ -20,7 +20,8 @@ import { flattenEffective } from '../../core/config/config-effective.ts';
 import { isEnforcementMode } from '../../core/enforcement.ts';
 import { isObsError, OBS_ERRORS, ObsError } from '../../core/errors.ts';
 import { healthHttpStatus } from '../../core/health.ts';
-import type { Obs } from '../../core/obs.ts';
+import type { ObsCore } from '../../core/obs.ts';
+import type { DiagnosticsApi } from '../diagnostics.ts';
 import { sloRouteBody } from '../slo.ts';
 import { OBSUI_CSP, renderObsUi } from './obsui.ts';
 
@@ -67,7 +68,7 @@ function contentTypeText(request: FastifyRequest): string {
 }
 
 /** Registers the actuator routes of `obs` on `app` (in a scope of their own). */
-export async function registerActuator(app: FastifyInstance, obs: Obs): Promise<void> {
+export async function registerActuator(app: FastifyInstance, obs: ObsCore & DiagnosticsApi): Promise<void> {
   const base = obs.config.actuator['base-path'];
   const successor = `${base}/obs/enforcement`;
   let aliasWarned = false;

@@ -13,7 +13,7 @@ import { STATUS_CODES } from 'node:http';
 import { context, isSpanContextValid, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
-import type { Obs } from '../../core/obs.ts';
+import type { ObsCore } from '../../core/obs.ts';
 import { maskText } from '../logging/masking.ts';
 import { traceIdOfTraceparent } from '../trace-guard.ts';
 import { errorType, fingerprint } from './fingerprint.ts';
@@ -34,13 +34,13 @@ export interface RecordedError {
 }
 
 interface ExceptionState {
-  readonly obs: Obs;
+  readonly obs: ObsCore;
   readonly frames: number;
   readonly record: (error: unknown, request: FastifyRequest, reply: FastifyReply) => RecordedError;
   readonly recorded: WeakMap<FastifyRequest, RecordedError>;
 }
 
-const states = new WeakMap<Obs, ExceptionState>();
+const states = new WeakMap<ObsCore, ExceptionState>();
 
 /** The status an error answers with, as fastify's default handler picks it. */
 export function errorStatus(error: unknown, replyStatus = 200): number {
@@ -115,7 +115,7 @@ export function problemErrorHandler(
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
-  const obs = (request.server as FastifyInstance & { obs?: Obs }).obs;
+  const obs = (request.server as FastifyInstance & { obs?: ObsCore }).obs;
   const state = obs === undefined ? undefined : states.get(obs);
   let recorded: RecordedError | undefined;
   try {
@@ -158,7 +158,7 @@ type LogFn = (object: object, message?: string) => void;
  */
 export function registerExceptionHandler(
   app: FastifyInstance,
-  obs: Obs,
+  obs: ObsCore,
   options: ExceptionHandlerOptions = {},
 ): void {
   const settings = obs.config['exception-handler'];

@@ -27,7 +27,7 @@ import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import type { LoggerOptions } from 'pino';
 import { loadObsConfig } from '../../core/config/config.ts';
 import type { ObsConfig } from '../../core/config/config-schema.ts';
-import type { Obs } from '../../core/obs.ts';
+import type { ObsCore } from '../../core/obs.ts';
 import { requestFlagFields } from '../../integrations/feature-flags.ts';
 import { jobOfContext } from '../../integrations/jobs.ts';
 import { currentRequestContext, currentTimeoutBudget } from '../request-context/request-context.ts';
@@ -228,7 +228,7 @@ export function obsFastifyOptions(input: ObsLoggerOptionsInput = {}): ObsFastify
 }
 
 /** Adds the `logging` section to the snapshot: what the logger options of this configuration do. */
-export function addLoggingSnapshot(obs: Obs): void {
+export function addLoggingSnapshot(obs: ObsCore): void {
   const logging = obs.config.logging;
   obs.addSnapshotSection('logging', () => ({
     enabled: logging.enabled,

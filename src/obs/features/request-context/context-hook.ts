@@ -15,7 +15,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Obs } from '../../core/obs.ts';
+import type { ObsCore } from '../../core/obs.ts';
 import { installOutboundBudget } from '../timeout-budget/timeout-budget-clients.ts';
 import {
   type ContextPropagation,
@@ -94,9 +94,9 @@ interface Kit extends ContextKit {
   countEntered(): void;
 }
 
-const kits = new WeakMap<Obs, Kit>();
+const kits = new WeakMap<ObsCore, Kit>();
 
-function kitOf(obs: Obs): Kit {
+function kitOf(obs: ObsCore): Kit {
   let kit = kits.get(obs);
   if (kit !== undefined) return kit;
   const contributors: Array<readonly [string, InboundContributor]> = [];
@@ -128,7 +128,7 @@ function kitOf(obs: Obs): Kit {
 }
 
 /** The request-context kit of `obs`, made on first use. */
-export function contextKit(obs: Obs): ContextKit {
+export function contextKit(obs: ObsCore): ContextKit {
   return kitOf(obs);
 }
 
@@ -145,7 +145,7 @@ export function requestIdOf(request: Pick<FastifyRequest, 'id' | 'headers'>, hea
  * Adds the request-context hook to a fastify app. Register it before any other `onRequest` hook
  * of obs, so that they and the handler run inside the context.
  */
-export function registerRequestContext(app: FastifyInstance, obs: Obs): void {
+export function registerRequestContext(app: FastifyInstance, obs: ObsCore): void {
   const kit = kitOf(obs);
   const { contributors, propagation: shared } = kit;
   const idHeader = obs.config.context['request-id-header'].toLowerCase();

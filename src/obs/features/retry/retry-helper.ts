@@ -272,3 +272,27 @@ export function retryWithObs<T>(obs: RetryOwner, fn: RetryAttempt<T>, options?: 
   };
   return run();
 }
+
+/** The retry feature's part of `app.obs`. */
+export interface RetryApi {
+  /**
+   * Calls `fn(attempt, signal)` until it fulfils, at most `options.attempts` times (default 3, at
+   * most 10), with exponential backoff (default 50 ms doubling, at most 1000 ms). Attempt 0 runs in
+   * the current context; attempt n runs with the retry depth raised by n (request context and
+   * baggage `obs.retry.depth`), so its outbound calls carry `Obs-Retry-Depth` + n. Stops early on an
+   * error `retryOn` refuses (default: all but `OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED`), on
+   * `options.signal`'s abort, or when the request's timeout budget leaves `minimum-budget` or less
+   * after the next delay; it then rejects with the last attempt's error. With
+   * `obs.retry.enabled=false` it retries the same and stamps nothing.
+   * A bad option (out of bounds, of the wrong type or unknown) rejects with `ObsError`
+   * `OBS_ERR_INVALID_RETRY_OPTION` before any attempt.
+   */
+  retry<T>(fn: RetryAttempt<T>, options?: RetryOptions): Promise<T>;
+}
+
+/** The retry helper of an obs instance. */
+export function retryApi(owner: RetryOwner): RetryApi {
+  return {
+    retry: (fn, options) => retryWithObs(owner, fn, options),
+  };
+}

@@ -12,7 +12,7 @@
  */
 import { context, propagation } from '@opentelemetry/api';
 import { Counter } from 'prom-client';
-import type { Obs } from '../../core/obs.ts';
+import type { ObsCore } from '../../core/obs.ts';
 import { routeOf } from '../../core/route.ts';
 import { WarningLimiter } from '../../core/warning-limiter.ts';
 import { contextKit } from '../request-context/context-hook.ts';
@@ -52,7 +52,7 @@ function depthBucket(depth: number): DepthBucket {
  * Adds retry amplification to the request context of `obs` (contributor, outbound header, meters,
  * warnings) when `obs.retry.enabled`, and its snapshot section either way.
  */
-export function registerRetry(obs: Obs, options: RetryRegistrationOptions = {}): void {
+export function registerRetry(obs: ObsCore, options: RetryRegistrationOptions = {}): void {
   const config = obs.config.retry;
   const threshold = config['amplification-threshold'];
   const header = config['header-name'];

@@ -7,7 +7,7 @@
  * `obs_timeout_budget_exhausted_total{transport}`.
  */
 import { Counter } from 'prom-client';
-import type { Obs } from '../../core/obs.ts';
+import type { ObsCore } from '../../core/obs.ts';
 import { contextKit } from '../request-context/context-hook.ts';
 import type { ContextBudget, OutboundBudgetPolicy } from '../request-context/request-context.ts';
 import { DEADLINE_HEADER, establishBudget, remainingMs, type TimeoutBudgetSource } from './timeout-budget.ts';
@@ -31,13 +31,13 @@ export const DEADLINE_BAGGAGE_KEY = 'obs.timeout-budget.deadline.epoch.ms';
 
 const SOURCES: readonly TimeoutBudgetSource[] = ['deadline-header', 'remaining-header', 'default'];
 
-const policies = new WeakMap<Obs, OutboundBudgetPolicy>();
+const policies = new WeakMap<ObsCore, OutboundBudgetPolicy>();
 
 /**
  * The outbound policy {@link registerTimeoutBudget} made for `obs`: undefined before it ran, or when
  * `obs.timeout-budget.enabled=false`. A context rebuilt elsewhere (a Kafka record) carries it.
  */
-export function outboundPolicyOf(obs: Obs): OutboundBudgetPolicy | undefined {
+export function outboundPolicyOf(obs: ObsCore): OutboundBudgetPolicy | undefined {
   return policies.get(obs);
 }
 
@@ -45,7 +45,7 @@ export function outboundPolicyOf(obs: Obs): OutboundBudgetPolicy | undefined {
  * Adds the budget's part of the request context, meters, outbound instrumentation and snapshot section to a fastify app
  * (hooks, meters and instrumentation only when `obs.timeout-budget.enabled`).
  */
-export function registerTimeoutBudget(obs: Obs): void {
+export function registerTimeoutBudget(obs: ObsCore): void {
   const config = obs.config['timeout-budget'];
   const established = Object.fromEntries(SOURCES.map((s) => [s, 0])) as Record<TimeoutBudgetSource, number>;
   const exhaustedCounts = Object.fromEntries(TRANSPORTS.map((t) => [t, 0])) as Record<Transport, number>;

@@ -21,7 +21,7 @@
  */
 import { type Context, context, propagation } from '@opentelemetry/api';
 import { Counter, Gauge } from 'prom-client';
-import type { Obs } from '../../core/obs.ts';
+import type { ObsCore } from '../../core/obs.ts';
 import { PRIORITY_BAGGAGE_KEY, parsePriority } from '../../features/priority.ts';
 import { contextKit } from '../../features/request-context/context-hook.ts';
 import {
@@ -60,18 +60,18 @@ export const KAFKA_METRICS = {
 // Instrumentation
 
 interface KafkaInstrumentation {
-  readonly obs: Obs;
+  readonly obs: ObsCore;
   readonly skipped: Counter<'topic'>;
   readonly lag: Gauge<'group' | 'topic' | 'partition'>;
   readonly counts: { stamped: number; consumed: number; skipped: number };
   failed(where: string, error: unknown): void;
 }
 
-const instrumentations = new WeakMap<Obs, KafkaInstrumentation>();
+const instrumentations = new WeakMap<ObsCore, KafkaInstrumentation>();
 const INSTRUMENTED = Symbol.for('echo-chaos.obs.kafka-instrumented');
 
 /** The meters and snapshot section of `obs`'s Kafka instrumentation, made once per obs. */
-function instrumentationOf(obs: Obs): KafkaInstrumentation {
+function instrumentationOf(obs: ObsCore): KafkaInstrumentation {
   const known = instrumentations.get(obs);
   if (known !== undefined) return known;
   const counts = { stamped: 0, consumed: 0, skipped: 0 };
@@ -111,7 +111,7 @@ function instrumentationOf(obs: Obs): KafkaInstrumentation {
 }
 
 /** The headers a produce made now stamps on each record, with its exhaustion counted; none outside a request. */
-function produceStamps(obs: Obs): Array<readonly [string, string]> | undefined {
+function produceStamps(obs: ObsCore): Array<readonly [string, string]> | undefined {
   if (!obs.config.kafka['propagation-enabled']) return undefined;
   const requestContext = currentRequestContext();
   if (requestContext === undefined) return undefined;
@@ -180,7 +180,7 @@ function instrumentProducer<P extends KafkaProducerLike>(producer: P, kit: Kafka
 }
 
 /** The settings records are read with, read when each record arrives (the plugin may register later). */
-function contextSettings(obs: Obs): RecordContextSettings {
+function contextSettings(obs: ObsCore): RecordContextSettings {
   const budgetConfig = obs.config['timeout-budget'];
   const { retry, priority, tenant } = obs.config;
   return {
@@ -379,7 +379,7 @@ function instrumentConsumer<C extends KafkaConsumerLike>(
  * budget when the obs plugin registered the timeout budget (`obs.timeout-budget.enabled`). Never
  * throws: a client obs cannot instrument is logged and returned as it was.
  */
-export function instrumentKafka<K extends KafkaLike>(kafka: K, obs: Obs): K {
+export function instrumentKafka<K extends KafkaLike>(kafka: K, obs: ObsCore): K {
   try {
     if (!obs.config.kafka.enabled) return kafka;
     const marked = kafka as K & { [INSTRUMENTED]?: boolean };
