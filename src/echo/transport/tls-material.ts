@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { EchoConfigError } from '../errors.ts';
 import { HOSTNAME } from '../version.ts';
+import { selfSignedCertificate } from './self-signed.ts';
 
 /** What the HTTPS server is given: PEM key and certificate (chain), and where they came from. */
 export interface TlsMaterial {
@@ -92,35 +93,19 @@ export async function loadTls(files: TlsFiles, logger: Logger): Promise<TlsMater
   return { key: keyText, cert: certText, generated: false, fingerprint256: certificate.fingerprint256 };
 }
 
-/** A self-signed certificate for this host, made in memory (EC P-256, SHA-256). */
+/** A self-signed certificate for this host, made in memory (EC P-256, SHA-256; self-signed.ts). */
 export async function generateSelfSigned(hostname: string = HOSTNAME): Promise<TlsMaterial> {
-  // Imported here: the x509 stack behind it is about 20 MB of resident memory that a run without a
-  // generated certificate never needs (ADR 0013).
-  const { generate } = await import('selfsigned');
   const dnsNames = ['localhost', ...(hostname !== '' && hostname !== 'localhost' ? [hostname] : [])];
   const notBefore = new Date(Date.now() - GENERATED_BACKDATE_MS);
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    notBeforeDate: notBefore,
-    notAfterDate: new Date(notBefore.getTime() + GENERATED_VALIDITY_DAYS * 24 * 60 * 60 * 1000),
-    extensions: [
-      { name: 'basicConstraints', cA: false },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      {
-        name: 'subjectAltName',
-        altNames: [
-          ...dnsNames.map((value) => ({ type: 2 as const, value })),
-          { type: 7, ip: '127.0.0.1' },
-          { type: 7, ip: '::1' },
-        ],
-      },
-    ],
+  const pems = selfSignedCertificate({
+    commonName: 'localhost',
+    dnsNames,
+    ipAddresses: ['127.0.0.1', '::1'],
+    notBefore,
+    notAfter: new Date(notBefore.getTime() + GENERATED_VALIDITY_DAYS * 24 * 60 * 60 * 1000),
   });
   const fingerprint256 = new X509Certificate(pems.cert).fingerprint256;
-  return { key: pems.private, cert: pems.cert, generated: true, fingerprint256 };
+  return { key: pems.key, cert: pems.cert, generated: true, fingerprint256 };
 }
 
 interface TlsFile {
