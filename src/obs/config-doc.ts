@@ -8,7 +8,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { envVariableOf } from './core/config/config-env.ts';
-import type { Fields } from './core/config/config-fields.ts';
+import {
+  type Field,
+  type Fields,
+  isDuration,
+  isGroup,
+  isObjectList,
+  isStringMap,
+} from './core/config/config-fields.ts';
 import { OBS_SCHEMA } from './core/config/config-schema.ts';
 import { expectedForm } from './core/config/config-values.ts';
 import { formatDuration } from './core/duration.ts';
@@ -17,22 +24,14 @@ import { FEATURES, plannedFeatureOf } from './core/features.ts';
 
 const cell = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
-function defaultText(field: Fields[string]): string {
-  switch (field.kind) {
-    case 'group':
-      return '';
-    case 'duration':
-      return field.default === undefined ? '(unset)' : `\`${formatDuration(field.default)}\``;
-    case 'string':
-      return field.default === undefined ? '(unset)' : `\`${field.default}\``;
-    case 'string-list':
-    case 'object-list':
-      return field.default.length === 0 ? '`[]`' : `\`${field.default.join(', ')}\``;
-    case 'string-map':
-      return '`{}`';
-    default:
-      return `\`${String(field.default)}\``;
-  }
+function defaultText(field: Field): string {
+  if (isGroup(field)) return '';
+  const value: unknown = field.default;
+  if (value === undefined) return '(unset)';
+  if (isDuration(field)) return `\`${formatDuration(Number(value))}\``;
+  if (Array.isArray(value)) return value.length === 0 ? '`[]`' : `\`${value.join(', ')}\``;
+  if (isStringMap(field)) return '`{}`';
+  return `\`${String(value)}\``;
 }
 
 /**
@@ -45,20 +44,19 @@ export function renderConfigTable(): string {
     for (const [key, field] of Object.entries(fields)) {
       const here = `${path}.${key}`;
       if (plannedFeatureOf(here) !== undefined) continue;
-      if (field.kind === 'group') {
-        walk(field.fields, here);
+      if (isGroup(field)) {
+        walk(field.properties, here);
         continue;
       }
-      const form =
-        field.kind === 'object-list'
-          ? `${expectedForm(field)}; items: ${Object.keys(field.item).join(', ')}`
-          : expectedForm(field);
+      const form = isObjectList(field)
+        ? `${expectedForm(field)}; items: ${Object.keys(field.items.properties).join(', ')}`
+        : expectedForm(field);
       rows.push(
-        `| \`${here}\` | \`${envVariableOf(here)}\` | ${cell(defaultText(field))} | ${cell(form)} | ${cell(field.doc)} |`,
+        `| \`${here}\` | \`${envVariableOf(here)}\` | ${cell(defaultText(field))} | ${cell(form)} | ${cell(field.description ?? '')} |`,
       );
     }
   };
-  walk(OBS_SCHEMA.fields, 'obs');
+  walk(OBS_SCHEMA.properties, 'obs');
   const planned = FEATURES.filter((f) => f.status === 'planned').map((f) => {
     const built = (f.builtKeys ?? []).map((k) => `\`obs.${f.key}.${k}\``);
     return built.length === 0 ? `\`obs.${f.key}\`` : `\`obs.${f.key}\` but ${built.join(', ')}`;

@@ -14,7 +14,15 @@
  * const config = loadSettings(SETTINGS, process.env); // { ok: true, value } or { ok: false, problems }
  * ```
  */
-import { FormatRegistry, type Static, type TSchema, Type, TypeGuard } from '@sinclair/typebox';
+import {
+  FormatRegistry,
+  type Static,
+  type TLiteral,
+  type TLiteralValue,
+  type TSchema,
+  Type,
+  TypeGuard,
+} from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
 /** One setting: its variable, its schema (with its `default`, when it has one) and its meaning. */
@@ -140,6 +148,18 @@ function convert(schema: TSchema, text: string): unknown {
   return text;
 }
 
+/**
+ * The values of a union of literals (`Type.Union([Type.Literal('a'), Type.Literal('b')])`), in
+ * order, or `undefined` for any other schema. obs's `obs.*` tree reads its enumerations with it too.
+ */
+export function literalsOf(schema: TSchema): TLiteralValue[] | undefined {
+  if (!TypeGuard.IsUnion(schema)) return undefined;
+  const members: TSchema[] = schema.anyOf;
+  return members.every((member): member is TLiteral => TypeGuard.IsLiteral(member))
+    ? members.map((member) => member.const)
+    : undefined;
+}
+
 /** The form an accepted value takes, in words, from what the schema says. */
 export function formOf(schema: TSchema): string {
   if (TypeGuard.IsInteger(schema) || TypeGuard.IsNumber(schema)) {
@@ -152,9 +172,8 @@ export function formOf(schema: TSchema): string {
     return kind;
   }
   if (TypeGuard.IsBoolean(schema)) return '`true` or `false`';
-  if (TypeGuard.IsUnion(schema) && schema.anyOf.every((member) => TypeGuard.IsLiteral(member))) {
-    return `one of ${schema.anyOf.map((member) => String(member.const)).join(', ')}`;
-  }
+  const literals = literalsOf(schema);
+  if (literals !== undefined) return `one of ${literals.map(String).join(', ')}`;
   if (TypeGuard.IsString(schema)) {
     if (schema.format === 'http-url') return 'an http or https URL';
     return schema.minLength !== undefined && schema.minLength > 0 ? 'a non-empty text' : 'a text';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { flattenEffective } from '../../../src/obs/core/config/config-effective.ts';
+import { isGroup } from '../../../src/obs/core/config/config-fields.ts';
 import { OBS_SCHEMA } from '../../../src/obs/core/config/config-schema.ts';
 import { FEATURES } from '../../../src/obs/core/features.ts';
 import { loadObsConfig, type ObsConfigInput } from '../../../src/obs/index.ts';
@@ -15,8 +16,8 @@ test('features – every feature of the seed is built; each has a subtree of the
     'no obs.* key is configuration without behaviour',
   );
   for (const feature of FEATURES.filter((f) => f.key !== 'config-validation')) {
-    const group = OBS_SCHEMA.fields[feature.key as keyof typeof OBS_SCHEMA.fields];
-    assert.equal(group?.kind, 'group', `obs.${feature.key}`);
+    const group = OBS_SCHEMA.properties[feature.key as keyof typeof OBS_SCHEMA.properties];
+    assert.ok(group !== undefined && isGroup(group), `obs.${feature.key}`);
   }
 });
 

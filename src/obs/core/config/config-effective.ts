@@ -5,7 +5,15 @@
 
 import { formatDuration } from '../duration.ts';
 import { plannedFeatureOf } from '../features.ts';
-import type { Field, Fields } from './config-fields.ts';
+import {
+  type Field,
+  type Fields,
+  isDuration,
+  isGroup,
+  isObjectList,
+  isStringList,
+  isStringMap,
+} from './config-fields.ts';
 import { flattenTree, type JsonValue } from './config-hash.ts';
 import { isMapKey } from './config-keys.ts';
 import type { Tree } from './config-values.ts';
@@ -24,26 +32,20 @@ export function effectiveOf(fields: Fields, node: Tree, path = 'obs'): { [key: s
 }
 
 function effectiveValue(field: Field, value: unknown, path: string): JsonValue {
-  switch (field.kind) {
-    case 'group':
-      return effectiveOf(field.fields, value as Tree, path);
-    case 'object-list':
-      return (value as Tree[]).map((item, i) => effectiveOf(field.item, item, `${path}[${i}]`));
-    case 'duration':
-      return value === undefined ? null : formatDuration(value as number);
-    case 'string-map': {
-      const map = value as Record<string, string>;
-      return Object.fromEntries(
-        Object.keys(map)
-          .sort()
-          .map((k) => [k, map[k] ?? '']),
-      );
-    }
-    case 'string-list':
-      return [...(value as string[])];
-    default:
-      return (value ?? null) as JsonValue;
+  if (isGroup(field)) return effectiveOf(field.properties, value as Tree, path);
+  if (isObjectList(field))
+    return (value as Tree[]).map((item, i) => effectiveOf(field.items.properties, item, `${path}[${i}]`));
+  if (isDuration(field)) return value === undefined ? null : formatDuration(value as number);
+  if (isStringMap(field)) {
+    const map = value as Record<string, string>;
+    return Object.fromEntries(
+      Object.keys(map)
+        .sort()
+        .map((k) => [k, map[k] ?? '']),
+    );
   }
+  if (isStringList(field)) return [...(value as string[])];
+  return (value ?? null) as JsonValue;
 }
 
 /** The leaves of an effective tree as `obs.a.b` → value, sorted, for the config-hash route. */

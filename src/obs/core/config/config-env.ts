@@ -23,7 +23,7 @@ import assert from 'node:assert/strict';
 import type { ConfigProblem } from '../errors.ts';
 import { plannedFeatureOf } from '../features.ts';
 import { nearestName } from '../nearest-name.ts';
-import type { LeafField } from './config-fields.ts';
+import { type Field, isGroup, isStringMap } from './config-fields.ts';
 import { ALL_PATHS, FIELD_BY_PATH } from './config-keys.ts';
 import { LEGACY_MODE_KEY } from './config-legacy.ts';
 import { problem, show } from './config-problems.ts';
@@ -43,20 +43,19 @@ export function envVariableOf(path: string): string {
 }
 
 /** The variable of every key, to the key and its field (keys of planned features too: set, they are refused). */
-export const ENV_VARIABLES: ReadonlyMap<string, { readonly path: string; readonly field: LeafField }> =
-  (() => {
-    const out = new Map<string, { path: string; field: LeafField }>();
-    for (const { path, field } of ALL_PATHS) {
-      if (field.kind === 'group') continue;
-      const name = envVariableOf(path);
-      const clash = out.get(name);
-      assert.ok(clash === undefined, `obs schema: ${path} and ${clash?.path} share the variable ${name}`);
-      out.set(name, { path, field });
-    }
-    return out;
-  })();
+export const ENV_VARIABLES: ReadonlyMap<string, { readonly path: string; readonly field: Field }> = (() => {
+  const out = new Map<string, { path: string; field: Field }>();
+  for (const { path, field } of ALL_PATHS) {
+    if (isGroup(field)) continue;
+    const name = envVariableOf(path);
+    const clash = out.get(name);
+    assert.ok(clash === undefined, `obs schema: ${path} and ${clash?.path} share the variable ${name}`);
+    out.set(name, { path, field });
+  }
+  return out;
+})();
 
-const MAP_VARIABLES = [...ENV_VARIABLES].filter(([, v]) => v.field.kind === 'string-map');
+const MAP_VARIABLES = [...ENV_VARIABLES].filter(([, v]) => isStringMap(v.field));
 /** The variables offered as "did you mean": those of planned features are refused, so never offered. */
 const SETTABLE_VARIABLES = [...ENV_VARIABLES]
   .filter(([, v]) => plannedFeatureOf(v.path) === undefined)
@@ -95,7 +94,7 @@ export function readObsVariables(
     }
     const known = ENV_VARIABLES.get(upper);
     if (known !== undefined) {
-      if (known.field.kind === 'string-map') {
+      if (isStringMap(known.field)) {
         const m = mapEntries.get(known.path) ?? { entries: {}, names: [] };
         m.whole = value;
         m.names.unshift(name);
@@ -144,7 +143,7 @@ export function readObsVariables(
     }
     const field = FIELD_BY_PATH.get(path);
     let whole: Record<string, string> = {};
-    if (m.whole !== undefined && field?.kind === 'string-map') {
+    if (m.whole !== undefined && field !== undefined && isStringMap(field)) {
       const parsed = checkMap(field, m.whole);
       if (parsed === undefined) {
         problems.push(problem(path, m.whole, `env ${m.names[0]}`, expectedForm(field)));

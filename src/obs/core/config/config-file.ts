@@ -71,7 +71,7 @@ export function obsSubtree(document: unknown, source: string, problems: ConfigPr
   }
   for (const [key, value] of Object.entries(document)) {
     if (key === 'obs' || key.startsWith('_')) continue;
-    const hint = Object.hasOwn(OBS_SCHEMA.fields, key)
+    const hint = Object.hasOwn(OBS_SCHEMA.properties, key)
       ? `did you mean obs.${key}? (the file's settings go under a top-level obs: mapping)`
       : `the file holds a top-level obs: mapping only`;
     problems.push(unknownKey(key, value, source, hint));

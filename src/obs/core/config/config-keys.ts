@@ -1,7 +1,7 @@
 /**
  * Every key of the `obs.*` schema by its path (`obs.trace-guard.fail-on-missing`), groups included.
  */
-import type { Field, Fields } from './config-fields.ts';
+import { type Field, type Fields, isGroup, isStringMap } from './config-fields.ts';
 import { OBS_SCHEMA } from './config-schema.ts';
 
 /** A key of the schema and its field. */
@@ -16,10 +16,10 @@ export const ALL_PATHS: readonly PathEntry[] = (() => {
   const walk = (fields: Fields, path: string): void => {
     for (const [key, field] of Object.entries(fields)) {
       out.push({ path: `${path}.${key}`, field });
-      if (field.kind === 'group') walk(field.fields, `${path}.${key}`);
+      if (isGroup(field)) walk(field.properties, `${path}.${key}`);
     }
   };
-  walk(OBS_SCHEMA.fields, 'obs');
+  walk(OBS_SCHEMA.properties, 'obs');
   return out;
 })();
 
@@ -28,5 +28,6 @@ export const FIELD_BY_PATH = new Map(ALL_PATHS.map((e) => [e.path, e.field]));
 
 /** Whether `obs.a.b` names a map setting (whose object value is a value, not a subtree). */
 export function isMapKey(path: string): boolean {
-  return FIELD_BY_PATH.get(path)?.kind === 'string-map';
+  const field = FIELD_BY_PATH.get(path);
+  return field !== undefined && isStringMap(field);
 }

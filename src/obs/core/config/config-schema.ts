@@ -1,9 +1,11 @@
 /**
  * The `obs.*` configuration tree: every key, its type, default, limits and meaning, in one place
- * (pino's habit: all defaults in one file). The TypeScript types of the resolved tree
+ * (pino's habit: all defaults in one file), written as TypeBox schemas with the builders of
+ * `config-fields.ts` (docs/adr/0045-one-settings-mechanism.md): a subtree is a `Type.Object`, a key a
+ * schema with its `default` and `description`. The TypeScript types of the resolved tree
  * ({@link ObsConfig}) and of the code options ({@link ObsConfigInput}) are derived from it, the
  * loader validates against it, the environment variable names come from it and the reference in
- * `src/obs/README.md` is generated from it, so none of them can drift.
+ * `docs/obs/index.md` is generated from it, so none of them can drift.
  *
  * Names follow the seed (`obs.timeout-budget.default-budget`) and, where the seed is silent, the
  * public Spring starter it was written from. Durations are held in milliseconds.
@@ -22,6 +24,7 @@ import {
   type Input,
   integer,
   list,
+  objectList,
   oneOf,
   optionalDuration,
   optionalText,
@@ -30,7 +33,7 @@ import {
   type Resolved,
   ratio,
   requiredText,
-  type StringMapField,
+  stringMap,
   text,
 } from './config-fields.ts';
 
@@ -159,12 +162,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
   }),
   dependencies: group('Dependency health map: per-downstream RED metrics.', {
     enabled: bool(true, 'Record requests, errors and latency per downstream dependency.'),
-    map: {
-      kind: 'string-map',
-      default: {},
-      keyForm: 'host',
-      doc: 'Host (or host:port) to logical dependency name.',
-    } satisfies StringMapField,
+    map: stringMap('host', 'Host (or host:port) to logical dependency name.'),
     'default-name': text('unknown', 'Dependency name of a host missing from the map.'),
     health: group('Dependency health indicator.', {
       enabled: bool(true, 'Report DEGRADED when a dependency error rate crosses the threshold.'),
@@ -244,12 +242,10 @@ export const OBS_SCHEMA = group('Observability library settings.', {
   }),
   slo: group('SLO-as-code: objectives rendered as multi-window, multi-burn-rate Prometheus rules.', {
     enabled: bool(false, 'Serve `/actuator/obs/slo` from the declared objectives.'),
-    objectives: {
-      kind: 'object-list',
-      doc: 'Declared objectives (see SLO-as-code): the metric each counts, its label filters, target and, for latency, threshold.',
-      default: [],
-      required: ['name', 'metric'],
-      item: {
+    objectives: objectList(
+      'Declared objectives (see SLO-as-code): the metric each counts, its label filters, target and, for latency, threshold.',
+      ['name', 'metric'],
+      {
         name: requiredText(
           'Objective name: it names the recording rules (`slo:<name>:error_ratio_rate5m`) and the alerts.',
           /^[a-zA-Z][a-zA-Z0-9_-]{0,62}$/,
@@ -277,7 +273,7 @@ export const OBS_SCHEMA = group('Observability library settings.', {
           LABEL_MATCHERS_FORM,
         ),
       },
-    },
+    ),
   }),
   resilience: group('Resilience instrumentation (cockatiel, opossum, when handed to obs).', {
     enabled: bool(true, 'Turn breaker, retry and bulkhead events into metrics, span events and log lines.'),

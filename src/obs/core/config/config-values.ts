@@ -1,11 +1,22 @@
 /**
- * Reading one value of a key: whether what a source wrote fits the key's kind (a YAML value, or the
- * text of an environment variable), the value it stands for (`"5s"` → 5000, `"a,b"` → a list), and
- * the accepted form of each kind worded for error messages.
+ * Reading one value of a key: the value what a source wrote stands for (a YAML value, or the text of
+ * an environment variable: `"5s"` → 5000, `"a,b"` → a list), checked against the key's TypeBox
+ * schema (`Value.Check`), and the accepted form of each kind worded for error messages.
  */
 
+import { Kind, KindGuard, type TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import { DURATION_FORM, formatDuration, parseDurationMs } from '../duration.ts';
-import type { LeafField, ObjectListField } from './config-fields.ts';
+import {
+  bounds,
+  enumValues,
+  isDuration,
+  isEnum,
+  isObjectList,
+  isStringList,
+  isStringMap,
+  keywords,
+} from './config-fields.ts';
 
 /** A raw subtree as a source wrote it, before it is checked. */
 export type Tree = Record<string, unknown>;
@@ -32,41 +43,38 @@ function rangeText(min: number, max: number, unit: (n: number) => string = Strin
   return `from ${unit(min)} to ${unit(max)}`;
 }
 
-/** The accepted form of a field, worded for error messages. */
-export function expectedForm(field: LeafField): string {
-  switch (field.kind) {
-    case 'boolean':
-      return 'true or false';
-    case 'integer':
-      return `a whole number ${rangeText(field.min, field.max)}`;
-    case 'number':
-      return `a number ${rangeText(field.min, field.max)}`;
-    case 'duration':
-      return `${DURATION_FORM}, ${rangeText(field.min, field.max, formatDuration)}`;
-    case 'string':
-      return field.form ?? 'text';
-    case 'enum':
-      return `one of ${field.values.join(', ')}`;
-    case 'string-list':
-      return `a list of ${field.form === undefined ? 'text items' : `items, each ${field.form}`} (a YAML list, comma-separated text or a JSON array)`;
-    case 'string-map':
-      return `a map of ${field.keyForm} to text (a YAML mapping, key=value pairs separated by commas, or a JSON object)`;
-    case 'object-list':
-      return 'a list of objects (a YAML list or a JSON array)';
+/** The accepted form of a key, worded for error messages. */
+export function expectedForm(schema: TSchema): string {
+  if (KindGuard.IsBoolean(schema)) return 'true or false';
+  if (isDuration(schema)) {
+    const { min, max } = bounds(schema);
+    return `${DURATION_FORM}, ${rangeText(min, max, formatDuration)}`;
   }
+  if (KindGuard.IsInteger(schema) || KindGuard.IsNumber(schema)) {
+    const { min, max } = bounds(schema);
+    return `${KindGuard.IsInteger(schema) ? 'a whole number' : 'a number'} ${rangeText(min, max)}`;
+  }
+  if (KindGuard.IsString(schema)) return keywords(schema).form ?? 'text';
+  if (isEnum(schema)) return `one of ${enumValues(schema).join(', ')}`;
+  if (isStringList(schema)) {
+    const form = keywords(schema.items).form;
+    return `a list of ${form === undefined ? 'text items' : `items, each ${form}`} (a YAML list, comma-separated text or a JSON array)`;
+  }
+  if (isStringMap(schema))
+    return `a map of ${keywords(schema).keyForm} to text (a YAML mapping, key=value pairs separated by commas, or a JSON object)`;
+  if (isObjectList(schema)) return 'a list of objects (a YAML list or a JSON array)';
+  throw new TypeError(`obs schema: no form for a schema of kind ${String(schema[Kind])}`);
 }
 
 const INTEGER_TEXT = /^[+-]?\d+$/;
 const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
-function checkNumber(raw: unknown, whole: boolean, min: number, max: number): number | undefined {
-  let n: number;
-  if (typeof raw === 'number') n = raw;
-  else if (typeof raw === 'string' && (whole ? INTEGER_TEXT : NUMBER_TEXT).test(raw.trim()))
-    n = Number(raw.trim());
-  else return undefined;
-  if (!Number.isFinite(n) || (whole && !Number.isSafeInteger(n))) return undefined;
-  return n >= min && n <= max ? n : undefined;
+/** A number as a source wrote it (a YAML number, or its text), or `undefined` when it is none. */
+function numberOf(raw: unknown, whole: boolean): number | undefined {
+  if (typeof raw === 'number') return raw;
+  if (typeof raw === 'string' && (whole ? INTEGER_TEXT : NUMBER_TEXT).test(raw.trim()))
+    return Number(raw.trim());
+  return undefined;
 }
 
 /** JSON text parsed, or `undefined` when it is not JSON. */
@@ -78,36 +86,21 @@ export function parseJson(text: string): unknown {
   }
 }
 
-function checkList(field: Extract<LeafField, { kind: 'string-list' }>, raw: unknown): string[] | undefined {
-  let items: unknown;
-  if (typeof raw === 'string') {
-    const t = raw.trim();
-    items = t.startsWith('[')
-      ? parseJson(t)
-      : t === ''
-        ? []
-        : t
-            .split(',')
-            .map((s) => s.trim())
-            .filter((s) => s !== '');
-  } else {
-    items = raw;
-  }
-  if (!Array.isArray(items)) return undefined;
-  const out: string[] = [];
-  for (const item of items) {
-    if (typeof item !== 'string') return undefined;
-    if (field.pattern !== undefined && !field.pattern.test(item)) return undefined;
-    out.push(item);
-  }
-  return out;
+/** The items of a list as a source wrote it (a list, comma-separated text or a JSON array). */
+function listOf(raw: unknown): unknown {
+  if (typeof raw !== 'string') return Array.isArray(raw) ? [...raw] : NOT_A_VALUE;
+  const t = raw.trim();
+  if (t.startsWith('[')) return parseJson(t);
+  return t === ''
+    ? []
+    : t
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
 }
 
 /** A map from a mapping, `key=value` pairs or a JSON object; `undefined` when it is none. */
-export function checkMap(
-  field: Extract<LeafField, { kind: 'string-map' }>,
-  raw: unknown,
-): Record<string, string> | undefined {
+export function checkMap(schema: TSchema, raw: unknown): Record<string, string> | undefined {
   let entries: Array<[string, unknown]>;
   if (typeof raw === 'string') {
     const t = raw.trim();
@@ -135,47 +128,42 @@ export function checkMap(
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
       return undefined;
     if (key.trim() === '') return undefined;
-    out[field.lowerCaseKeys === true ? key.trim().toLowerCase() : key.trim()] = String(value);
+    out[keywords(schema).lowerCaseKeys === true ? key.trim().toLowerCase() : key.trim()] = String(value);
   }
-  return out;
+  return Value.Check(schema, out) ? out : undefined;
 }
 
-/** Validates and normalises one value. */
-export function checkLeaf(field: Exclude<LeafField, ObjectListField>, raw: unknown): Checked {
-  const bad: Checked = { ok: false, expected: expectedForm(field) };
-  const ok = (value: unknown): Checked => ({ ok: true, value });
-  switch (field.kind) {
-    case 'boolean': {
-      if (typeof raw === 'boolean') return ok(raw);
-      const t = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
-      return t === 'true' ? ok(true) : t === 'false' ? ok(false) : bad;
-    }
-    case 'integer':
-    case 'number': {
-      const n = checkNumber(raw, field.kind === 'integer', field.min, field.max);
-      return n === undefined ? bad : ok(n);
-    }
-    case 'duration': {
-      const n = parseDurationMs(raw);
-      return n === undefined || n < field.min || n > field.max ? bad : ok(n);
-    }
-    case 'string':
-      if (typeof raw !== 'string' || (field.pattern !== undefined && !field.pattern.test(raw))) return bad;
-      return ok(raw);
-    case 'enum': {
-      if (typeof raw !== 'string') return bad;
-      // Relaxed like Spring's enum binding: case and `-`/`_` do not matter.
-      const wanted = raw.trim().toUpperCase().replaceAll('-', '_');
-      const match = field.values.find((v) => v.toUpperCase().replaceAll('-', '_') === wanted);
-      return match === undefined ? bad : ok(match);
-    }
-    case 'string-list': {
-      const list = checkList(field, raw);
-      return list === undefined ? bad : ok(list);
-    }
-    case 'string-map': {
-      const map = checkMap(field, raw);
-      return map === undefined ? bad : ok(map);
-    }
+/** What {@link convert} answers for a value that stands for none of the key's kind. */
+const NOT_A_VALUE = Symbol('not a value');
+
+/**
+ * The value `raw` stands for as the key's schema takes it (`"5s"` → 5000, `"true"` → true), or
+ * {@link NOT_A_VALUE}. The schema's check follows (ranges, patterns, items).
+ */
+function convert(schema: TSchema, raw: unknown): unknown {
+  if (KindGuard.IsBoolean(schema)) {
+    if (typeof raw === 'boolean') return raw;
+    const t = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+    return t === 'true' ? true : t === 'false' ? false : NOT_A_VALUE;
   }
+  if (isDuration(schema)) return parseDurationMs(raw) ?? NOT_A_VALUE;
+  if (KindGuard.IsInteger(schema) || KindGuard.IsNumber(schema))
+    return numberOf(raw, KindGuard.IsInteger(schema)) ?? NOT_A_VALUE;
+  if (isEnum(schema)) {
+    if (typeof raw !== 'string') return NOT_A_VALUE;
+    // Relaxed like Spring's enum binding: case and `-`/`_` do not matter.
+    const wanted = raw.trim().toUpperCase().replaceAll('-', '_');
+    return enumValues(schema).find((v) => v.toUpperCase().replaceAll('-', '_') === wanted) ?? NOT_A_VALUE;
+  }
+  if (isStringList(schema)) return listOf(raw);
+  if (isStringMap(schema)) return checkMap(schema, raw) ?? NOT_A_VALUE;
+  return raw;
+}
+
+/** Reads and checks one value of a key (not a subtree, not a list of objects): its value, or the form expected. */
+export function checkLeaf(schema: TSchema, raw: unknown): Checked {
+  const value = convert(schema, raw);
+  return value !== NOT_A_VALUE && Value.Check(schema, value)
+    ? { ok: true, value }
+    : { ok: false, expected: expectedForm(schema) };
 }

@@ -4,10 +4,19 @@
  * merge of sources (later wins) and the frozen result.
  */
 
+import type { TArray, TObject } from '@sinclair/typebox';
 import type { ConfigProblem } from '../errors.ts';
 import { plannedFeatureOf } from '../features.ts';
 import { nearestName } from '../nearest-name.ts';
-import type { Field, Fields, ObjectListField } from './config-fields.ts';
+import {
+  type Field,
+  type Fields,
+  isGroup,
+  isObjectList,
+  isOptional,
+  isStringMap,
+  keywords,
+} from './config-fields.ts';
 import { plannedKey, problem, settableKeys, suggestKey, unknownKey } from './config-problems.ts';
 import { OBS_SCHEMA } from './config-schema.ts';
 import { checkLeaf, childTree, expectedForm, isPlainObject, parseJson, type Tree } from './config-values.ts';
@@ -33,10 +42,10 @@ function walkGroup(fields: Fields, raw: unknown, path: string, ctx: WalkContext,
       const dot = key.indexOf('.');
       const head = dot > 0 ? key.slice(0, dot) : '';
       const headField = Object.hasOwn(fields, head) ? fields[head] : undefined;
-      if (headField?.kind === 'group') {
+      if (headField !== undefined && isGroup(headField)) {
         // A dotted key (`timeout-budget.default-budget: 5s`) is the nested form written on one line.
         walkGroup(
-          headField.fields,
+          headField.properties,
           { [key.slice(dot + 1)]: value },
           `${path}.${head}`,
           ctx,
@@ -71,16 +80,16 @@ function walkField(
   if (value === undefined) return;
   // Every source is checked alike, the shipped presets included: a preset a person reads must not
   // promise a feature obs does not have (test/obs/core/features.test.ts applies each one).
-  const planned = field.kind === 'group' ? undefined : plannedFeatureOf(path);
+  const planned = isGroup(field) ? undefined : plannedFeatureOf(path);
   if (planned !== undefined) {
     ctx.problems.push(plannedKey(path, value, ctx.source(path), planned));
     return;
   }
-  if (field.kind === 'group') {
-    walkGroup(field.fields, value, path, ctx, childTree(out, key));
+  if (isGroup(field)) {
+    walkGroup(field.properties, value, path, ctx, childTree(out, key));
     return;
   }
-  if (field.kind === 'object-list') {
+  if (isObjectList(field)) {
     const items = walkObjectList(field, value, path, ctx);
     if (items !== undefined) {
       out[key] = items;
@@ -88,8 +97,8 @@ function walkField(
     }
     return;
   }
-  if (value === null || (value === '' && 'optional' in field)) {
-    if ('optional' in field && field.optional === true) {
+  if (value === null || (value === '' && isOptional(field))) {
+    if (isOptional(field)) {
       out[key] = undefined;
       ctx.origins.set(path, ctx.source(path));
     } else {
@@ -103,14 +112,14 @@ function walkField(
     return;
   }
   out[key] =
-    field.kind === 'string-map' && isPlainObject(out[key])
+    isStringMap(field) && isPlainObject(out[key])
       ? { ...(out[key] as Tree), ...(checked.value as Tree) }
       : checked.value;
   ctx.origins.set(path, ctx.source(path));
 }
 
 function walkObjectList(
-  field: ObjectListField,
+  field: TArray<TObject>,
   raw: unknown,
   path: string,
   ctx: WalkContext,
@@ -127,23 +136,28 @@ function walkObjectList(
     const normalised: Tree = {};
     if (!isPlainObject(item)) {
       ctx.problems.push(
-        problem(where, item, ctx.source(path), `an object with keys ${Object.keys(field.item).join(', ')}`),
+        problem(
+          where,
+          item,
+          ctx.source(path),
+          `an object with keys ${Object.keys(field.items.properties).join(', ')}`,
+        ),
       );
       return;
     }
     walkGroup(
-      field.item,
+      field.items.properties,
       item,
       where,
       { ...ctx, source: () => ctx.source(path), origins: new Map() },
       normalised,
     );
-    for (const required of field.required) {
+    for (const required of keywords(field).requiredKeys ?? []) {
       if (item[required] === undefined || item[required] === null) {
         ctx.problems.push(problem(`${where}.${required}`, undefined, ctx.source(path), 'a value (required)'));
       }
     }
-    out.push({ ...defaultsOf(field.item), ...normalised });
+    out.push({ ...defaultsOf(field.items.properties), ...normalised });
   });
   return ctx.problems.length === before ? out : undefined;
 }
@@ -152,7 +166,7 @@ function walkObjectList(
 export function defaultsOf(fields: Fields): Tree {
   const out: Tree = {};
   for (const [key, field] of Object.entries(fields)) {
-    out[key] = field.kind === 'group' ? defaultsOf(field.fields) : field.default;
+    out[key] = isGroup(field) ? defaultsOf(field.properties) : field.default;
   }
   return out;
 }
@@ -162,9 +176,9 @@ export function mergeInto(target: Tree, layer: Tree, fields: Fields): void {
   for (const [key, value] of Object.entries(layer)) {
     const field = fields[key];
     if (field === undefined) continue;
-    if (field.kind === 'group') {
-      mergeInto(target[key] as Tree, value as Tree, field.fields);
-    } else if (field.kind === 'string-map') {
+    if (isGroup(field)) {
+      mergeInto(target[key] as Tree, value as Tree, field.properties);
+    } else if (isStringMap(field)) {
       target[key] = { ...(target[key] as Tree), ...(value as Tree) };
     } else {
       target[key] = value;
@@ -185,7 +199,7 @@ export function deepFreeze<T>(value: T): T {
  * One source's raw `obs` mapping checked against the schema (or another tree of fields) and
  * normalised; problems and origins go to `ctx`.
  */
-export function normalise(raw: unknown, ctx: WalkContext, fields: Fields = OBS_SCHEMA.fields): Tree {
+export function normalise(raw: unknown, ctx: WalkContext, fields: Fields = OBS_SCHEMA.properties): Tree {
   const tree: Tree = {};
   walkGroup(fields, raw, 'obs', ctx, tree);
   return tree;

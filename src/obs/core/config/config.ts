@@ -19,6 +19,7 @@
  */
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Value } from '@sinclair/typebox/value';
 import { formatDuration } from '../duration.ts';
 import { type ConfigProblem, ObsConfigError } from '../errors.ts';
 import { FEATURES, plannedFeatureOf } from '../features.ts';
@@ -161,6 +162,9 @@ export function crossCheck(config: Tree, origins: Map<string, string>, problems:
   });
 }
 
+/** Whether a merged tree fits the whole schema: it is then an {@link ObsConfig}. */
+const fitsSchema = (tree: Tree): tree is Tree & ObsConfig => Value.Check(OBS_SCHEMA, tree);
+
 /** Most objectives `obs.slo.objectives` may declare. */
 export const MAX_SLO_OBJECTIVES = 50;
 
@@ -276,11 +280,11 @@ export function loadObsConfig(input: LoadObsConfigInput = {}): ResolvedObsConfig
   if (problems.length > 0) throw new ObsConfigError(problems);
 
   // Merge, later wins.
-  const merged = defaultsOf(OBS_SCHEMA.fields);
+  const merged = defaultsOf(OBS_SCHEMA.properties);
   const origins = new Map<string, string>();
   for (const l of [appLayer, presetLayer, fileLayer, otelLayer, envLayer, codeLayer]) {
     if (l === undefined) continue;
-    mergeInto(merged, l.tree, OBS_SCHEMA.fields);
+    mergeInto(merged, l.tree, OBS_SCHEMA.properties);
     for (const [path, source] of l.origins) origins.set(path, source);
   }
   const budget = merged['timeout-budget'] as Tree;
@@ -307,8 +311,11 @@ export function loadObsConfig(input: LoadObsConfigInput = {}): ResolvedObsConfig
     );
   }
 
-  const config = deepFreeze(merged) as unknown as ObsConfig;
-  const effective = deepFreeze(effectiveOf(OBS_SCHEMA.fields, merged));
+  // Every source was checked key by key; the whole tree is checked once more, and so typed.
+  if (!fitsSchema(merged))
+    throw new TypeError('obs: the resolved configuration does not fit OBS_SCHEMA (a bug)');
+  const config: ObsConfig = deepFreeze(merged);
+  const effective = deepFreeze(effectiveOf(OBS_SCHEMA.properties, merged));
   return {
     config,
     effective,

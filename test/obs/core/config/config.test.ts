@@ -5,12 +5,17 @@ import { effectiveOf } from '../../../../src/obs/core/config/config-effective.ts
 import { ENV_VARIABLES, envVariableOf } from '../../../../src/obs/core/config/config-env.ts';
 import {
   type Fields,
-  type ObjectListField,
+  isGroup,
+  objectList,
   optionalDuration,
   ratio,
   requiredText,
 } from '../../../../src/obs/core/config/config-fields.ts';
-import { OBS_SCHEMA } from '../../../../src/obs/core/config/config-schema.ts';
+import {
+  type EnforcementMode,
+  OBS_SCHEMA,
+  type ObsConfig,
+} from '../../../../src/obs/core/config/config-schema.ts';
 import { defaultsOf, normalise } from '../../../../src/obs/core/config/config-walk.ts';
 import { type ConfigProblem, loadObsConfig, type ObsConfigInput } from '../../../../src/obs/index.ts';
 import { problemsOf, tempFile } from '../../helpers.ts';
@@ -67,6 +72,45 @@ test('config – defaults: the seed and decisions.md values; planned features re
   assert.deepEqual(profile, { name: undefined, applied: false });
 });
 
+/** Whether two types are the same (not merely assignable to each other). */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+test('config – the types are mapped over the TypeBox schemas: durations in ms, optional keys unset', () => {
+  // Checked by the compiler (tsc); a type that changed shape fails to compile here.
+  const same: [
+    Same<
+      ObsConfig['shutdown'],
+      { readonly enabled: boolean; readonly 'drain-timeout': number; readonly 'flush-timeout': number }
+    >,
+    Same<
+      ObsConfigInput['shutdown'],
+      | {
+          readonly enabled?: boolean;
+          readonly 'drain-timeout'?: string | number;
+          readonly 'flush-timeout'?: string | number;
+        }
+      | undefined
+    >,
+    Same<ObsConfig['timeout-budget']['outbound-header'], string | undefined>,
+    Same<
+      ObsConfig['slo']['objectives'],
+      ReadonlyArray<{
+        readonly name: string;
+        readonly sli: 'availability' | 'latency';
+        readonly target: number;
+        readonly threshold: number | undefined;
+        readonly metric: string;
+        readonly filter: string | undefined;
+        readonly 'error-filter': string;
+      }>
+    >,
+    Same<ObsConfig['dependencies']['map'], Readonly<Record<string, string>>>,
+    Same<ObsConfig['trace-guard']['exclude-path-prefixes'], readonly string[]>,
+    Same<ObsConfig['enforcement']['mode'], EnforcementMode>,
+  ] = [true, true, true, true, true, true, true];
+  assert.ok(same.every((s) => s));
+});
+
 test('config – the resolved tree is frozen', () => {
   const { config } = loadObsConfig();
   assert.throws(() => {
@@ -78,14 +122,14 @@ test('config – every key has its own environment variable', () => {
   let leaves = 0;
   const walk = (fields: Fields, path: string): void => {
     for (const [key, field] of Object.entries(fields)) {
-      if (field.kind === 'group') walk(field.fields, `${path}.${key}`);
+      if (isGroup(field)) walk(field.properties, `${path}.${key}`);
       else {
         leaves++;
         assert.equal(ENV_VARIABLES.get(envVariableOf(`${path}.${key}`))?.path, `${path}.${key}`);
       }
     }
   };
-  walk(OBS_SCHEMA.fields, 'obs');
+  walk(OBS_SCHEMA.properties, 'obs');
   assert.equal(ENV_VARIABLES.size, leaves);
   assert.equal(envVariableOf('obs.timeout-budget.default-budget'), 'OBS_TIMEOUT_BUDGET_DEFAULT_BUDGET');
 });
@@ -375,7 +419,7 @@ test('config – wrong types and ranges fail, every problem listed, one line eac
 
 test('config – cross-key rules: budgets within the maximum, a latency objective needs a threshold', () => {
   // Checked on a tree directly (test/obs/features/slo.integration.test.ts covers the SLO rules through loadObsConfig).
-  const tree = defaultsOf(OBS_SCHEMA.fields) as Record<string, Record<string, unknown>>;
+  const tree = defaultsOf(OBS_SCHEMA.properties) as Record<string, Record<string, unknown>>;
   tree['timeout-budget'] = { ...tree['timeout-budget'], 'default-budget': 60_000, 'maximum-budget': 10_000 };
   tree.slo = { ...tree.slo, objectives: [{ name: 'fast', sli: 'latency', target: 0.99 }] };
   const problems: ConfigProblem[] = [];
@@ -388,7 +432,7 @@ test('config – cross-key rules: budgets within the maximum, a latency objectiv
     ],
   );
   const defaults: ConfigProblem[] = [];
-  crossCheck(defaultsOf(OBS_SCHEMA.fields), new Map(), defaults);
+  crossCheck(defaultsOf(OBS_SCHEMA.properties), new Map(), defaults);
   assert.deepEqual(defaults, [], 'the defaults keep the rules');
 });
 
@@ -477,14 +521,11 @@ test('config – optional keys and lists of objects, read against a schema of th
   // Read against a small schema of their own, apart from the SLO objectives that use them.
   const fields = {
     threshold: optionalDuration('A threshold.'),
-    items: {
-      kind: 'object-list',
-      doc: 'Items.',
-      default: [],
-      required: ['name'],
-      item: { name: requiredText('A name.', /^\w+$/, 'a word'), target: ratio(0.5, 'A ratio.') },
-    } satisfies ObjectListField,
-  } as const;
+    items: objectList('Items.', ['name'], {
+      name: requiredText('A name.', /^\w+$/, 'a word'),
+      target: ratio(0.5, 'A ratio.'),
+    }),
+  };
   const read = (raw: unknown) => {
     const problems: ConfigProblem[] = [];
     const origins = new Map<string, string>();

@@ -213,7 +213,7 @@ test('actuator – GET /actuator/obs lists every feature of the seed: built ones
     assert.equal(typeof (status === 'built' ? feature.default : feature.default_once_built), 'string', key);
     if (status === 'built') {
       assert.equal(typeof feature.enabled, 'boolean', key);
-      if (Object.hasOwn(OBS_SCHEMA.fields, key)) assert.equal(typeof feature.config, 'object', key);
+      if (Object.hasOwn(OBS_SCHEMA.properties, key)) assert.equal(typeof feature.config, 'object', key);
     }
   }
   assert.equal(snapshot.features['container-memory']?.enabled, true);
