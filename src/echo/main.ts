@@ -9,6 +9,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import { nodeSupportWarning } from '../telemetry/node-support.ts';
 import { watchNpmParent } from '../telemetry/npm-parent.ts';
+import { loadTelemetry } from '../telemetry/optional-packages.ts';
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
     const obs = obsRead;
     let telemetry: Telemetry | undefined;
     if (otelWanted(otel.settings)) {
-      const { startTelemetry } = await import('../telemetry/otel.ts');
+      const { startTelemetry } = await loadTelemetry(() => import('../telemetry/otel.ts'));
       telemetry = startTelemetry(otel.settings, {
         serviceName: 'echo-chaos',
         version: VERSION,

@@ -30,6 +30,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Scenario, ScenarioStore, SharedCursorState, SharedCursors } from '../scenario/index.ts';
+import { missingPackage } from '../telemetry/optional-packages.ts';
+import { EchoConfigError } from './errors.ts';
 import type { History } from './history.ts';
 import { defineScript } from './redis-script.ts';
 import { type FleetHistory, HISTORY_KEYS, startFleetHistory } from './shared-history.ts';
@@ -220,6 +222,9 @@ export interface SharedStateOptions {
   readonly onStatus?: (up: boolean) => void;
 }
 
+/** The ioredis the package declares (an optional peer; a test keeps it equal to package.json's). */
+export const IOREDIS_VERSION = '^5.11.1';
+
 /** The URL as it may be shown: without the password. */
 export function describeStore(url: URL): string {
   const shown = new URL(url.href);
@@ -230,9 +235,15 @@ export function describeStore(url: URL): string {
 
 /** Connects (in the background) and keeps the scenario set in step with Redis. */
 export async function startSharedState(options: SharedStateOptions): Promise<SharedState> {
-  const { Redis } = await import('ioredis');
   const { url, scenarios, logger } = options;
   const store = describeStore(url);
+  const { Redis } = await import('ioredis').catch((err: unknown) => {
+    // An optional peer of the package (#35 item 1): installed by whoever names a Redis.
+    if (missingPackage(err) !== 'ioredis') throw err;
+    throw new EchoConfigError([
+      `ECHO_STATE_URL=${JSON.stringify(store)} needs the package ioredis, which is not installed; install it beside echo-chaos: npm install ioredis@${IOREDIS_VERSION}`,
+    ]);
+  });
   const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
   const common = {
     host: url.hostname.replace(/^\[|\]$/g, ''),

@@ -24,6 +24,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import pkg from '../../package.json' with { type: 'json' };
 import { nodeSupportWarning } from '../telemetry/node-support.ts';
 import { watchNpmParent } from '../telemetry/npm-parent.ts';
+import { loadTelemetry, TelemetryUnavailableError } from '../telemetry/optional-packages.ts';
 import type { Telemetry } from '../telemetry/otel.ts';
 import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
@@ -102,7 +103,13 @@ if (!otel.ok) {
 let telemetry: Telemetry | undefined;
 const otelAsked = { ...otel.settings, metrics: false };
 if (otelWanted(otelAsked)) {
-  const { startTelemetry } = await import('../telemetry/otel.ts');
+  const { startTelemetry } = await loadTelemetry(() => import('../telemetry/otel.ts')).catch(
+    (err: unknown) => {
+      if (!(err instanceof TelemetryUnavailableError)) throw err;
+      process.stderr.write(`echo-chaos-operator: ${err.message}\n`);
+      process.exit(1);
+    },
+  );
   telemetry = startTelemetry(otelAsked, {
     serviceName: 'echo-chaos-operator',
     version: pkg.version,
