@@ -231,11 +231,11 @@ export function instrumentCache<C extends LruCacheLike>(
 
   // Wraps one method on the instance; `observe` sees the arguments, the result and the size before.
   const wrap = (
-    method: string,
+    method: keyof LruCacheLike,
     observe: (args: unknown[], result: unknown, before: number, had: boolean | undefined) => void,
     needsHad = false,
   ): void => {
-    const original = (cache as unknown as Record<string, unknown>)[method];
+    const original = cache[method];
     if (typeof original !== 'function') return;
     const fn = original as AnyMethod;
     Object.defineProperty(cache, method, {
@@ -296,7 +296,7 @@ export function instrumentCache<C extends LruCacheLike>(
       }
     } else if (status !== undefined) lookup(status !== 'miss' && status !== 'refresh');
   });
-  const fetchWrapped = (cache as unknown as Record<string, unknown>).fetch;
+  const fetchWrapped = cache.fetch;
   if (typeof fetchWrapped === 'function') {
     const inner = fetchWrapped as AnyMethod;
     Object.defineProperty(cache, 'fetch', {

@@ -380,7 +380,10 @@ export interface PgPoolLike extends PgQueryable {
 const QUERY_HOOKS = Symbol.for('echo-chaos.obs.db-query');
 const CONNECT_BOUND = Symbol.for('echo-chaos.obs.db-connect');
 
-type Holder = Record<PropertyKey, unknown>;
+/** What obs replaces on a client, a prototype or a pool; each is checked to be a function first. */
+type Holder = { query?: unknown; connect?: unknown };
+/** A wrapper obs put in place is marked with a global symbol (one for every copy of obs loaded). */
+type Marked = AnyFunction & { [QUERY_HOOKS]?: Set<DbInstrumentation>; [CONNECT_BOUND]?: true };
 type AnyFunction = (this: unknown, ...args: unknown[]) => unknown;
 
 /** One statement in flight: counted when issued, timed until its end. */
@@ -451,16 +454,16 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 /** Wraps `holder.query` once; the obs instances observing it are kept in a set on the holder. */
 function patchQuery(holder: Holder, state: DbInstrumentation): boolean {
-  const original = holder['query'];
+  const original = holder.query;
   if (typeof original !== 'function') return false;
   // Already wrapped (this holder, or the class of this instance): add this obs to the wrapper's.
-  const known = (original as unknown as Holder)[QUERY_HOOKS];
+  const known = QUERY_HOOKS in original ? original[QUERY_HOOKS] : undefined;
   if (known instanceof Set) {
     known.add(state);
     return true;
   }
   const states = new Set<DbInstrumentation>([state]);
-  const query = function (this: unknown, ...args: unknown[]): unknown {
+  const query: Marked = function (this: unknown, ...args: unknown[]): unknown {
     let end: ((error?: unknown) => void) | undefined;
     const next = args;
     try {
@@ -528,8 +531,8 @@ function patchQuery(holder: Holder, state: DbInstrumentation): boolean {
     }
     return result;
   };
-  (query as unknown as Holder)[QUERY_HOOKS] = states;
-  holder['query'] = query;
+  query[QUERY_HOOKS] = states;
+  holder.query = query;
   return true;
 }
 
@@ -539,14 +542,15 @@ function patchQuery(holder: Holder, state: DbInstrumentation): boolean {
  * callback, which would otherwise count in the releasing request.
  */
 function bindConnect(holder: Holder): void {
-  const original = holder['connect'];
-  if (typeof original !== 'function' || (original as unknown as Holder)[CONNECT_BOUND] === true) return;
-  const connect = function (this: unknown, ...args: unknown[]): unknown {
+  const original = holder.connect;
+  if (typeof original !== 'function' || (CONNECT_BOUND in original && original[CONNECT_BOUND] === true))
+    return;
+  const connect: Marked = function (this: unknown, ...args: unknown[]): unknown {
     if (typeof args[0] === 'function') args[0] = AsyncResource.bind(args[0] as AnyFunction);
     return (original as AnyFunction).apply(this, args);
   };
-  (connect as unknown as Holder)[CONNECT_BOUND] = true;
-  holder['connect'] = connect;
+  connect[CONNECT_BOUND] = true;
+  holder.connect = connect;
 }
 
 function isPgModule(target: unknown): target is PgModuleLike {
@@ -584,23 +588,23 @@ export function instrumentPg<T extends PgModuleLike | PgPoolLike | PgQueryable>(
     addSection(state);
     metersOf(state);
     if (isPool(target)) {
-      bindConnect(target as unknown as Holder);
-      const clients = (target as unknown as { _clients?: unknown })._clients;
+      bindConnect(target);
+      const clients = '_clients' in target ? target._clients : undefined;
       if (Array.isArray(clients)) for (const client of clients) patchQuery(client as Holder, state);
       target.on?.('connect', (client) => {
         try {
-          patchQuery(client as unknown as Holder, state);
+          patchQuery(client, state);
         } catch (error) {
           state.failed('pool client', error);
         }
       });
       state.figures.instrumented.push('pool');
     } else if (isPgModule(target)) {
-      patchQuery(target.Client.prototype as unknown as Holder, state);
+      patchQuery(target.Client.prototype, state);
       const pool = (target as PgModuleLike).Pool;
-      if (pool !== undefined) bindConnect(pool.prototype as unknown as Holder);
+      if (pool !== undefined) bindConnect(pool.prototype);
       state.figures.instrumented.push('module');
-    } else if (patchQuery(target as unknown as Holder, state)) {
+    } else if (patchQuery(target, state)) {
       state.figures.instrumented.push('client');
     } else {
       throw new TypeError('not a pg module, Pool or Client (no query function)');

@@ -400,8 +400,9 @@ function isBrokenCircuitError(error: unknown): boolean {
 type Execute = (this: unknown, fn: unknown, signal?: AbortSignal) => PromiseLike<unknown>;
 
 /** Replaces the policy's `execute` (an own property over the class method) by `make(original)`. */
-function wrapExecute(policy: CockatielPolicyLike, make: (original: Execute) => Execute): void {
-  const original = policy.execute as unknown as Execute;
+function wrapExecute(policy: Record<string, unknown>, make: (original: Execute) => Execute): void {
+  // cockatiel's `execute(fn, signal)`, which instrumentCockatiel checked to be a function.
+  const original = policy.execute as Execute;
   Object.defineProperty(policy, 'execute', {
     value: make(original),
     writable: true,
@@ -436,7 +437,7 @@ function instrumentCockatielBreaker(kit: ResilienceKit, policy: Record<string, u
   );
   // An open circuit refuses a call without an event: the refusal is seen as it comes out.
   wrapExecute(
-    policy as unknown as CockatielPolicyLike,
+    policy,
     (original) =>
       function (this: unknown, fn, signal) {
         return Promise.resolve(original.call(this, fn, signal)).then(undefined, (error: unknown) => {
@@ -463,7 +464,7 @@ function instrumentCockatielRetry(kit: ResilienceKit, policy: Record<string, unk
   });
   const obs = kit.obs;
   wrapExecute(
-    policy as unknown as CockatielPolicyLike,
+    policy,
     (original) =>
       function (this: unknown, fn, signal) {
         if (typeof fn !== 'function') return original.call(this, fn, signal);
