@@ -34,6 +34,11 @@ const DEFAULT_MAX_SERIES = 2048;
 /** Observations a histogram series holds before it hands them to prom-client. */
 const OBSERVATIONS_PER_SERIES = 64;
 
+/**
+ * What obs reads and wraps of a prom-client metric: the configuration prom-client keeps on the
+ * metric object itself (`lib/metric.js` assigns `name`, `labelNames`, `collect`, ...), which its
+ * type declarations leave out; hence the casts from a metric `object` to it.
+ */
 interface Readable {
   collect?: (() => unknown) | undefined;
   reset?: () => unknown;
@@ -46,7 +51,8 @@ interface Readable {
  * Runs `flush` before the metric's own `collect` whenever the metric is read, and `discard` before
  * its `reset()` (recordings made before a reset are not shown after it).
  */
-function attach(metric: Readable, flush: () => void, discard: () => void): void {
+function attach(prom: object, flush: () => void, discard: () => void): void {
+  const metric = prom as Readable;
   const own = metric.collect;
   metric.collect = function (this: unknown) {
     flush();
@@ -135,7 +141,7 @@ export class CounterBatch<L extends string> {
     this.#counter = counter;
     this.#series = new SeriesMap(counter, options, (labels) => ({ labels, pending: 0 }));
     attach(
-      counter as unknown as Readable,
+      counter,
       () => this.flush(),
       () => {
         for (const series of this.#series) series.pending = 0;
@@ -184,7 +190,7 @@ export class HistogramBatch<L extends string> {
       n: 0,
     }));
     attach(
-      histogram as unknown as Readable,
+      histogram,
       () => this.flush(),
       () => {
         for (const series of this.#series) series.n = 0;

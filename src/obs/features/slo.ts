@@ -235,7 +235,7 @@ export function parseLabelMatchers(text: string | undefined): LabelMatcher[] {
 /** Whether a series' labels pass every matcher (a missing label reads as empty, as in PromQL). */
 export function matchesLabels(
   matchers: readonly LabelMatcher[],
-  labels: Readonly<Record<string, string | number>>,
+  labels: Readonly<Partial<Record<string, string | number>>>,
 ): boolean {
   for (const m of matchers) {
     const v = labels[m.name];
@@ -267,7 +267,7 @@ interface Sample extends SloCounts {
 /** A value of a prom-client metric's `get()`. */
 interface MetricValue {
   readonly value: number;
-  readonly labels: Readonly<Record<string, string | number>>;
+  readonly labels: Readonly<Partial<Record<string, string | number>>>;
   readonly metricName?: string;
 }
 
@@ -356,7 +356,7 @@ export class SloBurnEstimator {
         try {
           const metric = registry.getSingleMetric(objective.metric);
           if (metric === undefined) return this.record(i, t, undefined, 'absent');
-          const got = (await metric.get()) as unknown as { type: string; values: MetricValue[] };
+          const got = await metric.get();
           const counts = countsOf(objective, String(got.type), got.values);
           this.record(i, t, counts, counts === undefined ? 'wrong-type' : 'ok');
         } catch {

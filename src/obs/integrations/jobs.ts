@@ -480,9 +480,11 @@ class JobsImpl implements JobsApi {
     if (record === undefined) return fn;
     const run = this.#run.bind(this);
     const wrapped = function (this: unknown, ...args: unknown[]): unknown {
-      return run(record, () => (fn as unknown as (...a: unknown[]) => unknown).apply(this, args));
+      return run(record, () => Reflect.apply(fn, this, args));
     };
     Object.defineProperty(wrapped, 'name', { value: fn.name, configurable: true });
+    // It takes what `fn` takes and returns what it returns (the run only counts and times it), so it
+    // is an `F`; TypeScript cannot see that through a rest-argument wrapper.
     return wrapped as unknown as F;
   }
 
@@ -621,11 +623,7 @@ export function instrumentCron<Task, Options extends object>(
         ...(failureGracePeriodMs === undefined ? {} : { failureGracePeriodMs }),
       };
       const { tick } = jobs.exclusive(name, fn, jobOptions);
-      return cron.schedule(
-        expression,
-        tick as (context: unknown) => unknown,
-        cronOptions as unknown as Options,
-      );
+      return cron.schedule(expression, tick as (context: unknown) => unknown, cronOptions as Options);
     },
   };
 }

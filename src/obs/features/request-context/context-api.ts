@@ -32,15 +32,15 @@ export function contextApi(core: Pick<ObsCore, 'config'>): ContextApi {
     },
     wrap(submit) {
       if (!enabled) return submit;
-      // The wrapper takes the same arguments and returns what `submit` returns: it only binds the
-      // functions among them, so it has `submit`'s type, which TypeScript cannot see through `apply`.
-      const run = submit as unknown as (...args: unknown[]) => unknown;
-      return function (this: unknown, ...args: unknown[]) {
+      const wrapped = function (this: unknown, ...args: unknown[]) {
         const bound = args.map((arg) =>
           typeof arg === 'function' ? AsyncLocalStorage.bind(arg as (...a: unknown[]) => unknown) : arg,
         );
-        return run.apply(this, bound);
-      } as unknown as typeof submit;
+        return Reflect.apply(submit, this, bound);
+      };
+      // It takes the same arguments and returns what `submit` returns (it only binds the functions
+      // among them), so it is a `typeof submit`; TypeScript cannot see that through a rest wrapper.
+      return wrapped as unknown as typeof submit;
     },
   };
 }
