@@ -8,7 +8,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
-import type { CardinalityFirewall, CardinalityOffender } from '../core/cardinality.ts';
+import type { CardinalityFirewall } from '../core/cardinality.ts';
 import type { DrainState } from '../core/drain.ts';
 import type { ObsCore } from '../core/obs.ts';
 import type { RuntimeSnapshot } from '../core/snapshot.ts';
