@@ -1,11 +1,15 @@
-# echo-chaos: the echo service (and the operator, with another command) from the built JavaScript
-# (ADR 0006): the build stage compiles both packages, the image holds production dependencies,
-# the service's dist/ and the built @echo-chaos/obs, nothing else.
+# Two images from one file (ADR 0048), both from the built JavaScript (ADR 0006):
+# - the echo service, the default target (the last stage, `runtime`): production dependencies, the
+#   service's dist/ and the built @echo-chaos/obs, nothing else;
+# - the operator, `docker build --target operator`: the package @echo-chaos/operator (its bundle,
+#   src/operator/dist) and its few dependencies, the OpenTelemetry packages.
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json LICENSE ./
 COPY scripts/build.ts ./scripts/build.ts
+# The CRD, which the operator's package holds.
+COPY charts/echo-chaos/crds ./charts/echo-chaos/crds
 COPY src ./src
 # --ignore-scripts: nothing the build needs runs an install script (the image's node is Node 24).
 RUN npm ci --ignore-scripts --no-audit --no-fund
@@ -18,6 +22,31 @@ COPY package.json package-lock.json ./
 COPY --from=build /app/src/obs/dist ./src/obs
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
+# The operator's dependencies at the versions of the repository's lockfile: the build writes the
+# package's package-lock.json from it.
+FROM node:24-bookworm-slim AS operator-deps
+WORKDIR /app
+COPY --from=build /app/src/operator/dist/package.json /app/src/operator/dist/package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM node:24-bookworm-slim AS operator
+ENV NODE_ENV=production
+# glibc malloc: one arena, and blocks of 32 KiB or more mapped on their own, so what parsing the
+# bundle freed goes back to the system (ADR 0025); as `npm run operator` and the chart run it.
+ENV MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=32768
+WORKDIR /app
+COPY --from=operator-deps /app/node_modules ./node_modules
+COPY --from=build /app/src/operator/dist ./
+# A numeric user, so Kubernetes' runAsNonRoot can verify it without a passwd lookup.
+USER 10001:10001
+EXPOSE 8081
+# node itself, as the chart's operator Deployment runs it (command: node, args: operator.args), with
+# the heap flags of `npm run operator` (ADR 0024, ADR 0025). Exec form: node is PID 1 and receives
+# SIGTERM itself, so the drain runs.
+ENTRYPOINT ["node"]
+CMD ["--max-semi-space-size=2", "--heap-growing-percent=30", "--optimize-for-size", "main.js"]
+
+# The echo service: the default target.
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app

@@ -4,7 +4,8 @@
  * containers are stand-ins here (a node:http server each, on its own loopback address 127.0.x.y,
  * keeping what `POST /scenario` sends and answering `GET /scenario`); the real operator runs as a child
  * process, its kubeconfig pointing at the double, so its RSS is its own: as the image runs it, the
- * built `dist/operator/main.js` (the bench runs `npm run build`'s build first), or with `--sources`
+ * built `src/operator/dist/main.js`, the bundle of the package @echo-chaos/operator (the bench runs
+ * `npm run build`'s build first), or with `--sources`
  * `src/operator/main.ts` as `npm run operator` runs it.
  *
  *   node bench/operator.ts [--size 10x10,50x100,200x300,500x1000] [--pods N --scenarios M] [--timeout 120]
@@ -90,8 +91,10 @@ const root = new URL('..', import.meta.url).pathname;
 const resultsPath = join(root, 'bench', 'RESULTS.md');
 /** The built operator, as the image runs it; with `--sources`, the TypeScript as `npm run operator` runs it. */
 const sources = flag('sources');
-const MAIN = sources ? join(root, 'src', 'operator', 'main.ts') : join(root, 'dist', 'operator', 'main.js');
-const MAIN_SHOWN = sources ? 'src/operator/main.ts' : 'dist/operator/main.js';
+const MAIN = sources
+  ? join(root, 'src', 'operator', 'main.ts')
+  : join(root, 'src', 'operator', 'dist', 'main.js');
+const MAIN_SHOWN = sources ? 'src/operator/main.ts' : 'src/operator/dist/main.js';
 /**
  * The node flags and environment `npm run operator` gives it (package.json; the chart's
  * `operator.args` and `operator.env` are the same), so the operator is measured as it runs.

@@ -1,29 +1,34 @@
 /**
- * Builds the two packages this repository publishes (ADR 0005):
+ * Builds the three packages this repository publishes (ADR 0005, ADR 0048):
  *
  * - `@echo-chaos/obs`: `src/obs` compiled to `src/obs/dist/`, which is the package as it ships
  *   (its own package.json, README, LICENSE and presets beside the JavaScript). `npm pack src/obs/dist`.
- * - `echo-chaos`: `src/{echo,operator,scenario}` compiled to `dist/`, plus the pages the service
- *   serves. `npm pack` at the root (its `prepack` runs this script).
- *
- * The operator's entry point, `dist/operator/main.js`, is then bundled into one minified file with
- * what it imports (ADR 0025): `@kubernetes/client-node` alone is 25 MB of JavaScript in about 1,000
- * files, whose text V8 keeps in the heap; minified, with the rest, it is about 5 MB. The
- * OpenTelemetry SDK stays outside it, imported only when an `OTEL_*` variable asks for it.
+ * - `echo-chaos`: `src/{echo,scenario}` compiled to `dist/`, plus the pages the service serves.
+ *   `npm pack` at the root (its `prepack` runs this script).
+ * - `@echo-chaos/operator`: `src/operator/dist/`, the operator's entry point bundled into one
+ *   minified file with what it imports (ADR 0025): `@kubernetes/client-node` alone is 25 MB of
+ *   JavaScript in about 1,000 files, whose text V8 keeps in the heap; minified, with the rest, it is
+ *   about 5 MB. The OpenTelemetry SDK module stays outside it (`telemetry/otel.js` beside it),
+ *   imported only when an `OTEL_*` variable asks for it, and the OpenTelemetry packages are the
+ *   package's only dependencies. `npm run pack:operator` (this script, then `npm pack src/operator/dist`).
  *
  * In the repository the workspace `@echo-chaos/obs` resolves to the TypeScript sources (Node strips
  * the types; ADR 0001), so neither `npm start` nor `npm test` needs a build.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildSync } from 'esbuild';
+import { buildSync, type Metafile } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OBS = join(ROOT, 'src', 'obs');
 const OBS_OUT = join(OBS, 'dist');
 const OUT = join(ROOT, 'dist');
+const OPERATOR = join(ROOT, 'src', 'operator');
+/** The operator's package as it ships (ADR 0048). */
+export const OPERATOR_OUT = join(OPERATOR, 'dist');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 interface PackageJson {
@@ -57,27 +62,32 @@ function tsc(project: string): void {
   execFileSync(process.execPath, [TSC, '-p', project], { cwd: ROOT, stdio: 'inherit' });
 }
 
+const readJson = <T = PackageJson>(file: string): T => JSON.parse(readFileSync(file, 'utf8')) as T;
+const writeJson = (file: string, value: unknown): void =>
+  writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
+
 export function build(): void {
   rmSync(OBS_OUT, { recursive: true, force: true });
   rmSync(OUT, { recursive: true, force: true });
+  rmSync(OPERATOR_OUT, { recursive: true, force: true });
 
   tsc(join(OBS, 'tsconfig.build.json'));
   cpSync(join(OBS, 'presets'), join(OBS_OUT, 'presets'), { recursive: true });
   cpSync(join(OBS, 'README.md'), join(OBS_OUT, 'README.md'));
   cpSync(join(ROOT, 'LICENSE'), join(OBS_OUT, 'LICENSE'));
-  const workspace = JSON.parse(readFileSync(join(OBS, 'package.json'), 'utf8')) as PackageJson;
-  writeFileSync(
-    join(OBS_OUT, 'package.json'),
-    `${JSON.stringify(publishedObsManifest(workspace), null, 2)}\n`,
-  );
+  writeJson(join(OBS_OUT, 'package.json'), publishedObsManifest(readJson(join(OBS, 'package.json'))));
 
   // The service's declarations refer to `@echo-chaos/obs` by name; tsconfig.build.json maps the
   // name to the declarations just built, so the service is checked against what obs ships.
   tsc(join(ROOT, 'tsconfig.build.json'));
   mkdirSync(join(OUT, 'echo', 'pages'), { recursive: true });
   cpSync(join(ROOT, 'src', 'echo', 'pages'), join(OUT, 'echo', 'pages'), { recursive: true });
-  bundleOperator();
-  for (const bin of ['echo/main.js', 'operator/main.js']) chmodSync(join(OUT, bin), 0o755);
+  chmodSync(join(OUT, 'echo', 'main.js'), 0o755);
+
+  // tsc compiled the operator into dist/operator/ too: the bundle is made from there, and the
+  // service's package (dist/) holds none of it.
+  buildOperatorPackage();
+  rmSync(join(OUT, 'operator'), { recursive: true, force: true });
 }
 
 /**
@@ -86,19 +96,133 @@ export function build(): void {
  * OpenTelemetry packages (the SDK's, and the API that obs shares with it).
  */
 export const OPERATOR_BUNDLE_EXTERNAL = ['../telemetry/otel.js', '@opentelemetry/*'];
+/** Where the bundle imports the SDK module from, beside it in the operator's package. */
+const OTEL_MODULE = './telemetry/otel.js';
 
-/** `dist/operator/main.js` and what it imports, as one minified ES module in its place. */
-function bundleOperator(): void {
-  const entry = join(OUT, 'operator', 'main.js');
-  const bundled = join(OUT, 'operator', 'main.bundle.js');
-  buildSync({
-    entryPoints: [entry],
-    outfile: bundled,
+/**
+ * The package.json `@echo-chaos/operator` ships with: name, version, description and repository
+ * from its kept manifest (`src/operator/package.json`, private), license and engines from the
+ * root's, and as dependencies only the packages its files import at run time (`dependencies`).
+ */
+export function publishedOperatorManifest(
+  kept: PackageJson,
+  root: PackageJson,
+  dependencies: OperatorDependencies,
+): PackageJson {
+  return {
+    name: kept['name'],
+    version: kept['version'],
+    description: kept['description'],
+    license: root['license'],
+    repository: kept['repository'],
+    type: 'module',
+    engines: root['engines'],
+    bin: { 'echo-chaos-operator': 'main.js' },
+    files: ['main.js', 'main.js.LEGAL.txt', 'telemetry/', 'crds/', 'README.md', 'LICENSE'],
+    ...dependencies,
+  };
+}
+
+/** The dependency fields a package.json may declare a package in. */
+const DEPENDENCY_FIELDS = ['dependencies', 'optionalDependencies', 'peerDependencies'] as const;
+type DependencyField = (typeof DEPENDENCY_FIELDS)[number];
+export type OperatorDependencies = Partial<
+  Record<DependencyField | 'peerDependenciesMeta', Record<string, unknown>>
+>;
+
+/**
+ * The operator package's dependency fields for the packages it imports at run time (`names`): each
+ * declared as, and at the version that, the root's package.json declares it (a dependency, an
+ * optional one, or a peer, optional when the root's is). One the root lacks, or one of ours (the
+ * bundle holds obs), fails the build.
+ */
+export function operatorDependencies(root: PackageJson, names: readonly string[]): OperatorDependencies {
+  const out: OperatorDependencies = {};
+  for (const name of [...names].sort()) {
+    if (name.startsWith('@echo-chaos/')) {
+      throw new Error(`build: the operator's package imports ${name} at run time; it must be bundled`);
+    }
+    const field = DEPENDENCY_FIELDS.find(
+      (f) => (root[f] as Record<string, string> | undefined)?.[name] !== undefined,
+    );
+    if (field === undefined) {
+      throw new Error(
+        `build: the operator imports ${name} at run time, which package.json declares in no dependencies`,
+      );
+    }
+    out[field] = { ...out[field], [name]: (root[field] as Record<string, string>)[name] };
+    const meta = (root['peerDependenciesMeta'] as Record<string, unknown> | undefined)?.[name];
+    if (field === 'peerDependencies' && meta !== undefined) {
+      out.peerDependenciesMeta = { ...out.peerDependenciesMeta, [name]: meta };
+    }
+  }
+  return out;
+}
+
+/** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`. */
+const packageOf = (specifier: string): string =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+
+/**
+ * The packages an output of `metafile` imports and leaves outside: node's own modules aside, and
+ * those that are not installed, which esbuild leaves outside only when a `require` in a `try` asks
+ * for them (ws's optional `bufferutil`, for one).
+ */
+function externalPackages(metafile: Metafile): string[] {
+  return Object.values(metafile.outputs).flatMap((output) =>
+    output.imports
+      .filter((i) => i.external && !isBuiltin(i.path) && !i.path.startsWith('.'))
+      .map((i) => packageOf(i.path))
+      .filter((name) => existsSync(join(ROOT, 'node_modules', name, 'package.json'))),
+  );
+}
+
+/**
+ * The operator's package in `src/operator/dist/` (ADR 0048): the bundle, its license notices, the
+ * OpenTelemetry SDK module it imports when asked, the CRD, a README, the LICENSE, its package.json
+ * and a package-lock.json for the image's `npm ci` (npm never packs a package-lock.json).
+ */
+function buildOperatorPackage(): void {
+  mkdirSync(OPERATOR_OUT, { recursive: true });
+  const main = bundleOperator();
+  const otel = bundleOtelModule();
+  const rootManifest = readJson(join(ROOT, 'package.json'));
+  const dependencies = operatorDependencies(rootManifest, [
+    ...new Set([...externalPackages(main), ...externalPackages(otel)]),
+  ]);
+  const manifest = publishedOperatorManifest(
+    readJson(join(OPERATOR, 'package.json')),
+    rootManifest,
+    dependencies,
+  );
+  writeJson(join(OPERATOR_OUT, 'package.json'), manifest);
+  writeJson(
+    join(OPERATOR_OUT, 'package-lock.json'),
+    operatorLockfile(readJson(join(ROOT, 'package-lock.json')), manifest),
+  );
+  mkdirSync(join(OPERATOR_OUT, 'crds'));
+  cpSync(join(ROOT, 'charts', 'echo-chaos', 'crds'), join(OPERATOR_OUT, 'crds'), { recursive: true });
+  writeFileSync(join(OPERATOR_OUT, 'README.md'), operatorReadme());
+  cpSync(join(ROOT, 'LICENSE'), join(OPERATOR_OUT, 'LICENSE'));
+  chmodSync(join(OPERATOR_OUT, 'main.js'), 0o755);
+}
+
+/** `dist/operator/main.js` and what it imports, as one minified ES module: `src/operator/dist/main.js`. */
+function bundleOperator(): Metafile {
+  const outfile = join(OPERATOR_OUT, 'main.js');
+  const { metafile } = buildSync({
+    entryPoints: [join(OUT, 'operator', 'main.js')],
+    outfile,
+    absWorkingDir: ROOT,
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: 'node24',
     minify: true,
+    metafile: true,
     // The obs that was just built, not its TypeScript sources (the workspace's export).
     alias: {
       '@echo-chaos/obs': join(OBS_OUT, 'index.js'),
@@ -115,9 +239,127 @@ function bundleOperator(): void {
     legalComments: 'external',
     logLevel: 'error',
   });
-  rmSync(join(OUT, 'operator', 'main.js.map'), { force: true });
-  renameSync(bundled, entry);
-  renameSync(`${bundled}.LEGAL.txt`, `${entry}.LEGAL.txt`);
+  // The SDK module sits beside the bundle in the package, not in a sibling folder as in dist/.
+  const code = readFileSync(outfile, 'utf8');
+  const [from, to] = [JSON.stringify(OPERATOR_BUNDLE_EXTERNAL[0]), JSON.stringify(OTEL_MODULE)];
+  const found = code.split(from).length - 1;
+  if (found !== 1) throw new Error(`build: the operator's bundle names ${from} ${found} times, not once`);
+  writeFileSync(outfile, code.replace(from, to));
+  return metafile;
+}
+
+/**
+ * `dist/telemetry/otel.js`, the module the bundle imports when an `OTEL_*` variable asks for the
+ * SDK, with the repository's modules it imports (none of obs: the bundle has obs, and two copies
+ * would not share its state); the packages stay outside, dependencies of the operator's package.
+ */
+function bundleOtelModule(): Metafile {
+  const { metafile } = buildSync({
+    entryPoints: [join(OUT, 'telemetry', 'otel.js')],
+    outfile: join(OPERATOR_OUT, OTEL_MODULE),
+    absWorkingDir: ROOT,
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node24',
+    metafile: true,
+    logLevel: 'error',
+  });
+  const outside = Object.keys(metafile.inputs).filter(
+    (input) => !input.startsWith(`${relative(ROOT, OUT).split(sep).join('/')}/`),
+  );
+  if (outside.length > 0) {
+    throw new Error(`build: telemetry/otel.js of the operator's package holds ${outside.join(', ')}`);
+  }
+  return metafile;
+}
+
+interface LockEntry {
+  [key: string]: unknown;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+
+interface Lockfile {
+  [key: string]: unknown;
+  packages: Record<string, LockEntry>;
+}
+
+/**
+ * A package-lock.json for `manifest` made of the root's: the root's entries for the packages the
+ * manifest's dependencies need, at the same places, so `npm ci` in the operator's package installs
+ * exactly the versions the repository tested, without asking the registry what is newest.
+ */
+export function operatorLockfile(root: Lockfile, manifest: PackageJson): Lockfile {
+  const packages: Record<string, LockEntry> = {};
+  /** Where node would find `name` from the package at `from` (`''`: the root), as it lies in the root's tree. */
+  const visit = (from: string, name: string, optional: boolean): void => {
+    for (let dir = from; ; ) {
+      const key = `${dir === '' ? '' : `${dir}/`}node_modules/${name}`;
+      const entry = root.packages[key];
+      if (entry !== undefined) {
+        if (packages[key] === undefined) {
+          const { dev: _dev, devOptional, ...kept } = entry;
+          packages[key] = devOptional === true ? { ...kept, optional: true } : kept;
+          walk(key, entry);
+        }
+        return;
+      }
+      if (dir === '') {
+        if (optional) return;
+        throw new Error(`build: package-lock.json has no ${name} for ${from === '' ? 'the root' : from}`);
+      }
+      const up = dir.lastIndexOf('/node_modules/');
+      dir = up === -1 ? '' : dir.slice(0, up);
+    }
+  };
+  const walk = (key: string, entry: LockEntry): void => {
+    for (const name of Object.keys(entry.dependencies ?? {})) visit(key, name, false);
+    for (const name of Object.keys(entry.optionalDependencies ?? {})) visit(key, name, true);
+    for (const name of Object.keys(entry.peerDependencies ?? {}))
+      visit(key, name, entry.peerDependenciesMeta?.[name]?.optional === true);
+  };
+  const top: LockEntry = {
+    name: manifest['name'],
+    version: manifest['version'],
+    license: manifest['license'],
+    ...Object.fromEntries(
+      [...DEPENDENCY_FIELDS, 'peerDependenciesMeta']
+        .filter((field) => manifest[field] !== undefined)
+        .map((field) => [field, manifest[field]]),
+    ),
+    bin: manifest['bin'],
+    engines: manifest['engines'],
+  };
+  walk('', top);
+  const sorted = Object.fromEntries(Object.entries(packages).sort(([a], [b]) => a.localeCompare(b)));
+  return {
+    name: manifest['name'],
+    version: manifest['version'],
+    lockfileVersion: 3,
+    requires: true,
+    packages: { '': top, ...sorted },
+  };
+}
+
+/**
+ * The operator package's README: `src/operator/package-readme.md` with the settings table of
+ * `src/operator/README.md` (which scripts/readme-tables.ts generates from the operator's settings).
+ */
+function operatorReadme(): string {
+  const table =
+    /<!-- generated:operator-settings[^>]*-->\n([\s\S]*?)<!-- \/generated:operator-settings -->/.exec(
+      readFileSync(join(OPERATOR, 'README.md'), 'utf8'),
+    )?.[1];
+  if (table === undefined) throw new Error('build: src/operator/README.md has no operator-settings table');
+  const template = readFileSync(join(OPERATOR, 'package-readme.md'), 'utf8');
+  if (!template.includes('<!-- operator-settings -->')) {
+    throw new Error('build: src/operator/package-readme.md has no <!-- operator-settings --> placeholder');
+  }
+  return template.replace('<!-- operator-settings -->\n', table);
 }
 
 if (import.meta.main) build();

@@ -8,10 +8,12 @@
  * A package is checked where it is kept (`manifest`) and where it is published from (`publishDir`).
  * For `echo-chaos` the two are one file. `@echo-chaos/obs` is kept as the workspace `src/obs`, whose
  * manifest is for development (private, exports pointing at the TypeScript sources), and ships as
- * `src/obs/dist`, which `npm run build` writes with its own package.json (scripts/build.ts): the
- * workspace manifest must stay private, and the built one, once there, must not be private and must
- * carry the same name and version. `--built` demands the built manifests (the workflow's npm job
- * checks again after `npm run build`, just before publishing).
+ * `src/obs/dist`, which `npm run build` writes with its own package.json (scripts/build.ts).
+ * `@echo-chaos/operator` likewise: `src/operator/package.json` is private (packing it fails, naming
+ * `npm run pack:operator`) and it ships as `src/operator/dist`, the bundle the build writes (ADR
+ * 0048). A kept manifest must stay private, and the built one, once there, must not be private and
+ * must carry the same name and version. `--built` demands the built manifests (the workflow's npm
+ * job checks again after `npm run build`, just before publishing).
  *
  * `node scripts/release-check.ts [--built] v1.2.3` prints the problems and exits 1, or prints the
  * release and, under GitHub Actions, writes `version` (no `v`) and `dist-tag` (`latest`, or `next`
@@ -36,10 +38,14 @@ export interface ReleasePackage {
   readonly publishDir: string;
 }
 
-/** The packages a release publishes, in publishing order (obs first: the service depends on it). */
+/**
+ * The packages a release publishes, in publishing order: obs first, since the service depends on it;
+ * the operator bundles what it uses of obs and the service, so it depends on neither.
+ */
 export const RELEASE_PACKAGES: readonly ReleasePackage[] = [
   { name: '@echo-chaos/obs', manifest: 'src/obs/package.json', publishDir: 'src/obs/dist' },
   { name: 'echo-chaos', manifest: 'package.json', publishDir: '.' },
+  { name: '@echo-chaos/operator', manifest: 'src/operator/package.json', publishDir: 'src/operator/dist' },
 ];
 
 /** The package.json that ships: `publishDir`'s (the manifest itself when it is published as is). */

@@ -1,12 +1,22 @@
 /**
- * The two packages as their users meet them: packed from this repository, installed from the
+ * The three packages as their users meet them: packed from this repository, installed from the
  * tarballs into scratch apps outside it (fastify from the registry or npm's cache), and run on both
  * Node LTS lines, from JavaScript (imported and required) and from type-checked TypeScript. Then
- * `npx echo-chaos` from its tarball answers `/ready`.
+ * `npx echo-chaos` from its tarball answers `/ready`, and `@echo-chaos/operator`, installed alone,
+ * runs `npx echo-chaos-operator` (ADR 0048). What each install weighs (packages, MB) is measured
+ * as docs/development.md ("The packages") states it.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, sep } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -14,9 +24,19 @@ import { fileURLToPath } from 'node:url';
 import { exitOf, freePort, until, within } from './helpers/runtime.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PACKAGE_VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string })
+  .version;
 /** Packages an obs-only app may add on top of fastify's own. */
 const MAX_EXTRA_PACKAGES = 12;
 const INSTALL_TIMEOUT_MS = 240_000;
+/**
+ * Bounds on what an install brings (docs/development.md, "The packages"): the service with obs
+ * (issue #35 aims at 60 packages and 40 MB, which needs its OpenTelemetry SDK, ioredis and selfsigned
+ * optional), and the operator alone (its bundle and the OpenTelemetry packages).
+ */
+const MAX_SERVICE_PACKAGES = 120;
+const MAX_OPERATOR_PACKAGES = 30;
+const MAX_OPERATOR_MEGABYTES = 40;
 /** The Node lines a consumer may run: the current LTS lines. */
 const NODE_LINES = ['22', '24'] as const;
 
@@ -59,6 +79,12 @@ function npmInstall(dir: string, specs: string[]): void {
 function installedPackages(dir: string): number {
   const out = run('npm', ['ls', '--all', '--parseable'], dir);
   return out.split('\n').filter((line) => line.trim() !== '').length - 1; // less the app itself
+}
+
+/** What an install put in `dir`: the packages `npm ls --all` lists and the size of node_modules. */
+function footprint(dir: string): { packages: number; megabytes: number } {
+  const kilobytes = Number(run('du', ['-sk', 'node_modules'], dir).split(/\s/)[0]);
+  return { packages: installedPackages(dir), megabytes: Math.round(kilobytes / 1024) };
 }
 
 function tarEntries(tarball: string): string[] {
@@ -118,7 +144,7 @@ function assertReport(output: string, line: string): void {
 }
 
 describe('packages – installed from their tarballs, outside the repository', { concurrency: false }, () => {
-  const tarballs = { obs: '', service: '' };
+  const tarballs = { obs: '', service: '', operator: '' };
   const nodes: Record<string, string> = {};
 
   before(() => {
@@ -127,11 +153,16 @@ describe('packages – installed from their tarballs, outside the repository', {
     // `npm pack` runs the prepack script, which builds both packages.
     run('npm', ['pack', '--pack-destination', packs], ROOT);
     run('npm', ['pack', '--pack-destination', packs], join(ROOT, 'src', 'obs', 'dist'));
+    run('npm', ['pack', '--pack-destination', packs], join(ROOT, 'src', 'operator', 'dist'));
     for (const file of readdirSync(packs)) {
       if (file.startsWith('echo-chaos-obs-')) tarballs.obs = join(packs, file);
+      else if (file.startsWith('echo-chaos-operator-')) tarballs.operator = join(packs, file);
       else if (file.startsWith('echo-chaos-')) tarballs.service = join(packs, file);
     }
-    assert.ok(tarballs.obs !== '' && tarballs.service !== '', `tarballs: ${readdirSync(packs).join(', ')}`);
+    assert.ok(
+      tarballs.obs !== '' && tarballs.service !== '' && tarballs.operator !== '',
+      `tarballs: ${readdirSync(packs).join(', ')}`,
+    );
     // Both Node LTS lines, from the registry's `node` package.
     for (const line of NODE_LINES) {
       const dir = app(`node-${line}`);
@@ -140,7 +171,7 @@ describe('packages – installed from their tarballs, outside the repository', {
     }
   });
 
-  test('the READMEs name the tarballs npm pack writes, and install both together until the first release', () => {
+  test('the READMEs name the tarballs npm pack writes, install both together until the first release, and the operator alone', () => {
     const service = basename(tarballs.service);
     const obs = basename(tarballs.obs);
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -148,6 +179,9 @@ describe('packages – installed from their tarballs, outside the repository', {
       readme.includes(`npm install ./${service} ./${obs}`),
       `README.md installs ${service} with ${obs}`,
     );
+    // The operator's, packed alone by `npm run pack:operator`.
+    assert.ok(readme.includes(basename(tarballs.operator)), `README.md names ${basename(tarballs.operator)}`);
+    assert.ok(readme.includes('npm run pack:operator'), 'README.md says how to pack the operator');
     const obsReadme = readFileSync(join(ROOT, 'src', 'obs', 'README.md'), 'utf8');
     assert.ok(obsReadme.includes(`writes ${obs}`), `src/obs/README.md names ${obs}`);
     assert.ok(obsReadme.includes(`npm install /path/to/${obs} fastify`));
@@ -172,8 +206,7 @@ describe('packages – installed from their tarballs, outside the repository', {
       (e) =>
         !/^([a-z0-9-]+\/)*[a-z0-9-]+\.(js|js\.map|d\.ts|d\.ts\.map)$/.test(e) &&
         !/^presets\/application-obs-[a-z]+\.yml$/.test(e) &&
-        // The license notices of what the operator's bundle holds (ADR 0025).
-        !['package.json', 'README.md', 'LICENSE', 'dist/operator/main.js.LEGAL.txt'].includes(e),
+        !['package.json', 'README.md', 'LICENSE'].includes(e),
     );
     assert.deepEqual(unexpected, []);
     assert.deepEqual(
@@ -182,21 +215,66 @@ describe('packages – installed from their tarballs, outside the repository', {
     );
   });
 
-  test('the echo-chaos tarball holds dist/ and the package files, no test or source file', () => {
+  test('the echo-chaos tarball holds dist/ and the package files, no test or source file, no operator', () => {
     const entries = tarEntries(tarballs.service);
-    for (const bin of ['dist/echo/main.js', 'dist/operator/main.js', 'dist/echo/pages/web-ws.html']) {
+    for (const bin of ['dist/echo/main.js', 'dist/echo/pages/web-ws.html']) {
       assert.ok(entries.includes(bin), `${bin} missing`);
     }
     const unexpected = entries.filter(
       (e) =>
         !/^dist\/[a-z0-9/-]+\.(js|js\.map|d\.ts|d\.ts\.map|html)$/.test(e) &&
-        // The license notices of what the operator's bundle holds (ADR 0025).
-        !['package.json', 'README.md', 'LICENSE', 'dist/operator/main.js.LEGAL.txt'].includes(e),
+        !['package.json', 'README.md', 'LICENSE'].includes(e),
     );
     assert.deepEqual(unexpected, []);
     assert.deepEqual(
       entries.filter((e) => /(^|\/)(tests?|fixtures?)\/|\.test\.|^src\//i.test(e)),
       [],
+    );
+    // The operator is its own package (ADR 0048).
+    assert.deepEqual(
+      entries.filter((e) => e.startsWith('dist/operator/')),
+      [],
+    );
+    const manifest = JSON.parse(run('tar', ['-xzOf', tarballs.service, 'package/package.json'], scratch));
+    assert.deepEqual(Object.keys(manifest.bin), ['echo-chaos']);
+    assert.equal(manifest.dependencies['@kubernetes/client-node'], undefined);
+  });
+
+  test('the operator tarball holds its bundle, the SDK module, the CRD and the package files, nothing else', () => {
+    assert.equal(basename(tarballs.operator), `echo-chaos-operator-${PACKAGE_VERSION}.tgz`);
+    assert.deepEqual(tarEntries(tarballs.operator).sort(), [
+      'LICENSE',
+      'README.md',
+      'crds/echoscenarios.echo-chaos.dev.yaml',
+      'main.js',
+      // The license notices of what the bundle holds (ADR 0025).
+      'main.js.LEGAL.txt',
+      'package.json',
+      'telemetry/otel.js',
+    ]);
+    const manifest = JSON.parse(run('tar', ['-xzOf', tarballs.operator, 'package/package.json'], scratch));
+    const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    assert.equal(manifest.name, '@echo-chaos/operator');
+    assert.equal(manifest.private, undefined);
+    for (const field of ['version', 'license', 'engines', 'type']) {
+      assert.deepEqual(manifest[field], root[field], field);
+    }
+    assert.deepEqual(manifest.bin, { 'echo-chaos-operator': 'main.js' });
+    // Only what the bundle leaves outside, at the root's versions: the OpenTelemetry packages.
+    for (const [name, version] of Object.entries(manifest.dependencies)) {
+      assert.match(name, /^@opentelemetry\//);
+      assert.equal(version, root.dependencies[name], name);
+    }
+    assert.ok(manifest.dependencies['@opentelemetry/api'], 'the API obs and the SDK share');
+    // The README has the settings table of src/operator/README.md.
+    const readme = run('tar', ['-xzOf', tarballs.operator, 'package/README.md'], scratch);
+    assert.match(readme, /^\| `WATCH_NAMESPACE` \|/m);
+  });
+
+  test('packing src/operator itself fails, naming the command that packs the operator', () => {
+    assert.throws(
+      () => run('npm', ['pack', '--dry-run', join(ROOT, 'src', 'operator')], scratch),
+      /npm run pack:operator/,
     );
   });
 
@@ -348,11 +426,9 @@ describe('packages – installed from their tarballs, outside the repository', {
       PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`,
     });
     assert.match(help, /^ {2}ECHO_CHAOS$/m);
-    // The operator's bin too: a JavaScript file run by its shebang, never by a shell.
-    const operatorHelp = run('npx', ['--no-install', 'echo-chaos-operator', '--help'], dir, {
-      PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}`,
-    });
-    assert.match(operatorHelp, /^Usage: echo-chaos-operator/m);
+    // The operator is its own package: neither its bin nor its Kubernetes client comes with the service.
+    assert.ok(!existsSync(join(dir, 'node_modules', '.bin', 'echo-chaos-operator')));
+    assert.ok(!existsSync(join(dir, 'node_modules', '@kubernetes', 'client-node')));
     // The library entry points: the service in process, and obs through its old name.
     writeFileSync(
       join(dir, 'embed.mjs'),
@@ -424,5 +500,56 @@ describe('packages – installed from their tarballs, outside the repository', {
         // Gone already: what the test expects.
       }
     }
+  });
+  test('@echo-chaos/operator installed alone: npx echo-chaos-operator --help, its dependencies only', () => {
+    const dir = app('operator-alone');
+    npmInstall(dir, [tarballs.operator]);
+    const env = { PATH: `${join(nodes['24']!, '..')}:${process.env['PATH']}` };
+    // A JavaScript file run by its shebang, never by a shell.
+    const help = run('npx', ['--no-install', 'echo-chaos-operator', '--help'], dir, env);
+    assert.match(help, /^Usage: echo-chaos-operator/m);
+    assert.equal(
+      run('npx', ['--no-install', 'echo-chaos-operator', '--version'], dir, env).trim(),
+      PACKAGE_VERSION,
+    );
+    const installed = readdirSync(join(dir, 'node_modules')).filter((d) => !d.startsWith('.'));
+    for (const absent of ['@kubernetes', 'fastify', 'echo-chaos', 'pino']) {
+      assert.ok(!installed.includes(absent), `${absent} installed with the operator`);
+    }
+    // The SDK module loads from the package, its OpenTelemetry packages resolved from the install.
+    const otel = join(dir, 'node_modules', '@echo-chaos', 'operator', 'telemetry', 'otel.js');
+    const loaded = run(
+      nodes['24']!,
+      [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(otel)}); console.log(typeof m.startTelemetry);`,
+      ],
+      dir,
+    );
+    assert.equal(loaded.trim(), 'function');
+  });
+
+  test('what each install weighs (docs/development.md, "The packages")', (t) => {
+    const service = app('weigh-service');
+    npmInstall(service, [tarballs.obs, tarballs.service]);
+    const operator = app('weigh-operator');
+    npmInstall(operator, [tarballs.operator]);
+    const obs = app('weigh-obs');
+    npmInstall(obs, [tarballs.obs, 'fastify@5']);
+    const figures = {
+      'echo-chaos + @echo-chaos/obs': footprint(service),
+      '@echo-chaos/operator': footprint(operator),
+      '@echo-chaos/obs + fastify': footprint(obs),
+    };
+    for (const [what, { packages, megabytes }] of Object.entries(figures)) {
+      t.diagnostic(`${what}: ${packages} packages, ${megabytes} MB`);
+    }
+    // The service no longer brings the operator's Kubernetes client (64 MB of the 149 it weighed).
+    assert.ok(!existsSync(join(service, 'node_modules', '@kubernetes')));
+    assert.ok(figures['echo-chaos + @echo-chaos/obs'].packages <= MAX_SERVICE_PACKAGES);
+    // The operator: its bundle and the OpenTelemetry packages.
+    assert.ok(figures['@echo-chaos/operator'].packages <= MAX_OPERATOR_PACKAGES);
+    assert.ok(figures['@echo-chaos/operator'].megabytes <= MAX_OPERATOR_MEGABYTES);
   });
 });

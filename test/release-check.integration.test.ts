@@ -1,7 +1,8 @@
 /**
  * The release preflight (`scripts/release-check.ts`), which `.github/workflows/release.yml` runs
  * before publishing, on trees it makes: every package's kept manifest, and the manifest it ships
- * with when the build writes one (`@echo-chaos/obs`: `src/obs/dist/package.json`).
+ * with when the build writes one (`@echo-chaos/obs`: `src/obs/dist/package.json`;
+ * `@echo-chaos/operator`: `src/operator/dist/package.json`).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -23,6 +24,8 @@ const SCRIPT = join(ROOT, 'scripts', 'release-check.ts');
 const OBS = 'src/obs/package.json';
 const OBS_BUILT = 'src/obs/dist/package.json';
 const SERVICE = 'package.json';
+const OPERATOR = 'src/operator/package.json';
+const OPERATOR_BUILT = 'src/operator/dist/package.json';
 
 describe('release preflight (scripts/release-check.ts)', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'echo-chaos-release-'));
@@ -57,18 +60,24 @@ describe('release preflight (scripts/release-check.ts)', () => {
     return root;
   }
 
-  test('release preflight – the model: obs is kept in src/obs and ships from its build, src/obs/dist', () => {
+  test('release preflight – the model: obs and the operator are kept in src/ and ship from their builds', () => {
     assert.deepEqual(
       RELEASE_PACKAGES.map((p) => [p.name, p.manifest, publishedManifest(p), isBuilt(p)]),
       [
         ['@echo-chaos/obs', OBS, OBS_BUILT, true],
         ['echo-chaos', SERVICE, SERVICE, false],
+        ['@echo-chaos/operator', OPERATOR, OPERATOR_BUILT, true],
       ],
     );
-    // The repository's own manifests are what the model says: obs's kept one is private.
-    const kept = JSON.parse(readFileSync(join(ROOT, OBS), 'utf8'));
-    assert.equal(kept.private, true);
-    assert.notEqual(JSON.parse(readFileSync(join(ROOT, SERVICE), 'utf8')).private, true);
+    // The repository's own manifests are what the model says: the kept ones of obs and the operator
+    // are private, at the service's version.
+    const service = JSON.parse(readFileSync(join(ROOT, SERVICE), 'utf8'));
+    assert.notEqual(service.private, true);
+    for (const file of [OBS, OPERATOR]) {
+      const kept = JSON.parse(readFileSync(join(ROOT, file), 'utf8'));
+      assert.equal(kept.private, true, file);
+      assert.equal(kept.version, service.version, file);
+    }
   });
 
   test('release preflight – a tag equal to every version passes, built or not, repository included', () => {
@@ -102,6 +111,12 @@ describe('release preflight (scripts/release-check.ts)', () => {
       'src/obs/package.json: version is 1.2.3, the tag v1.2.4 says 1.2.4',
       'src/obs/dist/package.json: version is 1.2.3, the tag v1.2.4 says 1.2.4',
       'package.json: version is 1.2.3, the tag v1.2.4 says 1.2.4',
+      'src/operator/package.json: version is 1.2.3, the tag v1.2.4 says 1.2.4',
+      'src/operator/dist/package.json: version is 1.2.3, the tag v1.2.4 says 1.2.4',
+    ]);
+    const operatorStale = tree('1.2.3', { [OPERATOR_BUILT]: { version: '1.2.2' } });
+    assert.deepEqual(releaseProblems('v1.2.3', operatorStale), [
+      'src/operator/dist/package.json: version is 1.2.2, the tag v1.2.3 says 1.2.3',
     ]);
   });
 
@@ -112,6 +127,7 @@ describe('release preflight (scripts/release-check.ts)', () => {
     rmSync(join(root, 'src'), { recursive: true });
     assert.deepEqual(releaseProblems('v1.2.3', root), [
       'src/obs/package.json is missing (the package @echo-chaos/obs)',
+      'src/operator/package.json is missing (the package @echo-chaos/operator)',
     ]);
     const renamed = tree('1.2.3', { [OBS]: { name: 'obs' } });
     assert.deepEqual(releaseProblems('v1.2.3', renamed), [
@@ -137,6 +153,14 @@ describe('release preflight (scripts/release-check.ts)', () => {
     assert.deepEqual(releaseProblems('v1.2.3', workspace), [
       'src/obs/package.json: private is not true, yet @echo-chaos/obs ships from src/obs/dist (npm run build)',
     ]);
+    const operatorSources = tree('1.2.3', { [OPERATOR]: { private: false } });
+    assert.deepEqual(releaseProblems('v1.2.3', operatorSources), [
+      'src/operator/package.json: private is not true, yet @echo-chaos/operator ships from src/operator/dist (npm run build)',
+    ]);
+    const operatorBuilt = tree('1.2.3', { [OPERATOR_BUILT]: { private: true } });
+    assert.deepEqual(releaseProblems('v1.2.3', operatorBuilt), [
+      'src/operator/dist/package.json: private is true, npm will not publish it',
+    ]);
   });
 
   test('release preflight – the built manifest is checked when present, and demanded with built', () => {
@@ -144,13 +168,14 @@ describe('release preflight (scripts/release-check.ts)', () => {
     assert.deepEqual(releaseProblems('v1.2.3', unbuilt), []);
     assert.deepEqual(releaseProblems('v1.2.3', unbuilt, { built: true }), [
       'src/obs/dist/package.json is missing (the package @echo-chaos/obs): run npm run build',
+      'src/operator/dist/package.json is missing (the package @echo-chaos/operator): run npm run build',
     ]);
   });
 
   test('release preflight – repository.url must name the building repository (npm provenance)', () => {
     assert.deepEqual(
       releaseProblems('v1.2.3', tree('1.2.3'), { repository: 'fork/r' }).map((p) => p.split(':')[0]),
-      [OBS, OBS_BUILT, SERVICE],
+      [OBS, OBS_BUILT, SERVICE, OPERATOR, OPERATOR_BUILT],
     );
     assert.match(
       releaseProblems('v1.2.3', tree('1.2.3'), { repository: 'fork/r' }).join('\n'),
@@ -196,7 +221,10 @@ describe('release preflight (scripts/release-check.ts)', () => {
     const good = run([`v${version}`], { GITHUB_OUTPUT: output });
     assert.equal(good.status, 0, good.stderr);
     assert.equal(readFileSync(output, 'utf8'), `version=${version}\ndist-tag=latest\n`);
-    assert.match(good.stdout, /@echo-chaos\/obs@\S+ from src\/obs\/dist, echo-chaos@/);
+    assert.match(
+      good.stdout,
+      /@echo-chaos\/obs@\S+ from src\/obs\/dist, echo-chaos@\S+, @echo-chaos\/operator@\S+ from src\/operator\/dist /,
+    );
     const next = run([`v${version}-next.0`]);
     assert.equal(next.status, 1);
     assert.match(next.stderr, /release-check: src\/obs\/package\.json: version is/);
@@ -204,9 +232,9 @@ describe('release preflight (scripts/release-check.ts)', () => {
     // missing (whether there is one depends on what ran before: packages.integration.test.ts builds too).
     const built = run(['--built', `v${version}`]);
     if (built.status !== 0) {
-      assert.equal(
+      assert.match(
         built.stderr,
-        'release-check: src/obs/dist/package.json is missing (the package @echo-chaos/obs): run npm run build\n',
+        /^(release-check: src\/(obs|operator)\/dist\/package\.json is missing \(the package @echo-chaos\/(obs|operator)\): run npm run build\n)+$/,
       );
     }
   });

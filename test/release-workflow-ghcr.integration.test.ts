@@ -1,7 +1,8 @@
 /**
- * `.github/workflows/release.yml`, the two things it pushes to ghcr.io: the image job (both
+ * `.github/workflows/release.yml`, what it pushes to ghcr.io: the image job (two images from the one
+ * Dockerfile, the service's default target and the operator's target `operator` (ADR 0048), both
  * platforms, tagged with the version) and the chart job (packaged at the version, pushed as an OCI
- * artifact once the image exists), and the chart's default image, which must be the one the
+ * artifact once the images exist), and the chart's default images, which must be the ones the
  * workflow pushes for the upstream owner. As in test/release-workflow.integration.test.ts (the trigger, the CI
  * gate, npm, permissions), each check returns the problems it sees and is shown to notice a broken
  * copy (test/helpers/workflow.ts).
@@ -32,19 +33,42 @@ const ROOT = join(import.meta.dirname, '..');
 const CHART = join(ROOT, 'charts', 'echo-chaos');
 
 const OWNER = gha('github.repository_owner');
-/** The image the workflow pushes, as written there: the owner is only known in GitHub. */
-const IMAGE = `ghcr.io/${OWNER}/echo-chaos`;
+/**
+ * The images the workflow pushes, as written there (the owner is only known in GitHub), each with
+ * the Dockerfile target it is built from (none: the default, the last stage) and the chart value
+ * that names it.
+ */
+const IMAGES = [
+  { image: `ghcr.io/${OWNER}/echo-chaos`, target: undefined, value: 'image' },
+  { image: `ghcr.io/${OWNER}/echo-chaos-operator`, target: 'operator', value: 'operator.image' },
+] as const;
 /** The owner of the upstream repository, whose image the chart's default values name. */
 const UPSTREAM_OWNER = 'echo-chaos';
 
-/** What the checks read of the chart. */
+/** What the checks read of the chart and the Dockerfile. */
 interface Chart {
   readonly values: Any;
   readonly chart: Any;
+  /** The Dockerfile's stage names (FROM ... AS name), in order. */
+  readonly stages: readonly string[];
 }
 
+/** The image job's step whose name matches `pattern`. */
+function named(wf: Any, pattern: RegExp): Any {
+  const found = stepsOf(jobOf(wf, 'image')).find((s) => pattern.test(String(s.name ?? '')));
+  assert.ok(found, `the mutation table looks for a step of image named ${pattern}: there is none`);
+  return found;
+}
+
+/** `a.b` of `values`. */
+const valueAt = (values: Any, path: string): Any =>
+  path.split('.').reduce((at: Any, key) => at?.[key], values);
+
 const CHECKS: Record<string, Check<Chart>> = {
-  'the image job builds both platforms and pushes ghcr.io/<owner>/echo-chaos:<version>'(wf) {
+  'the image job builds both platforms and pushes ghcr.io/<owner>/echo-chaos and echo-chaos-operator:<version>'(
+    wf,
+    repo,
+  ) {
     const job = jobOf(wf, 'image');
     if (job === undefined) return ['no job image'];
     const problems: string[] = [];
@@ -65,25 +89,43 @@ const CHECKS: Record<string, Check<Chart>> = {
     if (login?.with?.registry !== 'ghcr.io') problems.push('docker login is not to ghcr.io');
     if (login?.with?.password !== gha('secrets.GITHUB_TOKEN'))
       problems.push('docker login is not with GITHUB_TOKEN');
-    const meta = using(job, 'docker/metadata-action')[0];
-    const images = String(meta?.with?.images ?? '').trim();
-    if (images !== IMAGE) problems.push(`the image is ${JSON.stringify(images)}, not ${IMAGE}`);
-    const tags = String(meta?.with?.tags ?? '')
-      .split('\n')
-      .map((t) => t.trim());
-    if (!tags.includes('type=semver,pattern={{version}}')) {
-      problems.push('the image is not tagged with the version (type=semver,pattern={{version}})');
-    }
-    const build = using(job, 'docker/build-push-action')[0];
-    const platforms = String(build?.with?.platforms ?? '')
-      .split(',')
-      .map((p) => p.trim());
-    for (const platform of ['linux/amd64', 'linux/arm64']) {
-      if (!platforms.includes(platform)) problems.push(`the image is not built for ${platform}`);
-    }
-    if (build?.with?.push !== true) problems.push('build-push-action does not push');
-    if (meta?.id === undefined || build?.with?.tags !== `\${{ steps.${meta.id}.outputs.tags }}`) {
-      problems.push("build-push-action does not push metadata-action's tags");
+    const metas = using(job, 'docker/metadata-action');
+    const builds = using(job, 'docker/build-push-action');
+    for (const { image, target } of IMAGES) {
+      const meta = metas.find((m) => String(m.with?.images ?? '').trim() === image);
+      if (meta === undefined) {
+        problems.push(`no metadata-action names the image ${image}`);
+        continue;
+      }
+      const tags = String(meta.with?.tags ?? '')
+        .split('\n')
+        .map((t) => t.trim());
+      if (!tags.includes('type=semver,pattern={{version}}')) {
+        problems.push(`${image} is not tagged with the version (type=semver,pattern={{version}})`);
+      }
+      const build = builds.find(
+        (b) => meta.id !== undefined && b.with?.tags === `\${{ steps.${meta.id}.outputs.tags }}`,
+      );
+      if (build === undefined) {
+        problems.push(`no build-push-action pushes metadata-action's tags of ${image}`);
+        continue;
+      }
+      const platforms = String(build.with?.platforms ?? '')
+        .split(',')
+        .map((p) => p.trim());
+      for (const platform of ['linux/amd64', 'linux/arm64']) {
+        if (!platforms.includes(platform)) problems.push(`${image} is not built for ${platform}`);
+      }
+      if (build.with?.push !== true) problems.push(`build-push-action does not push ${image}`);
+      // The service is the Dockerfile's default target, its last stage; the operator a named one.
+      const built = build.with?.target ?? repo.stages.at(-1);
+      const expected = target ?? repo.stages.at(-1);
+      if (built !== expected) {
+        problems.push(`${image} is built from the stage ${String(built)}, not ${String(expected)}`);
+      }
+      if (!repo.stages.includes(String(built))) {
+        problems.push(`the Dockerfile has no stage ${String(built)} (${image})`);
+      }
     }
     return problems;
   },
@@ -122,18 +164,23 @@ const CHECKS: Record<string, Check<Chart>> = {
     return problems;
   },
 
-  "the chart's default image is the workflow's image with the owner echo-chaos"(wf, repo) {
+  "the chart's default images are the workflow's images with the owner echo-chaos"(wf, repo) {
     const problems: string[] = [];
-    const images = String(using(jobOf(wf, 'image'), 'docker/metadata-action')[0]?.with?.images ?? '').trim();
-    const upstream = images.replace(OWNER, UPSTREAM_OWNER);
-    if (!images.includes(OWNER)) problems.push(`the image ${images} does not follow the owner`);
-    if (repo.values?.image?.repository !== upstream) {
-      problems.push(
-        `values.yaml image.repository is ${repo.values?.image?.repository}, the workflow pushes ${upstream}`,
-      );
+    const metas = using(jobOf(wf, 'image'), 'docker/metadata-action');
+    for (const { image, value } of IMAGES) {
+      const images = String(
+        metas.find((m) => String(m.with?.images ?? '').endsWith(image.slice(image.lastIndexOf('/'))))?.with
+          ?.images ?? '',
+      ).trim();
+      const upstream = images.replace(OWNER, UPSTREAM_OWNER);
+      if (!images.includes(OWNER)) problems.push(`the image ${images} does not follow the owner`);
+      const repository = valueAt(repo.values, `${value}.repository`);
+      if (repository !== upstream) {
+        problems.push(`values.yaml ${value}.repository is ${repository}, the workflow pushes ${upstream}`);
+      }
+      if (valueAt(repo.values, `${value}.tag`) !== '')
+        problems.push(`values.yaml pins ${value}.tag: it should follow appVersion`);
     }
-    if (repo.values?.image?.tag !== '')
-      problems.push('values.yaml pins image.tag: it should follow appVersion');
     if (repo.chart?.name !== 'echo-chaos')
       problems.push(`the chart is ${repo.chart?.name}: helm push names echo-chaos-*.tgz`);
     return problems;
@@ -157,19 +204,49 @@ const MUTATIONS: Mutation<Chart>[] = [
     check: 'the image job',
     what: 'no push',
     wf: (wf) => (step(wf, 'image', /build-push/).with.push = false),
-    expect: /does not push$/,
+    expect: /does not push ghcr\.io\/.+\/echo-chaos$/m,
   },
   {
     check: 'the image job',
     what: 'another image',
     wf: (wf) => (step(wf, 'image', /metadata/).with.images = `ghcr.io/${OWNER}/other`),
-    expect: /the image is/,
+    expect: /no metadata-action names the image ghcr\.io\/.+\/echo-chaos$/m,
   },
   {
     check: 'the image job',
     what: 'no version tag',
     wf: (wf) => (step(wf, 'image', /metadata/).with.tags = 'type=sha'),
     expect: /not tagged with the version/,
+  },
+  {
+    check: 'the image job',
+    what: 'no operator image',
+    wf: (wf) => wf.jobs.image.steps.splice(-2, 2),
+    expect: /no metadata-action names the image ghcr\.io\/.+\/echo-chaos-operator/,
+  },
+  {
+    check: 'the image job',
+    what: 'the operator image built from the default target (the service)',
+    wf: (wf) => delete named(wf, /Build and push the operator/).with.target,
+    expect: /echo-chaos-operator is built from the stage runtime, not operator/,
+  },
+  {
+    check: 'the image job',
+    what: 'the service built from the operator stage',
+    wf: (wf) => (named(wf, /Build and push the service/).with.target = 'operator'),
+    expect: /echo-chaos is built from the stage operator, not runtime/,
+  },
+  {
+    check: 'the image job',
+    what: 'a target the Dockerfile lacks',
+    wf: (wf) => (named(wf, /Build and push the operator/).with.target = 'operatr'),
+    expect: /no stage operatr/,
+  },
+  {
+    check: 'the image job',
+    what: 'the operator image with the service tags',
+    wf: (wf) => (named(wf, /Build and push the operator/).with.tags = gha('steps.meta.outputs.tags')),
+    expect: /no build-push-action pushes metadata-action's tags of ghcr\.io\/.+\/echo-chaos-operator/,
   },
   {
     check: 'the image job',
@@ -187,7 +264,7 @@ const MUTATIONS: Mutation<Chart>[] = [
     check: 'the image job',
     what: 'own tags',
     wf: (wf) => (step(wf, 'image', /build-push/).with.tags = 'x:latest'),
-    expect: /metadata-action's tags/,
+    expect: /metadata-action's tags of ghcr\.io\/.+\/echo-chaos$/m,
   },
   {
     check: 'the chart job',
@@ -236,6 +313,16 @@ const MUTATIONS: Mutation<Chart>[] = [
   },
   {
     check: "the chart's default image",
+    what: 'the operator from the service image',
+    repo: (r) => ({
+      ...r,
+      values: { ...r.values, operator: { ...r.values.operator, image: { repository: '', tag: '' } } },
+    }),
+    expect:
+      /values\.yaml operator\.image\.repository is , the workflow pushes ghcr\.io\/echo-chaos\/echo-chaos-operator/,
+  },
+  {
+    check: "the chart's default image",
     what: 'a fixed owner in the workflow',
     wf: (wf) => (step(wf, 'image', /metadata/).with.images = 'ghcr.io/echo-chaos/echo-chaos'),
     expect: /does not follow the owner/,
@@ -253,6 +340,9 @@ describe('release workflow: image and chart', () => {
   const chart: Chart = {
     values: load(readFileSync(join(CHART, 'values.yaml'), 'utf8')),
     chart: load(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')),
+    stages: [...readFileSync(join(ROOT, 'Dockerfile'), 'utf8').matchAll(/^FROM\s+\S+\s+AS\s+(\S+)/gim)].map(
+      (m) => m[1]!,
+    ),
   };
 
   testChecks('release workflow', CHECKS, MUTATIONS, wf, chart);

@@ -62,6 +62,7 @@ const BUILD = /^\s*npm run build\s*$/m;
 /** The preflight that also reads the built manifests. */
 const BUILT_PREFLIGHT = /node scripts\/release-check\.ts --built\b/;
 const OBS_PUBLISH = /npm publish \.\/src\/obs\/dist\b/;
+const OPERATOR_PUBLISH = /npm publish \.\/src\/operator\/dist\b/;
 const DOCS_BUILD = /^\s*npm run docs:build\s*$/m;
 const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
@@ -398,6 +399,36 @@ const MUTATIONS: Mutation<Repo>[] = [
       s.run = s.run.replace('./src/obs/dist', './src/obs');
     },
     expect: /a publish of src\/obs, not a package/,
+  },
+  {
+    check: 'the npm job',
+    what: 'no operator',
+    wf: (wf) => (step(wf, 'npm', OPERATOR_PUBLISH).run = 'true'),
+    expect: /@echo-chaos\/operator is published from src\/operator\/dist 0 times/,
+  },
+  {
+    check: 'the npm job',
+    what: 'the operator from its sources (private, packing them fails)',
+    wf: (wf) => {
+      const s = step(wf, 'npm', OPERATOR_PUBLISH);
+      s.run = s.run.replace('./src/operator/dist', './src/operator');
+    },
+    expect: /a publish of src\/operator, not a package/,
+  },
+  {
+    check: 'the npm job',
+    what: 'the operator before the service',
+    wf: (wf) => moveStep(wf, 'npm', OPERATOR_PUBLISH, OBS_PUBLISH),
+    expect: /@echo-chaos\/operator is published before \(or with\) echo-chaos/,
+  },
+  {
+    check: 'the npm job',
+    what: 'the operator published again on a re-run',
+    wf: (wf) => {
+      const s = step(wf, 'npm', OPERATOR_PUBLISH);
+      s.run = `${/^\s*npm publish .*$/m.exec(s.run)![0].trim()}\n`;
+    },
+    expect: /@echo-chaos\/operator@\$VERSION is published again/,
   },
   {
     check: 'the npm job',

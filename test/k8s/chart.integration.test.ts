@@ -222,8 +222,17 @@ describe('chart echo-chaos', { skip }, () => {
     assert.deepEqual(container.command, ['node']);
     assert.deepEqual(container.args, [
       ...script.slice(node + 1).filter((w) => w.startsWith('--')),
-      'dist/operator/main.js',
+      'main.js',
     ]);
+    // The operator's own image (ADR 0048), run as its ENTRYPOINT and CMD run it.
+    assert.match(container.image, /^ghcr\.io\/echo-chaos\/echo-chaos-operator:/);
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+    const stage =
+      /^FROM\s+\S+\s+AS\s+operator\s*$([\s\S]*?)(?=^FROM\s|(?![\s\S]))/im.exec(dockerfile)?.[1] ?? '';
+    const exec = (op: string): unknown =>
+      JSON.parse(new RegExp(`^${op}\\s+(\\[.*\\])\\s*$`, 'm').exec(stage)?.[1] ?? 'null');
+    assert.deepEqual(container.command, exec('ENTRYPOINT'), "the image's ENTRYPOINT");
+    assert.deepEqual(container.args, exec('CMD'), "the image's CMD");
     const env = Object.fromEntries(container.env.map((e: Any) => [e.name, e.value]));
     // `exec env NAME=value ... node`: the assignments, without the words that run them.
     const assignments = script.slice(0, node).filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w));

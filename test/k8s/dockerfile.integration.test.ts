@@ -1,11 +1,22 @@
 /**
  * No Docker engine runs here, so this test plays the Dockerfile's build on a copy of the tree: each
- * stage gets a directory standing for its file system, COPY and RUN act on it, and the final
- * stage's ENTRYPOINT + CMD start the service from the pruned output; the operator starts from it too.
+ * stage gets a directory standing for its file system, COPY and RUN act on it. The file builds two
+ * images (ADR 0048): the final stage's ENTRYPOINT + CMD start the service from the pruned output,
+ * and the stage `operator`'s start the operator from its package.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +27,8 @@ import { startKubeApi } from '../helpers/kube-api.ts';
 import { exitOf, freePort, until } from '../helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
+/** The stage that is the operator's image: `docker build --target operator`. */
+const OPERATOR_TARGET = 'operator';
 
 interface Instruction {
   readonly op: string;
@@ -33,6 +46,19 @@ function parseDockerfile(text: string): Instruction[] {
     if (match) out.push({ op: match[1]!.toUpperCase(), args: match[2]! });
   }
   return out;
+}
+
+/** The instructions of each stage (FROM ... AS name), by stage name. */
+function stageInstructions(text: string): Map<string, Instruction[]> {
+  const stages = new Map<string, Instruction[]>();
+  let current: Instruction[] | undefined;
+  for (const instruction of parseDockerfile(text)) {
+    if (instruction.op === 'FROM') {
+      current = [instruction];
+      stages.set(instruction.args.split(/\s+/)[2] ?? `#${stages.size}`, current);
+    } else current?.push(instruction);
+  }
+  return stages;
 }
 
 interface Stage {
@@ -97,9 +123,12 @@ function build(dockerfile: string, context: string, scratch: string): Stage[] {
       const source = from === undefined ? undefined : stages.find((s) => s.name === from);
       for (const src of paths) {
         const origin = source ? hostPath(source, src) : join(context, src);
-        const target = dest.endsWith('/')
-          ? join(hostPath(stage, dest), src.split('/').at(-1)!)
-          : hostPath(stage, dest);
+        // A directory's contents go into the destination, as Docker copies them.
+        const target = statSync(origin).isDirectory()
+          ? hostPath(stage, dest)
+          : dest.endsWith('/')
+            ? join(hostPath(stage, dest), src.split('/').at(-1)!)
+            : hostPath(stage, dest);
         mkdirSync(dirname(target), { recursive: true });
         cpSync(origin, target, { recursive: true, verbatimSymlinks: true });
       }
@@ -129,28 +158,60 @@ describe('Dockerfile', () => {
   after(() => rmSync(scratch, { recursive: true, force: true }));
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 
+  const stages = stageInstructions(dockerfile);
+  /** The service's image: the last stage, which `docker build` builds without --target. */
+  const serviceStage = [...stages.values()].at(-1)!;
+  const operatorStage = stages.get(OPERATOR_TARGET) ?? [];
+  const entryOf = (instructions: Instruction[]): string[] =>
+    instructions.filter((i) => i.op === 'ENTRYPOINT' || i.op === 'CMD').flatMap((i) => execForm(i.args));
+
   test('dockerfile – multi-stage on Node 24, numeric non-root user, exec-form entry, port 8080', () => {
     const instructions = parseDockerfile(dockerfile);
     const froms = instructions.filter((i) => i.op === 'FROM').map((i) => i.args);
     assert.ok(froms.length >= 2, 'multi-stage');
     for (const from of froms) assert.match(from, /^node:24[-.\w]*\s/);
-    const user = instructions.filter((i) => i.op === 'USER').at(-1)?.args ?? '';
-    assert.match(user, /^[1-9]\d*(:\d+)?$/, 'numeric, non-root USER');
-    const entry = instructions
-      .filter((i) => i.op === 'ENTRYPOINT' || i.op === 'CMD')
-      .flatMap((i) => execForm(i.args));
-    assert.deepEqual(entry, [
+    for (const [name, image] of [
+      ['the service', serviceStage],
+      ['the operator', operatorStage],
+    ] as const) {
+      const user = image.filter((i) => i.op === 'USER').at(-1)?.args ?? '';
+      assert.match(user, /^[1-9]\d*(:\d+)?$/, `numeric, non-root USER in ${name}'s image`);
+    }
+    assert.deepEqual(entryOf(serviceStage), [
       'node',
       '--max-semi-space-size=16',
       '--heap-growing-percent=30',
       'dist/echo/main.js',
     ]);
-    assert.ok(instructions.some((i) => i.op === 'EXPOSE' && i.args === '8080'));
+    assert.ok(serviceStage.some((i) => i.op === 'EXPOSE' && i.args === '8080'));
     assert.ok(instructions.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args)));
   });
 
+  test('dockerfile – the operator image (--target operator): node with the flags and malloc settings of `npm run operator`, port 8081', () => {
+    assert.ok(operatorStage.length > 0, `a stage named ${OPERATOR_TARGET}`);
+    assert.notEqual(serviceStage, operatorStage, 'the default target is the service');
+    const script = (
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts['operator']!.split(' ');
+    const node = script.indexOf('node');
+    // The chart runs it as command: [node], args: operator.args (test/k8s/chart.integration.test.ts).
+    assert.deepEqual(execForm(operatorStage.find((i) => i.op === 'ENTRYPOINT')!.args), ['node']);
+    assert.deepEqual(execForm(operatorStage.find((i) => i.op === 'CMD')!.args), [
+      ...script.slice(node + 1).filter((w) => w.startsWith('--')),
+      'main.js',
+    ]);
+    const env = operatorStage
+      .filter((i) => i.op === 'ENV')
+      .flatMap((i) => i.args.split(/\s+/))
+      .filter((pair) => pair.includes('='));
+    for (const word of script.slice(0, node).filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w))) {
+      assert.ok(env.includes(word), `ENV ${word} in the operator's image`);
+    }
+    assert.ok(operatorStage.some((i) => i.op === 'EXPOSE' && i.args === '8081'));
+  });
+
   test('dockerfile – HEALTHCHECK probes /health on the port PORT names (8080 when unset), run against a server', async (t) => {
-    const healthcheck = parseDockerfile(dockerfile).find((i) => i.op === 'HEALTHCHECK');
+    const healthcheck = serviceStage.find((i) => i.op === 'HEALTHCHECK');
     assert.ok(healthcheck, 'a HEALTHCHECK');
     const match = /^(?:--\S+\s+)*CMD\s+(\[.*\])$/.exec(healthcheck.args);
     assert.ok(match, `HEALTHCHECK [options] CMD ["exec", "form"], got ${healthcheck.args}`);
@@ -181,9 +242,13 @@ describe('Dockerfile', () => {
     assert.match(args.join(' '), /process\.env\.PORT \|\| 8080/);
   });
 
-  /** The image's build steps played once on a copy of the tree; its last stage. */
-  let built: Stage | undefined;
-  function builtImage(): Stage {
+  /** The image's build steps played once on a copy of the tree; every stage. */
+  let built: Stage[] | undefined;
+  /** The service's image, the last stage. */
+  const builtImage = (): Stage => builtStages().at(-1)!;
+  /** The operator's image, the stage `operator`. */
+  const builtOperatorImage = (): Stage => builtStages().find((s) => s.name === OPERATOR_TARGET)!;
+  function builtStages(): Stage[] {
     if (built !== undefined) return built;
     const context = join(scratch, 'context');
     mkdirSync(context);
@@ -199,11 +264,14 @@ describe('Dockerfile', () => {
       cpSync(join(ROOT, entry), join(context, entry));
     }
     cpSync(join(ROOT, 'scripts', 'build.ts'), join(context, 'scripts', 'build.ts'));
+    const crds = join('charts', 'echo-chaos', 'crds');
+    cpSync(join(ROOT, crds), join(context, crds), { recursive: true });
+    const localBuilds = [join(ROOT, 'src', 'obs', 'dist'), join(ROOT, 'src', 'operator', 'dist')];
     cpSync(join(ROOT, 'src'), join(context, 'src'), {
       recursive: true,
-      filter: (source) => !source.startsWith(join(ROOT, 'src', 'obs', 'dist')),
+      filter: (source) => !localBuilds.some((dir) => source.startsWith(dir)),
     });
-    built = build(dockerfile, context, join(scratch)).at(-1)!;
+    built = build(dockerfile, context, join(scratch));
     return built;
   }
 
@@ -215,6 +283,12 @@ describe('Dockerfile', () => {
     assert.ok(!existsSync(join(app, 'test')), 'tests stay out');
     assert.ok(!existsSync(join(app, 'src', 'echo')), 'the service runs from dist/, its sources stay out');
     assert.ok(existsSync(join(app, 'dist', 'echo', 'main.js')));
+    // The operator has its own image (ADR 0048): neither it nor its Kubernetes client is here.
+    assert.ok(!existsSync(join(app, 'dist', 'operator')), 'no operator in the service image');
+    assert.ok(
+      !existsSync(join(app, 'node_modules', '@kubernetes', 'client-node')),
+      '@kubernetes/client-node (the operator bundles it) is not installed',
+    );
     assert.ok(
       existsSync(join(app, 'node_modules', '@echo-chaos', 'obs', 'index.js')),
       'the built obs is installed',
@@ -266,17 +340,42 @@ describe('Dockerfile', () => {
       await exited;
     }
   });
-  /** As the chart runs it: the image's node with the operator's entry point, on the double at `kubeconfig`. */
+  test('dockerfile – the operator image holds its package and the OpenTelemetry packages, nothing of the service', () => {
+    const app = hostPath(builtOperatorImage(), '.');
+    for (const file of ['package.json', 'main.js', 'main.js.LEGAL.txt', 'telemetry/otel.js', 'LICENSE']) {
+      assert.ok(existsSync(join(app, file)), `${file} in the operator image`);
+    }
+    const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
+    assert.equal(manifest.name, '@echo-chaos/operator');
+    assert.deepEqual(manifest.bin, { 'echo-chaos-operator': 'main.js' });
+    for (const absent of ['dist', 'src', 'test', 'node_modules/fastify', 'node_modules/@kubernetes']) {
+      assert.ok(!existsSync(join(app, absent)), `${absent} is not in the operator image`);
+    }
+    const scopes = readdirSync(join(app, 'node_modules')).filter((d) => !d.startsWith('.'));
+    assert.ok(scopes.includes('@opentelemetry'), 'the OpenTelemetry packages are installed');
+    // Every dependency is an OpenTelemetry package, at the version of the repository's lockfile.
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+    for (const name of Object.keys(manifest.dependencies)) {
+      assert.match(name, /^@opentelemetry\//);
+      const installed = JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8'));
+      assert.equal(installed.version, lock.packages[`node_modules/${name}`].version, name);
+    }
+  });
+
+  /** As the image runs it: its ENTRYPOINT and CMD, on the double at `kubeconfig`. */
   function startBuiltOperator(
     app: string,
     kubeconfig: string,
     env: Record<string, string>,
     nodeArgs: string[] = [],
   ) {
-    return spawn(process.execPath, [...nodeArgs, 'dist/operator/main.js'], {
+    const image = builtOperatorImage();
+    const [program, ...args] = [...image.entrypoint, ...image.cmd];
+    assert.equal(program, 'node');
+    return spawn(process.execPath, [...nodeArgs, ...args], {
       cwd: app,
       env: {
-        ...builtImage().env,
+        ...image.env,
         PATH: process.env['PATH'] ?? '',
         KUBECONFIG: kubeconfig,
         PORT: '0',
@@ -287,8 +386,8 @@ describe('Dockerfile', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   }
-  test('dockerfile – the operator starts from the built tree, lists and watches, and drains on SIGTERM', async () => {
-    const app = hostPath(builtImage(), '.');
+  test('dockerfile – the operator starts from its image, lists and watches, and drains on SIGTERM', async () => {
+    const app = hostPath(builtOperatorImage(), '.');
     const api = await startKubeApi();
     const kubeconfig = join(scratch, 'kubeconfig');
     writeFileSync(kubeconfig, api.kubeconfigFile());
@@ -308,7 +407,7 @@ registerHooks({
     );
     // ASCII only: one other character and node decodes the whole 5 MB source into a two-byte
     // string, twice the heap (ADR 0025).
-    const bundle = readFileSync(join(app, 'dist', 'operator', 'main.js'));
+    const bundle = readFileSync(join(app, 'main.js'));
     const wide = bundle.findIndex((byte) => byte > 0x7f);
     assert.equal(
       wide,
@@ -359,8 +458,8 @@ registerHooks({
       await api.close();
     }
   });
-  test('dockerfile – the built operator with an OTLP endpoint loads the SDK and exports spans of its API requests', async () => {
-    const app = hostPath(builtImage(), '.');
+  test('dockerfile – the operator image with an OTLP endpoint loads the SDK and exports spans of its API requests', async () => {
+    const app = hostPath(builtOperatorImage(), '.');
     const api = await startKubeApi();
     const kubeconfig = join(scratch, 'kubeconfig-otel');
     writeFileSync(kubeconfig, api.kubeconfigFile());

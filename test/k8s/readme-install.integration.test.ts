@@ -97,24 +97,29 @@ describe('README Kubernetes walkthrough', () => {
     assert.deepEqual([...releases], ['echo-chaos']);
   });
 
-  test('README k8s – the helm install renders with this chart, the operator on, the image built and loaded', {
+  test('README k8s – the helm install renders with this chart, the operator on, the images built and loaded', {
     skip: skipHelm,
   }, () => {
     const [install, released] = named('helm', 'install');
     assert.equal(install!.words[3], 'charts/echo-chaos');
     assert.match(released!.words[3]!, /^oci:\/\/ghcr\.io\/echo-chaos\/charts\/echo-chaos$/);
-    const built = named('docker', 'build')[0]!.words;
-    const tag = built[built.indexOf('-t') + 1]!;
-    const loaded = named('kind', 'load')[0]!.words[3];
-    assert.equal(loaded, tag, 'kind loads the image docker built');
+    // Two images from the one Dockerfile (ADR 0048): the service (the default target) and the operator.
+    const builds = named('docker', 'build').map((c) => c.words);
+    const tagOf = (words: string[]): string => words[words.indexOf('-t') + 1]!;
+    const service = builds.filter((w) => !w.includes('--target')).map(tagOf);
+    const operator = builds.filter((w) => w[w.indexOf('--target') + 1] === 'operator').map(tagOf);
+    assert.equal(service.length, 1, 'one docker build of the service (no --target)');
+    assert.equal(operator.length, 1, 'one docker build --target operator');
+    const loaded = named('kind', 'load').map((c) => c.words[3]);
+    assert.deepEqual(loaded.sort(), [service[0], operator[0]].sort(), 'kind loads the images docker built');
     const docs = loadYamlDocuments(
       helm(['template', 'echo-chaos', CHART, ...templateFlags(install!.words)]),
     ) as Any[];
-    const images = docs
-      .filter((d) => d.kind === 'Deployment')
-      .map((d) => d.spec.template.spec.containers[0].image)
-      .sort();
-    assert.deepEqual(images, [tag, tag], 'the echo and operator Deployments run the loaded image');
+    const imageOf = (name: string): string =>
+      docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name).spec.template.spec.containers[0]
+        .image;
+    assert.equal(imageOf('echo-chaos'), service[0], 'the echo Deployment runs the loaded service image');
+    assert.equal(imageOf('echo-chaos-operator'), operator[0], 'the operator runs the loaded operator image');
     const defaults = loadYamlDocuments(
       helm(['template', 'echo-chaos', CHART, ...templateFlags(released!.words)]),
     ) as Any[];
@@ -122,7 +127,10 @@ describe('README Kubernetes walkthrough', () => {
       .filter((d) => d.kind === 'Deployment')
       .map((d) => d.spec.template.spec.containers[0].image as string);
     assert.equal(released_images.length, 2, 'the alternative installs the operator too');
-    for (const image of released_images) assert.match(image, /^ghcr\.io\/echo-chaos\/echo-chaos:/);
+    assert.deepEqual(released_images.map((image) => image.replace(/:.*$/, '')).sort(), [
+      'ghcr.io/echo-chaos/echo-chaos',
+      'ghcr.io/echo-chaos/echo-chaos-operator',
+    ]);
   });
 
   test('README k8s – every value the section names is a value of the chart', () => {

@@ -49,6 +49,5 @@ app.kubernetes.io/component: redis
 {{- end }}
 
 {{- define "echo-chaos.operatorImage" -}}
-{{- $repo := default .Values.image.repository .Values.operator.image.repository }}
-{{- printf "%s:%s" $repo (default (default .Chart.AppVersion .Values.image.tag) .Values.operator.image.tag) }}
+{{- printf "%s:%s" .Values.operator.image.repository (default (default .Chart.AppVersion .Values.image.tag) .Values.operator.image.tag) }}
 {{- end }}
