@@ -21,6 +21,12 @@ COPY package.json package-lock.json ./
 # The workspace @echo-chaos/obs as it ships: its built files and its published manifest.
 COPY --from=build /app/src/obs/dist ./src/obs
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+# The package's optional peers, which the image has all of: the OpenTelemetry SDK (OTEL_*) and
+# ioredis (ECHO_STATE_URL), at the versions of the repository's lockfile (the build cuts a lockfile
+# of them from it, laid out as in the root's tree), added where they are not already.
+COPY --from=build /app/.image/peers ./.peers
+RUN cd .peers && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && cp -Rn node_modules/. ../node_modules/ && cd .. && rm -rf .peers
 
 # The operator's dependencies at the versions of the repository's lockfile: the build writes the
 # package's package-lock.json from it.

@@ -29,6 +29,12 @@ const OUT = join(ROOT, 'dist');
 const OPERATOR = join(ROOT, 'src', 'operator');
 /** The operator's package as it ships (ADR 0048). */
 export const OPERATOR_OUT = join(OPERATOR, 'dist');
+/**
+ * The service image's optional peers (the OpenTelemetry SDK, ioredis): a package.json of them and a
+ * package-lock.json cut from the root's, which the Dockerfile installs beside the service's own
+ * dependencies. A tarball user adds them by hand when a setting asks; the image has them all.
+ */
+export const IMAGE_PEERS_OUT = join(ROOT, '.image', 'peers');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 interface PackageJson {
@@ -70,6 +76,7 @@ export function build(): void {
   rmSync(OBS_OUT, { recursive: true, force: true });
   rmSync(OUT, { recursive: true, force: true });
   rmSync(OPERATOR_OUT, { recursive: true, force: true });
+  rmSync(IMAGE_PEERS_OUT, { recursive: true, force: true });
 
   tsc(join(OBS, 'tsconfig.build.json'));
   cpSync(join(OBS, 'presets'), join(OBS_OUT, 'presets'), { recursive: true });
@@ -88,6 +95,29 @@ export function build(): void {
   // service's package (dist/) holds none of it.
   buildOperatorPackage();
   rmSync(join(OUT, 'operator'), { recursive: true, force: true });
+  writeImagePeers();
+}
+
+/** The manifest of the service's optional peers, as dependencies of a package of their own. */
+export function imagePeersManifest(root: PackageJson): PackageJson {
+  return {
+    name: 'echo-chaos-image-peers',
+    version: root['version'],
+    private: true,
+    license: root['license'],
+    dependencies: { ...(root['peerDependencies'] as Record<string, string> | undefined) },
+  };
+}
+
+/** `.image/peers/`: the service image's optional peers, at the versions of the root's lockfile. */
+function writeImagePeers(): void {
+  mkdirSync(IMAGE_PEERS_OUT, { recursive: true });
+  const manifest = imagePeersManifest(readJson(join(ROOT, 'package.json')));
+  writeJson(join(IMAGE_PEERS_OUT, 'package.json'), manifest);
+  writeJson(
+    join(IMAGE_PEERS_OUT, 'package-lock.json'),
+    operatorLockfile(readJson(join(ROOT, 'package-lock.json')), manifest),
+  );
 }
 
 /**
@@ -131,13 +161,13 @@ export type OperatorDependencies = Partial<
 >;
 
 /**
- * The operator package's dependency fields for the packages it imports at run time (`names`): each
- * declared as, and at the version that, the root's package.json declares it (a dependency, an
- * optional one, or a peer, optional when the root's is). One the root lacks, or one of ours (the
- * bundle holds obs), fails the build.
+ * The operator package's dependencies: the packages it imports at run time (`names`), each at the
+ * version the root's package.json declares it (a dependency, or an optional peer of the service
+ * that the operator's image needs installed: the OpenTelemetry SDK). One the root lacks, or one of
+ * ours (the bundle holds obs), fails the build.
  */
 export function operatorDependencies(root: PackageJson, names: readonly string[]): OperatorDependencies {
-  const out: OperatorDependencies = {};
+  const dependencies: Record<string, unknown> = {};
   for (const name of [...names].sort()) {
     if (name.startsWith('@echo-chaos/')) {
       throw new Error(`build: the operator's package imports ${name} at run time; it must be bundled`);
@@ -150,13 +180,9 @@ export function operatorDependencies(root: PackageJson, names: readonly string[]
         `build: the operator imports ${name} at run time, which package.json declares in no dependencies`,
       );
     }
-    out[field] = { ...out[field], [name]: (root[field] as Record<string, string>)[name] };
-    const meta = (root['peerDependenciesMeta'] as Record<string, unknown> | undefined)?.[name];
-    if (field === 'peerDependencies' && meta !== undefined) {
-      out.peerDependenciesMeta = { ...out.peerDependenciesMeta, [name]: meta };
-    }
+    dependencies[name] = (root[field] as Record<string, string>)[name];
   }
-  return out;
+  return { dependencies };
 }
 
 /** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`. */

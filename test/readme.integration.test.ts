@@ -154,7 +154,14 @@ test("README and docs – run the repository's scripts through npm scripts, neve
   // scripts/docs-site.ts is no command: the docs site's VitePress config imports it. Nor is
   // scripts/obs-workspace-prepack.mjs: src/obs/package.json's prepack runs it (test/obs/workspace-pack.integration.test.ts).
   // Nor scripts/cache-dir.ts: the API report and the helm helper import it (where fetched tools are kept).
-  const LIBRARIES = new Set(['docs-site.ts', 'obs-workspace-prepack.mjs', 'cache-dir.ts']);
+  // Nor scripts/operator-sources-prepack.mjs: src/operator/package.json's prepack runs it
+  // (test/packages.integration.test.ts, "packing src/operator itself fails").
+  const LIBRARIES = new Set([
+    'docs-site.ts',
+    'obs-workspace-prepack.mjs',
+    'operator-sources-prepack.mjs',
+    'cache-dir.ts',
+  ]);
   const files = [
     ...readdirSync(new URL('../scripts/', import.meta.url))
       .filter((f) => !LIBRARIES.has(f))

@@ -5,13 +5,12 @@
  * misbehaving on a request. {@link obsPlugin} registers them all, in {@link FEATURE_PLUGINS}' order:
  * the order of the `onRequest` hooks and of the request-context contributors.
  *
- * Each is wrapped with `fastify-plugin`: its hooks apply to every route of the app, and its state
+ * Each shares the app's scope (`sharedPlugin`): its hooks apply to every route of the app, and its state
  * stays inside its module, reached through `app.obs` (the core: config, lever, registry, logger,
  * drain, snapshot and health seams).
  */
 import type { Http2Session } from 'node:http2';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import fp from 'fastify-plugin';
 import { trackConnections } from './core/connections.ts';
 import { registerActuator } from './features/actuator/actuator.ts';
 import { registerDependencies } from './features/dependencies.ts';
@@ -33,6 +32,7 @@ import { useJobsPropagation } from './integrations/jobs.ts';
 import { registerProfiling } from './integrations/profiling.ts';
 import { registerResilience } from './integrations/resilience.ts';
 import type { Obs } from './obs.ts';
+import { sharedPlugin } from './plugin-meta.ts';
 
 /** The name of obs's core plugin: `app.obs`, the firewall over the registry, the in-flight count. */
 export const CORE_PLUGIN = 'echo-chaos-obs-core';
@@ -168,7 +168,7 @@ function featurePlugin(feature: Feature) {
   const plugin: FastifyPluginAsync<FeaturePluginOptions> = async (app, options) => {
     await feature.setup(app, app.obs, options);
   };
-  return fp(plugin, {
+  return sharedPlugin(plugin, {
     name: PREFIX + feature.name,
     fastify: '5.x',
     dependencies: [CORE_PLUGIN, ...feature.needs.map((name) => PREFIX + name)],

@@ -1,5 +1,5 @@
 /**
- * `obsPlugin`: obs for a fastify app. Wrapped with `fastify-plugin`, so its hooks see every route
+ * `obsPlugin`: obs for a fastify app. Registered in the app's own scope (`sharedPlugin`), so its hooks see every route
  * of the app and `app.obs` is visible everywhere. It registers obs's core (the configuration, whose
  * problems make `register` reject so the app does not start; the in-flight count; the flush on
  * close), then each feature as a plugin of its own that names what it needs (feature-plugins.ts).
@@ -12,11 +12,11 @@
  */
 import type { Http2Session } from 'node:http2';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import fp from 'fastify-plugin';
 import { guardRegistry } from './core/meters.ts';
 import { type CreateObsOptions, OBS_METRICS, type ObsLogger } from './core/obs.ts';
 import { CORE_PLUGIN, FEATURE_PLUGINS } from './feature-plugins.ts';
 import { createObs, type Obs } from './obs.ts';
+import { sharedPlugin } from './plugin-meta.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -101,7 +101,7 @@ const core: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance, 
 };
 
 /** obs's core alone (the feature plugins need it); not exported by the package. */
-export const obsCore = fp(core, { name: CORE_PLUGIN, fastify: '5.x' });
+export const obsCore = sharedPlugin(core, { name: CORE_PLUGIN, fastify: '5.x' });
 
 const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance, options) => {
   await app.register(obsCore, options);
@@ -115,4 +115,4 @@ const plugin: FastifyPluginAsync<ObsPluginOptions> = async (app: FastifyInstance
 };
 
 /** The obs fastify plugin: its core, then every feature. */
-export const obsPlugin = fp(plugin, { name: 'echo-chaos-obs', fastify: '5.x' });
+export const obsPlugin = sharedPlugin(plugin, { name: 'echo-chaos-obs', fastify: '5.x' });

@@ -293,6 +293,18 @@ describe('Dockerfile', () => {
       existsSync(join(app, 'node_modules', '@echo-chaos', 'obs', 'index.js')),
       'the built obs is installed',
     );
+    // The package's optional peers, which the image has: at the lockfile's versions.
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string }>;
+    };
+    for (const peer of ['ioredis', '@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-proto']) {
+      const installed = JSON.parse(readFileSync(join(app, 'node_modules', peer, 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      assert.equal(installed.version, lock.packages[`node_modules/${peer}`]?.version, peer);
+    }
+    assert.ok(!existsSync(join(app, 'node_modules', 'selfsigned')), 'selfsigned (a test tool) is not');
+    assert.ok(!existsSync(join(app, '.peers')), 'the peers install leaves nothing behind');
 
     const [program, ...args] = [...image.entrypoint, ...image.cmd];
     assert.equal(program, 'node');
@@ -305,12 +317,15 @@ describe('Dockerfile', () => {
         HOST: '127.0.0.1',
         LOG_LEVEL: 'info',
         ECHO_DRAIN_DELAY: '0',
+        // The SDK the image holds starts (spans go nowhere: nothing listens there).
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    let out = '';
     try {
       const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
         let err = '';
         const timer = setTimeout(() => reject(new Error(`no listen line in time\n${out}\n${err}`)), 20_000);
         child.stderr.on('data', (chunk) => {
@@ -334,6 +349,7 @@ describe('Dockerfile', () => {
       const hello = await fetch(`${url}/hello`);
       assert.equal(hello.status, 200);
       assert.match(await hello.text(), /^GET \/hello HTTP\/1\.1/);
+      assert.match(out, /OpenTelemetry SDK started/);
     } finally {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import { CORE_PLUGIN, FEATURE_PLUGINS } from '../../src/obs/feature-plugins.ts';
 import { currentRequestContext } from '../../src/obs/features/request-context/request-context.ts';
 import { obsCore, obsPlugin } from '../../src/obs/plugin.ts';
+import { sharedPlugin } from '../../src/obs/plugin-meta.ts';
 import { capturingLogger } from './helpers.ts';
 
 interface PluginMeta {
@@ -82,4 +83,51 @@ test('feature plugins – obsPlugin registers the core and every feature', async
     assert.ok(app.hasPlugin(name), `${name} is registered`);
   }
   assert.ok(app.obs.snapshot().sections['slo'] !== undefined, 'the SLO feature has its section');
+});
+
+test('feature plugins – sharedPlugin: fastify shares the scope, checks the fastify range and names the plugin', async (t) => {
+  const app = Fastify();
+  t.after(() => app.close());
+  // Shared: a decoration and a hook the plugin adds reach the app's own routes.
+  await app.register(
+    sharedPlugin(
+      async (instance) => {
+        instance.decorate('sharedMark', 'from the plugin');
+        instance.addHook('onRequest', async (_request, reply) => {
+          reply.header('x-shared', 'yes');
+        });
+      },
+      { name: 'test-shared', fastify: '5.x' },
+    ),
+  );
+  app.get('/', async () => (app as unknown as { sharedMark: string }).sharedMark);
+  const reply = await app.inject({ method: 'GET', url: '/' });
+  assert.equal(reply.body, 'from the plugin');
+  assert.equal(reply.headers['x-shared'], 'yes');
+  // The range: fastify refuses a plugin made for another major version, naming it.
+  const other = Fastify();
+  t.after(() => other.close());
+  await assert.rejects(
+    async () => {
+      await other.register(sharedPlugin(async () => {}, { name: 'test-for-fastify-4', fastify: '4.x' }));
+    },
+    (err: Error & { code?: string }) =>
+      err.code === 'FST_ERR_PLUGIN_VERSION_MISMATCH' && err.message.includes('test-for-fastify-4'),
+  );
+  // The name: what a dependency names.
+  const third = Fastify();
+  t.after(() => third.close());
+  await third.register(sharedPlugin(async () => {}, { name: 'test-first', fastify: '5.x' }));
+  await third.register(
+    sharedPlugin(async () => {}, { name: 'test-second', fastify: '5.x', dependencies: ['test-first'] }),
+  );
+  await assert.rejects(
+    async () => {
+      await third.register(
+        sharedPlugin(async () => {}, { name: 'test-third', fastify: '5.x', dependencies: ['test-absent'] }),
+      );
+    },
+    (err: Error & { code?: string }) =>
+      err.code === 'FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED' && /test-absent/.test(err.message),
+  );
 });
