@@ -26,7 +26,7 @@ import { nodeSupportWarning } from '../telemetry/node-support.ts';
 import { watchNpmParent } from '../telemetry/npm-parent.ts';
 import { loadTelemetry, TelemetryUnavailableError } from '../telemetry/optional-packages.ts';
 import type { Telemetry } from '../telemetry/otel.ts';
-import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
+import { type OtelSettings, otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import {
   type ClusterSource,
@@ -55,6 +55,7 @@ let config: OperatorConfig;
 let obs: ResolvedObsConfig;
 let adminToken: string | undefined;
 let cluster: ClusterSource;
+let otel: OtelSettings;
 {
   // Every bad setting at once, the operator's, obs's and OpenTelemetry's: one line each, as the
   // service writes them.
@@ -82,7 +83,8 @@ let cluster: ClusterSource;
     loaded === undefined ||
     token === undefined ||
     obsRead === undefined ||
-    clusterRead === undefined
+    clusterRead === undefined ||
+    !otelRead.ok
   ) {
     for (const line of problems) process.stderr.write(`echo-chaos-operator: ${line}\n`);
     process.exit(1);
@@ -91,17 +93,13 @@ let cluster: ClusterSource;
   adminToken = token.value;
   obs = obsRead;
   cluster = clusterRead;
-}
-const otel = otelSettings(process.env);
-if (!otel.ok) {
-  for (const line of otel.problems) process.stderr.write(`echo-chaos-operator: ${line}\n`);
-  process.exit(1);
+  otel = otelRead.settings;
 }
 // The OpenTelemetry SDK, when the OTEL_* variables ask for traces, before the Kubernetes client
 // and node:http are imported, so that the http and undici instrumentations see them. The
 // operator's /metrics is its prom-client registry alone: OpenTelemetry meters are not served.
 let telemetry: Telemetry | undefined;
-const otelAsked = { ...otel.settings, metrics: false };
+const otelAsked = { ...otel, metrics: false };
 if (otelWanted(otelAsked)) {
   const { startTelemetry } = await loadTelemetry(() => import('../telemetry/otel.ts')).catch(
     (err: unknown) => {
