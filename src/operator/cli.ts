@@ -4,6 +4,7 @@
  */
 
 import { settingsRows } from '@echo-chaos/obs/internal';
+import { OTEL_PASSED_THROUGH, OTEL_VARIABLES } from '../telemetry/otel-config.ts';
 import { OPERATOR_SETTINGS } from './config.ts';
 
 /** What the command line asks for: run, print the help, print the version, or a usage error. */
@@ -28,7 +29,12 @@ export function parseCommandLine(args: readonly string[]): CommandLine {
  * Every variable the operator reads: the cluster's two (config.ts `clusterSource`), then its settings
  * (`OPERATOR_SETTINGS`, the one definition the README's table and the startup checks come from too).
  */
-export const OPERATOR_VARIABLES: readonly { name: string; default: string; meaning: string }[] = [
+export const OPERATOR_VARIABLES: readonly {
+  name: string;
+  default: string;
+  meaning: string;
+  form?: string;
+}[] = [
   {
     name: 'KUBECONFIG',
     default: '~/.kube/config',
@@ -42,7 +48,8 @@ export const OPERATOR_VARIABLES: readonly { name: string; default: string; meani
   ...settingsRows(OPERATOR_SETTINGS).map((row) => ({
     name: row.env,
     default: row.default.replaceAll('`', ''),
-    meaning: `${row.description.replaceAll('`', '')} Accepted: ${row.form.replaceAll('`', '')}.`,
+    meaning: row.description.replaceAll('`', ''),
+    form: row.form.replaceAll('`', ''),
   })),
 ];
 
@@ -59,8 +66,18 @@ export function helpText(version: string): string {
     '',
     'Variables:',
   ];
-  for (const v of OPERATOR_VARIABLES) lines.push(`  ${v.name}`, `      ${v.meaning}; default: ${v.default}`);
+  const entry = (v: { name: string; default: string; meaning: string; form?: string | undefined }) =>
+    lines.push(
+      `  ${v.name}`,
+      `      ${v.meaning.replaceAll('`', '')}`,
+      `      default: ${v.default}${v.form === undefined ? '' : `; ${v.form.replaceAll('`', '')}`}`,
+    );
+  for (const v of OPERATOR_VARIABLES) entry(v);
+  // The OpenTelemetry SDK starts for traces only: the operator serves no OpenTelemetry meters.
+  lines.push('', 'OpenTelemetry (traces of its API requests and its own routes):');
+  for (const v of OTEL_VARIABLES.filter((o) => o.name !== 'OTEL_METRICS_EXPORTER')) entry(v);
   lines.push(
+    `The OpenTelemetry exporter also reads ${OTEL_PASSED_THROUGH}.`,
     '',
     'OBS_* variables configure the observability library (@echo-chaos/obs): https://github.com/echo-chaos/echo-chaos/blob/main/docs/obs/index.md',
   );

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OPERATOR_VARIABLES } from '../../src/operator/cli.ts';
 import { OPERATOR_SETTINGS } from '../../src/operator/config.ts';
+import { OTEL_VARIABLES } from '../../src/telemetry/otel-config.ts';
 import { exitOf } from '../helpers/runtime.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
@@ -39,6 +40,12 @@ test('operator cli – --help prints every variable and exits 0 without a cluste
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^Usage: echo-chaos-operator/m);
   for (const v of OPERATOR_VARIABLES) assert.match(result.stdout, new RegExp(`^  ${v.name}$`, 'm'));
+  // The OTEL_* it reads for its traces; not the metrics exporter (it serves no OpenTelemetry meters).
+  for (const v of OTEL_VARIABLES) {
+    const listed = new RegExp(`^  ${v.name}$`, 'm').test(result.stdout);
+    assert.equal(listed, v.name !== 'OTEL_METRICS_EXPORTER', v.name);
+  }
+  assert.doesNotMatch(result.stdout, /\.;|;;|\.\./, 'no doubled punctuation');
 });
 
 test('operator cli – an unknown argument is a usage error with one line (exit 2)', async () => {
