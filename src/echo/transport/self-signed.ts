@@ -7,8 +7,7 @@
  *
  * What is written is what such a server certificate holds and nothing more: version 3, a random
  * positive serial, issuer and subject `CN=<common name>`, the validity, the public key, and the
- * extensions basic constraints (not a CA), key usage (critical: digital signature, key
- * encipherment), extended key usage (server authentication) and the subject alternative names.
+ * extensions basic constraints (not a CA), key usage (critical: digital signature), extended key usage (server authentication) and the subject alternative names.
  */
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
@@ -137,8 +136,9 @@ export function selfSignedCertificate(options: SelfSignedOptions): SelfSignedPem
   ];
   const extensions = sequence(
     extension(OID.basicConstraints, false, sequence()),
-    // digitalSignature (bit 0) and keyEncipherment (bit 2): 1010 0000, five unused bits.
-    extension(OID.keyUsage, true, bitString(Buffer.from([0xa0]), 5)),
+    // digitalSignature (bit 0) alone: 1000 0000, seven unused bits. An EC key signs; it must not
+    // claim keyEncipherment (RFC 5480 section 3).
+    extension(OID.keyUsage, true, bitString(Buffer.from([0x80]), 7)),
     extension(OID.extKeyUsage, false, sequence(objectIdentifier(OID.serverAuth))),
     extension(OID.subjectAltName, false, sequence(...altNames)),
   );
