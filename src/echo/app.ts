@@ -16,6 +16,7 @@ import type { EchoConfig } from './config.ts';
 import { registerCors } from './cors.ts';
 import { registerEchoRoute } from './echo-route.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
+import { registerGrpc } from './grpc/index.ts';
 import { isoTimestamp, stdoutDestination } from './log-destination.ts';
 import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS } from './metrics.ts';
@@ -110,6 +111,8 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   });
   // Every other path and method: the echo, or the upstream's answer (echo-route.ts).
   await registerEchoRoute(app, state, { random: options.random });
+  // The gRPC server of ECHO_GRPC_PORT, on its own port (grpc/index.ts); nothing of it loads when unset.
+  await registerGrpc(app, state, config, transport.tls);
   return app;
 }
 

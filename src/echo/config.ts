@@ -15,6 +15,8 @@ export interface EchoConfig {
   readonly enableTls: boolean;
   readonly certFile: string;
   readonly keyFile: string;
+  /** `ECHO_GRPC_PORT`: the gRPC server's port (its own, never `port`); undefined: no gRPC server. */
+  readonly grpcPort: number | undefined;
   readonly enableCors: boolean;
   readonly maxBodyBytes: number;
   /** `ECHO_MAX_SCENARIO_BODY`: the largest body of `POST /scenario` (not `MAX_BODY_SIZE`). */
@@ -204,6 +206,13 @@ export const ECHO_SETTINGS = {
   enableTls: v('ENABLE_TLS', 'false', '`true` or `false`', 'Serve HTTPS', boolean()),
   certFile: v('CERT_FILE', 'server.crt', 'a file path', 'TLS certificate (PEM)', text),
   keyFile: v('KEY_FILE', 'server.key', 'a file path', 'TLS private key (PEM)', text),
+  grpcPort: v(
+    'ECHO_GRPC_PORT',
+    '',
+    'empty, or integer 1-65535 other than PORT',
+    'Port of the gRPC server (`echochaos.v1.EchoService` of proto/echochaos/v1/echo.proto, health and reflection; docs/service/grpc.md), on `HOST`, with TLS when `ENABLE_TLS` is on; it needs the optional packages @grpc/grpc-js, @grpc/proto-loader, @grpc/reflection and grpc-health-check. Empty: no gRPC server, and none of them is loaded',
+    (raw) => (raw === '' ? ok(undefined) : integer(1, 65535)(raw)),
+  ),
   enableCors: v(
     'ENABLE_CORS',
     'true',
@@ -716,6 +725,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): E
     );
   }
   out['scenarioFileExplicit'] = env['ECHO_SCENARIO_FILE'] !== undefined;
+  // grpc-js owns its HTTP/2 server: it cannot share the HTTP one's port.
+  if (out['grpcPort'] !== undefined && out['grpcPort'] === out['port']) {
+    problems.push(
+      `ECHO_GRPC_PORT=${JSON.stringify(env['ECHO_GRPC_PORT'])} is invalid: expected a port other than PORT (${out['port']}): the gRPC server has its own`,
+    );
+  }
 
   // Node requires the head's timeout within the whole request's.
   const headersTimeoutMs = out['headersTimeoutMs'] as number | undefined;

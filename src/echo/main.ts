@@ -15,6 +15,7 @@ import { otelSettings, otelWanted } from '../telemetry/otel-config.ts';
 import { helpText, parseCommandLine } from './cli.ts';
 import { type EchoConfig, loadConfig } from './config.ts';
 import { type EchoConfigError, isEchoError } from './errors.ts';
+import { drainGrpc } from './grpc/index.ts';
 import { startIdleReclaim } from './memory-reclaim.ts';
 import { ECHO_OBS_DEFAULTS } from './metrics.ts';
 import { VERSION } from './version.ts';
@@ -166,7 +167,13 @@ async function main(): Promise<void> {
     // 3. The port closes; responses from now on carry `Connection: close`, idle connections are
     //    closed, HTTP/2 sessions get a GOAWAY. In-flight requests (delays included) run their
     //    course, for at most ECHO_DRAIN_TIMEOUT.
-    const result = await app.obs.drain({ timeoutMs: config.drainTimeoutMs, delayMs, closeListener: true });
+    // The gRPC server (ECHO_GRPC_PORT) drains beside it, with the same delay and timeout: health
+    // NOT_SERVING at once, calls taken as usual for the delay, then in-flight ones finish or are ended.
+    const [result, grpcCompleted] = await Promise.all([
+      app.obs.drain({ timeoutMs: config.drainTimeoutMs, delayMs, closeListener: true }),
+      drainGrpc(app, { delayMs, timeoutMs: config.drainTimeoutMs }),
+    ]);
+    if (!grpcCompleted) app.log.warn('drain timeout: gRPC calls still in flight were ended');
     if (!result.completed) {
       // 4. Out of time: closing answers waiting requests now (state.ts), and obs cuts whatever is
       //    still open a moment later.

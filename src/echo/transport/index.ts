@@ -10,7 +10,7 @@ import { type CleartextServer, createCleartextServer } from './cleartext.ts';
 import { ConnectionLimiter } from './connection-limits.ts';
 import { http2SettingsProblem, isH2cUpgrade } from './h2c-upgrade.ts';
 import { serverSettings } from './server-settings.ts';
-import { loadTls } from './tls-material.ts';
+import { loadTls, type TlsMaterial } from './tls-material.ts';
 import { attachTlsServer, tlsServerOptions } from './tls-server.ts';
 
 export { http2StreamOf } from './http2-limits.ts';
@@ -56,6 +56,8 @@ export interface Transport {
   readonly openConnections: number;
   /** Counts refused connections and watches the open ones in the app's meters. */
   meter(metrics: TransportMeters): void;
+  /** The certificate and key served with `ENABLE_TLS` (the gRPC server serves the same), else undefined. */
+  readonly tls: TlsMaterial | undefined;
 }
 
 /**
@@ -70,8 +72,10 @@ export async function createTransport(config: EchoConfig, logger: Logger): Promi
   let sessions: ReadonlySet<Http2Session> = new Set();
 
   let fastifyOptions: Transport['fastifyOptions'];
+  let tls: TlsMaterial | undefined;
   if (config.enableTls) {
-    fastifyOptions = tlsServerOptions(await loadTls(config, logger), settings);
+    tls = await loadTls(config, logger);
+    fastifyOptions = tlsServerOptions(tls, settings);
   } else {
     fastifyOptions = {
       serverFactory: ((handler: RequestListener, options: Record<string, unknown>) => {
@@ -132,6 +136,7 @@ export async function createTransport(config: EchoConfig, logger: Logger): Promi
       limiter.onRefused = () => metrics.connectionRefused();
       metrics.watchOpenConnections(() => limiter.open);
     },
+    tls,
   };
 }
 

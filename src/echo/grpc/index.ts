@@ -1,0 +1,104 @@
+/**
+ * The gRPC server's place in the app (`ECHO_GRPC_PORT`, issue #36, docs/adr/0050-grpc.md): its
+ * packages are optional peers of echo-chaos, imported only when the port is set, and a run that
+ * asks for them without them stops with one line saying what to install. The server binds when the
+ * app is ready (so `listen` fails when the port cannot be had), turns `NOT_SERVING` when the drain
+ * begins, stops with the drain (`drainGrpc`, main.ts) and, at the latest, when the app closes.
+ */
+import type { FastifyInstance } from 'fastify';
+import { installArguments, missingPackage } from '../../telemetry/optional-packages.ts';
+import type { EchoConfig } from '../config.ts';
+import { EchoConfigError } from '../errors.ts';
+import type { EchoState } from '../state.ts';
+import type { TlsMaterial } from '../transport/tls-material.ts';
+import type * as GrpcServerModule from './server.ts';
+import type { GrpcServer } from './server.ts';
+
+/** The gRPC packages server.ts imports, with the versions the package declares (a test keeps them equal). */
+export const GRPC_PACKAGES: Readonly<Record<string, string>> = {
+  '@grpc/grpc-js': '^1.14.7',
+  '@grpc/proto-loader': '^0.8.1',
+  '@grpc/reflection': '^1.0.4',
+  'grpc-health-check': '^2.1.0',
+};
+
+/** How long `app.close()` lets calls still in flight finish (their delays already cut short). */
+const CLOSE_GRACE_MS = 1_000;
+
+const servers = new WeakMap<FastifyInstance, { readonly server: () => GrpcServer | undefined }>();
+
+/**
+ * Imports server.ts through `importer` (`() => import('./server.ts')`).
+ * @throws {EchoConfigError} one line naming what to install, when one of {@link GRPC_PACKAGES} is missing.
+ */
+export async function loadGrpcServer(
+  port: number,
+  importer: () => Promise<typeof GrpcServerModule>,
+): Promise<typeof GrpcServerModule> {
+  try {
+    return await importer();
+  } catch (err) {
+    const name = missingPackage(err);
+    if (name === undefined || !Object.hasOwn(GRPC_PACKAGES, name)) throw err;
+    const names = Object.keys(GRPC_PACKAGES);
+    throw new EchoConfigError([
+      `ECHO_GRPC_PORT=${port} needs the packages ${names.slice(0, -1).join(', ')} and ${names.at(-1)}, which are not installed (${name} is missing); install them beside echo-chaos: npm install ${installArguments(GRPC_PACKAGES)}`,
+    ]);
+  }
+}
+
+/**
+ * Adds the gRPC server to `app` when `config.grpcPort` is set (nothing otherwise): the packages
+ * load now, the server binds on `onReady`, and stops on close.
+ */
+export async function registerGrpc(
+  app: FastifyInstance,
+  state: EchoState,
+  config: EchoConfig,
+  tls: TlsMaterial | undefined,
+): Promise<void> {
+  const port = config.grpcPort;
+  if (port === undefined) return;
+  const { startGrpcServer } = await loadGrpcServer(port, () => import('./server.ts'));
+  let server: GrpcServer | undefined;
+  servers.set(app, { server: () => server });
+  app.addHook('onReady', async () => {
+    server = await startGrpcServer({
+      host: config.host,
+      port,
+      tls,
+      limits: { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes },
+      maxBodyBytes: config.maxBodyBytes,
+      faultsEnabled: () => state.faults.enabled,
+      random: Math.random,
+      // Closing answers what waits at once, as it does HTTP's waiting requests (state.ts).
+      closing: state.drainDeadline.signal,
+    });
+    if (state.drain.signal.aborted) server.notServing();
+    else state.drain.signal.addEventListener('abort', () => server?.notServing(), { once: true });
+    app.log.info(
+      { grpc: { host: config.host, port: server.port, tls: tls !== undefined } },
+      `gRPC server listening on ${config.host}:${server.port}`,
+    );
+  });
+  app.addHook('onClose', async () => {
+    await server?.shutdown(CLOSE_GRACE_MS);
+  });
+}
+
+/**
+ * The drain of the gRPC server, beside obs's drain of the HTTP one (main.ts): health turns
+ * `NOT_SERVING` at once (state.ts's drain signal), calls are taken as usual for `delayMs`, then no
+ * new call is taken and those in flight have `timeoutMs` to finish before they are ended. Resolves
+ * true when they all finished (or there is no gRPC server).
+ */
+export async function drainGrpc(
+  app: FastifyInstance,
+  options: { readonly delayMs: number; readonly timeoutMs: number },
+): Promise<boolean> {
+  const server = servers.get(app)?.server();
+  if (server === undefined) return true;
+  server.notServing();
+  if (options.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+  return server.shutdown(options.timeoutMs);
+}

@@ -1,0 +1,111 @@
+/**
+ * The gRPC server of `ECHO_GRPC_PORT` (docs/adr/0050-grpc.md): grpc-js on its own port, serving
+ * `echochaos.v1.EchoService` from the proto the package ships, `grpc.health.v1.Health` and server
+ * reflection (v1 and v1alpha). This module is the one that imports the gRPC packages, and it is
+ * imported only when the port is set (index.ts), so without it none of them loads.
+ */
+import { fileURLToPath } from 'node:url';
+import {
+  type GrpcObject,
+  loadPackageDefinition,
+  Server,
+  ServerCredentials,
+  type ServiceClientConstructor,
+} from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import type { TlsMaterial } from '../transport/tls-material.ts';
+import { type EchoServiceOptions, echoService } from './echo-service.ts';
+
+/** Where the service's proto is, in the repository and in the package (`proto/` beside `src/`, `dist/`). */
+export const ECHO_PROTO_PATH = fileURLToPath(
+  new URL('../../../proto/echochaos/v1/echo.proto', import.meta.url),
+);
+
+/** The service's full name, as health checks and reflection know it. */
+export const ECHO_SERVICE_NAME = 'echochaos.v1.EchoService';
+
+/** What the gRPC server is given. */
+export interface GrpcServerOptions extends EchoServiceOptions {
+  readonly host: string;
+  readonly port: number;
+  /** The HTTP server's certificate and key (`ENABLE_TLS`), or undefined for cleartext. */
+  readonly tls: TlsMaterial | undefined;
+}
+
+/** A running gRPC server. */
+export interface GrpcServer {
+  /** The port it listens on. */
+  readonly port: number;
+  /** Health turns `NOT_SERVING` for `""` and the echo service (the drain began). */
+  notServing(): void;
+  /**
+   * Stops taking calls and waits for those in flight, at most `timeoutMs`; then ends what is left.
+   * Resolves true when every call finished in time. Later calls share the first one's end.
+   */
+  shutdown(timeoutMs: number): Promise<boolean>;
+}
+
+/** The proto-loader options: the proto's own field names (`request_id`), defaults filled in. */
+const LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
+
+/** Starts the server on `host:port`; a port it cannot bind rejects, naming `ECHO_GRPC_PORT`. */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
+  // The echo proto and health's, together: reflection lists both.
+  const definition = loadSync([ECHO_PROTO_PATH, healthProtoPath], LOADER_OPTIONS);
+  const echoPackage = (loadPackageDefinition(definition)['echochaos'] as GrpcObject)['v1'] as GrpcObject;
+  const service = (echoPackage['EchoService'] as ServiceClientConstructor).service;
+
+  const server = new Server({
+    // One message at most MAX_BODY_SIZE, as an HTTP body: a bigger one is RESOURCE_EXHAUSTED.
+    'grpc.max_receive_message_length': options.maxBodyBytes,
+  });
+  server.addService(service, echoService(options));
+  const health = new HealthImplementation({ '': 'SERVING', [ECHO_SERVICE_NAME]: 'SERVING' });
+  health.addToServer(server);
+  new ReflectionService(definition).addToServer(server);
+
+  const credentials =
+    options.tls === undefined
+      ? ServerCredentials.createInsecure()
+      : ServerCredentials.createSsl(
+          null,
+          [{ private_key: Buffer.from(options.tls.key), cert_chain: Buffer.from(options.tls.cert) }],
+          false,
+        );
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${host}:${options.port}`, credentials, (err, bound) => {
+      if (err === null) resolve(bound);
+      else
+        reject(
+          new Error(
+            `ECHO_GRPC_PORT=${options.port}: cannot listen on ${host}:${options.port}: ${err.message}`,
+          ),
+        );
+    });
+  });
+
+  let stopping: Promise<boolean> | undefined;
+  return {
+    port,
+    notServing() {
+      health.setStatus('', 'NOT_SERVING');
+      health.setStatus(ECHO_SERVICE_NAME, 'NOT_SERVING');
+    },
+    shutdown(timeoutMs) {
+      stopping ??= new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve(false);
+        }, timeoutMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      return stopping;
+    },
+  };
+}
