@@ -303,3 +303,74 @@ test('grpc reflection – v1 and v1alpha list the echo service, health and refle
     }
   }
 });
+
+test('grpc faults – the client and bidi streams take x-echo-delay and x-echo-status too, and refuse bad values', async () => {
+  const clientStream = (pairs: ReadonlyArray<readonly [string, string]>) =>
+    new Promise<{ value?: EchoResponse; error?: { code: number; details: string }; elapsedMs: number }>(
+      (resolve) => {
+        const startedMs = performance.now();
+        const call = client.makeClientStreamRequest(
+          ClientStream.path,
+          ClientStream.requestSerialize,
+          ClientStream.responseDeserialize,
+          metadataOf(pairs),
+          {},
+          (error, value) =>
+            resolve({
+              ...(error === null ? { value: value as EchoResponse } : { error }),
+              elapsedMs: performance.now() - startedMs,
+            }),
+        );
+        call.write({ message: 'a', payload: Buffer.alloc(0) });
+        call.end();
+      },
+    );
+  const delayed = await clientStream([['x-echo-delay', '200ms']]);
+  assert.equal(delayed.value?.message, 'a');
+  assert.ok(delayed.elapsedMs >= 199, `${delayed.elapsedMs} ms`);
+  assert.equal(
+    (await clientStream([['x-echo-status', 'PERMISSION_DENIED']])).error?.code,
+    status.PERMISSION_DENIED,
+  );
+  const bad = await clientStream([['x-echo-status', 'nope']]);
+  assert.equal(bad.error?.code, status.INVALID_ARGUMENT);
+  assert.match(bad.error?.details ?? '', /^x-echo-status=/);
+
+  const bidi = (pairs: ReadonlyArray<readonly [string, string]>) =>
+    new Promise<{ messages: EchoResponse[]; error?: { code: number; details: string }; elapsedMs: number }>(
+      (resolve) => {
+        const startedMs = performance.now();
+        const messages: EchoResponse[] = [];
+        const call = client.makeBidiStreamRequest(
+          BidiStream.path,
+          BidiStream.requestSerialize,
+          BidiStream.responseDeserialize,
+          metadataOf(pairs),
+        );
+        call.on('data', (m: EchoResponse) => messages.push(m));
+        call.on('error', (error: { code: number; details: string }) =>
+          resolve({ messages, error, elapsedMs: performance.now() - startedMs }),
+        );
+        call.on('end', () => resolve({ messages, elapsedMs: performance.now() - startedMs }));
+        call.write({ message: 'first', payload: Buffer.alloc(0) });
+        call.write({ message: 'second', payload: Buffer.alloc(0) });
+        call.end();
+      },
+    );
+  const held = await bidi([['x-echo-delay', '200ms']]);
+  assert.deepEqual(
+    held.messages.map((m) => m.message),
+    ['first', 'second'],
+  );
+  assert.ok(held.elapsedMs >= 199, `${held.elapsedMs} ms`);
+  const failed = await bidi([
+    ['x-echo-status', 'UNAUTHENTICATED'],
+    ['x-echo-status-message', 'who are you'],
+  ]);
+  assert.equal(failed.error?.code, status.UNAUTHENTICATED);
+  assert.equal(failed.error?.details, 'who are you');
+  assert.equal(failed.messages.length, 0);
+  const refused = await bidi([['x-echo-delay', '-1s']]);
+  assert.equal(refused.error?.code, status.INVALID_ARGUMENT);
+  assert.match(refused.error?.details ?? '', /^x-echo-delay=/);
+});
