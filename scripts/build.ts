@@ -162,19 +162,19 @@ export type OperatorDependencies = Partial<
 
 /**
  * The operator package's dependencies: the packages it imports at run time (`names`), each at the
- * version the root's package.json declares it (a dependency, or an optional peer of the service
- * that the operator's image needs installed: the OpenTelemetry SDK). One the root lacks, or one of
- * ours (the bundle holds obs), fails the build.
+ * version the repository runs it at: the root's dependency, else its devDependency (the service's
+ * optional peers, which the operator's image needs installed: the OpenTelemetry SDK, pinned there,
+ * where the service's peer is a range). One the root lacks, or one of ours (the bundle holds obs),
+ * fails the build.
  */
 export function operatorDependencies(root: PackageJson, names: readonly string[]): OperatorDependencies {
   const dependencies: Record<string, unknown> = {};
+  const fields = ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'];
   for (const name of [...names].sort()) {
     if (name.startsWith('@echo-chaos/')) {
       throw new Error(`build: the operator's package imports ${name} at run time; it must be bundled`);
     }
-    const field = DEPENDENCY_FIELDS.find(
-      (f) => (root[f] as Record<string, string> | undefined)?.[name] !== undefined,
-    );
+    const field = fields.find((f) => (root[f] as Record<string, string> | undefined)?.[name] !== undefined);
     if (field === undefined) {
       throw new Error(
         `build: the operator imports ${name} at run time, which package.json declares in no dependencies`,

@@ -7,21 +7,23 @@
 import type * as Otel from './otel.ts';
 
 /**
- * The OpenTelemetry SDK `otel.ts` imports, with the versions the packages declare (a test keeps
- * them equal to package.json's).
+ * The OpenTelemetry SDK `otel.ts` imports, with the ranges the package declares for them (a test
+ * keeps them equal to package.json's peerDependencies). Ranges, not the pinned versions the
+ * repository tests with: `npm install` saves them as given, and an exact peer would then refuse
+ * the next patch release on `npm update`.
  */
 export const OTEL_SDK_PACKAGES: Readonly<Record<string, string>> = {
-  '@opentelemetry/context-async-hooks': '3.1.0',
-  '@opentelemetry/core': '3.1.0',
-  '@opentelemetry/exporter-prometheus': '0.301.0',
-  '@opentelemetry/exporter-trace-otlp-http': '0.301.0',
-  '@opentelemetry/exporter-trace-otlp-proto': '0.301.0',
-  '@opentelemetry/instrumentation': '0.301.0',
-  '@opentelemetry/instrumentation-http': '0.301.0',
-  '@opentelemetry/instrumentation-undici': '0.34.0',
-  '@opentelemetry/resources': '3.1.0',
-  '@opentelemetry/sdk-metrics': '3.1.0',
-  '@opentelemetry/sdk-trace': '3.1.0',
+  '@opentelemetry/context-async-hooks': '^3.1.0',
+  '@opentelemetry/core': '^3.1.0',
+  '@opentelemetry/exporter-prometheus': '^0.301.0',
+  '@opentelemetry/exporter-trace-otlp-http': '^0.301.0',
+  '@opentelemetry/exporter-trace-otlp-proto': '^0.301.0',
+  '@opentelemetry/instrumentation': '^0.301.0',
+  '@opentelemetry/instrumentation-http': '^0.301.0',
+  '@opentelemetry/instrumentation-undici': '^0.34.0',
+  '@opentelemetry/resources': '^3.1.0',
+  '@opentelemetry/sdk-metrics': '^3.1.0',
+  '@opentelemetry/sdk-trace': '^3.1.0',
   '@opentelemetry/semantic-conventions': '^1.45.0',
 };
 
