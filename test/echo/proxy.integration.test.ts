@@ -266,7 +266,7 @@ describe('a proxy in front of a real service', () => {
   });
 
   test('a forwarded entry replays through the proxy to the upstream, method, path, query and body', async () => {
-    const id = `proxy-replay-${Date.now()}`;
+    const id = `proxy-replay-${Math.random().toString(36).slice(2, 10)}`;
     await get(
       `${echo.url}/replayed?n=1`,
       { 'x-request-id': id, 'content-type': 'text/plain' },
@@ -286,7 +286,7 @@ describe('a proxy in front of a real service', () => {
   });
 
   test("history says upstream, its status and its time; the upstream's meters count it", async () => {
-    const id = `proxy-history-${Date.now()}`;
+    const id = `proxy-history-${Math.random().toString(36).slice(2, 10)}`;
     await get(`${echo.url}/busy/h`, { 'x-request-id': id });
     const history = (await (await request(`${echo.url}/history?path=/busy/h`)).body.json()) as Array<{
       request_id: string;
