@@ -30,6 +30,12 @@ const NO_SCENARIO_COUNTS: ScenarioStoreCounts = Object.freeze({
   sessionsEvicted: 0,
 });
 
+/** The gRPC calls' meters. */
+interface GrpcMeters {
+  readonly requests: Counter<'method' | 'code'>;
+  readonly duration: Histogram<'method'>;
+}
+
 /** The echo service's own meters, on a registry of their own (one per app, so tests stay apart). */
 export class EchoMetrics implements FaultMeters {
   readonly registry: Registry;
@@ -43,6 +49,8 @@ export class EchoMetrics implements FaultMeters {
   readonly #upstreamDuration: Histogram;
   readonly #chaos: Counter<'type'>;
   readonly #faults: Counter<'kind'>;
+  /** The gRPC calls (`ECHO_GRPC_PORT`), registered on the first call so a service without gRPC has none. */
+  #grpc: GrpcMeters | undefined;
   readonly #overflow: Counter;
   #activeFaults: () => number = () => 0;
   readonly #connectionsRefused: Counter;
@@ -240,6 +248,40 @@ export class EchoMetrics implements FaultMeters {
 
   faultOverflow(): void {
     this.#overflow.inc();
+  }
+
+  /**
+   * One gRPC call ended (src/echo/grpc/observe.ts): `method` is its full path from a bounded set
+   * (or `other`), `code` its status name (`OK`, `DEADLINE_EXCEEDED`, `CANCELLED`...).
+   */
+  grpcCallEnded(method: string, code: string, seconds: number): void {
+    const grpc = this.#registerGrpcMeters();
+    grpc.requests.inc({ method, code });
+    grpc.duration.observe({ method }, seconds);
+  }
+
+  /** Registers the gRPC meters, once: the gRPC server does when it starts, so they show before any call. */
+  registerGrpcMeters(): void {
+    this.#registerGrpcMeters();
+  }
+
+  #registerGrpcMeters(): GrpcMeters {
+    this.#grpc ??= {
+      requests: new Counter({
+        name: 'echo_grpc_requests_total',
+        help: 'gRPC calls ended, by full method path (the echo service, health and reflection; other for any other) and status code name (DEADLINE_EXCEEDED: the deadline passed first; CANCELLED: the client went first)',
+        labelNames: ['method', 'code'],
+        registers: [this.registry],
+      }),
+      duration: new Histogram({
+        name: 'echo_grpc_request_duration_seconds',
+        help: 'gRPC call latency in seconds, from its headers to its end (status sent, deadline passed, or client gone), by full method path',
+        labelNames: ['method'],
+        buckets: ECHO_DURATION_BUCKETS,
+        registers: [this.registry],
+      }),
+    };
+    return this.#grpc;
   }
 
   recordRequest(

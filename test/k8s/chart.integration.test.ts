@@ -123,6 +123,93 @@ describe('chart echo-chaos', { skip }, () => {
     assert.ok(echo.volumeMounts.some((m: Any) => m.mountPath === '/etc/echo-chaos'));
   });
 
+  test('chart – grpc.port: unset, no gRPC at all; set, ECHO_GRPC_PORT, a container port and a Service port named grpc (appProtocol grpc); HTTP probes still', () => {
+    const echoAndService = (...args: string[]) => {
+      const docs = render(...args);
+      const [deployment] = byKind(docs, 'Deployment') as Any[];
+      const [service] = byKind(docs, 'Service') as Any[];
+      return { echo: deployment.spec.template.spec.containers[0], service, docs };
+    };
+    const plain = echoAndService();
+    assert.deepEqual(
+      plain.echo.ports.map((p: Any) => p.name),
+      ['http'],
+    );
+    assert.ok(!plain.echo.env.some((e: Any) => e.name === 'ECHO_GRPC_PORT'));
+    assert.deepEqual(
+      plain.service.spec.ports.map((p: Any) => p.name),
+      ['http'],
+    );
+    assert.equal(plain.echo.readinessProbe.httpGet.path, '/ready');
+    assert.equal(plain.echo.readinessProbe.grpc, undefined);
+    assert.ok(!JSON.stringify(plain.docs).includes('grpc'), 'no trace of gRPC by default');
+
+    const grpc = echoAndService('--set', 'grpc.port=9090');
+    assert.deepEqual(
+      grpc.echo.env.find((e: Any) => e.name === 'ECHO_GRPC_PORT'),
+      { name: 'ECHO_GRPC_PORT', value: '9090' },
+    );
+    assert.deepEqual(grpc.echo.ports, [
+      { name: 'http', containerPort: 8080, protocol: 'TCP' },
+      { name: 'grpc', containerPort: 9090, protocol: 'TCP' },
+    ]);
+    assert.deepEqual(
+      grpc.service.spec.ports.find((p: Any) => p.name === 'grpc'),
+      { name: 'grpc', port: 9090, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'grpc' },
+    );
+    assert.equal(grpc.echo.livenessProbe.httpGet.path, '/health');
+    assert.equal(grpc.echo.readinessProbe.httpGet.path, '/ready');
+    assert.deepEqual(
+      grpc.docs.flatMap((d) => kubernetesProblems(d)),
+      [],
+    );
+  });
+
+  test("chart – probes.grpc: Kubernetes' grpc probes on grpc.port, no HTTP probe left", () => {
+    const docs = render('--set', 'grpc.port=9090,probes.grpc=true');
+    const [deployment] = byKind(docs, 'Deployment') as Any[];
+    const [echo] = deployment.spec.template.spec.containers;
+    for (const probe of [echo.livenessProbe, echo.readinessProbe]) {
+      assert.deepEqual(probe.grpc, { port: 9090 });
+      assert.equal(probe.httpGet, undefined);
+    }
+    // The timing of each probe is the HTTP one's.
+    assert.equal(echo.livenessProbe.periodSeconds, 10);
+    assert.equal(echo.readinessProbe.failureThreshold, 1);
+    assert.deepEqual(
+      docs.flatMap((d) => kubernetesProblems(d)),
+      [],
+    );
+  });
+
+  test('chart – a bad gRPC value is refused: by the schema, or by the template naming what to fix', () => {
+    for (const [set, message] of [
+      ['grpc.port=8080', /at '\/grpc\/port': 'not' failed/],
+      ['grpc.port=0', /at '\/grpc\/port': minimum/],
+      ['grpc.port=65536', /at '\/grpc\/port': maximum/],
+      ['grpc.port=grpc', /at '\/grpc\/port': got string/],
+      ['grpc.prot=9090', /additional properties 'prot' not allowed/],
+      ['probes.grpc=yes', /at '\/probes\/grpc': got string, want boolean/],
+    ] as const) {
+      assert.throws(
+        () => helm(['template', 'x', CHART, '--set', set]),
+        /values don't meet the specifications/,
+        set,
+      );
+      assert.throws(() => helm(['template', 'x', CHART, '--set', set]), message, set);
+    }
+    for (const [set, message] of [
+      ['probes.grpc=true', /probes\.grpc is true but grpc\.port is not set/],
+      ['grpc.port=9090,service.port=9090', /grpc\.port \(9090\) equals service\.port/],
+      [
+        'grpc.port=9090,env.ECHO_GRPC_PORT=9091',
+        /env\.ECHO_GRPC_PORT and grpc\.port both set ECHO_GRPC_PORT/,
+      ],
+    ] as const) {
+      assert.throws(() => helm(['template', 'x', CHART, '--set', set]), message, set);
+    }
+  });
+
   test('chart – default drain timing: no preStop hook, ECHO_DRAIN_DELAY 5s, grace = delay + drain + 5', () => {
     const [deployment] = byKind(render(), 'Deployment').filter((d) => d.metadata.name === 'echo-chaos');
     const pod: Any = (deployment as Any).spec.template.spec;

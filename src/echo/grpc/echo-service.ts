@@ -16,6 +16,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import type { FaultLimits } from '../../scenario/faults.ts';
+import type { FaultMeters } from '../applied.ts';
 import {
   echoedMetadata,
   type GrpcFaults,
@@ -54,6 +55,8 @@ export interface EchoServiceOptions {
   readonly random: () => number;
   /** Aborted when the service closes: holds end and answers go at once. */
   readonly closing: AbortSignal;
+  /** Where an applied fault is counted (`echo_faults_injected_total{kind}`: `delay`, `status`). */
+  readonly meters: Pick<FaultMeters, 'faultInjected'>;
 }
 
 /** What a call starts with, once its metadata is read. */
@@ -128,7 +131,7 @@ function writable(call: NodeJS.EventEmitter): Promise<void> {
 
 /** The `EchoService` implementation, for `server.addService(definition, ...)`. */
 export function echoService(options: EchoServiceOptions): UntypedServiceImplementation {
-  const { limits, closing } = options;
+  const { limits, closing, meters } = options;
 
   /** Reads the call's metadata: its id, its echo, its faults; a problem is the call's `INVALID_ARGUMENT`. */
   const start = (call: ServerSurfaceCall): { started: Started } | { problem: string; requestId: string } => {
@@ -156,8 +159,19 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     sequence,
   });
 
-  const statusOf = (faults: GrpcFaults) =>
-    faults.status === undefined ? undefined : error(faults.status, faults.statusMessage ?? '');
+  /** The status fault to end the call with, counted as it is applied; undefined without one. */
+  const statusOf = (faults: GrpcFaults) => {
+    if (faults.status === undefined) return undefined;
+    meters.faultInjected('status');
+    return error(faults.status, faults.statusMessage ?? '');
+  };
+
+  /** Holds the answer for the call's `x-echo-delay`, counted as it begins (as HTTP's). */
+  const delay = (call: ServerSurfaceCall, faults: GrpcFaults): Promise<void> => {
+    const ms = faults.delayMs ?? 0;
+    if (ms > 0) meters.faultInjected('delay');
+    return hold(call, ms, closing);
+  };
 
   const echo: handleUnaryCall<EchoRequest, EchoResponse> = async (call, callback) => {
     const begun = start(call);
@@ -166,7 +180,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       return callback(error(INVALID_ARGUMENT, begun.problem));
     }
     const { started } = begun;
-    await hold(call, started.faults.delayMs ?? 0, closing);
+    await delay(call, started.faults);
     if (!open(call)) return;
     sendHead(call, started.requestId);
     const status = statusOf(started.faults);
@@ -181,7 +195,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     if (!('started' in begun)) return void call.emit('error', error(INVALID_ARGUMENT, begun.problem));
     if (!plan.ok) return void call.emit('error', error(INVALID_ARGUMENT, plan.problem));
     const { started } = begun;
-    await hold(call, started.faults.delayMs ?? 0, closing);
+    await delay(call, started.faults);
     if (!open(call)) return;
     const status = statusOf(started.faults);
     if (status !== undefined) return void call.emit('error', status);
@@ -226,7 +240,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     });
     call.on('end', async () => {
       if (refused) return;
-      await hold(call, started.faults.delayMs ?? 0, closing);
+      await delay(call, started.faults);
       if (!open(call)) return;
       sendHead(call, started.requestId);
       const status = statusOf(started.faults);
@@ -245,7 +259,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     let sequence = 0;
     let ended = false;
     // Each message is echoed in turn, after the call's delay; what comes meanwhile waits in order.
-    let turn: Promise<void> = hold(call, started.faults.delayMs ?? 0, closing).then(() => {
+    let turn: Promise<void> = delay(call, started.faults).then(() => {
       if (!open(call)) {
         ended = true;
         return;

@@ -73,6 +73,7 @@ export async function registerGrpc(
       random: Math.random,
       // Closing answers what waits at once, as it does HTTP's waiting requests (state.ts).
       closing: state.drainDeadline.signal,
+      meters: state.metrics,
     });
     if (state.drain.signal.aborted) server.notServing();
     else state.drain.signal.addEventListener('abort', () => server?.notServing(), { once: true });

@@ -12,11 +12,12 @@ import {
   ServerCredentials,
   type ServiceClientConstructor,
 } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import type { TlsMaterial } from '../transport/tls-material.ts';
 import { type EchoServiceOptions, echoService } from './echo-service.ts';
+import { type GrpcCallMeters, meteringInterceptor, REFLECTION_METHODS } from './observe.ts';
 
 /** Where the service's proto is, in the repository and in the package (`proto/` beside `src/`, `dist/`). */
 export const ECHO_PROTO_PATH = fileURLToPath(
@@ -32,6 +33,8 @@ export interface GrpcServerOptions extends EchoServiceOptions {
   readonly port: number;
   /** The HTTP server's certificate and key (`ENABLE_TLS`), or undefined for cleartext. */
   readonly tls: TlsMaterial | undefined;
+  /** The echo's meters: the faults applied, and each call once it ends (observe.ts). */
+  readonly meters: EchoServiceOptions['meters'] & GrpcCallMeters;
 }
 
 /** A running gRPC server. */
@@ -50,6 +53,19 @@ export interface GrpcServer {
 /** The proto-loader options: the proto's own field names (`request_id`), defaults filled in. */
 const LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
 
+/**
+ * Every method path the server serves, the bounded set of the `method` label: the echo service's
+ * and health's (from the loaded protos) and reflection's two.
+ */
+export function servedMethods(definition: PackageDefinition): Set<string> {
+  const paths = new Set<string>(REFLECTION_METHODS);
+  for (const entry of Object.values(definition))
+    for (const method of Object.values(entry))
+      if (typeof method === 'object' && method !== null && 'requestStream' in method && 'path' in method)
+        paths.add(String(method.path));
+  return paths;
+}
+
 /** Starts the server on `host:port`; a port it cannot bind rejects, naming `ECHO_GRPC_PORT`. */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   // The echo proto and health's, together: reflection lists both.
@@ -60,7 +76,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const server = new Server({
     // One message at most MAX_BODY_SIZE, as an HTTP body: a bigger one is RESOURCE_EXHAUSTED.
     'grpc.max_receive_message_length': options.maxBodyBytes,
+    // Every call, health's and reflection's too, counted once when it ends.
+    interceptors: [meteringInterceptor(options.meters, servedMethods(definition))],
   });
+  options.meters.registerGrpcMeters?.();
   server.addService(service, echoService(options));
   const health = new HealthImplementation({ '': 'SERVING', [ECHO_SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);

@@ -1,0 +1,94 @@
+/**
+ * The gRPC calls' meters (issue #36 item 6, docs/adr/0050-grpc.md): a grpc-js server interceptor
+ * that counts every call once, when it ends, in `echo_grpc_requests_total{method,code}` and
+ * `echo_grpc_request_duration_seconds{method}`. A call ends in one of three ways, and each one
+ * reaches the interceptor's `onCancel` exactly once (grpc-js calls it after the status went out,
+ * and when the stream closes without one): the status the handlers sent (OK, a status fault,
+ * INVALID_ARGUMENT...), the deadline (grpc-js's own timer sends DEADLINE_EXCEEDED beside the
+ * interceptors, so a call with no status sent whose deadline passed is DEADLINE_EXCEEDED), or the
+ * client going first (CANCELLED). A client resets its call when its own deadline passes, which
+ * reaches the server about when the server's copy of the deadline does (sent as a rounded-up
+ * timeout, so a little later): a call that ends without a status within
+ * {@link DEADLINE_SLACK_MS} of its deadline ended because of it.
+ */
+import {
+  type Deadline,
+  ResponderBuilder,
+  ServerInterceptingCall,
+  type ServerInterceptingCallInterface,
+  type ServerInterceptor,
+  ServerListenerBuilder,
+  status,
+} from '@grpc/grpc-js';
+
+/** The method label of a path outside the known set. */
+export const OTHER_METHOD = 'other';
+
+/** The reflection methods (`@grpc/reflection` serves both versions). */
+export const REFLECTION_METHODS = [
+  '/grpc.reflection.v1.ServerReflection/ServerReflectionInfo',
+  '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo',
+] as const;
+
+/** How close to its deadline a call the client reset counts as DEADLINE_EXCEEDED, not CANCELLED. */
+export const DEADLINE_SLACK_MS = 50;
+
+/** Where the interceptor records a call. */
+export interface GrpcCallMeters {
+  grpcCallEnded(method: string, code: string, seconds: number): void;
+  /** Registers the meters before any call, so a scrape shows them from the start. */
+  registerGrpcMeters?(): void;
+}
+
+/**
+ * Whether the call's HTTP/2 stream was reset (the client cancelled, or its deadline passed on its
+ * side) rather than closed after the status: then whatever status a handler sent never left (a
+ * handler may answer a call the client has just reset: grpc-js tells it on a later tick, and sends
+ * a status after messages only once the stream asks for its trailers). grpc-js's own call, the next
+ * in the chain, holds the stream (1.14), outside its typed API; without it the status sent is trusted.
+ */
+function resetFirst(call: ServerInterceptingCallInterface): boolean {
+  const stream = (call as unknown as { readonly stream?: { readonly rstCode?: unknown } }).stream;
+  return typeof stream?.rstCode === 'number' && stream.rstCode !== 0;
+}
+
+function deadlineMs(deadline: Deadline): number {
+  return deadline instanceof Date ? deadline.getTime() : deadline;
+}
+
+/** The name of a status code (`UNAVAILABLE`), `UNKNOWN` for a number outside 0-16. */
+export function statusName(code: number): string {
+  const name = (status as unknown as Record<number, string | undefined>)[code];
+  return typeof name === 'string' ? name : 'UNKNOWN';
+}
+
+/**
+ * The interceptor that meters each call. `known` is the bounded set of method paths the label may
+ * take (the server's methods); any other path is {@link OTHER_METHOD}.
+ */
+export function meteringInterceptor(meters: GrpcCallMeters, known: ReadonlySet<string>): ServerInterceptor {
+  return (descriptor, call) => {
+    const method = known.has(descriptor.path) ? descriptor.path : OTHER_METHOD;
+    const startedMs = performance.now();
+    let sent: number | undefined;
+    let counted = false;
+    const ended = () => {
+      if (counted) return;
+      counted = true;
+      const code =
+        (resetFirst(call) ? undefined : sent) ??
+        (Date.now() >= deadlineMs(call.getDeadline()) - DEADLINE_SLACK_MS
+          ? status.DEADLINE_EXCEEDED
+          : status.CANCELLED);
+      meters.grpcCallEnded(method, statusName(code), (performance.now() - startedMs) / 1000);
+    };
+    const responder = new ResponderBuilder()
+      .withStart((next) => next(new ServerListenerBuilder().withOnCancel(ended).build()))
+      .withSendStatus((sending, next) => {
+        sent ??= sending.code;
+        next(sending);
+      })
+      .build();
+    return new ServerInterceptingCall(call, responder);
+  };
+}
