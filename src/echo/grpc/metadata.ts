@@ -44,6 +44,27 @@ export const GRPC_FAULT_KEYS = {
   statusMessage: 'x-echo-status-message',
 } as const;
 
+/**
+ * Every metadata key a call of the echo service reads (issue #36 item 3), in the order the metadata
+ * table of docs/service/grpc.md lists them. The delay keys take every form of their headers.
+ */
+export const GRPC_METADATA_KEYS = [
+  'x-echo-delay',
+  'x-echo-jitter',
+  'x-echo-random-delay',
+  'x-echo-exponential',
+  'x-echo-latency',
+  'x-echo-status',
+  'x-echo-status-message',
+  'x-echo-chaos',
+  'x-echo-error',
+  'x-echo-response-size',
+  'x-echo-stream-fail-after',
+  'x-echo-seed',
+  'x-echo-session',
+  'x-request-id',
+] as const;
+
 /** Longest `x-echo-status-message`, in characters. */
 export const MAX_STATUS_MESSAGE_LENGTH = 1024;
 /** Longest request id taken from `x-request-id`. */
