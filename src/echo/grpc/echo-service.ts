@@ -1,10 +1,13 @@
 /**
  * The methods of `echochaos.v1.EchoService` (proto/echochaos/v1/echo.proto). Each call reads its
- * metadata first (a bad value ends it in `INVALID_ARGUMENT` naming the key), holds its answer for
- * `x-echo-delay`, then answers, or ends with the status of `x-echo-status`. A hold ends early when
+ * metadata first (a bad value ends it in `INVALID_ARGUMENT` naming the key), draws its faults
+ * (faults.ts: the metadata's, else the environment's), holds its answer for the delay, then
+ * answers, or ends as a fault asks: a status, a reset stream, a GOAWAY, no answer at all, a
+ * Trailers-Only answer; a streaming answer may fail after some messages. A hold ends early when
  * the client goes or its deadline passes (grpc-js then tells the client `DEADLINE_EXCEEDED`, and
  * nothing more is written), and when the service closes (the answer goes at once, as HTTP's do).
  */
+import { constants as http2 } from 'node:http2';
 import {
   type handleBidiStreamingCall,
   type handleClientStreamingCall,
@@ -16,14 +19,21 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import type { FaultLimits } from '../../scenario/faults.ts';
-import type { FaultMeters } from '../applied.ts';
+import type { FaultGate, FaultKind, FaultMeters } from '../applied.ts';
+import { drawSeed, type RandomSource, seededRandom } from '../random.ts';
+import {
+  drawGrpcPlan,
+  faultKindOf,
+  type GrpcEnd,
+  type GrpcFaultSpec,
+  type GrpcPlan,
+  readGrpcMetadata,
+} from './faults.ts';
 import {
   echoedMetadata,
-  type GrpcFaults,
   INVALID_ARGUMENT,
   type MetadataValues,
   RESOURCE_EXHAUSTED,
-  readGrpcFaults,
   requestIdOf,
 } from './metadata.ts';
 import { readStreamRequest, type StreamRequestFields } from './request.ts';
@@ -49,21 +59,35 @@ export interface EchoServiceOptions {
   readonly limits: FaultLimits;
   /** `MAX_BODY_SIZE`: the most a client stream's messages may hold together. */
   readonly maxBodyBytes: number;
-  /** The master switch of faults (`ECHO_FAULTS_ENABLED`, `PUT /control/faults`), read per call. */
-  readonly faultsEnabled: () => boolean;
-  /** Randomness of the delay draws. */
-  readonly random: () => number;
+  /** `ECHO_REQUEST_TIMEOUT`: how long `drop` holds a call that has no deadline before resetting it. */
+  readonly requestTimeoutMs: number;
+  /**
+   * The master switch (`ECHO_FAULTS_ENABLED`, `PUT /control/faults`, read per call) and the safety
+   * valve (`ECHO_MAX_ACTIVE_FAULTS`): a call with faults holds a slot until it ends, and a call
+   * that finds none free is answered plainly (counted in `echo_faults_overflow_total`).
+   */
+  readonly gate: Pick<FaultGate, 'enabled' | 'acquire' | 'release'>;
+  /** The environment's defaults, as gRPC reads them (`grpcEnvDefaults`). */
+  readonly env: GrpcFaultSpec;
+  /** Randomness of a call without a seed. */
+  readonly random: RandomSource;
+  /** `ECHO_SEED`'s sequence: each call without `x-echo-seed` draws its seed from it, in arrival order. */
+  readonly seeds?: RandomSource;
   /** Aborted when the service closes: holds end and answers go at once. */
   readonly closing: AbortSignal;
-  /** Where an applied fault is counted (`echo_faults_injected_total{kind}`: `delay`, `status`). */
-  readonly meters: Pick<FaultMeters, 'faultInjected'>;
+  /** Where an applied fault is counted (`echo_faults_injected_total{kind}`), and an overflow. */
+  readonly meters: FaultMeters;
 }
 
-/** What a call starts with, once its metadata is read. */
+/** What a call starts with, once its metadata is read and its faults drawn. */
 interface Started {
   readonly requestId: string;
   readonly metadata: Record<string, string>;
-  readonly faults: GrpcFaults;
+  readonly plan: GrpcPlan;
+  /** The kinds applied so far, in order (the `x-echo-fault` trailer). */
+  readonly applied: FaultKind[];
+  /** Gives the safety valve's slot back (once). */
+  readonly release: () => void;
 }
 
 /** What every call has, whatever its kind (grpc-js does not export its own name for it). */
@@ -75,7 +99,18 @@ type ServerSurfaceCall = Pick<
   removeListener(event: 'cancelled', listener: () => void): unknown;
 };
 
-const error = (code: number, details: string): Partial<ServerErrorResponse> => ({ code, details });
+/** The part of an HTTP/2 stream a `reset` and a `goaway` use. */
+interface Http2StreamLike {
+  readonly id?: number;
+  close(code: number): void;
+  readonly session?: { goaway(code: number, lastStreamId?: number): void; destroy(): void };
+}
+
+const error = (code: number, details: string, trailers?: Metadata): Partial<ServerErrorResponse> => ({
+  code,
+  details,
+  ...(trailers === undefined ? {} : { metadata: trailers }),
+});
 
 function valuesOf(metadata: Metadata): MetadataValues {
   const out: Record<string, Array<string | Buffer>> = {};
@@ -129,90 +164,216 @@ function writable(call: NodeJS.EventEmitter): Promise<void> {
   });
 }
 
+/**
+ * The HTTP/2 stream under a call. grpc-js (1.14) gives a handler no way to reset its stream or
+ * close its connection, so `reset` and `goaway` reach the stream through the call's chain
+ * (`call` → the interceptors' `nextCall` → grpc-js's own call, which holds `stream`), outside its
+ * typed API: a test of each fault proves the path still holds on the grpc-js the package allows.
+ */
+export function http2StreamOf(call: object): Http2StreamLike | undefined {
+  let node: unknown = call;
+  for (let depth = 0; depth < 8 && typeof node === 'object' && node !== null; depth++) {
+    const holder = node as { stream?: unknown; call?: unknown; nextCall?: unknown };
+    const stream = holder.stream as Http2StreamLike | undefined;
+    if (typeof stream?.close === 'function' && typeof stream.session === 'object') return stream;
+    node = holder.nextCall ?? holder.call;
+  }
+  return undefined;
+}
+
+const noop = () => {};
+
 /** The `EchoService` implementation, for `server.addService(definition, ...)`. */
 export function echoService(options: EchoServiceOptions): UntypedServiceImplementation {
-  const { limits, closing, meters } = options;
+  const { limits, closing, meters, gate } = options;
 
-  /** Reads the call's metadata: its id, its echo, its faults; a problem is the call's `INVALID_ARGUMENT`. */
-  const start = (call: ServerSurfaceCall): { started: Started } | { problem: string; requestId: string } => {
+  /**
+   * Reads the call's metadata and draws its faults; a problem is the call's `INVALID_ARGUMENT`.
+   * `streaming`: the method streams its answers, so `x-echo-stream-fail-after` may apply.
+   */
+  const start = (
+    call: ServerSurfaceCall,
+    streaming: boolean,
+  ): { started: Started } | { problem: string; requestId: string } => {
     const values = valuesOf(call.metadata);
     const requestId = requestIdOf(values);
-    const read = options.faultsEnabled()
-      ? readGrpcFaults(values, limits, options.random)
-      : ({ ok: true, faults: {} } as const);
+    const metadata = echoedMetadata(values);
+    const plain = { requestId, metadata, applied: [], release: noop };
+    if (!gate.enabled) return { started: { ...plain, plan: {} } };
+    const read = readGrpcMetadata(values, limits);
     if (!read.ok) return { problem: read.problem, requestId };
-    return { started: { requestId, metadata: echoedMetadata(values), faults: read.faults } };
+    if (read.failAfter !== undefined && !streaming)
+      return {
+        problem:
+          'x-echo-stream-fail-after: only for the methods that stream their answers (ServerStream, BidiStream)',
+        requestId,
+      };
+    // Every call draws from ECHO_SEED's sequence, so the n-th call of a run always gets the n-th seed.
+    const processSeed = options.seeds === undefined ? undefined : drawSeed(options.seeds);
+    const seed = read.seed ?? processSeed;
+    const random = seed === undefined ? options.random : seededRandom(seed);
+    let plan = drawGrpcPlan({
+      random,
+      ...(seed === undefined ? {} : { seed }),
+      ...(read.session === undefined ? {} : { session: read.session }),
+      metadata: read,
+      env: options.env,
+      maxDelayMs: limits.maxDelayMs,
+    });
+    if (plan.delay === undefined && plan.end === undefined) return { started: { ...plain, plan } };
+    if (!gate.acquire()) {
+      meters.faultOverflow();
+      const { delay: _delay, end: _end, failAfter: _failAfter, ...rest } = plan;
+      plan = rest;
+      return { started: { ...plain, plan } };
+    }
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      gate.release();
+    };
+    call.once('cancelled', release);
+    return { started: { requestId, metadata, applied: [], release, plan } };
   };
 
-  /** Sends the initial metadata (`x-request-id`) when the answer begins. */
-  const sendHead = (call: ServerSurfaceCall, requestId: string): void => {
+  /** Sends the initial metadata (`x-request-id`, and `x-echo-seed` for a seeded call) when the answer begins. */
+  const sendHead = (call: ServerSurfaceCall, requestId: string, plan?: GrpcPlan): void => {
     const head = new Metadata();
     head.set('x-request-id', requestId);
+    if (plan?.seed !== undefined) head.set('x-echo-seed', String(plan.seed));
     call.sendMetadata(head);
+  };
+
+  /** The trailers: `x-echo-fault` lists the kinds applied, as HTTP's `X-Echo-Fault` header does. */
+  const trailers = (started: Started): Metadata => {
+    const out = new Metadata();
+    const kinds = [...new Set(started.applied)];
+    if (kinds.length > 0) out.set('x-echo-fault', kinds.join(','));
+    return out;
+  };
+
+  const applied = (started: Started, kind: FaultKind) => {
+    started.applied.push(kind);
+    meters.faultInjected(kind);
+  };
+
+  const payloadOf = (started: Started, echoed: Buffer): Buffer => {
+    const size = started.plan.responseBytes;
+    return size === undefined ? echoed : Buffer.alloc(size.bytes, 'x');
   };
 
   const response = (started: Started, request: EchoRequest, sequence: number): EchoResponse => ({
     message: request.message,
-    payload: request.payload,
+    payload: payloadOf(started, request.payload),
     metadata: started.metadata,
     request_id: started.requestId,
     sequence,
   });
 
-  /** The status fault to end the call with, counted as it is applied; undefined without one. */
-  const statusOf = (faults: GrpcFaults) => {
-    if (faults.status === undefined) return undefined;
-    meters.faultInjected('status');
-    return error(faults.status, faults.statusMessage ?? '');
-  };
-
-  /** Holds the answer for the call's `x-echo-delay`, counted as it begins (as HTTP's). */
-  const delay = (call: ServerSurfaceCall, faults: GrpcFaults): Promise<void> => {
-    const ms = faults.delayMs ?? 0;
-    if (ms > 0) meters.faultInjected('delay');
+  /** Holds the answer for the call's delay, counted as it begins (as HTTP's). */
+  const delay = (call: ServerSurfaceCall, started: Started): Promise<void> => {
+    const ms = started.plan.delay?.ms ?? 0;
+    if (ms > 0) applied(started, 'delay');
     return hold(call, ms, closing);
   };
 
+  /**
+   * Ends the call as `end` asks. `fail` sends a status (the unary callback, or a stream's 'error');
+   * `headSent` says whether the initial metadata already went (a Trailers-Only answer needs it not).
+   */
+  const finish = async (
+    call: ServerSurfaceCall,
+    started: Started,
+    end: GrpcEnd,
+    fail: (status: Partial<ServerErrorResponse>) => void,
+    headSent: boolean,
+  ): Promise<void> => {
+    applied(started, faultKindOf(end));
+    switch (end.kind) {
+      case 'status':
+        if (!headSent) sendHead(call, started.requestId, started.plan);
+        fail(error(end.code, end.message, trailers(started)));
+        break;
+      case 'trailers-only':
+        // Nothing was sent: grpc-js answers a status before any metadata with one HEADERS frame.
+        fail(error(end.code, end.message, trailers(started)));
+        break;
+      case 'reset':
+        http2StreamOf(call)?.close(http2.NGHTTP2_INTERNAL_ERROR);
+        break;
+      case 'goaway': {
+        const stream = http2StreamOf(call);
+        stream?.session?.goaway(http2.NGHTTP2_NO_ERROR, stream.id);
+        stream?.session?.destroy();
+        break;
+      }
+      case 'drop': {
+        // No answer: until the client's deadline (grpc-js then sends DEADLINE_EXCEEDED), or, with
+        // none, ECHO_REQUEST_TIMEOUT, when the stream is reset as HTTP's blackhole closes its connection.
+        await hold(call, options.requestTimeoutMs, closing);
+        if (open(call)) http2StreamOf(call)?.close(http2.NGHTTP2_CANCEL);
+        break;
+      }
+    }
+    started.release();
+  };
+
   const echo: handleUnaryCall<EchoRequest, EchoResponse> = async (call, callback) => {
-    const begun = start(call);
+    const begun = start(call, false);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
       return callback(error(INVALID_ARGUMENT, begun.problem));
     }
     const { started } = begun;
-    await delay(call, started.faults);
-    if (!open(call)) return;
-    sendHead(call, started.requestId);
-    const status = statusOf(started.faults);
-    if (status !== undefined) return callback(status);
-    callback(null, response(started, call.request, 0));
+    const { end } = started.plan;
+    if (end?.kind !== 'drop') await delay(call, started);
+    if (!open(call)) return started.release();
+    if (end !== undefined) return finish(call, started, end, callback, false);
+    sendHead(call, started.requestId, started.plan);
+    callback(null, response(started, call.request, 0), trailers(started));
+    started.release();
   };
 
   const serverStream: handleServerStreamingCall<StreamRequestFields, EchoResponse> = async (call) => {
-    const begun = start(call);
-    const plan = readStreamRequest(call.request, limits.maxResponseBytes);
-    sendHead(call, 'started' in begun ? begun.started.requestId : begun.requestId);
-    if (!('started' in begun)) return void call.emit('error', error(INVALID_ARGUMENT, begun.problem));
-    if (!plan.ok) return void call.emit('error', error(INVALID_ARGUMENT, plan.problem));
+    const begun = start(call, true);
+    const fail = (status: Partial<ServerErrorResponse>) => void call.emit('error', status);
+    if (!('started' in begun)) {
+      sendHead(call, begun.requestId);
+      return fail(error(INVALID_ARGUMENT, begun.problem));
+    }
     const { started } = begun;
-    await delay(call, started.faults);
-    if (!open(call)) return;
-    const status = statusOf(started.faults);
-    if (status !== undefined) return void call.emit('error', status);
-    const { count, intervalMs, responseBytes } = plan.plan;
+    const plan = readStreamRequest(call.request, limits.maxResponseBytes);
+    if (!plan.ok) {
+      sendHead(call, started.requestId, started.plan);
+      started.release();
+      return fail(error(INVALID_ARGUMENT, plan.problem));
+    }
+    const { end, failAfter } = started.plan;
+    if (end?.kind !== 'drop' || failAfter !== undefined) await delay(call, started);
+    if (!open(call)) return started.release();
+    if (end !== undefined && failAfter === undefined) return finish(call, started, end, fail, false);
+    sendHead(call, started.requestId, started.plan);
+    const { count, intervalMs } = plan.plan;
+    const sent = failAfter === undefined ? count : Math.min(count, failAfter);
     // One payload for every answer: its bytes are never changed.
-    const payload = Buffer.alloc(responseBytes, 'x');
-    for (let sequence = 1; sequence <= count; sequence++) {
+    const payload = Buffer.alloc(started.plan.responseBytes?.bytes ?? plan.plan.responseBytes, 'x');
+    for (let sequence = 1; sequence <= sent; sequence++) {
       if (sequence > 1 && intervalMs > 0) await hold(call, intervalMs, closing);
-      if (!open(call)) return;
-      const more = call.write(response(started, { message: `${sequence} of ${count}`, payload }, sequence));
+      if (!open(call)) return started.release();
+      const message = { message: `${sequence} of ${count}`, payload };
+      const more = call.write({ ...response(started, message, sequence), payload });
       if (!more) await writable(call);
     }
-    if (open(call)) call.end();
+    if (!open(call)) return started.release();
+    // With x-echo-stream-fail-after, the fault ends the stream in place of OK.
+    if (end !== undefined) return finish(call, started, end, fail, true);
+    call.end(trailers(started));
+    started.release();
   };
 
   const clientStream: handleClientStreamingCall<EchoRequest, EchoResponse> = (call, callback) => {
-    const begun = start(call);
+    const begun = start(call, false);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
       return callback(error(INVALID_ARGUMENT, begun.problem));
@@ -227,7 +388,8 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       bytes += Buffer.byteLength(request.message) + request.payload.length;
       if (bytes > options.maxBodyBytes) {
         refused = true;
-        sendHead(call, started.requestId);
+        sendHead(call, started.requestId, started.plan);
+        started.release();
         return callback(
           error(
             RESOURCE_EXHAUSTED,
@@ -240,46 +402,57 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     });
     call.on('end', async () => {
       if (refused) return;
-      await delay(call, started.faults);
-      if (!open(call)) return;
-      sendHead(call, started.requestId);
-      const status = statusOf(started.faults);
-      if (status !== undefined) return callback(status);
-      callback(null, response(started, { message: messages.join(''), payload: Buffer.concat(payloads) }, 0));
+      const { end } = started.plan;
+      if (end?.kind !== 'drop') await delay(call, started);
+      if (!open(call)) return started.release();
+      if (end !== undefined) return finish(call, started, end, callback, false);
+      sendHead(call, started.requestId, started.plan);
+      const message = { message: messages.join(''), payload: Buffer.concat(payloads) };
+      callback(null, response(started, message, 0), trailers(started));
+      started.release();
     });
   };
 
   const bidiStream: handleBidiStreamingCall<EchoRequest, EchoResponse> = (call) => {
-    const begun = start(call);
+    const begun = start(call, true);
+    const fail = (status: Partial<ServerErrorResponse>) => void call.emit('error', status);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
-      return void call.emit('error', error(INVALID_ARGUMENT, begun.problem));
+      return fail(error(INVALID_ARGUMENT, begun.problem));
     }
     const { started } = begun;
+    const { end, failAfter } = started.plan;
     let sequence = 0;
     let ended = false;
+    const stop = (action?: Promise<void>) => {
+      ended = true;
+      return action ?? Promise.resolve(started.release());
+    };
     // Each message is echoed in turn, after the call's delay; what comes meanwhile waits in order.
-    let turn: Promise<void> = delay(call, started.faults).then(() => {
-      if (!open(call)) {
-        ended = true;
-        return;
-      }
-      sendHead(call, started.requestId);
-      const status = statusOf(started.faults);
-      if (status !== undefined) {
-        ended = true;
-        call.emit('error', status);
-      }
-    });
+    let turn: Promise<void> = (async () => {
+      if (end?.kind !== 'drop' || failAfter !== undefined) await delay(call, started);
+      if (!open(call)) return stop();
+      if (end !== undefined && failAfter === undefined) return stop(finish(call, started, end, fail, false));
+      sendHead(call, started.requestId, started.plan);
+      if (end !== undefined && failAfter === 0) return stop(finish(call, started, end, fail, true));
+    })();
     call.on('data', (request: EchoRequest) => {
       turn = turn.then(async () => {
-        if (ended || !open(call)) return;
+        if (ended) return;
+        if (!open(call)) return stop();
         if (!call.write(response(started, request, ++sequence))) await writable(call);
+        if (end !== undefined && sequence === failAfter) return stop(finish(call, started, end, fail, true));
       });
     });
     call.on('end', () => {
       turn = turn.then(() => {
-        if (!ended && open(call)) call.end();
+        if (ended) return;
+        if (!open(call)) return stop();
+        // With x-echo-stream-fail-after, the fault ends the stream in place of OK.
+        if (end !== undefined) return stop(finish(call, started, end, fail, true));
+        ended = true;
+        call.end(trailers(started));
+        started.release();
       });
     });
   };

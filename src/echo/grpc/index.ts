@@ -9,8 +9,10 @@ import type { FastifyInstance } from 'fastify';
 import { installArguments, missingPackage } from '../../telemetry/optional-packages.ts';
 import type { EchoConfig } from '../config.ts';
 import { EchoConfigError } from '../errors.ts';
+import { seededRandom } from '../random.ts';
 import type { EchoState } from '../state.ts';
 import type { TlsMaterial } from '../transport/tls-material.ts';
+import { grpcEnvDefaults } from './faults.ts';
 import type * as GrpcServerModule from './server.ts';
 import type { GrpcServer } from './server.ts';
 
@@ -69,8 +71,12 @@ export async function registerGrpc(
       tls,
       limits: { maxDelayMs: config.maxDelayMs, maxResponseBytes: config.maxResponseBytes },
       maxBodyBytes: config.maxBodyBytes,
-      faultsEnabled: () => state.faults.enabled,
+      requestTimeoutMs: config.requestTimeoutMs,
+      gate: state.faults,
+      env: grpcEnvDefaults(config.faultDefaults, config.chaosPercent),
       random: Math.random,
+      // Its own sequence of ECHO_SEED: the n-th call of a run gets the n-th seed, whatever HTTP does.
+      ...(config.seed === undefined ? {} : { seeds: seededRandom(config.seed) }),
       // Closing answers what waits at once, as it does HTTP's waiting requests (state.ts).
       closing: state.drainDeadline.signal,
       meters: state.metrics,
