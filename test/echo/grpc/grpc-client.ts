@@ -14,6 +14,7 @@ import {
   type MethodDefinition,
   type ServiceClientConstructor,
   type ServiceError,
+  type StatusObject,
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
@@ -79,11 +80,12 @@ export function metadataOf(pairs: ReadonlyArray<readonly [string, string | Buffe
   return metadata;
 }
 
-/** What a unary call ended with: its answer, or its error; with the initial metadata and how long it took. */
+/** What a unary call ended with: its answer, or its error; with the initial metadata, the trailers and how long it took. */
 export interface UnaryResult<T> {
   readonly value?: T;
   readonly error?: ServiceError;
   readonly head?: Metadata;
+  readonly trailers?: Metadata;
   readonly elapsedMs: number;
 }
 
@@ -107,15 +109,25 @@ export function unary<T>(
       metadata,
       callOptions,
       (error, value) => {
-        resolve({
+        // The status (and its trailers) comes right after the callback: resolved then.
+        ended = {
           ...(error === null ? { value: value as T } : { error }),
-          ...(head === undefined ? {} : { head }),
           elapsedMs: performance.now() - startedMs,
-        });
+        };
       },
     );
+    let ended: { value?: T; error?: ServiceError; elapsedMs: number } | undefined;
     call.on('metadata', (m: Metadata) => {
       head = m;
+    });
+    call.on('status', (s: StatusObject) => {
+      setImmediate(() =>
+        resolve({
+          ...(ended ?? { elapsedMs: performance.now() - startedMs }),
+          ...(head === undefined ? {} : { head }),
+          trailers: s.metadata,
+        }),
+      );
     });
   });
 }
