@@ -447,6 +447,7 @@ function registerControls(app: FastifyInstance, state: EchoState): void {
       target[field] = value;
       if (previous !== value) {
         request.log.warn({ control: field, previous, current: value }, `${what}: ${field} set to ${value}`);
+        if (target === state.lifecycle) state.lifecycleEvents.dispatchEvent(new Event('change'));
       }
       return { previous: { [field]: previous }, current: { [field]: value } };
     });

@@ -43,6 +43,8 @@ export interface EchoState {
    * is false `/ready` answers 503, while `healthy` is false `/health` does. In memory, per process.
    */
   readonly lifecycle: { ready: boolean; healthy: boolean };
+  /** Fires `change` after a `PUT /control/readiness` or `/control/liveness` changed `lifecycle` (gRPC's health follows it). */
+  readonly lifecycleEvents: EventTarget;
   /** The safety valve and master switch of echo faults (`ECHO_MAX_ACTIVE_FAULTS`, `PUT /control/faults`). */
   readonly faults: FaultGate;
   /**
@@ -140,6 +142,7 @@ export async function createEchoState(
     drain: new AbortController(),
     drainDeadline: new AbortController(),
     lifecycle: { ready: true, healthy: true },
+    lifecycleEvents: new EventTarget(),
     faults: new FaultGate(config.faultsEnabled, config.maxActiveFaults),
     ...(config.rateLimitRps > 0
       ? { rateLimit: new TokenBucket(config.rateLimitRps, config.rateLimitBurst) }

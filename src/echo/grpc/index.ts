@@ -64,6 +64,9 @@ export async function registerGrpc(
   const { startGrpcServer } = await loadGrpcServer(port, () => import('./server.ts'));
   let server: GrpcServer | undefined;
   servers.set(app, { server: () => server });
+  // Health says what /ready says of the toggle: NOT_SERVING while readiness is set off.
+  const follow = () => server?.setReady(state.lifecycle.ready);
+  state.lifecycleEvents.addEventListener('change', follow);
   app.addHook('onReady', async () => {
     server = await startGrpcServer({
       host: config.host,
@@ -83,12 +86,14 @@ export async function registerGrpc(
     });
     if (state.drain.signal.aborted) server.notServing();
     else state.drain.signal.addEventListener('abort', () => server?.notServing(), { once: true });
+    follow();
     app.log.info(
       { grpc: { host: config.host, port: server.port, tls: tls !== undefined } },
       `gRPC server listening on ${config.host}:${server.port}`,
     );
   });
   app.addHook('onClose', async () => {
+    state.lifecycleEvents.removeEventListener('change', follow);
     await server?.shutdown(CLOSE_GRACE_MS);
   });
 }

@@ -41,8 +41,10 @@ export interface GrpcServerOptions extends EchoServiceOptions {
 export interface GrpcServer {
   /** The port it listens on. */
   readonly port: number;
-  /** Health turns `NOT_SERVING` for `""` and the echo service (the drain began). */
+  /** Health turns `NOT_SERVING` for `""` and the echo service (the drain began), for good. */
   notServing(): void;
+  /** Health follows readiness (`PUT /control/readiness`): `SERVING` again only if not draining. */
+  setReady(ready: boolean): void;
   /**
    * Stops taking calls and waits for those in flight, at most `timeoutMs`; then ends what is left.
    * Resolves true when every call finished in time. Later calls share the first one's end.
@@ -107,11 +109,18 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   });
 
   let stopping: Promise<boolean> | undefined;
+  let draining = false;
+  const setStatus = (serving: boolean) => {
+    for (const name of ['', ECHO_SERVICE_NAME]) health.setStatus(name, serving ? 'SERVING' : 'NOT_SERVING');
+  };
   return {
     port,
     notServing() {
-      health.setStatus('', 'NOT_SERVING');
-      health.setStatus(ECHO_SERVICE_NAME, 'NOT_SERVING');
+      draining = true;
+      setStatus(false);
+    },
+    setReady(ready) {
+      if (!draining) setStatus(ready);
     },
     shutdown(timeoutMs) {
       stopping ??= new Promise<boolean>((resolve) => {

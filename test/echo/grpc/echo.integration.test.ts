@@ -274,6 +274,30 @@ test('grpc health – "" and echochaos.v1.EchoService are SERVING; an unknown se
   }
 });
 
+test('grpc health – follows PUT /control/readiness: NOT_SERVING while readiness is off, SERVING again after', async () => {
+  const health = clientOf(HealthClient, port);
+  const Check = methodOf(HealthClient, 'Check');
+  const statusOf = async (service: string) =>
+    (await unary<{ status: string }>(health, Check, { service })).value?.status;
+  const put = (ready: boolean) =>
+    fetch(`${echo.url}/control/readiness`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ready }),
+    });
+  try {
+    assert.equal((await put(false)).status, 200);
+    assert.equal((await fetch(`${echo.url}/ready`)).status, 503);
+    for (const service of ['', 'echochaos.v1.EchoService'])
+      assert.equal(await statusOf(service), 'NOT_SERVING');
+    assert.equal((await put(true)).status, 200);
+    for (const service of ['', 'echochaos.v1.EchoService']) assert.equal(await statusOf(service), 'SERVING');
+  } finally {
+    await put(true);
+    health.close();
+  }
+});
+
 test('grpc reflection – v1 and v1alpha list the echo service, health and reflection', async () => {
   for (const service of [ReflectionV1Client, ReflectionV1AlphaClient]) {
     const reflection = clientOf(service, port);

@@ -48,7 +48,7 @@ async function injected(kind: string): Promise<number> {
 }
 
 test('grpc faults – x-echo-chaos: 100 ends every call in a failure status, said in the message and the trailer', async () => {
-  const codes = [
+  const codes: number[] = [
     status.UNAVAILABLE,
     status.INTERNAL,
     status.DEADLINE_EXCEEDED,
