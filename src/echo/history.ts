@@ -30,6 +30,14 @@ export interface HistoryEntry {
   faults: readonly AppliedFault[];
   /** A forwarded request's upstream (`ECHO_UPSTREAM`): where, its status and its own time. */
   upstream?: UpstreamOutcome;
+  /** A gRPC call's end (`ECHO_GRPC_PORT`): its status code and name (`status` is the HTTP/2 one, 200). */
+  grpc?: GrpcOutcome;
+}
+
+/** How a gRPC call ended: the status the client got (`DEADLINE_EXCEEDED`, `CANCELLED` when it left). */
+export interface GrpcOutcome {
+  readonly code: number;
+  readonly status: string;
 }
 
 /**
@@ -50,6 +58,7 @@ class Recorded implements HistoryEntry {
   duration_ms: number | null = null;
   faults: readonly AppliedFault[] = NO_FAULTS;
   upstream: UpstreamOutcome | undefined = undefined;
+  grpc: GrpcOutcome | undefined = undefined;
   readonly #timeMs: number;
   readonly #bytes: Buffer;
   readonly #cut: boolean;
@@ -179,6 +188,7 @@ class Recorded implements HistoryEntry {
       duration_ms: this.duration_ms,
       faults: this.faults,
       ...(this.upstream === undefined ? {} : { upstream: { ...this.upstream } }),
+      ...(this.grpc === undefined ? {} : { grpc: { ...this.grpc } }),
     };
   }
 }
@@ -277,6 +287,7 @@ export interface StoredEntry {
   readonly duration_ms: number | null;
   readonly faults: readonly AppliedFault[];
   readonly upstream?: UpstreamOutcome;
+  readonly grpc?: GrpcOutcome;
 }
 
 /** `entry` (recorded by a History) in the form the shared history stores, its body bytes apart. */
@@ -298,6 +309,7 @@ export function storedForm(entry: HistoryEntry): { stored: StoredEntry; body: Bu
       duration_ms: recorded.duration_ms,
       faults: recorded.faults,
       ...(recorded.upstream === undefined ? {} : { upstream: recorded.upstream }),
+      ...(recorded.grpc === undefined ? {} : { grpc: recorded.grpc }),
     },
     body: recorded.keptBody,
   };
@@ -320,6 +332,7 @@ export function restoredEntry(stored: StoredEntry, body: Buffer, seq: number): H
   entry.duration_ms = stored.duration_ms;
   entry.faults = stored.faults.length === 0 ? NO_FAULTS : stored.faults;
   if (stored.upstream !== undefined) entry.upstream = stored.upstream;
+  if (stored.grpc !== undefined) entry.grpc = stored.grpc;
   return entry;
 }
 

@@ -24,13 +24,23 @@ import { drawSeed, type RandomSource, seededRandom } from '../random.ts';
 import {
   drawGrpcPlan,
   faultKindOf,
+  type GrpcControl,
   type GrpcEnd,
   type GrpcFaultSpec,
   type GrpcPlan,
   readGrpcMetadata,
 } from './faults.ts';
 import {
+  GRPC_PROTOCOL,
+  type GrpcCallRecord,
+  type GrpcHistory,
+  metadataHeaders,
+  peerAddress,
+  rememberCall,
+} from './history.ts';
+import {
   echoedMetadata,
+  GRPC_STATUS_NAMES,
   INVALID_ARGUMENT,
   type MetadataValues,
   RESOURCE_EXHAUSTED,
@@ -75,6 +85,8 @@ export interface EchoServiceOptions {
   readonly seeds?: RandomSource;
   /** Aborted when the service closes: holds end and answers go at once. */
   readonly closing: AbortSignal;
+  /** Where each call is recorded (`GET /history`); none when history is off. */
+  readonly history?: GrpcHistory;
   /** Where an applied fault is counted (`echo_faults_injected_total{kind}`), and an overflow. */
   readonly meters: FaultMeters;
 }
@@ -86,6 +98,8 @@ interface Started {
   readonly plan: GrpcPlan;
   /** The kinds applied so far, in order (the `x-echo-fault` trailer). */
   readonly applied: FaultKind[];
+  /** The call's history entry and its faults, until it ends. */
+  readonly record?: GrpcCallRecord;
   /** Gives the safety valve's slot back (once). */
   readonly release: () => void;
 }
@@ -93,7 +107,7 @@ interface Started {
 /** What every call has, whatever its kind (grpc-js does not export its own name for it). */
 type ServerSurfaceCall = Pick<
   ServerUnaryCall<unknown, unknown>,
-  'cancelled' | 'metadata' | 'getDeadline' | 'sendMetadata'
+  'cancelled' | 'metadata' | 'getDeadline' | 'sendMetadata' | 'getPath' | 'getPeer'
 > & {
   once(event: 'cancelled', listener: () => void): unknown;
   removeListener(event: 'cancelled', listener: () => void): unknown;
@@ -183,9 +197,40 @@ export function http2StreamOf(call: object): Http2StreamLike | undefined {
 
 const noop = () => {};
 
+/** JSON.stringify's replacer: bytes (a payload) as base64 text. */
+function jsonOfBytes(_key: string, value: unknown): unknown {
+  const bytes = value as { type?: unknown; data?: unknown } | null;
+  return typeof bytes === 'object' && bytes !== null && bytes.type === 'Buffer' && Array.isArray(bytes.data)
+    ? Buffer.from(bytes.data as number[]).toString('base64')
+    : value;
+}
+
 /** The `EchoService` implementation, for `server.addService(definition, ...)`. */
 export function echoService(options: EchoServiceOptions): UntypedServiceImplementation {
   const { limits, closing, meters, gate } = options;
+
+  /** Records the call in history, its request as JSON text (a payload in base64); a stream's messages are not kept. */
+  const remember = (
+    call: ServerSurfaceCall,
+    values: MetadataValues,
+    requestId: string,
+    request: object | undefined,
+  ): GrpcCallRecord | undefined => {
+    const entry = options.history?.record({
+      requestId,
+      method: 'POST',
+      url: call.getPath(),
+      headers: metadataHeaders(values),
+      body: request === undefined ? undefined : Buffer.from(JSON.stringify(request, jsonOfBytes)),
+      remoteAddr: peerAddress(call.getPeer()),
+      protocol: GRPC_PROTOCOL,
+      idMayRepeat: values['x-request-id'] !== undefined,
+    });
+    if (entry === undefined) return undefined;
+    const record = { entry, faults: [] };
+    rememberCall(http2StreamOf(call), record);
+    return record;
+  };
 
   /**
    * Reads the call's metadata and draws its faults; a problem is the call's `INVALID_ARGUMENT`.
@@ -194,11 +239,19 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
   const start = (
     call: ServerSurfaceCall,
     streaming: boolean,
+    request?: object,
   ): { started: Started } | { problem: string; requestId: string } => {
     const values = valuesOf(call.metadata);
     const requestId = requestIdOf(values);
     const metadata = echoedMetadata(values);
-    const plain = { requestId, metadata, applied: [], release: noop };
+    const record = remember(call, values, requestId, request);
+    const plain = {
+      requestId,
+      metadata,
+      applied: [],
+      release: noop,
+      ...(record === undefined ? {} : { record }),
+    };
     if (!gate.enabled) return { started: { ...plain, plan: {} } };
     const read = readGrpcMetadata(values, limits);
     if (!read.ok) return { problem: read.problem, requestId };
@@ -234,7 +287,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       gate.release();
     };
     call.once('cancelled', release);
-    return { started: { requestId, metadata, applied: [], release, plan } };
+    return { started: { ...plain, release, plan } };
   };
 
   /** Sends the initial metadata (`x-request-id`, and `x-echo-seed` for a seeded call) when the answer begins. */
@@ -253,9 +306,16 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     return out;
   };
 
-  const applied = (started: Started, kind: FaultKind) => {
+  /** Counts an applied fault, lists it for the trailer and the call's history entry. */
+  const applied = (started: Started, kind: FaultKind, from: GrpcControl, value: string | number) => {
     started.applied.push(kind);
     meters.faultInjected(kind);
+    started.record?.faults.push({
+      kind,
+      control: from.control,
+      source: from.source === 'env' ? 'env' : 'header',
+      value,
+    });
   };
 
   const payloadOf = (started: Started, echoed: Buffer): Buffer => {
@@ -273,8 +333,9 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
 
   /** Holds the answer for the call's delay, counted as it begins (as HTTP's). */
   const delay = (call: ServerSurfaceCall, started: Started): Promise<void> => {
-    const ms = started.plan.delay?.ms ?? 0;
-    if (ms > 0) applied(started, 'delay');
+    const planned = started.plan.delay;
+    const ms = planned?.ms ?? 0;
+    if (planned !== undefined && ms > 0) applied(started, 'delay', planned, ms);
     return hold(call, ms, closing);
   };
 
@@ -289,7 +350,12 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     fail: (status: Partial<ServerErrorResponse>) => void,
     headSent: boolean,
   ): Promise<void> => {
-    applied(started, faultKindOf(end));
+    applied(
+      started,
+      faultKindOf(end),
+      end,
+      'code' in end ? (GRPC_STATUS_NAMES[end.code] ?? end.code) : end.kind,
+    );
     switch (end.kind) {
       case 'status':
         if (!headSent) sendHead(call, started.requestId, started.plan);
@@ -320,7 +386,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
   };
 
   const echo: handleUnaryCall<EchoRequest, EchoResponse> = async (call, callback) => {
-    const begun = start(call, false);
+    const begun = start(call, false, call.request);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
       return callback(error(INVALID_ARGUMENT, begun.problem));
@@ -336,7 +402,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
   };
 
   const serverStream: handleServerStreamingCall<StreamRequestFields, EchoResponse> = async (call) => {
-    const begun = start(call, true);
+    const begun = start(call, true, call.request);
     const fail = (status: Partial<ServerErrorResponse>) => void call.emit('error', status);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);

@@ -83,6 +83,7 @@ export async function registerGrpc(
       // Closing answers what waits at once, as it does HTTP's waiting requests (state.ts).
       closing: state.drainDeadline.signal,
       meters: state.metrics,
+      history: state.history,
     });
     if (state.drain.signal.aborted) server.notServing();
     else state.drain.signal.addEventListener('abort', () => server?.notServing(), { once: true });

@@ -48,9 +48,17 @@ export interface GrpcCallMeters {
  * in the chain, holds the stream (1.14), outside its typed API; without it the status sent is trusted.
  */
 function resetFirst(call: ServerInterceptingCallInterface): boolean {
-  const stream = (call as unknown as { readonly stream?: { readonly rstCode?: unknown } }).stream;
+  const stream = streamOf(call);
   return typeof stream?.rstCode === 'number' && stream.rstCode !== 0;
 }
+
+/** The HTTP/2 stream grpc-js's own call holds (see {@link resetFirst}), or undefined. */
+function streamOf(call: ServerInterceptingCallInterface): { readonly rstCode?: unknown } | undefined {
+  return (call as unknown as { readonly stream?: { readonly rstCode?: unknown } }).stream;
+}
+
+/** Told of each call's end, with its HTTP/2 stream (history.ts finds the call's entry by it). */
+export type CallEnded = (stream: object | undefined, code: number, seconds: number) => void;
 
 function deadlineMs(deadline: Deadline): number {
   return deadline instanceof Date ? deadline.getTime() : deadline;
@@ -66,7 +74,11 @@ export function statusName(code: number): string {
  * The interceptor that meters each call. `known` is the bounded set of method paths the label may
  * take (the server's methods); any other path is {@link OTHER_METHOD}.
  */
-export function meteringInterceptor(meters: GrpcCallMeters, known: ReadonlySet<string>): ServerInterceptor {
+export function meteringInterceptor(
+  meters: GrpcCallMeters,
+  known: ReadonlySet<string>,
+  onEnded?: CallEnded,
+): ServerInterceptor {
   return (descriptor, call) => {
     const method = known.has(descriptor.path) ? descriptor.path : OTHER_METHOD;
     const startedMs = performance.now();
@@ -80,7 +92,9 @@ export function meteringInterceptor(meters: GrpcCallMeters, known: ReadonlySet<s
         (Date.now() >= deadlineMs(call.getDeadline()) - DEADLINE_SLACK_MS
           ? status.DEADLINE_EXCEEDED
           : status.CANCELLED);
-      meters.grpcCallEnded(method, statusName(code), (performance.now() - startedMs) / 1000);
+      const seconds = (performance.now() - startedMs) / 1000;
+      meters.grpcCallEnded(method, statusName(code), seconds);
+      onEnded?.(streamOf(call), code, seconds);
     };
     const responder = new ResponderBuilder()
       .withStart((next) => next(new ServerListenerBuilder().withOnCancel(ended).build()))

@@ -17,6 +17,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import type { TlsMaterial } from '../transport/tls-material.ts';
 import { type EchoServiceOptions, echoService } from './echo-service.ts';
+import { completeCall } from './history.ts';
 import { type GrpcCallMeters, meteringInterceptor, REFLECTION_METHODS } from './observe.ts';
 
 /** Where the service's proto is, in the repository and in the package (`proto/` beside `src/`, `dist/`). */
@@ -79,7 +80,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     // One message at most MAX_BODY_SIZE, as an HTTP body: a bigger one is RESOURCE_EXHAUSTED.
     'grpc.max_receive_message_length': options.maxBodyBytes,
     // Every call, health's and reflection's too, counted once when it ends.
-    interceptors: [meteringInterceptor(options.meters, servedMethods(definition))],
+    interceptors: [meteringInterceptor(options.meters, servedMethods(definition), completeCall)],
   });
   options.meters.registerGrpcMeters?.();
   server.addService(service, echoService(options));
