@@ -272,3 +272,118 @@ export function halvesMax(samples: readonly number[]): [number, number] {
   const second = xs.slice(mid);
   return [Math.max(...xs.slice(0, mid)), second.length === 0 ? Number.NaN : Math.max(...second)];
 }
+
+/**
+ * The node arguments of package.json's `start` script (`exec node <flags> <script>`, or without
+ * `exec`): what follows `node`. Throws when the script does not run node.
+ */
+export function startArgs(start: string): string[] {
+  const words = start.trim().split(/\s+/);
+  const at = words[0] === 'exec' ? 1 : 0;
+  if (words[at] !== 'node' || words.length < at + 2)
+    throw new Error(`the start script does not run node: ${start}`);
+  return words.slice(at + 1);
+}
+
+/** A protobuf varint (an unsigned integer below 2^53). */
+function varint(n: number): number[] {
+  const bytes: number[] = [];
+  let rest = n;
+  while (rest >= 0x80) {
+    bytes.push((rest % 0x80) | 0x80);
+    rest = Math.floor(rest / 0x80);
+  }
+  bytes.push(rest);
+  return bytes;
+}
+
+/**
+ * `echochaos.v1.EchoRequest { message = 1; payload = 2 }` in protobuf's wire format: each field as
+ * its tag (field number << 3 | 2, length-delimited), its length as a varint and its bytes; an empty
+ * field is left out, as proto3 serialises it.
+ */
+export function encodeEchoRequest(message: string, payload: Uint8Array): Buffer {
+  const parts: Buffer[] = [];
+  const field = (number: number, bytes: Uint8Array) => {
+    if (bytes.length === 0) return;
+    parts.push(Buffer.from([(number << 3) | 2, ...varint(bytes.length)]), Buffer.from(bytes));
+  };
+  field(1, Buffer.from(message, 'utf8'));
+  field(2, payload);
+  return Buffer.concat(parts);
+}
+
+/** A gRPC length-prefixed message: a flag byte (0: not compressed), the length (4 bytes, big-endian), the message. */
+export function grpcFrame(message: Uint8Array): Buffer {
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, 5);
+  return frame;
+}
+
+/** The messages of a gRPC body (length-prefixed frames). Throws on a compressed or cut frame. */
+export function grpcMessages(body: Uint8Array): Buffer[] {
+  const buffer = Buffer.from(body);
+  const out: Buffer[] = [];
+  let at = 0;
+  while (at < buffer.length) {
+    if (buffer.length - at < 5) throw new Error(`a gRPC frame header cut at ${buffer.length - at} bytes`);
+    if (buffer[at] !== 0) throw new Error(`a compressed gRPC frame (flag ${buffer[at]})`);
+    const length = buffer.readUInt32BE(at + 1);
+    if (buffer.length - at - 5 < length)
+      throw new Error(`a gRPC frame of ${length} bytes cut at ${buffer.length - at - 5}`);
+    out.push(buffer.subarray(at + 5, at + 5 + length));
+    at += 5 + length;
+  }
+  return out;
+}
+
+/**
+ * `echo_grpc_requests_total` of one method in a Prometheus text scrape: calls by status code name
+ * (`OK`, `CANCELLED`...). Empty when the method has none.
+ */
+export function grpcCallCounts(metrics: string, method: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of metrics.split('\n')) {
+    if (!line.startsWith('echo_grpc_requests_total{')) continue;
+    const m = /^echo_grpc_requests_total\{(.*)\}\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const labels = new Map(
+      [...(m[1] as string).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]] as const),
+    );
+    if (labels.get('method') !== method) continue;
+    const code = labels.get('code') ?? '';
+    out.set(code, (out.get(code) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/**
+ * RESULTS.md with one section replaced: from the line `heading` (a `## ` heading) to the next `## `
+ * heading or `<!-- ` block marker, or the end. A document without that heading gets the section
+ * before the first line of `before` it has (the headings of the sections that follow it, then the
+ * blocks kept after them), or at its end. `section` starts with the heading.
+ */
+export function mergeSection(
+  doc: string,
+  heading: string,
+  section: string,
+  before: readonly string[],
+): string {
+  const lines = doc.split('\n');
+  const body = `${section.trimEnd()}\n`;
+  const isBoundary = (line: string) => line.startsWith('## ') || line.startsWith('<!-- ');
+  const start = lines.indexOf(heading);
+  if (start !== -1) {
+    let end = start + 1;
+    while (end < lines.length && !isBoundary(lines[end] as string)) end++;
+    const after = lines.slice(end).join('\n');
+    return `${lines.slice(0, start).join('\n')}${start > 0 ? '\n' : ''}${body}${after === '' ? '' : `\n${after}`}`;
+  }
+  for (const anchor of before) {
+    const at = lines.indexOf(anchor);
+    if (at === -1) continue;
+    return `${lines.slice(0, at).join('\n')}${at > 0 ? '\n' : ''}${body}\n${lines.slice(at).join('\n')}`;
+  }
+  return `${doc.trimEnd()}\n\n${body}`;
+}

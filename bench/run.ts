@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: echo-chaos against a bare node:http echo (bench/bare-echo.ts), in the same run,
- * rounds interleaved, on 127.0.0.1, with wrk (and h2load for HTTP/2); writes bench/RESULTS.md.
+ * rounds interleaved, on 127.0.0.1, with wrk (and h2load for HTTP/2 and gRPC); writes bench/RESULTS.md.
  *
  *   node bench/run.ts [--list] [--quick] [--only get,post-1k,...] [--rounds 3] [--seconds 5] [--write|--no-write]
  *
  * Every measurement starts its server afresh, warms it up with the same load, measures, reads its RSS
  * and peak RSS (VmRSS and VmHWM of /proc/<pid>/status), then stops it. A full run writes
- * bench/RESULTS.md; `--quick` or `--only` runs write it only with `--write`. See bench/README.md.
+ * bench/RESULTS.md; `--quick` or `--only` runs write it only with `--write`, and `--only` then
+ * replaces its scenarios' sections alone. See bench/README.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,17 +16,23 @@ import { connect, createServer } from 'node:net';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { GrpcCall } from './grpc-check.ts';
 import {
   cpuSecondsOfStat,
+  encodeEchoRequest,
   formatValue,
+  grpcCallCounts,
+  grpcFrame,
   halvesMax,
   median,
+  mergeSection,
   parseH2load,
   parseWrk,
   peakDuring,
   roundRatio,
   type Sample,
   sampleUntil,
+  startArgs,
   statusKb,
   type Target,
   table,
@@ -70,21 +77,24 @@ interface ServerSpec {
   readonly script: string;
   readonly env: Record<string, string>;
   readonly nodeArgs?: readonly string[];
+  /**
+   * echo-chaos's gRPC server: `ECHO_GRPC_PORT` is a second free port, the one the load goes to
+   * (the HTTP port serves too).
+   */
+  readonly grpcPort?: boolean;
 }
 
 /**
  * echo-chaos exactly as `npm start` runs it: the node flags of package.json's start script (the
  * young generation's size, ADR 0013) and its script.
  */
-const START_ARGS: readonly string[] = (() => {
-  const start = (
+const START_ARGS: readonly string[] = startArgs(
+  (
     JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
       scripts: { start: string };
     }
-  ).scripts.start.split(/\s+/);
-  if (start[0] !== 'node') throw new Error(`the start script does not run node: ${start.join(' ')}`);
-  return start.slice(1);
-})();
+  ).scripts.start,
+);
 const START_SCRIPT = START_ARGS.at(-1) ?? 'src/echo/main.ts';
 const START_FLAGS = START_ARGS.slice(0, -1);
 
@@ -155,6 +165,24 @@ const OBS_OFF: ServerSpec = {
   env: Object.fromEntries(OBS_FEATURES.map((f) => [`OBS_${f}_ENABLED`, 'false'])),
 };
 
+/** The gRPC scenario's servers (issue #36): the bare grpc-js server listens on PORT. */
+const BARE_GRPC: ServerSpec = {
+  id: 'bare',
+  label: 'bare grpc-js (`bench/bare-grpc.ts`, Echo only)',
+  script: 'bench/bare-grpc.ts',
+  env: {},
+};
+const GRPC_DEFAULTS: ServerSpec = {
+  ...DEFAULTS,
+  label: 'echo-chaos, defaults (`npm start`), `ECHO_GRPC_PORT`',
+  grpcPort: true,
+};
+const GRPC_NO_LOG: ServerSpec = {
+  ...NO_LOG,
+  label: 'echo-chaos, `LOG_REQUESTS=false`, `ECHO_GRPC_PORT`',
+  grpcPort: true,
+};
+
 /** The upstream of the proxy scenario: a small fixed body, and `/bytes/<n>` streamed. */
 const UPSTREAM: ServerSpec = {
   id: 'upstream',
@@ -194,6 +222,8 @@ function serverEnv(spec: ServerSpec, port: number): NodeJS.ProcessEnv {
 interface Running {
   readonly child: ChildProcess;
   readonly port: number;
+  /** The gRPC port of a server started with `grpcPort`. */
+  readonly grpcPort?: number;
   /** Bytes the server wrote to stdout (its log lines), drained by this process. */
   logBytes: number;
   stderr: string;
@@ -232,14 +262,25 @@ function spawnWithFiles(command: string, args: readonly string[], options: Param
 
 async function startServer(spec: ServerSpec): Promise<Running> {
   const port = await freePort();
+  let grpcPort: number | undefined;
+  while (spec.grpcPort === true && (grpcPort === undefined || grpcPort === port)) grpcPort = await freePort();
   // stdout is a pipe this process drains (as a log shipper would): writing the log lines is part
   // of what a user of `npm start` pays, so it must not go to /dev/null.
   const child = spawnWithFiles(process.execPath, [...(spec.nodeArgs ?? []), spec.script], {
     cwd: root,
-    env: serverEnv(spec, port),
+    env: {
+      ...serverEnv(spec, port),
+      ...(grpcPort === undefined ? {} : { ECHO_GRPC_PORT: String(grpcPort) }),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const running: Running = { child, port, logBytes: 0, stderr: '' };
+  const running: Running = {
+    child,
+    port,
+    ...(grpcPort === undefined ? {} : { grpcPort }),
+    logBytes: 0,
+    stderr: '',
+  };
   child.stdout?.on('data', (c: Buffer) => {
     running.logBytes += c.length;
   });
@@ -249,7 +290,7 @@ async function startServer(spec: ServerSpec): Promise<Running> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
-    if (await canConnect(port)) return running;
+    if ((await canConnect(port)) && (grpcPort === undefined || (await canConnect(grpcPort)))) return running;
     await sleep(100);
   }
   await stopServer(running);
@@ -342,14 +383,27 @@ interface Load {
   readonly lua?: string;
   /** wrk's timeout in seconds: a response slower than this counts as a timeout. Default 2. */
   readonly timeout?: number;
+  /**
+   * h2load: this gRPC call (POSTed to its path with its headers and body) instead of the GET; the
+   * server is checked before (bench/grpc-check.ts) and, for echo-chaos, after the load.
+   */
+  readonly grpc?: GrpcCall;
 }
 
 const PATH = '/bench/path?x=1';
 
 async function drive(port: number, load: Load, durationS: number, warmupS = 0): Promise<Sample> {
-  const url = `http://127.0.0.1:${port}${PATH}`;
+  const url = `http://127.0.0.1:${port}${load.grpc?.path ?? PATH}`;
   if (load.tool === 'h2load') {
     const logFile = join(tmp, `h2load-${port}.log`);
+    const grpc =
+      load.grpc === undefined
+        ? []
+        : [
+            '-d',
+            dataFile(load.grpc.body),
+            ...Object.entries(load.grpc.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]),
+          ];
     const out = await run(
       'h2load',
       [
@@ -357,8 +411,9 @@ async function drive(port: number, load: Load, durationS: number, warmupS = 0): 
         '-t2',
         '-m1',
         `-D${durationS}`,
-        `--warm-up-time=${Math.max(1, warmupS)}`,
+        ...(warmupS > 0 ? [`--warm-up-time=${warmupS}`] : []),
         `--log-file=${logFile}`,
+        ...grpc,
         url,
       ],
       (durationS + warmupS + 30) * 1000,
@@ -396,6 +451,33 @@ function luaFile(source: string): string {
   return path;
 }
 
+const dataFiles = new Map<Buffer, string>();
+/** A request body for h2load's `-d`, written once to the temporary directory. */
+function dataFile(body: Buffer): string {
+  let path = dataFiles.get(body);
+  if (path === undefined) {
+    path = join(tmp, `body-${dataFiles.size}.bin`);
+    writeFileSync(path, body);
+    dataFiles.set(body, path);
+  }
+  return path;
+}
+
+/**
+ * The gRPC scenario's call (issue #36): one unary `Echo` with a short message and a 128-byte
+ * payload, as a length-prefixed protobuf message (bench/lib.ts encodes it; test/bench/grpc.test.ts
+ * decodes it with proto-loader), the headers a gRPC client sends.
+ */
+const GRPC_MESSAGE = 'bench';
+const GRPC_PAYLOAD = Buffer.alloc(128, 'p');
+const GRPC_ECHO: GrpcCall = {
+  path: '/echochaos.v1.EchoService/Echo',
+  headers: { 'content-type': 'application/grpc', te: 'trailers' },
+  body: grpcFrame(encodeEchoRequest(GRPC_MESSAGE, GRPC_PAYLOAD)),
+  message: GRPC_MESSAGE,
+  payload: GRPC_PAYLOAD,
+};
+
 const postLua = (bytes: number) =>
   `wrk.method = "POST"\nwrk.body = string.rep("a", ${bytes})\nwrk.headers["Content-Type"] = "application/octet-stream"\n`;
 
@@ -405,7 +487,10 @@ const postLua = (bytes: number) =>
 interface Measured extends Sample {
   readonly rssMb: number;
   readonly peakMb: number;
-  /** Main-thread CPU µs a request while measured (wrk; NaN for h2load, whose warm-up is in its run). */
+  /**
+   * Main-thread CPU µs a request while measured (wrk and the gRPC load; NaN for h2load's GET, whose
+   * warm-up is in its run).
+   */
   readonly cpuUs: number;
 }
 
@@ -562,6 +647,14 @@ const SCENARIOS: readonly Scenario[] = [
   },
   {
     kind: 'load',
+    id: 'grpc',
+    title: 'gRPC unary Echo (issue #36)',
+    what: `Unary \`${GRPC_ECHO.path.slice(1)}\` calls (message \`${GRPC_MESSAGE}\`, a ${GRPC_PAYLOAD.length}-byte payload) over cleartext HTTP/2: h2load, 2 threads, 50 connections, 1 stream each, POSTing one length-prefixed \`EchoRequest\` (\`-d\`) with \`content-type: application/grpc\` and \`te: trailers\`; p50/p99 from its per-request log; each server warmed up by a run of its own, so its main-thread CPU is read over the measured run alone. The baseline is a bare grpc-js server serving \`Echo\` from the same proto (\`bench/bare-grpc.ts\`); echo-chaos runs as \`npm start\` does with \`ECHO_GRPC_PORT\` (its HTTP port idle). h2load counts an HTTP 200 as a success and a failed gRPC call is one, so before each load a grpc-js client's \`Echo\` and the load's own request (its \`grpc-status\` trailer read) must end OK with the echo, and after it echo-chaos's \`echo_grpc_requests_total\` must count no \`Echo\` call ended otherwise, or the scenario fails. gRPC calls write no access line: the \`LOG_REQUESTS=false\` row differs from the defaults by the machine's noise only.`,
+    servers: [BARE_GRPC, GRPC_DEFAULTS, GRPC_NO_LOG],
+    load: { tool: 'h2load', connections: 50, seconds, grpc: GRPC_ECHO },
+  },
+  {
+    kind: 'load',
     id: 'obs',
     title: 'obs on against obs off',
     what: `\`GET ${PATH}\` against echo-chaos with obs off (every obs feature's \`OBS_<FEATURE>_ENABLED=false\`; obs has no single switch) and with its defaults; request logging stays on in both. wrk, 2 threads, 50 connections.`,
@@ -650,24 +743,45 @@ if (selected.some((s) => s.kind === 'load' && s.load.tool === 'h2load')) ensure(
 
 async function measure(spec: ServerSpec, load: Load): Promise<Measured> {
   const server = await startServer(spec);
+  const port = server.grpcPort ?? server.port;
   try {
     let sample: Sample;
     let cpuUs = Number.NaN;
-    if (load.tool === 'h2load') {
-      sample = await drive(server.port, load, load.seconds, warmupSeconds);
+    if (load.grpc !== undefined) await (await import('./grpc-check.ts')).checkGrpcEcho(port, load.grpc);
+    if (load.tool === 'h2load' && load.grpc === undefined) {
+      sample = await drive(port, load, load.seconds, warmupSeconds);
     } else {
-      await drive(server.port, load, warmupSeconds); // JIT, connections
+      await drive(port, load, warmupSeconds); // JIT, connections
       const before = mainThreadCpuSeconds(server.child.pid);
-      sample = await drive(server.port, load, load.seconds);
+      sample = await drive(port, load, load.seconds);
       const after = mainThreadCpuSeconds(server.child.pid);
       if (sample.requests > 0) cpuUs = ((after - before) * 1e6) / sample.requests;
     }
-    return { ...sample, ...memory(server.child.pid), cpuUs };
+    const measured = { ...sample, ...memory(server.child.pid), cpuUs };
+    if (load.grpc !== undefined && spec.grpcPort === true)
+      await checkGrpcCounted(server.port, load.grpc, sample);
+    return measured;
   } catch (err) {
     throw withServerState(err, server);
   } finally {
     await stopServer(server);
   }
+}
+
+/**
+ * After a gRPC load on echo-chaos: its own count of the method's calls by status (`/metrics` on its
+ * HTTP port) must hold OK calls alone, at least as many as h2load finished (the checks and the
+ * warm-up are counted too), else h2load's HTTP 200s were not all gRPC successes.
+ */
+async function checkGrpcCounted(httpPort: number, call: GrpcCall, sample: Sample): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${httpPort}/metrics`, { signal: AbortSignal.timeout(10_000) });
+  const counts = grpcCallCounts(await res.text(), call.path);
+  const ok = counts.get('OK') ?? 0;
+  const other = [...counts].filter(([code, n]) => code !== 'OK' && n > 0);
+  if (other.length > 0 || ok < sample.requests)
+    throw new Error(
+      `echo-chaos counted ${call.path} calls: ${ok} OK${other.map(([code, n]) => `, ${n} ${code}`).join('')}; h2load finished ${sample.requests} in the measured run and counts any HTTP 200 as a success, so its numbers would include failed gRPC calls`,
+    );
 }
 
 interface LoadResult {
@@ -1429,6 +1543,9 @@ function machine(): string[] {
 
 const startedAt = new Date();
 const machineLines = machine();
+const loadAtStart = loadavg()
+  .map((x) => x.toFixed(2))
+  .join(', ');
 log(`bench: ${selected.map((s) => s.id).join(', ')}; ${rounds} round(s) of ${seconds} s; results in ${tmp}`);
 const loadResults = new Map<string, LoadResult>();
 let streams: StreamsResult | undefined;
@@ -1748,18 +1865,19 @@ const out: string[] = [
   '',
   ...limitsSection(),
 ];
-for (const scenario of selected) {
-  out.push(`## ${scenario.title}`, '', scenario.what, '');
+/** A scenario's section of RESULTS.md: its heading, what it measures, its table (or its failure). */
+function scenarioSection(scenario: Scenario): string[] {
+  const lines: string[] = [`## ${scenario.title}`, '', scenario.what, ''];
   const failure = failures.get(scenario.id);
   if (failure !== undefined)
-    out.push(`**Failed in this run:**\n\n\`\`\`\n${failure.trim().slice(0, 2000)}\n\`\`\``, '');
+    lines.push(`**Failed in this run:**\n\n\`\`\`\n${failure.trim().slice(0, 2000)}\n\`\`\``, '');
   if (scenario.kind === 'load') {
     const r = loadResults.get(scenario.id);
-    if (r) out.push(loadTable(r), '');
-  } else if (scenario.kind === 'streams' && streams) out.push(streamsSection(streams), '');
-  else if (scenario.kind === 'proxy' && proxy) out.push(proxySection(proxy), '');
+    if (r) lines.push(loadTable(r), '');
+  } else if (scenario.kind === 'streams' && streams) lines.push(streamsSection(streams), '');
+  else if (scenario.kind === 'proxy' && proxy) lines.push(proxySection(proxy), '');
   else if (scenario.kind === 'million' && million)
-    out.push(
+    lines.push(
       table(
         [
           'served',
@@ -1782,9 +1900,48 @@ for (const scenario of selected) {
       ),
       '',
     );
+  return lines;
 }
+
+for (const scenario of selected) out.push(...scenarioSection(scenario));
 const markdown = `${out.join('\n').trimEnd()}\n`;
-if (write) {
+/** The headings a scenario's section goes before when RESULTS.md has none yet: the later scenarios', then the blocks kept. */
+const sectionAnchors = (scenario: Scenario) => [
+  ...SCENARIOS.slice(SCENARIOS.indexOf(scenario) + 1).map((s) => `## ${s.title}`),
+  '<!-- bench:operator -->',
+  '## Soak',
+];
+if (write && only !== undefined) {
+  // A partial run replaces its scenarios' sections and keeps the rest of RESULTS.md (the last full
+  // run's header, targets and other scenarios, the operator's block, the soak). Each section says
+  // when, how and on what it was measured, the rest of the file being another run.
+  let doc: string;
+  try {
+    doc = readFileSync(resultsPath, 'utf8');
+  } catch {
+    doc = '# Benchmark results\n';
+  }
+  const avg = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(', ');
+  const machineShort = machineLines
+    .filter((l) => !l.startsWith('- load average'))
+    .map((l) => l.replace(/^- /, ''))
+    .join('; ');
+  const measuredLine = `Measured apart from the run above, by \`npm run bench\` (\`node bench/run.ts ${argv.join(' ')}\`) on ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${((Date.now() - startedAt.getTime()) / 60000).toFixed(1)} minutes: ${rounds} interleaved round(s) of ${seconds} s, ${warmupSeconds} s warm-up; ${machineShort}; load average ${loadAtStart} at the start, ${avg()} at the end. The rest of this file is another run: compare this section's rows with each other only.`;
+  for (const scenario of selected) {
+    const [heading, ...section] = scenarioSection(scenario);
+    doc = mergeSection(
+      doc,
+      heading as string,
+      [heading, '', measuredLine, ...section].join('\n'),
+      sectionAnchors(scenario),
+    );
+  }
+  writeFileSync(resultsPath, doc);
+  log(`wrote ${selected.map((s) => s.id).join(', ')} into ${resultsPath} (the rest kept)`);
+} else if (write) {
   // A soak section (bench/soak.ts) and the operator's block (bench/operator.ts) survive a new bench run.
   let soak = '';
   let operator = '';
