@@ -66,6 +66,11 @@ export const ECHO_ERRORS = {
     message: 'invalid replay request: %s',
     when: '`POST /replay` body is not an object with a string `id`, a field has the wrong type, or `modify_headers` names a host, framing or hop-by-hop header or has a value HTTP cannot carry',
   },
+  ECHO_ERR_REPLAY_GRPC: {
+    status: 400,
+    message: 'cannot replay gRPC call %s: %s',
+    when: "`POST /replay` names a gRPC call that cannot be replayed: a streaming method (only unary `Echo` calls replay), a `target` (a gRPC call replays to this service's own gRPC port), a `modify_body` that is not an `EchoRequest` as JSON, or no gRPC server in this process. Nothing was sent",
+  },
   ECHO_ERR_INVALID_CONTROL: {
     status: 400,
     message: 'invalid control request: %s',

@@ -15,6 +15,8 @@ import {
 import { type EchoConfig, scenarioLimits } from './config.ts';
 import { isSessionId, SESSION_FORM } from './controls.ts';
 import { EchoError, isEchoError } from './errors.ts';
+import { GRPC_PROTOCOL } from './grpc/history.ts';
+import { replayGrpc } from './grpc/index.ts';
 import { countMatching, filteredPage, isFiltered, localSource } from './history-filter.ts';
 import {
   nextPageUrl,
@@ -385,6 +387,12 @@ export async function registerServiceRoutes(
     const dispatchers = await replayAgents();
     // An id any replica handed out, with a shared store (X-Echo-History-Id, GET /history).
     const source = (await fromFleet(request, reply, (fleet) => fleet.find(body.id))) ?? history;
+    // A gRPC call replays through a gRPC client (grpc/index.ts), answered as JSON.
+    const stored = source.get(body.id);
+    if (stored?.protocol === GRPC_PROTOCOL) {
+      const answer = await replayGrpc(state, stored, body, config);
+      return reply.header('x-echo-replay-of', body.id).send(answer);
+    }
     const result = await replay(source, body, {
       selfBaseUrl: selfBaseUrl(app, request.protocol === 'https' ? 'https' : 'http', config.port),
       timeoutMs: config.replayTimeoutMs,

@@ -8,11 +8,14 @@
 import type { FastifyInstance } from 'fastify';
 import { installArguments, missingPackage } from '../../telemetry/optional-packages.ts';
 import type { EchoConfig } from '../config.ts';
-import { EchoConfigError } from '../errors.ts';
+import { EchoConfigError, EchoError } from '../errors.ts';
+import type { HistoryEntry } from '../history.ts';
+import { replayableEntry } from '../history-secrets.ts';
 import { seededRandom } from '../random.ts';
 import type { EchoState } from '../state.ts';
 import type { TlsMaterial } from '../transport/tls-material.ts';
 import { grpcEnvDefaults } from './faults.ts';
+import { GRPC_STATUS_NAMES } from './metadata.ts';
 import type * as GrpcServerModule from './server.ts';
 import type { GrpcServer } from './server.ts';
 
@@ -27,7 +30,8 @@ export const GRPC_PACKAGES: Readonly<Record<string, string>> = {
 /** How long `app.close()` lets calls still in flight finish (their delays already cut short). */
 const CLOSE_GRACE_MS = 1_000;
 
-const servers = new WeakMap<FastifyInstance, { readonly server: () => GrpcServer | undefined }>();
+/** The running server of an app, by the app (the drain) and by its state (the routes, in their own scope). */
+const servers = new WeakMap<object, { readonly server: () => GrpcServer | undefined }>();
 
 /**
  * Imports server.ts through `importer` (`() => import('./server.ts')`).
@@ -63,7 +67,9 @@ export async function registerGrpc(
   if (port === undefined) return;
   const { startGrpcServer } = await loadGrpcServer(port, () => import('./server.ts'));
   let server: GrpcServer | undefined;
-  servers.set(app, { server: () => server });
+  const handle = { server: () => server };
+  servers.set(app, handle);
+  servers.set(state, handle);
   // Health says what /ready says of the toggle: NOT_SERVING while readiness is set off.
   const follow = () => server?.setReady(state.lifecycle.ready);
   state.lifecycleEvents.addEventListener('change', follow);
@@ -114,4 +120,101 @@ export async function drainGrpc(
   server.notServing();
   if (options.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
   return server.shutdown(options.timeoutMs);
+}
+
+/** `POST /replay`'s fields a gRPC replay reads. */
+export interface GrpcReplayRequest {
+  readonly id: string;
+  readonly modify_headers?: Readonly<Record<string, string>>;
+  readonly modify_body?: string;
+  readonly target?: string;
+}
+
+/** Metadata a replay does not send again: grpc-js sets these itself, or they belong to the first call. */
+const NOT_REPLAYED = new Set([
+  'content-type',
+  'te',
+  'user-agent',
+  'grpc-timeout',
+  'grpc-encoding',
+  'grpc-accept-encoding',
+  'x-echo-replay-of',
+]);
+
+/**
+ * Replays the gRPC call of `entry` (`POST /replay` of an id whose entry is a gRPC call): a unary
+ * `Echo` call to this service's gRPC port with the stored metadata (as `ECHO_REPLAY_CREDENTIALS`
+ * says, masked by default) and `modify_headers` on top, the stored request or `modify_body`, and
+ * `x-echo-replay-of`. Answers what the call got: its status, its answer, its metadata and trailers.
+ * @throws {EchoError} `ECHO_ERR_REPLAY_GRPC` for what cannot be replayed (nothing is sent then).
+ */
+export async function replayGrpc(
+  state: EchoState,
+  entry: HistoryEntry,
+  request: GrpcReplayRequest,
+  config: Pick<EchoConfig, 'replayTimeoutMs' | 'replayCredentials'>,
+): Promise<Record<string, unknown>> {
+  const refuse = (why: string) => new EchoError('ECHO_ERR_REPLAY_GRPC', [entry.id, why]);
+  const server = servers.get(state)?.server();
+  if (server === undefined) throw refuse('this process serves no gRPC (ECHO_GRPC_PORT is not set)');
+  if (request.target !== undefined)
+    throw refuse("a gRPC call replays to this service's own gRPC port; leave out target");
+  if (entry.url !== ECHO_METHOD_PATH)
+    throw refuse(`only unary calls of ${ECHO_METHOD_PATH} replay; ${entry.url} streams`);
+  const shown = config.replayCredentials === 'original' ? entry : replayableEntry(entry);
+  const text = request.modify_body ?? shown.body;
+  const body = parseEchoRequest(text);
+  if (body === undefined)
+    throw refuse(
+      'modify_body: expected an EchoRequest as JSON, such as {"message":"hi","payload":"<base64>"}',
+    );
+  const metadata: Array<readonly [string, string]> = [];
+  const modified = new Map(
+    Object.entries(request.modify_headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
+  );
+  for (const [key, value] of Object.entries(shown.headers)) {
+    if (value === undefined || NOT_REPLAYED.has(key) || modified.has(key) || key.startsWith(':')) continue;
+    for (const v of Array.isArray(value) ? value : [value]) metadata.push([key, v]);
+  }
+  for (const [key, value] of modified) metadata.push([key, value]);
+  metadata.push(['x-echo-replay-of', entry.id]);
+  const replayed = await server.replayEcho(body, metadata, config.replayTimeoutMs);
+  return {
+    replay_of: entry.id,
+    grpc: {
+      code: replayed.code,
+      status: GRPC_STATUS_NAMES[replayed.code] ?? 'UNKNOWN',
+      details: replayed.details,
+    },
+    ...(replayed.response === undefined ? {} : { response: jsonResponse(replayed.response) }),
+    metadata: replayed.metadata,
+    trailers: replayed.trailers,
+  };
+}
+
+/** The path of the one unary method, the one a replay calls. */
+export const ECHO_METHOD_PATH = '/echochaos.v1.EchoService/Echo';
+
+/** An `EchoRequest` from its JSON text (the payload in base64), or undefined when it is not one. */
+function parseEchoRequest(text: string): { message: string; payload: Buffer } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text === '' ? '{}' : text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const { message = '', payload = '', ...rest } = value as Record<string, unknown>;
+  if (Object.keys(rest).length > 0 || typeof message !== 'string' || typeof payload !== 'string')
+    return undefined;
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(payload)) return undefined;
+  return { message, payload: Buffer.from(payload, 'base64') };
+}
+
+/** An `EchoResponse` as JSON shows it: the payload in base64. */
+function jsonResponse(response: object): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...response };
+  const payload = out['payload'];
+  if (Buffer.isBuffer(payload)) out['payload'] = payload.toString('base64');
+  return out;
 }

@@ -4,10 +4,14 @@
  * reflection (v1 and v1alpha). This module is the one that imports the gRPC packages, and it is
  * imported only when the port is set (index.ts), so without it none of them loads.
  */
+import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import {
+  Client,
+  credentials as clientCredentials,
   type GrpcObject,
   loadPackageDefinition,
+  Metadata,
   Server,
   ServerCredentials,
   type ServiceClientConstructor,
@@ -44,6 +48,15 @@ export interface GrpcServer {
   readonly port: number;
   /** Health turns `NOT_SERVING` for `""` and the echo service (the drain began), for good. */
   notServing(): void;
+  /**
+   * Calls `Echo` of this server again (`POST /replay` of a gRPC call): the request with `metadata`,
+   * at most `timeoutMs`; never rejects, the status says how it ended.
+   */
+  replayEcho(
+    request: object,
+    metadata: ReadonlyArray<readonly [string, string]>,
+    timeoutMs: number,
+  ): Promise<GrpcReplayed>;
   /** Health follows readiness (`PUT /control/readiness`): `SERVING` again only if not draining. */
   setReady(ready: boolean): void;
   /**
@@ -51,6 +64,24 @@ export interface GrpcServer {
    * Resolves true when every call finished in time. Later calls share the first one's end.
    */
   shutdown(timeoutMs: number): Promise<boolean>;
+}
+
+/** What a replayed call answered: its status, its answer (or none), its metadata and trailers. */
+export interface GrpcReplayed {
+  readonly code: number;
+  readonly details: string;
+  readonly response?: object;
+  readonly metadata: Record<string, string[]>;
+  readonly trailers: Record<string, string[]>;
+}
+
+/** Metadata as a plain map, binary values in base64. */
+function plainMetadata(metadata: Metadata | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (metadata === undefined) return out;
+  for (const key of Object.keys(metadata.getMap()))
+    out[key] = metadata.get(key).map((v) => (typeof v === 'string' ? v : Buffer.from(v).toString('base64')));
+  return out;
 }
 
 /** The proto-loader options: the proto's own field names (`request_id`), defaults filled in. */
@@ -109,6 +140,58 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     });
   });
 
+  const echoMethod = service['Echo'];
+  assert.ok(echoMethod !== undefined, 'the echo proto has an Echo method');
+  // One client of this server for replays, opened at the first and closed with the server.
+  let replayClient: Client | undefined;
+  const replayEcho = (
+    request: object,
+    metadata: ReadonlyArray<readonly [string, string]>,
+    timeoutMs: number,
+  ): Promise<GrpcReplayed> => {
+    replayClient ??= new Client(
+      `${host === '[::]' || host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+      options.tls === undefined
+        ? clientCredentials.createInsecure()
+        : // The service's own certificate: the replay trusts it, whoever issued it.
+          clientCredentials.createSsl(Buffer.from(options.tls.cert), null, null, {
+            checkServerIdentity: () => undefined,
+          }),
+    );
+    const sent = new Metadata();
+    for (const [key, value] of metadata)
+      sent.add(key, key.endsWith('-bin') ? Buffer.from(value, 'base64') : value);
+    return new Promise((resolve) => {
+      let head: Metadata | undefined;
+      let answer: { response?: object; code?: number; details?: string } = {};
+      const call = replayClient!.makeUnaryRequest(
+        echoMethod.path,
+        echoMethod.requestSerialize,
+        echoMethod.responseDeserialize,
+        request,
+        sent,
+        { deadline: Date.now() + timeoutMs },
+        (err, value) => {
+          answer = err === null ? { response: value as object } : { code: err.code, details: err.details };
+        },
+      );
+      call.on('metadata', (m: Metadata) => {
+        head = m;
+      });
+      call.on('status', (status) => {
+        setImmediate(() =>
+          resolve({
+            code: status.code,
+            details: status.details,
+            ...(answer.response === undefined ? {} : { response: answer.response }),
+            metadata: plainMetadata(head),
+            trailers: plainMetadata(status.metadata),
+          }),
+        );
+      });
+    });
+  };
+
   let stopping: Promise<boolean> | undefined;
   let draining = false;
   const setStatus = (serving: boolean) => {
@@ -116,6 +199,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   };
   return {
     port,
+    replayEcho,
     notServing() {
       draining = true;
       setStatus(false);
@@ -129,6 +213,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
           server.forceShutdown();
           resolve(false);
         }, timeoutMs);
+        replayClient?.close();
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve(true);

@@ -126,3 +126,79 @@ test('grpc history – a call past its deadline is DEADLINE_EXCEEDED; a server s
   assert.ok(byPath.length >= 1);
   assert.ok(byPath.every((e) => e.url === '/echochaos.v1.EchoService/ServerStream'));
 });
+
+const replay = async (body: object) => {
+  const res = await fetch(`${echo.url}/replay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: res.status,
+    replayOf: res.headers.get('x-echo-replay-of'),
+    // biome-ignore lint/suspicious/noExplicitAny: the answer's shape is what the test checks
+    json: (await res.json()) as Record<string, any>,
+  };
+};
+
+test('grpc replay – a unary call replays through the gRPC port: its request and metadata again, or modified', async () => {
+  const first = await unary<EchoResponse>(
+    client,
+    Echo,
+    { message: 'again', payload: Buffer.from('xyz') },
+    metadataOf([
+      ['x-request-id', 'grpc-replay-a'],
+      ['x-team', 'red'],
+    ]),
+  );
+  assert.equal(first.error, undefined);
+  await entryOf('grpc-replay-a');
+  const same = await replay({ id: 'grpc-replay-a' });
+  assert.equal(same.status, 200, JSON.stringify(same.json));
+  assert.equal(same.replayOf, 'grpc-replay-a');
+  assert.equal(same.json['grpc'].code, 0);
+  assert.equal(same.json['grpc'].status, 'OK');
+  assert.equal(same.json['response'].message, 'again');
+  assert.equal(same.json['response'].payload, Buffer.from('xyz').toString('base64'));
+  assert.equal(same.json['response'].metadata['x-team'], 'red');
+  assert.equal(same.json['response'].metadata['x-echo-replay-of'], 'grpc-replay-a');
+
+  const modified = await replay({
+    id: 'grpc-replay-a',
+    modify_headers: { 'x-echo-status': 'NOT_FOUND', 'x-team': 'green' },
+    modify_body: JSON.stringify({ message: 'changed' }),
+  });
+  assert.equal(modified.status, 200);
+  assert.equal(modified.json['grpc'].code, status.NOT_FOUND);
+  assert.equal(modified.json['grpc'].status, 'NOT_FOUND');
+  assert.equal(modified.json['response'], undefined);
+  assert.deepEqual(modified.json['trailers']['x-echo-fault'], ['status']);
+});
+
+test('grpc replay – a streaming call, a target or a body that is no EchoRequest is a 400 naming why; nothing is sent', async () => {
+  await serverStream<EchoResponse>(
+    client,
+    ServerStream,
+    { count: 1 },
+    metadataOf([['x-request-id', 'grpc-replay-s']]),
+  );
+  await entryOf('grpc-replay-s');
+  const streaming = await replay({ id: 'grpc-replay-s' });
+  assert.equal(streaming.status, 400);
+  assert.equal(streaming.json['error'].code, 'ECHO_ERR_REPLAY_GRPC');
+  assert.match(
+    streaming.json['error'].message,
+    /only unary calls of \/echochaos\.v1\.EchoService\/Echo replay/,
+  );
+  await unary(client, Echo, { message: 'x' }, metadataOf([['x-request-id', 'grpc-replay-b']]));
+  await entryOf('grpc-replay-b');
+  const before = ((await (await fetch(`${echo.url}/history?limit=200`)).json()) as Entry[]).length;
+  const targeted = await replay({ id: 'grpc-replay-b', target: 'http://127.0.0.1:1' });
+  assert.equal(targeted.status, 400);
+  assert.match(targeted.json['error'].message, /leave out target/);
+  const badBody = await replay({ id: 'grpc-replay-b', modify_body: '{"message": 5}' });
+  assert.equal(badBody.status, 400);
+  assert.match(badBody.json['error'].message, /modify_body: expected an EchoRequest as JSON/);
+  const after = ((await (await fetch(`${echo.url}/history?limit=200`)).json()) as Entry[]).length;
+  assert.equal(after, before, 'no call was made');
+});
