@@ -124,7 +124,9 @@ interface OtlpSpan {
   name: string;
   kind: number;
   traceId: string;
+  parentSpanId?: string;
   attributes: OtlpAttribute[];
+  status?: { code?: number; message?: string };
 }
 
 function spansOf(received: readonly Received[]): OtlpSpan[] {
@@ -236,4 +238,46 @@ test('otel – a bad OTEL_* value stops startup with one line naming the variabl
     stdout(),
     'echo-chaos: OTEL_EXPORTER_OTLP_PROTOCOL="grpc" is invalid: expected http/protobuf or http/json (grpc is not supported)\n',
   );
+});
+
+test('otel – with ECHO_GRPC_PORT each gRPC call is a SERVER span by the RPC conventions, a child of the traceparent in its metadata', async (t) => {
+  const { clientOf, EchoServiceClient, metadataOf, methodOf, unary } = await import('./grpc/grpc-client.ts');
+  const receiver = await startReceiver(t);
+  const port = await freePort();
+  const grpcPort = await freePort();
+  const { child, stdout } = start(port, {
+    ECHO_GRPC_PORT: String(grpcPort),
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  });
+  t.after(() => stop(child));
+  await listening(port, 20_000);
+  const client = clientOf(EchoServiceClient, grpcPort);
+  t.after(() => client.close());
+  const traceId = '0af7651916cd43dd8448eb211c80319c';
+  const result = await unary(
+    client,
+    methodOf(EchoServiceClient, 'Echo'),
+    { message: 'traced' },
+    metadataOf([
+      ['traceparent', `00-${traceId}-b7ad6b7169203331-01`],
+      ['x-echo-status', 'UNAVAILABLE'],
+    ]),
+  );
+  assert.equal(result.error?.code, 14);
+  const span = await found(
+    () => spansOf(receiver.received).find((s) => s.name === 'echochaos.v1.EchoService/Echo'),
+    20_000,
+    `the gRPC call's span (log: ${stdout()})`,
+  );
+  assert.equal(span.kind, SPAN_KIND_SERVER);
+  assert.equal(span.traceId, traceId);
+  assert.equal(span.parentSpanId, 'b7ad6b7169203331');
+  assert.equal(attr(span, 'rpc.system'), 'grpc');
+  assert.equal(attr(span, 'rpc.service'), 'echochaos.v1.EchoService');
+  assert.equal(attr(span, 'rpc.method'), 'Echo');
+  assert.equal(Number(attr(span, 'rpc.grpc.status_code')), 14);
+  assert.equal(attr(span, 'network.peer.address'), '127.0.0.1');
+  assert.equal(span.status?.code, 2, 'UNAVAILABLE is a server error: the span status is ERROR');
 });

@@ -11,8 +11,10 @@
  * timeout, so a little later): a call that ends without a status within
  * {@link DEADLINE_SLACK_MS} of its deadline ended because of it.
  */
+
 import {
   type Deadline,
+  type Metadata,
   ResponderBuilder,
   ServerInterceptingCall,
   type ServerInterceptingCallInterface,
@@ -20,6 +22,67 @@ import {
   ServerListenerBuilder,
   status,
 } from '@grpc/grpc-js';
+import {
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  trace,
+} from '@opentelemetry/api';
+
+const tracer = trace.getTracer('echo-chaos.grpc');
+
+/** Reads a call's metadata for the propagators (`traceparent`, `tracestate`, `baggage`). */
+const METADATA_GETTER: TextMapGetter<Metadata> = {
+  keys: (metadata) => Object.keys(metadata.getMap()),
+  get: (metadata, key) => {
+    const values = metadata.get(key).filter((v): v is string => typeof v === 'string');
+    return values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
+  },
+};
+
+/**
+ * The statuses that mark a server span as an error, by the OpenTelemetry gRPC conventions: the
+ * server's own failures (UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS);
+ * a status the client caused (INVALID_ARGUMENT, NOT_FOUND...) leaves the span unset.
+ */
+export const SERVER_ERROR_CODES: ReadonlySet<number> = new Set([2, 4, 12, 13, 14, 15]);
+
+/**
+ * A SERVER span of a call, as the OpenTelemetry RPC conventions name it (`<service>/<method>`, with
+ * `rpc.system`, `rpc.service`, `rpc.method` and the peer), a child of the trace its metadata carries.
+ * Without the SDK (no `OTEL_*`) the API's tracer is a no-op and this costs next to nothing.
+ */
+function startSpan(path: string, metadata: Metadata, peer: string): Span {
+  const [service = '', method = ''] = path.replace(/^\//, '').split('/');
+  const parent = propagation.extract(ROOT_CONTEXT, metadata, METADATA_GETTER);
+  const colon = peer.lastIndexOf(':');
+  const address = colon === -1 ? peer : peer.slice(0, colon).replace(/^\[|\]$/g, '');
+  const port = colon === -1 ? undefined : Number(peer.slice(colon + 1));
+  return tracer.startSpan(
+    `${service}/${method}`,
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'rpc.system': 'grpc',
+        'rpc.service': service,
+        'rpc.method': method,
+        'network.peer.address': address,
+        ...(port === undefined || Number.isNaN(port) ? {} : { 'network.peer.port': port }),
+      },
+    },
+    parent,
+  );
+}
+
+/** Ends a call's span with its status code (`rpc.grpc.status_code`), an error for the server's failures. */
+function endSpan(span: Span, code: number): void {
+  span.setAttribute('rpc.grpc.status_code', code);
+  if (SERVER_ERROR_CODES.has(code)) span.setStatus({ code: SpanStatusCode.ERROR, message: statusName(code) });
+  span.end();
+}
 
 /** The method label of a path outside the known set. */
 export const OTHER_METHOD = 'other';
@@ -95,9 +158,18 @@ export function meteringInterceptor(
       const seconds = (performance.now() - startedMs) / 1000;
       meters.grpcCallEnded(method, statusName(code), seconds);
       onEnded?.(streamOf(call), code, seconds);
+      if (span !== undefined) endSpan(span, code);
     };
+    let span: Span | undefined;
+    const listener = new ServerListenerBuilder()
+      .withOnReceiveMetadata((metadata, next) => {
+        span = startSpan(descriptor.path, metadata, call.getPeer());
+        next(metadata);
+      })
+      .withOnCancel(ended)
+      .build();
     const responder = new ResponderBuilder()
-      .withStart((next) => next(new ServerListenerBuilder().withOnCancel(ended).build()))
+      .withStart((next) => next(listener))
       .withSendStatus((sending, next) => {
         sent ??= sending.code;
         next(sending);
