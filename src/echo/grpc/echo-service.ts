@@ -313,7 +313,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     started.record?.faults.push({
       kind,
       control: from.control,
-      source: from.source === 'env' ? 'env' : 'header',
+      source: from.source === 'metadata' ? 'header' : from.source,
       value,
     });
   };
@@ -333,9 +333,13 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
 
   /** Holds the answer for the call's delay, counted as it begins (as HTTP's). */
   const delay = (call: ServerSurfaceCall, started: Started): Promise<void> => {
-    const planned = started.plan.delay;
-    const ms = planned?.ms ?? 0;
-    if (planned !== undefined && ms > 0) applied(started, 'delay', planned, ms);
+    // The metadata's (or the environment's) delay, and the scenario's added to it.
+    let ms = 0;
+    for (const planned of [started.plan.delay, started.plan.scenarioDelay]) {
+      if (planned === undefined || planned.ms <= 0) continue;
+      applied(started, 'delay', planned, planned.ms);
+      ms += planned.ms;
+    }
     return hold(call, ms, closing);
   };
 
@@ -350,12 +354,14 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     fail: (status: Partial<ServerErrorResponse>) => void,
     headSent: boolean,
   ): Promise<void> => {
-    applied(
-      started,
-      faultKindOf(end),
-      end,
-      'code' in end ? (GRPC_STATUS_NAMES[end.code] ?? end.code) : end.kind,
-    );
+    // A scenario's status is its answer: the scenario was counted when its step was taken.
+    if (!(end.kind === 'status' && end.fault === 'scenario'))
+      applied(
+        started,
+        faultKindOf(end),
+        end,
+        'code' in end ? (GRPC_STATUS_NAMES[end.code] ?? end.code) : end.kind,
+      );
     switch (end.kind) {
       case 'status':
         if (!headSent) sendHead(call, started.requestId, started.plan);

@@ -86,7 +86,7 @@ export interface GrpcFaultSpec {
 /** Where a fault's control came from: the metadata key, or the variable. */
 export interface GrpcControl {
   readonly control: string;
-  readonly source: 'metadata' | 'env';
+  readonly source: 'metadata' | 'scenario' | 'env';
 }
 
 /**
@@ -97,7 +97,7 @@ export type GrpcEnd =
   | (GrpcControl & {
       readonly kind: 'status';
       /** The kind counted in `echo_faults_injected_total`: `status`, `chaos` or `error`. */
-      readonly fault: Extract<FaultKind, 'status' | 'chaos' | 'error'>;
+      readonly fault: Extract<FaultKind, 'status' | 'chaos' | 'error' | 'scenario'>;
       readonly code: number;
       readonly message: string;
     })
@@ -111,6 +111,8 @@ export interface GrpcPlan {
   /** `x-echo-session`: whose scenario positions the call uses. */
   readonly session?: string;
   readonly delay?: GrpcControl & { readonly ms: number };
+  /** The delay of the scenario response the call takes, added to `delay`. */
+  readonly scenarioDelay?: GrpcControl & { readonly ms: number };
   readonly end?: GrpcEnd;
   /** Each answer's payload, in bytes (`x-echo-response-size`). */
   readonly responseBytes?: GrpcControl & { readonly bytes: number };
@@ -311,13 +313,30 @@ export function grpcErrorOfHttp(text: string): GrpcErrorEntry {
   }
 }
 
-/** What {@link drawGrpcPlan} needs besides the two specs. */
+/**
+ * The response of the scenario a call matched, as gRPC reads it: its fault fields (a status of its
+ * own, or its HTTP one mapped; its error and size), its delay (added to the call's, as HTTP's), the
+ * message of its status, and the metadata and trailers it adds.
+ */
+export interface GrpcScenarioLayer {
+  /** `scenario <label>`: the control its faults are recorded under. */
+  readonly control: string;
+  readonly spec: GrpcFaultSpec;
+  /** The status's message (`grpcMessage`). */
+  readonly message?: string;
+  /** Its own delay, drawn; added to the metadata's or the environment's. */
+  readonly delayMs?: number;
+}
+
+/** What {@link drawGrpcPlan} needs. */
 export interface GrpcDrawInput {
   readonly random: () => number;
   readonly seed?: number;
   readonly session?: string;
   /** The metadata's reading, for its messages and keys. */
   readonly metadata: Extract<GrpcMetadataRead, { ok: true }>;
+  /** The scenario response the call takes, if any: between the metadata and the environment. */
+  readonly scenario?: GrpcScenarioLayer;
   /** The environment's defaults ({@link grpcEnvDefaults}). */
   readonly env: GrpcFaultSpec;
   /** `ECHO_MAX_DELAY`. */
@@ -329,49 +348,61 @@ const RANDOM_HTTP_STATUSES = [500, 502, 503, 504, 429] as const;
 
 const name = (code: number) => GRPC_STATUS_NAMES[code] ?? 'UNKNOWN';
 
+type Field = keyof GrpcFaultSpec;
+
 /**
- * Draws the call's faults: each field from the metadata, else from the environment, in the order
- * chaos, error, status, delay, size (one draw each at most, so a seeded call replays). Chaos, an
- * error and a status end the call instead of its answer, the first drawn winning.
+ * Draws the call's faults: each field from the metadata, else the scenario's response, else the
+ * environment (ADR 0033's order), in the order chaos, error, status, delay, size (one draw each at
+ * most, so a seeded call replays). Chaos, an error and a status end the call instead of its
+ * answer, the first drawn winning.
  */
 export function drawGrpcPlan(input: GrpcDrawInput): GrpcPlan {
-  const { random, metadata, env } = input;
-  const mine = metadata.spec;
+  const { random, metadata, env, scenario } = input;
   const plan: {
     seed?: number;
     session?: string;
     delay?: GrpcControl & { ms: number };
+    scenarioDelay?: GrpcControl & { ms: number };
     end?: GrpcEnd;
     responseBytes?: GrpcControl & { bytes: number };
     failAfter?: number;
   } = {};
   if (input.seed !== undefined) plan.seed = input.seed;
   if (input.session !== undefined) plan.session = input.session;
-  const from = (own: boolean, key: string, variable: string): GrpcControl =>
-    own ? { control: key, source: 'metadata' } : { control: variable, source: 'env' };
+  const scenarioControl: GrpcControl | undefined =
+    scenario === undefined ? undefined : { control: scenario.control, source: 'scenario' };
+  /** The first layer that sets `field`: its value and the control it is recorded under. */
+  const pick = <F extends Field>(field: F, key: string, variable: string) => {
+    const own = metadata.spec[field];
+    if (own !== undefined)
+      return { value: own, control: { control: key, source: 'metadata' } as GrpcControl };
+    const scripted = scenario?.spec[field];
+    if (scripted !== undefined) return { value: scripted, control: scenarioControl as GrpcControl };
+    const fallback = env[field];
+    return fallback === undefined
+      ? undefined
+      : { value: fallback, control: { control: variable, source: 'env' } as GrpcControl };
+  };
 
-  const chaosOwn = mine.chaosPercent !== undefined;
-  const chaos = mine.chaosPercent ?? env.chaosPercent ?? 0;
-  if (chaos > 0 && random() * 100 < chaos) {
+  const chaos = pick('chaosPercent', 'x-echo-chaos', 'ECHO_CHAOS');
+  if (chaos !== undefined && chaos.value > 0 && random() * 100 < chaos.value) {
     const code =
       GRPC_CHAOS_CODES[
         Math.min(GRPC_CHAOS_CODES.length - 1, Math.floor(random() * GRPC_CHAOS_CODES.length))
       ]!;
-    const control = from(chaosOwn, 'x-echo-chaos', 'ECHO_CHAOS');
     plan.end = {
       kind: 'status',
       fault: 'chaos',
       code,
-      message: `chaos: ${name(code)} drawn by ${control.control} (${chaos}%)`,
-      ...control,
+      message: `chaos: ${name(code)} drawn by ${chaos.control.control} (${chaos.value}%)`,
+      ...chaos.control,
     };
   }
 
-  const errorsOwn = mine.errors !== undefined;
-  const errors = mine.errors ?? env.errors;
-  const error = errors === undefined ? undefined : drawWeighted(errors, random);
-  if (error !== undefined && plan.end === undefined) {
-    const control = from(errorsOwn, 'x-echo-error', ENV.error);
+  const errors = pick('errors', 'x-echo-error', ENV.error);
+  const error = errors === undefined ? undefined : drawWeighted(errors.value, random);
+  if (errors !== undefined && error !== undefined && plan.end === undefined) {
+    const control = errors.control;
     if (error.kind === 'status' || error.kind === 'random') {
       const code =
         error.kind === 'status'
@@ -391,19 +422,26 @@ export function drawGrpcPlan(input: GrpcDrawInput): GrpcPlan {
     } else plan.end = { kind: error.kind, ...control };
   }
 
-  const statusesOwn = mine.statuses !== undefined;
-  const statuses = mine.statuses ?? env.statuses;
-  const status = statuses === undefined ? undefined : drawWeighted(statuses, random);
-  if (status !== undefined) {
-    const control = from(statusesOwn, 'x-echo-status', ENV.status);
+  const statuses = pick('statuses', 'x-echo-status', ENV.status);
+  const status = statuses === undefined ? undefined : drawWeighted(statuses.value, random);
+  if (statuses !== undefined && status !== undefined) {
+    const control = statuses.control;
     const message =
-      (statusesOwn ? metadata.statusMessage : undefined) ??
-      `${name(status)} asked for by ${control.control}: ${statusesOwn ? metadata.statusText : name(status)}`;
+      (control.source === 'metadata' ? metadata.statusMessage : undefined) ??
+      (control.source === 'scenario' ? scenario?.message : undefined) ??
+      `${name(status)} asked for by ${control.control}: ${control.source === 'metadata' ? metadata.statusText : name(status)}`;
     // A Trailers-Only answer takes the status, OK too; otherwise OK asks for the normal answer.
     if (plan.end?.kind === 'trailers-only')
       plan.end = { ...plan.end, code: status, message: status === 0 ? '' : message };
     else if (plan.end === undefined && status !== 0)
-      plan.end = { kind: 'status', fault: 'status', code: status, message, ...control };
+      // A scenario's status is its answer, counted as the scenario (as HTTP's), not as a status fault.
+      plan.end = {
+        kind: 'status',
+        fault: control.source === 'scenario' ? 'scenario' : 'status',
+        code: status,
+        message,
+        ...control,
+      };
   }
   if (plan.end?.kind === 'trailers-only' && metadata.statusMessage !== undefined)
     plan.end = { ...plan.end, message: metadata.statusMessage };
@@ -413,18 +451,24 @@ export function drawGrpcPlan(input: GrpcDrawInput): GrpcPlan {
       message: `${name(plan.end.code)}: a Trailers-Only answer asked for by ${plan.end.control}`,
     };
 
-  const delayOwn = mine.delay !== undefined;
-  const delay = mine.delay ?? env.delay;
+  const delay = pick(
+    'delay',
+    metadata.delayKey ?? 'x-echo-delay',
+    env.delay === undefined ? 'ECHO_DELAY' : ENV[env.delay.field],
+  );
   if (delay !== undefined) {
-    const ms = Math.min(delay.draw(random), input.maxDelayMs);
-    if (ms > 0) plan.delay = { ms, ...from(delayOwn, metadata.delayKey ?? 'x-echo-delay', ENV[delay.field]) };
+    const ms = Math.min(delay.value.draw(random), input.maxDelayMs);
+    if (ms > 0) plan.delay = { ms, ...delay.control };
+  }
+  // A scenario's own delay adds to the call's (as HTTP's), the sum at most ECHO_MAX_DELAY.
+  if (scenario?.delayMs !== undefined && scenario.delayMs > 0 && scenarioControl !== undefined) {
+    const ms = Math.min(scenario.delayMs, input.maxDelayMs - (plan.delay?.ms ?? 0));
+    if (ms > 0) plan.scenarioDelay = { ms, ...scenarioControl };
   }
 
-  const sizesOwn = mine.sizes !== undefined;
-  const sizes = mine.sizes ?? env.sizes;
-  const bytes = sizes === undefined ? undefined : drawWeighted(sizes, random);
-  if (bytes !== undefined)
-    plan.responseBytes = { bytes, ...from(sizesOwn, 'x-echo-response-size', ENV.size) };
+  const sizes = pick('sizes', 'x-echo-response-size', ENV.size);
+  const bytes = sizes === undefined ? undefined : drawWeighted(sizes.value, random);
+  if (sizes !== undefined && bytes !== undefined) plan.responseBytes = { bytes, ...sizes.control };
 
   if (metadata.failAfter !== undefined) {
     plan.failAfter = metadata.failAfter;
