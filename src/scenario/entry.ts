@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { jsonDepthWithin } from './bounds.ts';
 import { type DelaySpec, parseDelaySpec } from './duration.ts';
 import { type FaultLimits, type FaultSpec, readFault, SCENARIO_FAULT_FIELDS } from './faults.ts';
+import { type GrpcMetadataValue, parseGrpcStatus, toGrpcMetadata } from './grpc-answer.ts';
 import {
   compilePathPattern,
   compileTextMatcher,
@@ -20,7 +21,11 @@ import { DEFAULT_WEIGHT, type ScenarioOrder, WeightedOrder } from './order.ts';
 import type { BodyCondition, Scenario, ScenarioResponse } from './schema.ts';
 import { readActiveFor } from './windows.ts';
 
-/** The response a scenario supplies for one request: ready to send, nothing left to parse. */
+/**
+ * The response a scenario supplies for one request: ready to send, nothing left to parse. An HTTP
+ * request uses `status`, `body`, `headers` and `faults`, a gRPC call `grpcStatus`, `grpcMessage`,
+ * `grpcMetadata` and `grpcTrailers`; both use `delay`.
+ */
 export interface ScenarioStep {
   /** HTTP status, 100-599; `undefined` when the response gives none. */
   readonly status: number | undefined;
@@ -39,9 +44,27 @@ export interface ScenarioStep {
   readonly index: number;
   /** The scenario's `upstream`: the request is forwarded there, with this response's faults. */
   readonly upstream: string | undefined;
+  /**
+   * gRPC status code a gRPC call ends with, 0-16 (a name in the scenario is read to its code);
+   * `undefined` when the response gives none. 0 (`OK`) answers the call as usual.
+   */
+  readonly grpcStatus: number | undefined;
+  /** Status message of a gRPC answer (never beside `OK`); `undefined` when the response has none. */
+  readonly grpcMessage: string | undefined;
+  /**
+   * Metadata to add to a gRPC answer's initial metadata, keys lower-case, values ready for grpc-js's
+   * `Metadata` (a `Buffer` under a `-bin` key, decoded from the scenario's base64, else a string);
+   * frozen, may be empty. Shared by every call the step answers: never written.
+   */
+  readonly grpcMetadata: Readonly<Record<string, GrpcMetadataValue>>;
+  /** Metadata to add to a gRPC answer's trailers, as {@link ScenarioStep.grpcMetadata}. */
+  readonly grpcTrailers: Readonly<Record<string, GrpcMetadataValue>>;
 }
 
-/** Whether a response does nothing to an answer: no status, body, headers, delay or fault. */
+/**
+ * Whether a response does nothing to an HTTP answer: no status, body, headers, delay or fault. Its
+ * gRPC fields are not looked at: an HTTP request uses none of them.
+ */
 export function changesNothing(step: ScenarioStep): boolean {
   return (
     step.status === undefined &&
@@ -75,8 +98,9 @@ export interface ScenarioHandle {
   /** The scenario's `upstream`: where what it matches goes, even when its faults are not applied. */
   readonly upstream: string | undefined;
   /**
-   * Whether the response {@link ScenarioStore.take} would serve now does nothing to an answer: no
-   * status, body, headers, delay or fault (a forwarding scenario's pass-through step).
+   * Whether the response {@link ScenarioStore.take} would serve now does nothing to an HTTP answer:
+   * no status, body, headers, delay or fault (a forwarding scenario's pass-through step); see
+   * {@link changesNothing}.
    */
   readonly untouched: boolean;
 }
@@ -394,6 +418,11 @@ function toStep(
     faults: faultsOf(response, limits),
     index,
     upstream,
+    // Validated in `replace`, so a status reads and every `-bin` value is base64.
+    grpcStatus: response.grpcStatus === undefined ? undefined : parseGrpcStatus(response.grpcStatus),
+    grpcMessage: response.grpcMessage,
+    grpcMetadata: toGrpcMetadata(response.grpcMetadata),
+    grpcTrailers: toGrpcMetadata(response.grpcTrailers),
   });
 }
 

@@ -55,6 +55,26 @@ export {
   watchScenarioFile,
 } from './file.ts';
 export { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
+export {
+  GRPC_BINARY_SUFFIX,
+  GRPC_METADATA_KEY_PATTERN,
+  GRPC_METADATA_VALUE_PATTERN,
+  GRPC_RESERVED_METADATA_KEYS,
+  GRPC_RESERVED_PREFIX,
+  GRPC_STATUS_FORM,
+  GRPC_STATUS_NAMES,
+  GRPC_STATUS_OK,
+  GRPC_STATUS_PATTERN,
+  type GrpcMetadataValue,
+  type GrpcStatusName,
+  MAX_GRPC_MESSAGE_LENGTH,
+  MAX_GRPC_METADATA,
+  MAX_GRPC_METADATA_KEY_LENGTH,
+  MAX_GRPC_METADATA_VALUE_LENGTH,
+  MAX_GRPC_STATUS,
+  MAX_GRPC_STATUS_LENGTH,
+  parseGrpcStatus,
+} from './grpc-answer.ts';
 export { canonicalJson, scenarioSetHash } from './hash.ts';
 export {
   type Compiled,

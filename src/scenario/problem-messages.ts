@@ -6,6 +6,12 @@
 import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { DELAY_SPEC_FORM } from './duration.ts';
 import { ERROR_FAULT_FORM, MAX_CHUNK_BYTES, MAX_RETRY_AFTER_SECONDS, RATE_FORM } from './faults.ts';
+import {
+  GRPC_STATUS_FORM,
+  MAX_GRPC_MESSAGE_LENGTH,
+  MAX_GRPC_METADATA,
+  MAX_GRPC_METADATA_VALUE_LENGTH,
+} from './grpc-answer.ts';
 import { MAX_WEIGHT, SCENARIO_ORDERS } from './order.ts';
 import {
   BodyConditionSchema,
@@ -35,6 +41,7 @@ const BODY_KEYS = Object.keys(BodyConditionSchema.properties).join(', ');
 const PATH_FORM =
   'a string starting with "/" of visible ASCII characters (percent-encode others), without "?" or "#"';
 const HEADER_VALUE_FORM = 'printable ASCII or Latin-1 text (no CR, LF, NUL or other control characters)';
+const GRPC_METADATA_VALUE_FORM = `printable ASCII (space to ~; base64 text under a key ending in -bin), at most ${MAX_GRPC_METADATA_VALUE_LENGTH} characters`;
 
 /** What a location holds, worded for messages: its label and the expected form. */
 interface Field {
@@ -72,6 +79,21 @@ const RESPONSE_FIELDS: Readonly<Record<string, Field>> = {
   headers: {
     label: 'headers',
     expected: `an object of header names to string values, at most ${MAX_HEADERS} entries`,
+    unit: 'entries',
+  },
+  grpcStatus: { label: 'grpcStatus', expected: GRPC_STATUS_FORM },
+  grpcMessage: {
+    label: 'grpcMessage',
+    expected: `a string of at most ${MAX_GRPC_MESSAGE_LENGTH} characters`,
+  },
+  grpcMetadata: {
+    label: 'grpcMetadata',
+    expected: `an object of metadata keys to string values, at most ${MAX_GRPC_METADATA} entries`,
+    unit: 'entries',
+  },
+  grpcTrailers: {
+    label: 'grpcTrailers',
+    expected: `an object of trailer keys to string values, at most ${MAX_GRPC_METADATA} entries`,
     unit: 'entries',
   },
 };
@@ -177,6 +199,13 @@ function fieldAt(segments: string[]): Field {
       };
     if (segments.length === 4)
       return own(RESPONSE_FIELDS, fourth ?? '') ?? { label: fourth ?? '', expected: 'valid' };
+    if (fourth === 'grpcMetadata' || fourth === 'grpcTrailers') {
+      const what = fourth === 'grpcMetadata' ? 'metadata' : 'trailer';
+      return {
+        label: `${what} ${quote(fifth ?? '')} value`,
+        expected: `a string of ${GRPC_METADATA_VALUE_FORM}`,
+      };
+    }
     return { label: `header ${quote(fifth ?? '')} value`, expected: `a string of ${HEADER_VALUE_FORM}` };
   }
   if (key === 'method')

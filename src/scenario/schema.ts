@@ -2,12 +2,24 @@
  * The one scenario schema. It is the source of the TypeScript types, of `validateScenarios` (and so
  * of `POST /scenario`, the file loader and the operator) and of the `EchoScenario` CRD's
  * `openAPIV3Schema`. That last use keeps it structural: no `$ref`, no unions, a `type` and a
- * `description` on every node, and a bound on every string, array and map.
+ * `description` on every node, and a bound on every string, array and map. The one exception is
+ * Kubernetes' own: an integer-or-string (`grpcStatus`), a union of an integer and a string marked
+ * `x-kubernetes-int-or-string`, which {@link toOpenApiV3Schema} writes in the form a CRD takes.
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { MAX_DOCUMENT_DEPTH } from './bounds.ts';
 import { DELAY_SPEC_PATTERN } from './duration.ts';
 import { MAX_GLOB_GLOBSTARS, MAX_GLOB_WILDCARDS } from './glob.ts';
+import {
+  GRPC_METADATA_VALUE_PATTERN,
+  GRPC_STATUS_NAMES,
+  GRPC_STATUS_PATTERN,
+  MAX_GRPC_MESSAGE_LENGTH,
+  MAX_GRPC_METADATA,
+  MAX_GRPC_METADATA_VALUE_LENGTH,
+  MAX_GRPC_STATUS,
+  MAX_GRPC_STATUS_LENGTH,
+} from './grpc-answer.ts';
 import {
   DEFAULT_WEIGHT,
   MAX_ORDER_LENGTH,
@@ -160,6 +172,28 @@ const HeaderValueSchema = Type.String({
   pattern: HEADER_VALUE_PATTERN,
 });
 
+/**
+ * A map of gRPC metadata (`grpcMetadata`, `grpcTrailers`): a map, like the response headers, so that
+ * Kubernetes accepts it; keys and `-bin` values are checked by `validateScenarios`.
+ */
+function grpcMetadataMap(description: string) {
+  return Type.Unsafe<Record<string, string>>(
+    Type.Object(
+      {},
+      {
+        description,
+        maxProperties: MAX_GRPC_METADATA,
+        additionalProperties: Type.String({
+          description:
+            'Metadata value: printable ASCII (space to ~); under a key ending in -bin, base64 text of the bytes.',
+          maxLength: MAX_GRPC_METADATA_VALUE_LENGTH,
+          pattern: GRPC_METADATA_VALUE_PATTERN,
+        }),
+      },
+    ),
+  );
+}
+
 /** Longest text of a scenario response's fault field other than `error` and `size` (weighted lists). */
 export const MAX_FAULT_TEXT_LENGTH = 256;
 
@@ -286,10 +320,54 @@ export const ScenarioResponseSchema = Type.Object(
         ),
       ),
     ),
+    grpcStatus: Type.Optional(
+      // Kubernetes' integer-or-string: YAML gives `14` as a number, `UNAVAILABLE` as text.
+      Type.Union(
+        [
+          Type.Integer({
+            description: `A gRPC status code, 0-${MAX_GRPC_STATUS}.`,
+            minimum: 0,
+            maximum: MAX_GRPC_STATUS,
+          }),
+          Type.String({
+            description: 'A gRPC status code in digits, or its name in any case.',
+            minLength: 1,
+            maxLength: MAX_GRPC_STATUS_LENGTH,
+            pattern: GRPC_STATUS_PATTERN,
+          }),
+        ],
+        {
+          description:
+            `Status of the gRPC calls this response answers: a code 0-${MAX_GRPC_STATUS} or its name in any case ` +
+            `(${GRPC_STATUS_NAMES.join(', ')}). OK answers the call as usual; any other ends it with that status. ` +
+            'HTTP requests do not use it.',
+          'x-kubernetes-int-or-string': true,
+        },
+      ),
+    ),
+    grpcMessage: Type.Optional(
+      Type.String({
+        description: `Status message of the gRPC answer, at most ${MAX_GRPC_MESSAGE_LENGTH} characters; only beside a grpcStatus other than OK.`,
+        maxLength: MAX_GRPC_MESSAGE_LENGTH,
+      }),
+    ),
+    grpcMetadata: Type.Optional(
+      grpcMetadataMap(
+        `Metadata added to the gRPC answer's initial metadata, key to value; at most ${MAX_GRPC_METADATA}. ` +
+          'Keys are lower-case (a-z, 0-9, _, ., -), not grpc-* nor content-type, te, user-agent or a ' +
+          'connection header; a key ending in -bin takes base64 text.',
+      ),
+    ),
+    grpcTrailers: Type.Optional(
+      grpcMetadataMap(
+        `Metadata added to the gRPC answer's trailers (beside grpc-status), key to value; at most ${MAX_GRPC_METADATA}. ` +
+          'Keys as in grpcMetadata.',
+      ),
+    ),
   },
   {
     description:
-      'One scripted response: status, and optionally delay, body, repeat, weight, headers, and any fault a control header gives (error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter).',
+      'One scripted response: status, and optionally delay, body, repeat, weight, headers, and any fault a control header gives (error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter); for gRPC calls, grpcStatus, grpcMessage, grpcMetadata and grpcTrailers.',
     additionalProperties: false,
   },
 );
@@ -497,7 +575,10 @@ export type JsonSchemaObject = { [keyword: string]: unknown };
  * Converts a schema of this module to the plain JSON a CRD's `openAPIV3Schema` accepts.
  * Kubernetes forbids `additionalProperties` beside `properties` (even `false`: it prunes unknown
  * fields instead), so that pair is dropped, as are an empty `properties` beside a map's
- * `additionalProperties` and TypeBox's symbol keys. The result is a new object.
+ * `additionalProperties` and TypeBox's symbol keys. An `x-kubernetes-int-or-string` union becomes the
+ * exact `anyOf` Kubernetes takes (`[{type: integer}, {type: string}]`) with each branch's bounds
+ * beside it, where JSON Schema applies them to their own type (`minimum` to the number, `pattern`
+ * to the text). The result is a new object.
  */
 export function toOpenApiV3Schema(schema: object): JsonSchemaObject {
   return structural(JSON.parse(JSON.stringify(schema)) as JsonSchemaObject);
@@ -518,6 +599,14 @@ function structural(node: JsonSchemaObject): JsonSchemaObject {
       out[keyword] = isObject(value) ? structural(value) : value;
     } else if (keyword === 'items' && isObject(value)) {
       out[keyword] = structural(value);
+    } else if (keyword === 'anyOf' && node['x-kubernetes-int-or-string'] === true && Array.isArray(value)) {
+      const branches = value.filter(isObject);
+      out[keyword] = branches.map((branch) => ({ type: branch['type'] }));
+      for (const branch of branches) {
+        for (const [bound, limit] of Object.entries(branch)) {
+          if (bound !== 'type' && bound !== 'description') out[bound] = limit;
+        }
+      }
     } else {
       out[keyword] = value;
     }

@@ -6,6 +6,12 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { measureTree, type TreeBound } from './bounds.ts';
 import { DELAY_SPEC_FORM, parseDelayBounds } from './duration.ts';
 import { type FaultLimits, readFault, SCENARIO_FAULT_FIELDS } from './faults.ts';
+import {
+  GRPC_STATUS_OK,
+  grpcMetadataKeyProblem,
+  grpcMetadataValueProblem,
+  parseGrpcStatus,
+} from './grpc-answer.ts';
 import { compilePathPattern, compileTextMatcher, REGEX_PREFIX } from './matchers.ts';
 import { describe, escapePointer, quote, schemaMessage } from './problem-messages.ts';
 import { MAX_PROBLEMS, ProblemList, type ScenarioProblem } from './problems.ts';
@@ -96,7 +102,10 @@ export function scenarioPatternTexts(input: unknown): string[] {
  * `path` without other conditions used twice (a second one could never match), header names that
  * are not HTTP tokens, repeat in another case, or are reserved (`Connection`, `Content-Length`, ...),
  * an `activeFor` of 0 or past 366 days, a `weight` on a scenario whose `order` is not `random`, a
- * `random` one whose weights are all 0 or that says `cycle: false`.
+ * `random` one whose weights are all 0 or that says `cycle: false`, a `grpcMessage` without a
+ * `grpcStatus` or beside `OK` (or not well-formed Unicode), gRPC metadata keys (in `grpcMetadata`,
+ * `grpcTrailers`) that are not lower-case gRPC keys or are reserved (`grpc-*`, `content-type`, ...),
+ * and a value under a `-bin` key that is not base64.
  * A `method` given as one string is taken as a list of one.
  *
  * Never throws because of the input: anything at all (null, strings, cycles, huge arrays) gives a
@@ -218,6 +227,12 @@ function copyResponse(response: ScenarioResponse): ScenarioResponse {
     const text = response[field];
     if (text !== undefined) copy[field] = text;
   }
+  if (response.grpcStatus !== undefined) copy.grpcStatus = response.grpcStatus;
+  if (response.grpcMessage !== undefined) copy.grpcMessage = response.grpcMessage;
+  if (response.grpcMetadata !== undefined)
+    copy.grpcMetadata = Object.fromEntries(Object.entries(response.grpcMetadata));
+  if (response.grpcTrailers !== undefined)
+    copy.grpcTrailers = Object.fromEntries(Object.entries(response.grpcTrailers));
   return copy;
 }
 
@@ -336,6 +351,7 @@ function collectSemanticProblems(
       checkDelay(response['delay'], `${location}/delay`, problems, delayLimitMs, callerLimit);
       checkNames(response['headers'], `${location}/headers`, problems, 'response header');
       checkFaults(response, location, problems, limits);
+      checkGrpcAnswer(response, location, problems);
     }
   }
 }
@@ -396,6 +412,53 @@ function checkFaults(
     if (typeof text !== 'string' || problems.has(at)) continue;
     const message = readFault(field, text, {}, limits);
     if (message !== undefined) problems.add(at, `${field} ${quote(text)}: ${message}`);
+  }
+}
+
+/**
+ * A response's gRPC fields: `grpcMessage` only beside a `grpcStatus` other than OK, and well-formed
+ * (grpc-js percent-encodes it with `encodeURI`, which throws on a lone surrogate); the keys of
+ * `grpcMetadata` and `grpcTrailers`, and the base64 of their `-bin` values.
+ */
+function checkGrpcAnswer(response: Record<string, unknown>, location: string, problems: ProblemList): void {
+  const message = response['grpcMessage'];
+  const at = `${location}/grpcMessage`;
+  if (typeof message === 'string' && !problems.has(at)) {
+    const status = response['grpcStatus'];
+    const code =
+      typeof status === 'number' || typeof status === 'string' ? parseGrpcStatus(status) : undefined;
+    if (status === undefined) {
+      problems.add(at, 'grpcMessage goes only beside grpcStatus: the status it explains');
+    } else if (code === GRPC_STATUS_OK) {
+      problems.add(
+        at,
+        `grpcMessage cannot go beside grpcStatus ${describe(status)} (OK): an OK answer carries no status message`,
+      );
+    } else if (!message.isWellFormed()) {
+      problems.add(
+        at,
+        'grpcMessage must be well-formed Unicode text, got a lone surrogate (a half of a UTF-16 pair)',
+      );
+    }
+  }
+  for (const field of ['grpcMetadata', 'grpcTrailers'] as const) {
+    const map = response[field];
+    if (!isRecord(map)) continue;
+    for (const key of Object.keys(map)) {
+      if (problems.full) return;
+      const keyAt = `${location}/${field}/${escapePointer(key)}`;
+      const keyProblem = grpcMetadataKeyProblem(
+        key,
+        quote(key),
+        field === 'grpcMetadata' ? 'metadata' : 'trailer',
+      );
+      if (keyProblem !== undefined) problems.append(keyAt, keyProblem);
+      const value = map[key];
+      if (typeof value !== 'string' || problems.has(keyAt)) continue;
+      const valueProblem = grpcMetadataValueProblem(key, value);
+      if (valueProblem !== undefined)
+        problems.add(keyAt, `value of ${quote(key)} ${valueProblem}, got ${quote(value)}`);
+    }
   }
 }
 

@@ -3,10 +3,16 @@ import { test } from 'node:test';
 import {
   ACTIVE_FOR_PATTERN,
   DELAY_SPEC_PATTERN,
+  GRPC_METADATA_VALUE_PATTERN,
+  GRPC_STATUS_NAMES,
+  GRPC_STATUS_PATTERN,
   HEADER_VALUE_PATTERN,
   type JsonSchemaObject,
   MAX_BODY_LENGTH,
   MAX_CONDITIONS,
+  MAX_GRPC_MESSAGE_LENGTH,
+  MAX_GRPC_METADATA,
+  MAX_GRPC_METADATA_VALUE_LENGTH,
   MAX_HEADERS,
   MAX_NAME_LENGTH,
   MAX_PATH_LENGTH,
@@ -18,6 +24,7 @@ import {
   MAX_WEIGHT,
   PATH_PATTERN,
   parseDelayBounds,
+  parseGrpcStatus,
   ScenarioListSchema,
   toOpenApiV3Schema,
 } from '../../src/scenario/index.ts';
@@ -38,12 +45,30 @@ function nodes(node: JsonSchemaObject, at = ''): Array<[string, JsonSchemaObject
   return found;
 }
 
-test('ScenarioListSchema – is structural: no $ref, no unions, a type on every node', () => {
+/** Whether a node is Kubernetes' integer-or-string: an integer and a string, in that order. */
+function intOrString(node: JsonSchemaObject): boolean {
+  const branches = node['anyOf'] as JsonSchemaObject[] | undefined;
+  return (
+    node['x-kubernetes-int-or-string'] === true &&
+    branches?.map((branch) => branch['type']).join() === 'integer,string'
+  );
+}
+
+test('ScenarioListSchema – is structural: no $ref, no unions but int-or-string, a type on every node', () => {
   const text = JSON.stringify(json);
-  for (const keyword of ['$ref', 'anyOf', 'oneOf', 'allOf', 'not', 'patternProperties', '$id', 'format']) {
+  for (const keyword of ['$ref', 'oneOf', 'allOf', 'not', 'patternProperties', '$id', 'format']) {
     assert.equal(text.includes(`"${keyword}"`), false, `schema uses ${keyword}`);
   }
+  const unions = nodes(json).filter(([, node]) => node['anyOf'] !== undefined);
+  assert.deepEqual(
+    unions.map(([at]) => at),
+    ['/items/properties/responses/items/properties/grpcStatus'],
+  );
   for (const [at, node] of nodes(json)) {
+    if (intOrString(node)) {
+      assert.equal(node['type'], undefined, at);
+      continue;
+    }
     assert.ok(
       ['array', 'object', 'string', 'integer', 'boolean'].includes(node['type'] as string),
       `${at} has type ${node['type']}`,
@@ -52,7 +77,19 @@ test('ScenarioListSchema – is structural: no $ref, no unions, a type on every 
 });
 
 test('ScenarioListSchema – every node has a description and every value a bound', () => {
-  for (const [at, node] of nodes(json)) {
+  const all = nodes(json).flatMap(
+    ([at, node]): Array<[string, JsonSchemaObject]> =>
+      intOrString(node)
+        ? [
+            [at, node],
+            ...(node['anyOf'] as JsonSchemaObject[]).map((b, i): [string, JsonSchemaObject] => [
+              `${at}/anyOf/${i}`,
+              b,
+            ]),
+          ]
+        : [[at, node]],
+  );
+  for (const [at, node] of all) {
     assert.equal(typeof node['description'], 'string', `${at} has no description`);
     assert.ok((node['description'] as string).length > 10, `${at} description is too short`);
     switch (node['type']) {
@@ -70,7 +107,7 @@ test('ScenarioListSchema – every node has a description and every value a boun
   }
 });
 
-test('ScenarioListSchema – objects are closed except the maps of strings (headers, query)', () => {
+test('ScenarioListSchema – objects are closed except the maps of strings (headers, query, gRPC metadata)', () => {
   const objects = nodes(json).filter(([, node]) => node['type'] === 'object');
   assert.deepEqual(
     objects.map(([at]) => at),
@@ -81,10 +118,18 @@ test('ScenarioListSchema – objects are closed except the maps of strings (head
       '/items/properties/body',
       '/items/properties/responses/items',
       '/items/properties/responses/items/properties/headers',
+      '/items/properties/responses/items/properties/grpcMetadata',
+      '/items/properties/responses/items/properties/grpcTrailers',
     ],
   );
   for (const [at, node] of objects) {
-    if (at.endsWith('/headers') || at.endsWith('/query')) {
+    if (at.endsWith('/grpcMetadata') || at.endsWith('/grpcTrailers')) {
+      assert.equal(node['maxProperties'], MAX_GRPC_METADATA);
+      const values = node['additionalProperties'] as JsonSchemaObject;
+      assert.equal(values['type'], 'string');
+      assert.equal(values['maxLength'], MAX_GRPC_METADATA_VALUE_LENGTH);
+      assert.equal(values['pattern'], GRPC_METADATA_VALUE_PATTERN);
+    } else if (at.endsWith('/headers') || at.endsWith('/query')) {
       assert.equal(node['maxProperties'], at.includes('responses') ? MAX_HEADERS : MAX_CONDITIONS);
       const values = node['additionalProperties'] as JsonSchemaObject;
       assert.equal(values['type'], 'string');
@@ -148,7 +193,16 @@ test('ScenarioListSchema – carries the documented limits and required fields',
     'bodyDelay',
     'retryAfter',
     'headers',
+    'grpcStatus',
+    'grpcMessage',
+    'grpcMetadata',
+    'grpcTrailers',
   ]);
+  assert.equal(responseProperties['grpcMessage']?.['maxLength'], MAX_GRPC_MESSAGE_LENGTH);
+  assert.equal(
+    [MAX_GRPC_MESSAGE_LENGTH, MAX_GRPC_METADATA, MAX_GRPC_METADATA_VALUE_LENGTH].join(),
+    '1024,64,8192',
+  );
   assert.equal(responseProperties['repeat']?.['minimum'], 1);
   assert.equal(responseProperties['repeat']?.['maximum'], MAX_REPEAT);
   assert.deepEqual(
@@ -246,4 +300,63 @@ test('PATH_PATTERN – a path starts with / and holds visible ASCII without quer
   ]) {
     assert.equal(pattern.test(path), false, JSON.stringify(path));
   }
+});
+
+test('toOpenApiV3Schema – writes grpcStatus as the int-or-string a CRD takes, the bounds beside it', () => {
+  const crd = toOpenApiV3Schema(ScenarioListSchema);
+  const response = (
+    ((crd['items'] as JsonSchemaObject)['properties'] as Record<string, JsonSchemaObject>)[
+      'responses'
+    ] as JsonSchemaObject
+  )['items'] as JsonSchemaObject;
+  const status = (response['properties'] as Record<string, JsonSchemaObject>)['grpcStatus']!;
+  assert.equal(status['x-kubernetes-int-or-string'], true);
+  // Exactly this anyOf: Kubernetes allows no other union in a structural schema.
+  assert.deepEqual(status['anyOf'], [{ type: 'integer' }, { type: 'string' }]);
+  assert.equal(status['type'], undefined);
+  assert.deepEqual(
+    [status['minimum'], status['maximum'], status['minLength'], status['maxLength'], status['pattern']],
+    [0, 16, 1, 19, GRPC_STATUS_PATTERN],
+  );
+  assert.match(String(status['description']), /UNAVAILABLE/);
+});
+
+test('GRPC_STATUS_PATTERN – accepts exactly the texts parseGrpcStatus reads (without spaces)', () => {
+  const pattern = new RegExp(GRPC_STATUS_PATTERN);
+  const accepted = [
+    ...GRPC_STATUS_NAMES,
+    ...GRPC_STATUS_NAMES.map((name) => name.toLowerCase()),
+    'Unavailable',
+    'data_LOSS',
+    '0',
+    '9',
+    '05',
+    '14',
+    '16',
+  ];
+  for (const text of accepted) {
+    assert.equal(pattern.test(text), true, text);
+    assert.notEqual(parseGrpcStatus(text), undefined, text);
+  }
+  for (const text of [
+    '',
+    '17',
+    '99',
+    '100',
+    '-1',
+    '1.0',
+    'OKAY',
+    'UNAVAILABLE ',
+    ' 14',
+    'NOT-FOUND',
+    'ok\n',
+  ]) {
+    assert.equal(pattern.test(text), false, JSON.stringify(text));
+    if (text.trim() === text) assert.equal(parseGrpcStatus(text), undefined, JSON.stringify(text));
+  }
+  assert.equal(parseGrpcStatus('unavailable'), 14);
+  assert.equal(parseGrpcStatus('05'), 5);
+  assert.equal(parseGrpcStatus(16), 16);
+  assert.equal(parseGrpcStatus(17), undefined);
+  assert.equal(parseGrpcStatus(1.5), undefined);
 });

@@ -51,6 +51,10 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     faults: undefined,
     index: 0,
     upstream: undefined,
+    grpcStatus: undefined,
+    grpcMessage: undefined,
+    grpcMetadata: {},
+    grpcTrailers: {},
   });
   assert.deepEqual(second, {
     status: 503,
@@ -60,6 +64,10 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     faults: undefined,
     index: 1,
     upstream: undefined,
+    grpcStatus: undefined,
+    grpcMessage: undefined,
+    grpcMetadata: {},
+    grpcTrailers: {},
   });
   assert.deepEqual(third, {
     status: 429,
@@ -69,6 +77,10 @@ test('ScenarioStore – a step is ready to use: delay parsed, headers lowercased
     faults: undefined,
     index: 2,
     upstream: undefined,
+    grpcStatus: undefined,
+    grpcMessage: undefined,
+    grpcMetadata: {},
+    grpcTrailers: {},
   });
   assert.equal(Object.isFrozen(first), true);
   assert.equal(Object.isFrozen(first?.headers), true);

@@ -110,7 +110,7 @@ test('validateScenarios – lists every problem with its path, in input order', 
     {
       path: '/2/responses/0/foo',
       message:
-        'unknown property "foo" in response; expected only status, delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers',
+        'unknown property "foo" in response; expected only status, delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, grpcStatus, grpcMessage, grpcMetadata, grpcTrailers',
     },
     { path: '/2/responses/0/status', message: 'status must be an integer 100-599, got 700' },
     {
@@ -171,17 +171,17 @@ test('validateScenarios – responses: required, an array of 1 to 1000 objects',
     {
       path: '/0/responses/0',
       message:
-        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, got null',
+        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, grpcStatus, grpcMessage, grpcMetadata, grpcTrailers, got null',
     },
     {
       path: '/0/responses/1',
       message:
-        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, got array',
+        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, grpcStatus, grpcMessage, grpcMetadata, grpcTrailers, got array',
     },
     {
       path: '/0/responses/2',
       message:
-        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, got 3',
+        'response must be an object with status and optionally delay, body, repeat, weight, error, size, compress, contentType, throttle, chunkDelay, chunkSize, bodyDelay, retryAfter, headers, grpcStatus, grpcMessage, grpcMetadata, grpcTrailers, got 3',
     },
   ]);
 });
