@@ -18,8 +18,12 @@ import {
   type ServerUnaryCall,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
+import { drawDelayMs } from '../../scenario/duration.ts';
 import type { FaultLimits } from '../../scenario/faults.ts';
+import type { ScenarioStep } from '../../scenario/index.ts';
+import { WHOLE_WEIGHT } from '../../scenario/weighted.ts';
 import type { FaultGate, FaultKind, FaultMeters } from '../applied.ts';
+import type { ScenarioMatcher } from '../fault-decision.ts';
 import { drawSeed, type RandomSource, seededRandom } from '../random.ts';
 import {
   drawGrpcPlan,
@@ -28,6 +32,9 @@ import {
   type GrpcEnd,
   type GrpcFaultSpec,
   type GrpcPlan,
+  type GrpcScenarioLayer,
+  grpcErrorOfHttp,
+  grpcStatusOfHttp,
   readGrpcMetadata,
 } from './faults.ts';
 import {
@@ -85,6 +92,8 @@ export interface EchoServiceOptions {
   readonly seeds?: RandomSource;
   /** Aborted when the service closes: holds end and answers go at once. */
   readonly closing: AbortSignal;
+  /** The scenario set (`POST /scenario`, `ECHO_SCENARIO_FILE`): a scenario on a method path scripts its calls. */
+  readonly scenarios?: ScenarioMatcher;
   /** Where each call is recorded (`GET /history`); none when history is off. */
   readonly history?: GrpcHistory;
   /** Where an applied fault is counted (`echo_faults_injected_total{kind}`), and an overflow. */
@@ -100,6 +109,8 @@ interface Started {
   readonly applied: FaultKind[];
   /** The call's history entry and its faults, until it ends. */
   readonly record?: GrpcCallRecord;
+  /** The scenario response the call takes: its metadata and trailers are added to the answer's. */
+  readonly step?: ScenarioStep;
   /** Gives the safety valve's slot back (once). */
   readonly release: () => void;
 }
@@ -214,14 +225,14 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     call: ServerSurfaceCall,
     values: MetadataValues,
     requestId: string,
-    request: object | undefined,
+    body: Buffer | undefined,
   ): GrpcCallRecord | undefined => {
     const entry = options.history?.record({
       requestId,
       method: 'POST',
       url: call.getPath(),
       headers: metadataHeaders(values),
-      body: request === undefined ? undefined : Buffer.from(JSON.stringify(request, jsonOfBytes)),
+      body,
       remoteAddr: peerAddress(call.getPeer()),
       protocol: GRPC_PROTOCOL,
       idMayRepeat: values['x-request-id'] !== undefined,
@@ -236,15 +247,16 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
    * Reads the call's metadata and draws its faults; a problem is the call's `INVALID_ARGUMENT`.
    * `streaming`: the method streams its answers, so `x-echo-stream-fail-after` may apply.
    */
-  const start = (
+  const start = async (
     call: ServerSurfaceCall,
     streaming: boolean,
     request?: object,
-  ): { started: Started } | { problem: string; requestId: string } => {
+  ): Promise<{ started: Started } | { problem: string; requestId: string }> => {
     const values = valuesOf(call.metadata);
     const requestId = requestIdOf(values);
     const metadata = echoedMetadata(values);
-    const record = remember(call, values, requestId, request);
+    const body = request === undefined ? undefined : Buffer.from(JSON.stringify(request, jsonOfBytes));
+    const record = remember(call, values, requestId, body);
     const plain = {
       requestId,
       metadata,
@@ -265,34 +277,114 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     const processSeed = options.seeds === undefined ? undefined : drawSeed(options.seeds);
     const seed = read.seed ?? processSeed;
     const random = seed === undefined ? options.random : seededRandom(seed);
-    let plan = drawGrpcPlan({
-      random,
-      ...(seed === undefined ? {} : { seed }),
-      ...(read.session === undefined ? {} : { session: read.session }),
-      metadata: read,
-      env: options.env,
-      maxDelayMs: limits.maxDelayMs,
-    });
-    if (plan.delay === undefined && plan.end === undefined) return { started: { ...plain, plan } };
-    if (!gate.acquire()) {
-      meters.faultOverflow();
-      const { delay: _delay, end: _end, failAfter: _failAfter, ...rest } = plan;
-      plan = rest;
-      return { started: { ...plain, plan } };
-    }
-    let held = true;
+    const seeded = seed === undefined ? {} : { plan: { seed } };
+
+    let held = false;
     const release = () => {
       if (!held) return;
       held = false;
       gate.release();
     };
+    // The scenario a call matches (its method path, its metadata as headers, its request as JSON
+    // text): its position moves only once a slot of the safety valve is had, as HTTP's does.
+    let taken: { step: ScenarioStep; control: string; position: number } | undefined;
+    const scenarios = options.scenarios;
+    if (scenarios !== undefined && scenarios.size > 0) {
+      const handle = scenarios.match(
+        { method: 'POST', path: call.getPath(), query: '', headers: metadataHeaders(values), body },
+        read.session,
+        random,
+      );
+      if (handle !== undefined) {
+        if (!gate.acquire()) {
+          meters.faultOverflow();
+          return { started: { ...plain, plan: {}, ...seeded } };
+        }
+        held = true;
+        // Shared across replicas (ECHO_STATE_URL): taken there; undefined when its times ran out.
+        const step =
+          scenarios.sharing === true && scenarios.takeShared !== undefined
+            ? await scenarios.takeShared(handle)
+            : scenarios.take(handle);
+        if (step !== undefined)
+          taken = { step, control: `scenario ${handle.label}`, position: handle.position };
+      }
+    }
+    const plan = drawGrpcPlan({
+      random,
+      ...(seed === undefined ? {} : { seed }),
+      ...(read.session === undefined ? {} : { session: read.session }),
+      metadata: read,
+      ...(taken === undefined ? {} : { scenario: scenarioLayer(taken.step, taken.control, random) }),
+      env: options.env,
+      maxDelayMs: limits.maxDelayMs,
+    });
+    const faulty = taken !== undefined || plan.delay !== undefined || plan.end !== undefined;
+    if (!faulty) {
+      release();
+      return { started: { ...plain, plan } };
+    }
+    if (!held) {
+      if (!gate.acquire()) {
+        meters.faultOverflow();
+        const {
+          delay: _delay,
+          scenarioDelay: _scenarioDelay,
+          end: _end,
+          failAfter: _failAfter,
+          ...rest
+        } = plan;
+        return { started: { ...plain, plan: rest } };
+      }
+      held = true;
+    }
     call.once('cancelled', release);
-    return { started: { ...plain, release, plan } };
+    const started: Started = {
+      ...plain,
+      release,
+      plan,
+      ...(taken === undefined ? {} : { step: taken.step }),
+    };
+    if (taken !== undefined)
+      applied(started, 'scenario', { control: taken.control, source: 'scenario' }, taken.position);
+    return { started };
+  };
+
+  /**
+   * The step of a scenario as the plan's middle layer: its gRPC status (else its HTTP one, mapped),
+   * its message, its error and size, its own delay drawn.
+   */
+  const scenarioLayer = (step: ScenarioStep, control: string, random: RandomSource): GrpcScenarioLayer => {
+    const spec: GrpcFaultSpec = {};
+    const code = step.grpcStatus ?? (step.status === undefined ? undefined : grpcStatusOfHttp(step.status));
+    if (code !== undefined)
+      spec.statuses = { entries: [{ value: code, weight: WHOLE_WEIGHT }], total: WHOLE_WEIGHT };
+    const errors = step.faults?.errors;
+    if (errors !== undefined)
+      spec.errors = {
+        total: errors.total,
+        entries: errors.entries.map((e) => ({ value: grpcErrorOfHttp(e.value), weight: e.weight })),
+      };
+    if (step.faults?.sizes !== undefined) spec.sizes = step.faults.sizes;
+    const delayMs = step.delay === undefined ? undefined : drawDelayMs(step.delay, random, limits.maxDelayMs);
+    return {
+      control,
+      spec,
+      ...(step.grpcMessage === undefined ? {} : { message: step.grpcMessage }),
+      ...(delayMs === undefined ? {} : { delayMs }),
+    };
   };
 
   /** Sends the initial metadata (`x-request-id`, and `x-echo-seed` for a seeded call) when the answer begins. */
-  const sendHead = (call: ServerSurfaceCall, requestId: string, plan?: GrpcPlan): void => {
+  const sendHead = (
+    call: ServerSurfaceCall,
+    requestId: string,
+    plan?: GrpcPlan,
+    step?: ScenarioStep,
+  ): void => {
     const head = new Metadata();
+    if (step !== undefined)
+      for (const [key, value] of Object.entries(step.grpcMetadata)) head.add(key, value);
     head.set('x-request-id', requestId);
     if (plan?.seed !== undefined) head.set('x-echo-seed', String(plan.seed));
     call.sendMetadata(head);
@@ -301,6 +393,8 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
   /** The trailers: `x-echo-fault` lists the kinds applied, as HTTP's `X-Echo-Fault` header does. */
   const trailers = (started: Started): Metadata => {
     const out = new Metadata();
+    if (started.step !== undefined)
+      for (const [key, value] of Object.entries(started.step.grpcTrailers)) out.add(key, value);
     const kinds = [...new Set(started.applied)];
     if (kinds.length > 0) out.set('x-echo-fault', kinds.join(','));
     return out;
@@ -364,7 +458,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       );
     switch (end.kind) {
       case 'status':
-        if (!headSent) sendHead(call, started.requestId, started.plan);
+        if (!headSent) sendHead(call, started.requestId, started.plan, started.step);
         fail(error(end.code, end.message, trailers(started)));
         break;
       case 'trailers-only':
@@ -392,7 +486,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
   };
 
   const echo: handleUnaryCall<EchoRequest, EchoResponse> = async (call, callback) => {
-    const begun = start(call, false, call.request);
+    const begun = await start(call, false, call.request);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
       return callback(error(INVALID_ARGUMENT, begun.problem));
@@ -402,13 +496,13 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     if (end?.kind !== 'drop') await delay(call, started);
     if (!open(call)) return started.release();
     if (end !== undefined) return finish(call, started, end, callback, false);
-    sendHead(call, started.requestId, started.plan);
+    sendHead(call, started.requestId, started.plan, started.step);
     callback(null, response(started, call.request, 0), trailers(started));
     started.release();
   };
 
   const serverStream: handleServerStreamingCall<StreamRequestFields, EchoResponse> = async (call) => {
-    const begun = start(call, true, call.request);
+    const begun = await start(call, true, call.request);
     const fail = (status: Partial<ServerErrorResponse>) => void call.emit('error', status);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
@@ -417,7 +511,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     const { started } = begun;
     const plan = readStreamRequest(call.request, limits.maxResponseBytes);
     if (!plan.ok) {
-      sendHead(call, started.requestId, started.plan);
+      sendHead(call, started.requestId, started.plan, started.step);
       started.release();
       return fail(error(INVALID_ARGUMENT, plan.problem));
     }
@@ -425,7 +519,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     if (end?.kind !== 'drop' || failAfter !== undefined) await delay(call, started);
     if (!open(call)) return started.release();
     if (end !== undefined && failAfter === undefined) return finish(call, started, end, fail, false);
-    sendHead(call, started.requestId, started.plan);
+    sendHead(call, started.requestId, started.plan, started.step);
     const { count, intervalMs } = plan.plan;
     const sent = failAfter === undefined ? count : Math.min(count, failAfter);
     // One payload for every answer: its bytes are never changed.
@@ -444,8 +538,8 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     started.release();
   };
 
-  const clientStream: handleClientStreamingCall<EchoRequest, EchoResponse> = (call, callback) => {
-    const begun = start(call, false);
+  const clientStream: handleClientStreamingCall<EchoRequest, EchoResponse> = async (call, callback) => {
+    const begun = await start(call, false);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
       return callback(error(INVALID_ARGUMENT, begun.problem));
@@ -460,7 +554,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       bytes += Buffer.byteLength(request.message) + request.payload.length;
       if (bytes > options.maxBodyBytes) {
         refused = true;
-        sendHead(call, started.requestId, started.plan);
+        sendHead(call, started.requestId, started.plan, started.step);
         started.release();
         return callback(
           error(
@@ -478,15 +572,15 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       if (end?.kind !== 'drop') await delay(call, started);
       if (!open(call)) return started.release();
       if (end !== undefined) return finish(call, started, end, callback, false);
-      sendHead(call, started.requestId, started.plan);
+      sendHead(call, started.requestId, started.plan, started.step);
       const message = { message: messages.join(''), payload: Buffer.concat(payloads) };
       callback(null, response(started, message, 0), trailers(started));
       started.release();
     });
   };
 
-  const bidiStream: handleBidiStreamingCall<EchoRequest, EchoResponse> = (call) => {
-    const begun = start(call, true);
+  const bidiStream: handleBidiStreamingCall<EchoRequest, EchoResponse> = async (call) => {
+    const begun = await start(call, true);
     const fail = (status: Partial<ServerErrorResponse>) => void call.emit('error', status);
     if (!('started' in begun)) {
       sendHead(call, begun.requestId);
@@ -505,7 +599,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       if (end?.kind !== 'drop' || failAfter !== undefined) await delay(call, started);
       if (!open(call)) return stop();
       if (end !== undefined && failAfter === undefined) return stop(finish(call, started, end, fail, false));
-      sendHead(call, started.requestId, started.plan);
+      sendHead(call, started.requestId, started.plan, started.step);
       if (end !== undefined && failAfter === 0) return stop(finish(call, started, end, fail, true));
     })();
     call.on('data', (request: EchoRequest) => {
@@ -530,9 +624,36 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
   };
 
   return {
-    Echo: echo,
-    ServerStream: serverStream,
-    ClientStream: clientStream,
-    BidiStream: bidiStream,
+    Echo: (call: Parameters<typeof echo>[0], callback: Parameters<typeof echo>[1]) =>
+      guard(echo(call, callback), (status) => callback(status)),
+    ServerStream: (call: Parameters<typeof serverStream>[0]) =>
+      guard(serverStream(call), (status) => call.emit('error', status)),
+    ClientStream: (call: Parameters<typeof clientStream>[0], callback: Parameters<typeof clientStream>[1]) =>
+      guard(clientStream(call, callback), (status) => callback(status)),
+    BidiStream: (call: Parameters<typeof bidiStream>[0]) =>
+      guard(bidiStream(call), (status) => call.emit('error', status)),
   };
 }
+
+/**
+ * A handler's failure (a shared scenario store that cannot be reached, a bug) ends its call in
+ * `UNAVAILABLE` naming it, instead of an unhandled rejection that would end the process.
+ */
+export function guard(handled: unknown, fail: (status: Partial<ServerErrorResponse>) => void): void {
+  if (handled instanceof Promise)
+    handled.catch((err: unknown) => {
+      try {
+        fail(
+          error(
+            UNAVAILABLE_CODE,
+            `echo-chaos could not answer: ${err instanceof Error ? err.message : String(err)}`,
+          ),
+        );
+      } catch {
+        // The call has already ended.
+      }
+    });
+}
+
+/** `UNAVAILABLE`: what a call ends in when the service cannot answer it (a store down). */
+const UNAVAILABLE_CODE = 14;

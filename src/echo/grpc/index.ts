@@ -90,6 +90,7 @@ export async function registerGrpc(
       closing: state.drainDeadline.signal,
       meters: state.metrics,
       history: state.history,
+      scenarios: state.scenarios,
     });
     if (state.drain.signal.aborted) server.notServing();
     else state.drain.signal.addEventListener('abort', () => server?.notServing(), { once: true });

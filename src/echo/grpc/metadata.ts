@@ -7,26 +7,8 @@ import { randomUUID } from 'node:crypto';
 /** A call's metadata as grpc-js's `Metadata.getMap()` holds it... but every value of each key. */
 export type MetadataValues = Readonly<Record<string, ReadonlyArray<string | Buffer>>>;
 
-/** The status codes of gRPC, by number (`grpc.status` of grpc-js, without importing it). */
-export const GRPC_STATUS_NAMES = [
-  'OK',
-  'CANCELLED',
-  'UNKNOWN',
-  'INVALID_ARGUMENT',
-  'DEADLINE_EXCEEDED',
-  'NOT_FOUND',
-  'ALREADY_EXISTS',
-  'PERMISSION_DENIED',
-  'RESOURCE_EXHAUSTED',
-  'FAILED_PRECONDITION',
-  'ABORTED',
-  'OUT_OF_RANGE',
-  'UNIMPLEMENTED',
-  'INTERNAL',
-  'UNAVAILABLE',
-  'DATA_LOSS',
-  'UNAUTHENTICATED',
-] as const;
+/** The status codes and their names: the scenario module's (`grpcStatus` reads them the same way). */
+export { GRPC_STATUS_NAMES, parseGrpcStatus } from '../../scenario/index.ts';
 
 /** `INVALID_ARGUMENT`: what a bad value of the metadata or the request ends in. */
 export const INVALID_ARGUMENT = 3;
@@ -56,17 +38,6 @@ export const GRPC_METADATA_KEYS = [
 
 /** Longest request id taken from `x-request-id`. */
 export const MAX_REQUEST_ID_LENGTH = 128;
-
-/** A status as `x-echo-status` takes it: a code 0-16 or its name (any case), else undefined. */
-export function parseGrpcStatus(text: string): number | undefined {
-  const value = text.trim();
-  if (/^\d{1,2}$/.test(value)) {
-    const code = Number(value);
-    return code < GRPC_STATUS_NAMES.length ? code : undefined;
-  }
-  const index = (GRPC_STATUS_NAMES as readonly string[]).indexOf(value.toUpperCase());
-  return index === -1 ? undefined : index;
-}
 
 /** The call's request id: its `x-request-id` when acceptable (1-128 visible ASCII characters), else a new UUID. */
 export function requestIdOf(metadata: MetadataValues): string {
