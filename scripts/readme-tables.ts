@@ -1,14 +1,17 @@
 /**
- * Generates the reference tables of environment variables and error codes from the code, so they
- * cannot drift: the docs site's docs/service/configuration.md (echo's variables),
- * docs/service/errors.md (echo's errors, the scenario errors) and src/operator/README.md (the
- * operator's errors). `npm run gen:readme` (`node scripts/readme-tables.ts --write`) rewrites them;
+ * Generates the reference tables of environment variables, error codes and controls from the code,
+ * so they cannot drift: the docs site's docs/service/configuration.md (echo's variables),
+ * docs/service/errors.md (echo's errors, the scenario errors), docs/service/control-headers.md and
+ * docs/service/grpc.md (the control headers and the gRPC metadata keys, both from
+ * src/echo/control-catalogue.ts) and src/operator/README.md (the operator's errors).
+ * `npm run gen:readme` (`node scripts/readme-tables.ts --write`) rewrites them;
  * `test/readme.integration.test.ts` and `test/operator/readme.test.ts` fail when a checked-in page
  * differs from what this produces. (obs's tables have their own generator, src/obs/config-doc.ts.)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { settingsTable } from '@echo-chaos/obs/internal';
 import { FAULT_DEFAULT_VARIABLES, HEADER_VARIABLE, VARIABLES } from '../src/echo/config.ts';
+import { headerRows, metadataRows, type Row } from '../src/echo/control-catalogue.ts';
 import { ECHO_ERRORS } from '../src/echo/errors.ts';
 import { OPERATOR_SETTINGS } from '../src/operator/config.ts';
 import { OPERATOR_ERRORS } from '../src/operator/errors.ts';
@@ -45,6 +48,12 @@ function catalogueTable(
   return ['| Code | Status | When |', '|---|---|---|', ...rows].join('\n');
 }
 
+/** A table of the control catalogue: the header or key in code, what it does, what it takes. */
+function controlTable(heading: string, rows: readonly Row[]): string {
+  const lines = rows.map((r) => `| \`${r.name}\` | ${esc(r.what)} | ${esc(r.form)} |`);
+  return [heading, '|---|---|---|', ...lines].join('\n');
+}
+
 type Sections = Readonly<Record<string, () => string>>;
 
 /** Each file holding generated tables (repository-relative), with the tables it holds. */
@@ -53,6 +62,12 @@ export const GENERATED_PAGES: Readonly<Record<string, Sections>> = {
   'docs/service/errors.md': {
     errors: () => catalogueTable(ECHO_ERRORS),
     'scenario-errors': () => catalogueTable(SCENARIO_ERRORS),
+  },
+  'docs/service/control-headers.md': {
+    'control-headers': () => controlTable('| Header | Effect | Value |', headerRows()),
+  },
+  'docs/service/grpc.md': {
+    'grpc-metadata': () => controlTable('| Key | What it does to a call | Accepted form |', metadataRows()),
   },
   'src/operator/README.md': {
     'operator-settings': () => settingsTable(OPERATOR_SETTINGS),
