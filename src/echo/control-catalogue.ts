@@ -8,6 +8,7 @@
  * pages fresh; test/echo/control-catalogue.test.ts holds it to the HTTP parser and to the keys of
  * `GRPC_METADATA_KEYS`). Pure data: no import from the parsers it describes.
  */
+import assert from 'node:assert/strict';
 
 /** How a gRPC call reads a control: its key and, where they differ from the header's, what it does and takes. */
 export interface GrpcReading {
@@ -259,15 +260,14 @@ export function metadataRows(): Row[] {
   const byKey = new Map<string, Control>();
   for (const c of CONTROLS) {
     if (c.grpc === undefined) continue;
-    if (byKey.has(c.grpc.key)) throw new Error(`metadata key ${c.grpc.key} is in CONTROLS twice`);
+    assert.ok(!byKey.has(c.grpc.key), `metadata key ${c.grpc.key} is in CONTROLS twice`);
     byKey.set(c.grpc.key, c);
   }
   const unlisted = [...byKey.keys()].filter((key) => !METADATA_TABLE_ORDER.includes(key));
-  if (unlisted.length > 0)
-    throw new Error(`metadata keys not in METADATA_TABLE_ORDER: ${unlisted.join(', ')}`);
+  assert.equal(unlisted.length, 0, `metadata keys not in METADATA_TABLE_ORDER: ${unlisted.join(', ')}`);
   return METADATA_TABLE_ORDER.map((key) => {
     const c = byKey.get(key);
-    if (c === undefined) throw new Error(`${key} of METADATA_TABLE_ORDER has no entry in CONTROLS`);
+    assert.ok(c !== undefined, `${key} of METADATA_TABLE_ORDER has no entry in CONTROLS`);
     if (c.header === undefined) return { name: key, what: c.grpc.what, form: c.grpc.form };
     return { name: key, what: c.grpc?.what ?? relink(c.what), form: c.grpc?.form ?? relink(c.form) };
   });
