@@ -7,6 +7,7 @@ import pino from 'pino';
 import { buildApp } from '../../src/echo/app.ts';
 import { type EchoConfig, loadConfig, VARIABLES } from '../../src/echo/config.ts';
 import { type EchoConfigError, isEchoError } from '../../src/echo/errors.ts';
+import { freePort } from '../helpers/runtime.ts';
 
 /** Runs `loadConfig` expecting `ECHO_ERR_CONFIG` and returns its lines. */
 function problemsOf(env: Record<string, string>): readonly string[] {
@@ -225,7 +226,9 @@ for (const [name, raw, key, expected] of ACCEPTED) {
 
 test('loadConfig – every accepted value, extremes included, builds a service that answers', async () => {
   const logger = pino({ level: 'silent' });
-  for (const [name, raw] of ACCEPTED) {
+  for (const [name, accepted] of ACCEPTED) {
+    // A gRPC port is bound when the app is ready: a free one, not the table's 9090 (another server may hold it).
+    const raw = name === 'ECHO_GRPC_PORT' && accepted !== '' ? String(await freePort()) : accepted;
     const app = await buildApp(loadConfig({ [name]: raw }), { scenarios: [], logger });
     try {
       const response = await app.inject({ url: '/health' });
