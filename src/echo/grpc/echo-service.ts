@@ -53,6 +53,7 @@ import {
   RESOURCE_EXHAUSTED,
   requestIdOf,
 } from './metadata.ts';
+import { DEADLINE_SLACK_MS, injectedEnd } from './observe.ts';
 import { readStreamRequest, type StreamRequestFields } from './request.ts';
 
 /** An `EchoRequest` as proto-loader hands it. */
@@ -127,6 +128,8 @@ type ServerSurfaceCall = Pick<
 /** The part of an HTTP/2 stream a `reset` and a `goaway` use. */
 interface Http2StreamLike {
   readonly id?: number;
+  readonly bufferSize?: number;
+  readonly writableLength?: number;
   close(code: number): void;
   readonly session?: { goaway(code: number, lastStreamId?: number): void; destroy(): void };
 }
@@ -264,9 +267,10 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       release: noop,
       ...(record === undefined ? {} : { record }),
     };
-    if (!gate.enabled) return { started: { ...plain, plan: {} } };
+    // A bad value is refused even with faults off, as a bad header is over HTTP.
     const read = readGrpcMetadata(values, limits);
     if (!read.ok) return { problem: read.problem, requestId };
+    if (!gate.enabled) return { started: { ...plain, plan: {} } };
     if (read.failAfter !== undefined && !streaming)
       return {
         problem:
@@ -465,20 +469,29 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
         // Nothing was sent: grpc-js answers a status before any metadata with one HEADERS frame.
         fail(error(end.code, end.message, trailers(started)));
         break;
-      case 'reset':
-        http2StreamOf(call)?.close(http2.NGHTTP2_INTERNAL_ERROR);
+      case 'reset': {
+        const stream = http2StreamOf(call);
+        // Messages sent before (x-echo-stream-fail-after) reach the client first.
+        if (headSent) await sentOut(stream);
+        injectedEnd(stream, INTERNAL_CODE);
+        stream?.close(http2.NGHTTP2_INTERNAL_ERROR);
         break;
+      }
       case 'goaway': {
         const stream = http2StreamOf(call);
+        if (headSent) await sentOut(stream);
+        injectedEnd(stream, UNAVAILABLE_CODE);
         stream?.session?.goaway(http2.NGHTTP2_NO_ERROR, stream.id);
         stream?.session?.destroy();
         break;
       }
       case 'drop': {
-        // No answer: until the client's deadline (grpc-js then sends DEADLINE_EXCEEDED), or, with
-        // none, ECHO_REQUEST_TIMEOUT, when the stream is reset as HTTP's blackhole closes its connection.
+        // No answer: until the client's deadline or ECHO_REQUEST_TIMEOUT, whichever comes first. At
+        // the deadline grpc-js sends DEADLINE_EXCEEDED itself; at the timeout the stream is reset,
+        // as HTTP's blackhole closes its connection.
         await hold(call, options.requestTimeoutMs, closing);
-        if (open(call)) http2StreamOf(call)?.close(http2.NGHTTP2_CANCEL);
+        if (!call.cancelled && Date.now() < deadlineOf(call) - DEADLINE_SLACK_MS)
+          http2StreamOf(call)?.close(http2.NGHTTP2_CANCEL);
         break;
       }
     }
@@ -655,5 +668,24 @@ export function guard(handled: unknown, fail: (status: Partial<ServerErrorRespon
     });
 }
 
-/** `UNAVAILABLE`: what a call ends in when the service cannot answer it (a store down). */
+/** `UNAVAILABLE`: what a call ends in when the service cannot answer it (a store down), and a GOAWAY. */
 const UNAVAILABLE_CODE = 14;
+/** `INTERNAL`: what a client reports of a stream reset with code 2. */
+const INTERNAL_CODE = 13;
+
+/**
+ * Waits until what was written to `stream` has left its buffers (its messages before a reset or a
+ * GOAWAY reach the client, which would otherwise drop them); at most {@link FLUSH_WAIT_MS}.
+ */
+async function sentOut(stream: Http2StreamLike | undefined): Promise<void> {
+  const until = Date.now() + FLUSH_WAIT_MS;
+  const pending = () => (stream?.bufferSize ?? 0) > 0 || (stream?.writableLength ?? 0) > 0;
+  while (pending() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+  // The frames queued by the HTTP/2 session go out on its next turns.
+  await new Promise((resolve) => setTimeout(resolve, FLUSH_SETTLE_MS));
+}
+
+/** The longest {@link sentOut} waits for a stream's buffers to empty. */
+const FLUSH_WAIT_MS = 1_000;
+/** What {@link sentOut} leaves the session to write its queued frames. */
+const FLUSH_SETTLE_MS = 20;

@@ -476,7 +476,7 @@ export function drawGrpcPlan(input: GrpcDrawInput): GrpcPlan {
       kind: 'status',
       fault: 'status',
       code: UNAVAILABLE,
-      message: `UNAVAILABLE after ${metadata.failAfter} messages, asked for by x-echo-stream-fail-after`,
+      message: `UNAVAILABLE asked for by x-echo-stream-fail-after: ${metadata.failAfter}`,
       control: 'x-echo-stream-fail-after',
       source: 'metadata',
     };

@@ -120,6 +120,18 @@ function streamOf(call: ServerInterceptingCallInterface): { readonly rstCode?: u
   return (call as unknown as { readonly stream?: { readonly rstCode?: unknown } }).stream;
 }
 
+/**
+ * The status a client sees of a call the echo service ended itself without a status: a reset
+ * stream (`INTERNAL`, "Received RST_STREAM") or a GOAWAY (`UNAVAILABLE`), by the call's HTTP/2
+ * stream. Without it, a stream reset is the client's leaving (`CANCELLED`).
+ */
+const injectedEnds = new WeakMap<object, number>();
+
+/** Records that the echo service ended the call on `stream` itself, as its client sees it: `code`. */
+export function injectedEnd(stream: object | undefined, code: number): void {
+  if (stream !== undefined) injectedEnds.set(stream, code);
+}
+
 /** Told of each call's end, with its HTTP/2 stream (history.ts finds the call's entry by it). */
 export type CallEnded = (stream: object | undefined, code: number, seconds: number) => void;
 
@@ -150,14 +162,16 @@ export function meteringInterceptor(
     const ended = () => {
       if (counted) return;
       counted = true;
+      const stream = streamOf(call);
       const code =
+        (stream === undefined ? undefined : injectedEnds.get(stream)) ??
         (resetFirst(call) ? undefined : sent) ??
         (Date.now() >= deadlineMs(call.getDeadline()) - DEADLINE_SLACK_MS
           ? status.DEADLINE_EXCEEDED
           : status.CANCELLED);
       const seconds = (performance.now() - startedMs) / 1000;
       meters.grpcCallEnded(method, statusName(code), seconds);
-      onEnded?.(streamOf(call), code, seconds);
+      onEnded?.(stream, code, seconds);
       if (span !== undefined) endSpan(span, code);
     };
     let span: Span | undefined;

@@ -68,18 +68,45 @@ test('grpc faults – x-echo-chaos: 100 ends every call in a failure status, sai
   assert.equal(none.error, undefined);
 });
 
+/** The completed history entry of `requestId`. */
+async function entryOf(
+  requestId: string,
+): Promise<{ status: number | null; grpc?: { code: number; status: string } }> {
+  for (let i = 0; i < 100; i++) {
+    const entries = (await (await fetch(`${echo.url}/history?limit=20`)).json()) as Array<{
+      request_id: string;
+      status: number | null;
+      grpc?: { code: number; status: string };
+    }>;
+    const entry = entries.find((e) => e.request_id === requestId);
+    if (entry?.status !== undefined && entry.status !== null) return entry;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`no completed entry for ${requestId}`);
+}
+
 test('grpc faults – x-echo-error: reset resets the stream (RST_STREAM); the connection serves on', async () => {
   const before = await injected('reset');
-  const result = await call([['x-echo-error', 'reset']]);
+  const result = await call([
+    ['x-echo-error', 'reset'],
+    ['x-request-id', 'reset-1'],
+  ]);
   assert.equal(result.error?.code, status.INTERNAL, result.error?.message);
   assert.match(result.error?.details ?? '', /RST_STREAM with code 2/);
   assert.equal(await injected('reset'), before + 1);
+  // Recorded as the client saw it, not as a client that left.
+  const entry = await entryOf('reset-1');
+  assert.deepEqual([entry.status, entry.grpc], [200, { code: 13, status: 'INTERNAL' }]);
   assert.equal((await call([])).value?.message, 'hi');
 });
 
 test('grpc faults – x-echo-error: goaway closes the connection; the client connects again', async () => {
-  const result = await call([['x-echo-error', 'goaway']]);
+  const result = await call([
+    ['x-echo-error', 'goaway'],
+    ['x-request-id', 'goaway-1'],
+  ]);
   assert.equal(result.error?.code, status.UNAVAILABLE, result.error?.message);
+  assert.deepEqual((await entryOf('goaway-1')).grpc, { code: 14, status: 'UNAVAILABLE' });
   assert.equal((await call([])).value?.message, 'hi', 'the next call goes on a new connection');
 });
 
@@ -190,7 +217,7 @@ test('grpc faults – x-echo-stream-fail-after: a server stream fails after N me
   );
   assert.equal(short.messages.length, 2);
   assert.equal(short.error?.code, status.UNAVAILABLE);
-  assert.match(short.error?.details ?? '', /after 9 messages, asked for by x-echo-stream-fail-after/);
+  assert.equal(short.error?.details, 'UNAVAILABLE asked for by x-echo-stream-fail-after: 9');
   const unaryCall = await call([['x-echo-stream-fail-after', '1']]);
   assert.equal(unaryCall.error?.code, status.INVALID_ARGUMENT);
   assert.match(unaryCall.error?.details ?? '', /^x-echo-stream-fail-after: only for the methods that stream/);
@@ -260,8 +287,36 @@ test('grpc faults – with faults switched off (PUT /control/faults) every call 
   try {
     const result = await call([['x-echo-error', 'reset']]);
     assert.equal(result.value?.message, 'hi');
+    // A bad value is still refused, as a bad header is over HTTP.
+    const bad = await call([['x-echo-status', '99']]);
+    assert.equal(bad.error?.code, status.INVALID_ARGUMENT);
   } finally {
     await put(true);
   }
   assert.equal((await call([['x-echo-status', 'NOT_FOUND']])).error?.code, status.NOT_FOUND);
+});
+
+test('grpc faults – x-echo-stream-fail-after with reset or goaway: the N messages arrive first', async () => {
+  for (const [error, code] of [
+    ['reset', status.INTERNAL],
+    ['goaway', status.UNAVAILABLE],
+  ] as const) {
+    for (let run = 0; run < 3; run++) {
+      const streamed = await serverStream<EchoResponse>(
+        client,
+        ServerStream,
+        { count: 5 },
+        metadataOf([
+          ['x-echo-stream-fail-after', '2'],
+          ['x-echo-error', error],
+        ]),
+      );
+      assert.deepEqual(
+        streamed.messages.map((m) => m.sequence),
+        [1, 2],
+        `${error}, run ${run}: ${streamed.error?.message}`,
+      );
+      assert.equal(streamed.error?.code, code);
+    }
+  }
 });
