@@ -6,9 +6,10 @@
  * renders from it the header table of docs/service/control-headers.md and the metadata table of
  * docs/service/grpc.md, so the two cannot drift apart (test/readme.integration.test.ts proves the
  * pages fresh; test/echo/control-catalogue.test.ts holds it to the HTTP parser and to the keys of
- * `GRPC_METADATA_KEYS`). Pure data: no import from the parsers it describes.
+ * `GRPC_METADATA_KEYS`, whose order the metadata table keeps). Data: no import from the parsers it describes.
  */
 import assert from 'node:assert/strict';
+import { GRPC_METADATA_KEYS } from './grpc/metadata.ts';
 
 /** How a gRPC call reads a control: its key and, where they differ from the header's, what it does and takes. */
 export interface GrpcReading {
@@ -211,27 +212,6 @@ export const CONTROLS: readonly Control[] = [
   },
 ];
 
-/**
- * The keys of the metadata table, in its order (the order `GRPC_METADATA_KEYS` keeps: the header
- * table lists `X-Echo-Error` before `X-Echo-Chaos`, the metadata table chaos first).
- */
-export const METADATA_TABLE_ORDER: readonly string[] = [
-  'x-echo-delay',
-  'x-echo-jitter',
-  'x-echo-random-delay',
-  'x-echo-exponential',
-  'x-echo-latency',
-  'x-echo-status',
-  'x-echo-status-message',
-  'x-echo-chaos',
-  'x-echo-error',
-  'x-echo-response-size',
-  'x-echo-stream-fail-after',
-  'x-echo-seed',
-  'x-echo-session',
-  'x-request-id',
-];
-
 /** The page of the header table, relative to docs/service/grpc.md (both are in docs/service/). */
 const HEADER_PAGE = 'control-headers.md';
 /** A header's text on the metadata table: its links to anchors of its own page point to that page. */
@@ -252,7 +232,7 @@ export function headerRows(): Row[] {
 }
 
 /**
- * The rows of the metadata table, in {@link METADATA_TABLE_ORDER}: a key's own meaning and form, else
+ * The rows of the metadata table, in the order of `GRPC_METADATA_KEYS` (the keys the gRPC service reads): a key's own meaning and form, else
  * its header's (a link to an anchor of the header page made to point there). Throws when a key of
  * the catalogue is not in the order or is there twice, or a key of the order not in the catalogue.
  */
@@ -263,11 +243,17 @@ export function metadataRows(): Row[] {
     assert.ok(!byKey.has(c.grpc.key), `metadata key ${c.grpc.key} is in CONTROLS twice`);
     byKey.set(c.grpc.key, c);
   }
-  const unlisted = [...byKey.keys()].filter((key) => !METADATA_TABLE_ORDER.includes(key));
-  assert.equal(unlisted.length, 0, `metadata keys not in METADATA_TABLE_ORDER: ${unlisted.join(', ')}`);
-  return METADATA_TABLE_ORDER.map((key) => {
+  const unlisted = [...byKey.keys()].filter(
+    (key) => !(GRPC_METADATA_KEYS as readonly string[]).includes(key),
+  );
+  assert.equal(
+    unlisted.length,
+    0,
+    `metadata keys the gRPC service does not read (GRPC_METADATA_KEYS): ${unlisted.join(', ')}`,
+  );
+  return GRPC_METADATA_KEYS.map((key) => {
     const c = byKey.get(key);
-    assert.ok(c !== undefined, `${key} of METADATA_TABLE_ORDER has no entry in CONTROLS`);
+    assert.ok(c !== undefined, `${key} of GRPC_METADATA_KEYS has no entry in CONTROLS`);
     if (c.header === undefined) return { name: key, what: c.grpc.what, form: c.grpc.form };
     return { name: key, what: c.grpc?.what ?? relink(c.what), form: c.grpc?.form ?? relink(c.form) };
   });

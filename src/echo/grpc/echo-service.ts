@@ -42,7 +42,6 @@ import {
   type GrpcCallRecord,
   type GrpcHistory,
   metadataHeaders,
-  peerAddress,
   rememberCall,
 } from './history.ts';
 import {
@@ -50,6 +49,7 @@ import {
   GRPC_STATUS_NAMES,
   INVALID_ARGUMENT,
   type MetadataValues,
+  peerOf,
   RESOURCE_EXHAUSTED,
   requestIdOf,
 } from './metadata.ts';
@@ -227,6 +227,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
   const remember = (
     call: ServerSurfaceCall,
     values: MetadataValues,
+    headers: Record<string, string | string[]>,
     requestId: string,
     body: Buffer | undefined,
   ): GrpcCallRecord | undefined => {
@@ -234,9 +235,9 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
       requestId,
       method: 'POST',
       url: call.getPath(),
-      headers: metadataHeaders(values),
+      headers,
       body,
-      remoteAddr: peerAddress(call.getPeer()),
+      remoteAddr: peerOf(call.getPeer()).address,
       protocol: GRPC_PROTOCOL,
       idMayRepeat: values['x-request-id'] !== undefined,
     });
@@ -259,7 +260,9 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     const requestId = requestIdOf(values);
     const metadata = echoedMetadata(values);
     const body = request === undefined ? undefined : Buffer.from(JSON.stringify(request, jsonOfBytes));
-    const record = remember(call, values, requestId, body);
+    // The metadata as headers: what history stores and what scenarios match.
+    const headers = metadataHeaders(values);
+    const record = remember(call, values, headers, requestId, body);
     const plain = {
       requestId,
       metadata,
@@ -295,7 +298,7 @@ export function echoService(options: EchoServiceOptions): UntypedServiceImplemen
     const scenarios = options.scenarios;
     if (scenarios !== undefined && scenarios.size > 0) {
       const handle = scenarios.match(
-        { method: 'POST', path: call.getPath(), query: '', headers: metadataHeaders(values), body },
+        { method: 'POST', path: call.getPath(), query: '', headers, body },
         read.session,
         random,
       );

@@ -37,14 +37,6 @@ export function metadataHeaders(metadata: MetadataValues): Record<string, string
   return out;
 }
 
-/** The address part of grpc-js's peer (`127.0.0.1:51234`, `[::1]:51234`). */
-export function peerAddress(peer: string): string {
-  const bracketed = /^\[([^\]]+)\]:\d+$/.exec(peer);
-  if (bracketed !== null) return bracketed[1] as string;
-  const plain = /^([^:]+):\d+$/.exec(peer);
-  return plain === null ? peer : (plain[1] as string);
-}
-
 /** Keeps `record` until the call on `stream` ends ({@link completeCall}). */
 export function rememberCall(stream: object | undefined, record: GrpcCallRecord): void {
   if (stream !== undefined) records.set(stream, record);

@@ -58,3 +58,9 @@ export function echoedMetadata(metadata: MetadataValues): Record<string, string>
   }
   return out;
 }
+
+/** grpc-js's peer (`127.0.0.1:51234`, `[::1]:51234`) as its address and port; the text as it is otherwise. */
+export function peerOf(peer: string): { readonly address: string; readonly port?: number } {
+  const found = /^\[([^\]]+)\]:(\d+)$/.exec(peer) ?? /^([^:]+):(\d+)$/.exec(peer);
+  return found === null ? { address: peer } : { address: found[1] as string, port: Number(found[2]) };
+}

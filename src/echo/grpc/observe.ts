@@ -31,6 +31,7 @@ import {
   type TextMapGetter,
   trace,
 } from '@opentelemetry/api';
+import { peerOf } from './metadata.ts';
 
 const tracer = trace.getTracer('echo-chaos.grpc');
 
@@ -58,9 +59,7 @@ export const SERVER_ERROR_CODES: ReadonlySet<number> = new Set([2, 4, 12, 13, 14
 function startSpan(path: string, metadata: Metadata, peer: string): Span {
   const [service = '', method = ''] = path.replace(/^\//, '').split('/');
   const parent = propagation.extract(ROOT_CONTEXT, metadata, METADATA_GETTER);
-  const colon = peer.lastIndexOf(':');
-  const address = colon === -1 ? peer : peer.slice(0, colon).replace(/^\[|\]$/g, '');
-  const port = colon === -1 ? undefined : Number(peer.slice(colon + 1));
+  const { address, port } = peerOf(peer);
   return tracer.startSpan(
     `${service}/${method}`,
     {
@@ -70,7 +69,7 @@ function startSpan(path: string, metadata: Metadata, peer: string): Span {
         'rpc.service': service,
         'rpc.method': method,
         'network.peer.address': address,
-        ...(port === undefined || Number.isNaN(port) ? {} : { 'network.peer.port': port }),
+        ...(port === undefined ? {} : { 'network.peer.port': port }),
       },
     },
     parent,

@@ -4,6 +4,7 @@ import {
   echoedMetadata,
   GRPC_STATUS_NAMES,
   parseGrpcStatus,
+  peerOf,
   requestIdOf,
 } from '../../../src/echo/grpc/metadata.ts';
 
@@ -36,4 +37,10 @@ test('grpc metadata – the echoed map joins repeated keys and shows binary valu
     }),
     { 'x-a': '1, 2', 'x-b-bin': '/wA=, aGk=', 'x-c': 'c' },
   );
+});
+
+test('grpc metadata – peerOf splits grpc-js peers, IPv6 in brackets too, and keeps anything else whole', () => {
+  assert.deepEqual(peerOf('127.0.0.1:51234'), { address: '127.0.0.1', port: 51234 });
+  assert.deepEqual(peerOf('[::1]:443'), { address: '::1', port: 443 });
+  assert.deepEqual(peerOf('unix:/tmp/s'), { address: 'unix:/tmp/s' });
 });
