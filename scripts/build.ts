@@ -3,7 +3,8 @@
  *
  * - `@echo-chaos/obs`: `src/obs` compiled to `src/obs/dist/`, which is the package as it ships
  *   (its own package.json, README, LICENSE and presets beside the JavaScript). `npm pack src/obs/dist`.
- * - `echo-chaos`: `src/{echo,scenario}` compiled to `dist/`, plus the pages the service serves.
+ * - `echo-chaos`: `src/{echo,scenario}` compiled to `dist/`, plus the pages the service serves and
+ *   the console's bundled files (`dist/echo/console/static/`).
  *   `npm pack` at the root (its `prepack` runs this script).
  * - `@echo-chaos/operator`: `src/operator/dist/`, the operator's entry point bundled into one
  *   minified file with what it imports (ADR 0025): `@kubernetes/client-node` alone is 25 MB of
@@ -21,6 +22,7 @@ import { isBuiltin } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync, type Metafile } from 'esbuild';
+import { writeConsoleAssets } from '../src/echo/console/assets.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OBS = join(ROOT, 'src', 'obs');
@@ -90,6 +92,8 @@ export function build(): void {
   mkdirSync(join(OUT, 'echo', 'pages'), { recursive: true });
   cpSync(join(ROOT, 'src', 'echo', 'pages'), join(OUT, 'echo', 'pages'), { recursive: true });
   chmodSync(join(OUT, 'echo', 'main.js'), 0o755);
+  // The console's page, script and style sheet, bundled once here (docs/adr/0053-console.md).
+  writeConsoleAssets(buildSync, join(OUT, 'echo', 'console', 'static'));
 
   // tsc compiled the operator into dist/operator/ too: the bundle is made from there, and the
   // service's package (dist/) holds none of it.

@@ -220,12 +220,21 @@ describe('packages – installed from their tarballs, outside the repository', {
   test('the echo-chaos tarball holds dist/ and the package files, no test or source file, no operator', () => {
     const entries = tarEntries(tarballs.service);
     // The gRPC service's proto is read at run time, and is the clients' contract (#36).
-    for (const bin of ['dist/echo/main.js', 'dist/echo/pages/web-ws.html', 'proto/echochaos/v1/echo.proto']) {
+    // The console's files, bundled by the build (ADR 0053).
+    for (const bin of [
+      'dist/echo/main.js',
+      'dist/echo/pages/web-ws.html',
+      'dist/echo/console/static/console.js',
+      'dist/echo/console/static/console.css',
+      'dist/echo/console/static/console.html',
+      'proto/echochaos/v1/echo.proto',
+    ]) {
       assert.ok(entries.includes(bin), `${bin} missing`);
     }
     const unexpected = entries.filter(
       (e) =>
         !/^dist\/[a-z0-9/-]+\.(js|js\.map|d\.ts|d\.ts\.map|html)$/.test(e) &&
+        !/^dist\/echo\/console\/static\/[a-z0-9-]+\.(css|svg)$/.test(e) &&
         !/^proto\/[a-z0-9/]+\.proto$/.test(e) &&
         !['package.json', 'README.md', 'LICENSE'].includes(e),
     );

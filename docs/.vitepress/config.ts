@@ -139,6 +139,7 @@ const site = defineConfig({
           { text: 'Scenarios', link: '/scenarios' },
           { text: 'History and replay', link: '/service/history-replay' },
           { text: 'WebSocket and SSE', link: '/service/websocket-sse' },
+          { text: 'Web console', link: '/service/console' },
           { text: 'gRPC', link: '/service/grpc' },
           { text: 'Protocols and TLS', link: '/service/protocols' },
           { text: 'Shutdown', link: '/service/shutdown' },

@@ -42,13 +42,15 @@ export async function loadAdminToken(config: EchoConfig): Promise<string | undef
 /**
  * Whether a request to `route` (the fastify route it matched, not the raw path, so `/%73cenario`
  * is `/scenario` here as in the router) needs the admin token: writes to scenarios and controls,
- * replays, history reads, and every write under the actuator's base path. Echo paths (`*`), probes,
+ * replays, history reads, the console's API, and every write under the actuator's base path. Echo paths (`*`), probes,
  * `/metrics` and `/info` never do.
  */
 export function needsAdminToken(method: string, route: string | undefined, actuatorBase: string): boolean {
   if (route === undefined || route === '*') return false;
   const write = method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
   if (route === '/history' || route.startsWith('/history/')) return true;
+  // The console's API reads history too; its page and files hold no data (console/index.ts).
+  if (route.startsWith('/console/api/')) return true;
   if (route === '/replay') return write;
   if (/^\/(?:scenario|control)(?:\/|$)/.test(route)) return write;
   if (route === actuatorBase || route.startsWith(`${actuatorBase}/`)) return write;

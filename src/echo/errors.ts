@@ -96,6 +96,11 @@ export const ECHO_ERRORS = {
     message: 'no request with id %s in history',
     when: '`POST /replay` names an id that is not (or no longer) in history',
   },
+  ECHO_ERR_HISTORY_ENTRY_NOT_FOUND: {
+    status: 404,
+    message: 'no request with id %s in history',
+    when: '`GET /console/api/entries/<id>` names an id that is not (or no longer) in history',
+  },
   ECHO_ERR_BODY_TOO_LARGE: {
     status: 413,
     message: 'request body exceeds MAX_BODY_SIZE (%s bytes)',
@@ -104,7 +109,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_UNAUTHORIZED: {
     status: 401,
     message: '%s needs Authorization: Bearer <ECHO_ADMIN_TOKEN>',
-    when: 'An admin route (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, any method on `/history*`, `POST` under `/actuator`) was called without the token `ECHO_ADMIN_TOKEN` (or `ECHO_ADMIN_TOKEN_FILE`) sets, or with another; `WWW-Authenticate: Bearer realm="echo-chaos"`. Nothing changed',
+    when: 'An admin route (`POST`/`PUT` on `/scenario*` and `/control*`, `POST /replay`, any method on `/history*` and `/console/api/*`, `POST` under `/actuator`) was called without the token `ECHO_ADMIN_TOKEN` (or `ECHO_ADMIN_TOKEN_FILE`) sets, or with another; `WWW-Authenticate: Bearer realm="echo-chaos"`. Nothing changed',
   },
   ECHO_ERR_REPLAY_TARGET_REFUSED: {
     status: 403,
@@ -176,7 +181,7 @@ export const ECHO_ERRORS = {
   ECHO_ERR_TOO_MANY_STREAMS: {
     status: 503,
     message: 'too many open streams: ECHO_MAX_STREAMS is %s',
-    when: '`/sse` while `ECHO_MAX_STREAMS` WebSocket and SSE connections are open (`/ws` closes with 1013 instead)',
+    when: '`/sse` or `/console/api/live` while `ECHO_MAX_STREAMS` WebSocket and SSE connections (consoles included) are open (`/ws` closes with 1013 instead)',
   },
   ECHO_ERR_TOO_MANY_CONNECTIONS: {
     status: 503,
@@ -186,7 +191,12 @@ export const ECHO_ERRORS = {
   ECHO_ERR_DRAINING: {
     status: 503,
     message: 'the server is shutting down: connect again',
-    when: '`/sse` while the server drains (`/ws` closes with 1001 instead)',
+    when: '`/sse` or `/console/api/live` while the server drains (`/ws` closes with 1001 instead)',
+  },
+  ECHO_ERR_CONSOLE_UNAVAILABLE: {
+    status: 503,
+    message: 'the console cannot be served: %s',
+    when: '`/console` of an installation that was neither built (`npm run build` writes `dist/echo/console/static/`) nor has esbuild (a devDependency) to bundle it from the sources',
   },
   ECHO_ERR_BAD_REQUEST: {
     status: 400,

@@ -267,7 +267,10 @@ export function completeEntry(entry: HistoryEntry, status: number, durationMs: n
   entry.status = status;
   entry.duration_ms = Math.round(durationMs);
   const owner = (entry as Recorded).owner;
-  owner?.onComplete?.(entry);
+  if (owner === undefined) return;
+  owner.onComplete?.(entry);
+  // Nobody watching (the usual case) costs one size check.
+  if (owner.completionWatchers.size > 0) for (const watch of owner.completionWatchers) watch(entry);
 }
 
 /** An entry as the shared history stores it beside its body bytes (shared-history.ts). */
@@ -425,6 +428,12 @@ export class History implements HistoryReader {
    * queues the entry for the fleet's stream then.
    */
   onComplete: ((entry: HistoryEntry) => void) | undefined = undefined;
+  /**
+   * Also told of each entry's end, while they are here: the console's live log (console/live-feed.ts)
+   * adds its one watcher while a console is open and takes it out when the last one closes. A
+   * watcher never throws.
+   */
+  readonly completionWatchers = new Set<(entry: HistoryEntry) => void>();
   /** The view and path view entries are shown with (a {@link HistoryCopy} shows its own the same). */
   readonly viewOptions: Pick<HistoryOptions, 'view' | 'pathView'>;
   readonly maxBodyBytes: number;

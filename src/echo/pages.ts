@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
+import { registerConsole } from './console/index.ts';
 import { registerSse } from './sse.ts';
 import type { EchoState } from './state.ts';
 import { registerWebSocket } from './ws.ts';
@@ -64,9 +65,10 @@ export function registerPages(app: FastifyInstance): void {
   }
 }
 
-/** The streaming endpoints, `/ws` and `/sse`, and the pages that drive them. */
+/** The streaming endpoints, `/ws` and `/sse`, the pages that drive them, and the console (`/console`). */
 export function registerStreamEndpoints(app: FastifyInstance, state: EchoState): void {
   registerWebSocket(app, state);
   registerSse(app, state);
   registerPages(app);
+  registerConsole(app, state);
 }
