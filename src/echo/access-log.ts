@@ -14,6 +14,8 @@
 import { maskLogLine, mayHoldSecret } from '@echo-chaos/obs/internal';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino';
+import type { AccessFormat } from './log-batch.ts';
+import type { AccessRecordSink } from './log-thread.ts';
 
 // Two of the symbols are missing from pino's types (they exist since pino 8 and 9).
 const S = pino.symbols as typeof pino.symbols & {
@@ -124,6 +126,59 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
   let checkedBindings: string | undefined;
   let bindingsMayHold = true;
   const prefixMayHold = new Map<string, boolean>();
+  // With the default destination (log-thread.ts) the line is built, masked and written in a worker:
+  // this thread hands over its parts, read now (the time, the bindings, the mixin's fields).
+  const sink = isRecordSink(stream) ? stream : undefined;
+  const offThread =
+    sink !== undefined &&
+    sink.masksAccessLines === masksWithObs &&
+    (streamWrite === undefined || masksWithObs);
+  const format: AccessFormat = { label, msgLabel, end };
+  /** The mixin's fields of the line being logged: `,"key":` and the value's JSON, in pairs. */
+  const pieces: string[] = [];
+
+  /** Fills {@link pieces} from the mixin's object, as pino would write its fields. */
+  const fieldPieces = (obj: object): void => {
+    pieces.length = 0;
+    const fields = obj as Record<string, unknown>;
+    for (const key in fields) {
+      if (!Object.hasOwn(fields, key)) continue;
+      let value = fields[key];
+      if (value === undefined) continue;
+      const serialize = serializers[key];
+      if (serialize !== undefined) value = serialize(value);
+      let text: string | undefined;
+      switch (typeof value) {
+        case 'undefined':
+        case 'function':
+          continue;
+        case 'number':
+          text = Number.isFinite(value) ? String(value) : 'null';
+          break;
+        case 'boolean':
+          text = String(value);
+          break;
+        case 'string':
+          text = JSON.stringify(value);
+          break;
+        default:
+          try {
+            text = JSON.stringify(value);
+          } catch {
+            // what pino does with a value it cannot serialize, short of its safe stringify
+            text = '"[unable to serialize, circular reference is too complex to analyze]"';
+          }
+      }
+      if (text === undefined) continue;
+      let prefix = keyPrefixes.get(key);
+      if (prefix === undefined) {
+        prefix = `,${JSON.stringify(key)}:`;
+        // the mixin's keys are few and fixed; a bound keeps a mixin with ever-new keys from growing it
+        if (keyPrefixes.size < 64) keyPrefixes.set(key, prefix);
+      }
+      pieces.push(prefix, text);
+    }
+  };
 
   return {
     info(request, msg) {
@@ -133,6 +188,11 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
       let obj: object = {};
       if (mixin !== undefined) obj = merge(obj, mixin(obj, INFO, root));
       const bindings = root[S.chindingsSym] as string;
+      fieldPieces(obj);
+      if (offThread) {
+        sink.record(format, t, bindings, request.id, pieces, msg);
+        return;
+      }
       if (bindings !== checkedBindings) {
         // pino's setBindings() can change them
         checkedBindings = bindings;
@@ -147,42 +207,9 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
         id !== undefined &&
         !mayHoldSecret(id);
       let line = `{"level":30${t}${bindings}${label}${id}`;
-      const fields = obj as Record<string, unknown>;
-      for (const key in fields) {
-        if (!Object.hasOwn(fields, key)) continue;
-        let value = fields[key];
-        if (value === undefined) continue;
-        const serialize = serializers[key];
-        if (serialize !== undefined) value = serialize(value);
-        let text: string | undefined;
-        switch (typeof value) {
-          case 'undefined':
-          case 'function':
-            continue;
-          case 'number':
-            text = Number.isFinite(value) ? String(value) : 'null';
-            break;
-          case 'boolean':
-            text = String(value);
-            break;
-          case 'string':
-            text = JSON.stringify(value);
-            break;
-          default:
-            try {
-              text = JSON.stringify(value);
-            } catch {
-              // what pino does with a value it cannot serialize, short of its safe stringify
-              text = '"[unable to serialize, circular reference is too complex to analyze]"';
-            }
-        }
-        if (text === undefined) continue;
-        let prefix = keyPrefixes.get(key);
-        if (prefix === undefined) {
-          prefix = `,${JSON.stringify(key)}:`;
-          // the mixin's keys are few and fixed; a bound keeps a mixin with ever-new keys from growing it
-          if (keyPrefixes.size < 64) keyPrefixes.set(key, prefix);
-        }
+      for (let k = 0; k < pieces.length; k += 2) {
+        const prefix = pieces[k]!;
+        const text = pieces[k + 1]!;
         if (clean) {
           let held = prefixMayHold.get(prefix);
           if (held === undefined) {
@@ -199,6 +226,10 @@ export function accessLog(logger: FastifyBaseLogger, requestIdLabel = 'reqId'): 
       stream.write(streamWrite === undefined || clean ? line : streamWrite(line));
     },
   };
+}
+
+function isRecordSink(stream: object): stream is AccessRecordSink & { write(line: string): unknown } {
+  return typeof (stream as Partial<AccessRecordSink>).record === 'function';
 }
 
 /** `"`, `,`, `:`, `{`, `}`, `[`, `]` and a newline: JSON's punctuation, which ends every run `mayHoldSecret` looks for. */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { loadObsConfig, obsLoggerOptions, obsPlugin, type ResolvedObsConfig } from '@echo-chaos/obs';
+import { maskLogLine } from '@echo-chaos/obs/internal';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -18,6 +19,7 @@ import { registerEchoRoute } from './echo-route.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './error-handler.ts';
 import { registerGrpc } from './grpc/index.ts';
 import { isoTimestamp, stdoutDestination } from './log-destination.ts';
+import { offThreadStdout } from './log-thread.ts';
 import { registerLogging } from './logging.ts';
 import { ECHO_OBS_DEFAULTS } from './metrics.ts';
 import { registerOwnRoutes } from './own-routes.ts';
@@ -62,10 +64,17 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
   // Read before anything starts: a token file that cannot be read stops startup.
   const adminToken = await loadAdminToken(config);
   const obsConfig = options.obs ?? loadObsConfig({ env: {}, defaults: ECHO_OBS_DEFAULTS });
-  const { logger, logLinesDropped } = createLogger(config, obsConfig, options.logger);
+  const { logger, logLinesDropped, close: closeLog } = createLogger(config, obsConfig, options.logger);
   // HTTP/1.1 and h2c on one cleartext port, or h2 and HTTP/1.1 over TLS (may stop startup).
   const transport = await createTransport(config, logger);
   const app = Fastify({ ...fastifyOptions(config, logger), ...transport.fastifyOptions });
+  // The log worker ends with the app, once it has written what it was sent.
+  if (closeLog !== undefined) {
+    app.addHook('onClose', (_instance, done) => {
+      closeLog();
+      done();
+    });
+  }
   // The one per-request state of the echo (request-state.ts): first, so every context has its slot.
   registerRequestState(app);
   // Before obs tracks the server's connections: the transport's limits come first on them.
@@ -117,8 +126,9 @@ export async function buildApp(config: EchoConfig, options: BuildOptions = {}): 
 }
 
 /**
- * The logger: `given`, or pino on stdout at `LOG_LEVEL`. On stdout the lines of one event-loop turn
- * are written in one go, in this thread when stdout takes them at once (log-destination.ts), bounded
+ * The logger: `given`, or pino on stdout at `LOG_LEVEL`. With `LOG_WORKER` (default) the lines are
+ * built, masked and written by a worker thread (log-thread.ts). Else, on stdout the lines of one
+ * event-loop turn are written in one go, in this thread when stdout takes them at once (log-destination.ts), bounded
  * when it does not keep up (the lines dropped are counted in echo_log_lines_dropped_total), and what
  * is left is written when the process exits. obs's logger options add trace and span ids and mask
  * secrets in every line.
@@ -127,18 +137,29 @@ function createLogger(
   config: EchoConfig,
   obsConfig: ResolvedObsConfig,
   given: Logger | undefined,
-): { readonly logger: Logger; readonly logLinesDropped?: () => number } {
+): { readonly logger: Logger; readonly logLinesDropped?: () => number; readonly close?: () => void } {
   if (given !== undefined) return { logger: given };
-  const destination = stdoutDestination();
-  const logger = pino(
-    obsLoggerOptions({
-      config: obsConfig.config,
-      // ISO time reads better, and a 13-digit epoch would look like a card number to the masking.
-      base: { level: config.logLevel, timestamp: isoTimestamp },
-    }),
-    destination,
-  );
-  return { logger, logLinesDropped: () => destination.dropped };
+  const options = obsLoggerOptions({
+    config: obsConfig.config,
+    // ISO time reads better, and a 13-digit epoch would look like a card number to the masking.
+    base: { level: config.logLevel, timestamp: isoTimestamp },
+  });
+  if (!config.logWorker) {
+    const destination = stdoutDestination();
+    return { logger: pino(options, destination), logLinesDropped: () => destination.dropped };
+  }
+  let logger: Logger | undefined;
+  const destination = offThreadStdout({
+    mask: options.hooks?.streamWrite === maskLogLine,
+    onWorkerExit: ({ code, error, lost }) => {
+      logger?.error(
+        { err: error, exit_code: code, lines_lost: lost },
+        'the log worker stopped: this thread writes the log lines from now on (LOG_WORKER)',
+      );
+    },
+  });
+  logger = pino(options, destination);
+  return { logger, logLinesDropped: () => destination.dropped, close: () => destination.close() };
 }
 
 /** fastify's options but the transport's: the logger, the request id, the limits, the error shapes. */

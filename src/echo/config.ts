@@ -94,6 +94,8 @@ export interface EchoConfig {
   readonly maxActiveFaults: number;
   readonly logLevel: string;
   readonly logRequests: boolean;
+  /** Log lines are built, masked and written in a worker thread (`LOG_WORKER`). */
+  readonly logWorker: boolean;
   readonly logHeaders: boolean;
   readonly logBody: boolean;
   readonly logTransaction: boolean;
@@ -520,6 +522,13 @@ export const ECHO_SETTINGS = {
     'true',
     '`true` or `false`',
     'Log a request line and a completion line',
+    boolean(),
+  ),
+  logWorker: v(
+    'LOG_WORKER',
+    'true',
+    '`true` or `false`',
+    "Build, mask and write the log lines in a worker thread, off the requests' thread (`false`: in it)",
     boolean(),
   ),
   logHeaders: v('LOG_HEADERS', 'false', '`true` or `false`', 'Log request headers', boolean()),

@@ -301,7 +301,8 @@ export class DirectStdout implements LineSink {
 /** How long the exit may wait for a stdout that takes nothing (a stopped log reader). */
 export const EXIT_FLUSH_MS = 2000;
 
-function isPipeOrSocket(fd: number): boolean {
+/** Whether `fd` is a pipe or a socket (false when it is closed). */
+export function isPipeOrSocket(fd: number): boolean {
   try {
     const stat = fstatSync(fd);
     return stat.isFIFO() || stat.isSocket();
