@@ -11,7 +11,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -157,6 +157,13 @@ const NO_LOG: ServerSpec = {
   nodeArgs: START_FLAGS,
   env: { LOG_REQUESTS: 'false' },
 };
+const IN_THREAD: ServerSpec = {
+  id: 'inthread',
+  label: 'echo-chaos, `LOG_WORKER=false` (the lines built and written in the main thread)',
+  script: START_SCRIPT,
+  nodeArgs: START_FLAGS,
+  env: { LOG_WORKER: 'false' },
+};
 const OBS_OFF: ServerSpec = {
   id: 'obsoff',
   label: 'echo-chaos, obs off (every `OBS_*_ENABLED=false`)',
@@ -201,6 +208,11 @@ function proxies(url: string): ServerSpec[] {
       env: { UPSTREAM: url },
     },
     { ...DEFAULTS, label: 'echo-chaos forwarding, defaults (`npm start`)', env: { ECHO_UPSTREAM: url } },
+    {
+      ...IN_THREAD,
+      label: 'echo-chaos forwarding, `LOG_WORKER=false`',
+      env: { ...IN_THREAD.env, ECHO_UPSTREAM: url },
+    },
     {
       ...NO_LOG,
       label: 'echo-chaos forwarding, `LOG_REQUESTS=false`',
@@ -335,6 +347,27 @@ const TICKS_PER_SECOND = (() => {
 function mainThreadCpuSeconds(pid: number | undefined): number {
   try {
     return cpuSecondsOfStat(readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8'), TICKS_PER_SECOND);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * CPU seconds of a process's worker threads (node names them `WorkerThread`): echo-chaos's one is
+ * its log worker (`LOG_WORKER`); 0 for a process with none, NaN when it is gone.
+ */
+function workerThreadsCpuSeconds(pid: number | undefined): number {
+  try {
+    let seconds = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== 'WorkerThread') continue;
+        seconds += cpuSecondsOfStat(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'), TICKS_PER_SECOND);
+      } catch {
+        // the thread has ended
+      }
+    }
+    return seconds;
   } catch {
     return Number.NaN;
   }
@@ -492,6 +525,8 @@ interface Measured extends Sample {
    * warm-up is in its run).
    */
   readonly cpuUs: number;
+  /** The worker threads' CPU µs a request, measured with {@link cpuUs} (the log worker's). */
+  readonly workerCpuUs: number;
 }
 
 interface LoadScenario {
@@ -592,7 +627,7 @@ const SCENARIOS: readonly Scenario[] = [
     id: 'get',
     title: 'GET summary',
     what: `\`GET ${PATH}\`: the plain-text summary of the request. wrk, 2 threads, 50 connections.`,
-    servers: [BARE, DEFAULTS, NO_LOG, BARE_FASTIFY],
+    servers: [BARE, DEFAULTS, IN_THREAD, NO_LOG, BARE_FASTIFY],
     load: WRK50,
   },
   {
@@ -600,7 +635,7 @@ const SCENARIOS: readonly Scenario[] = [
     id: 'post-1k',
     title: 'POST 1 KiB',
     what: 'A 1 KiB body echoed back. wrk, 2 threads, 50 connections.',
-    servers: [BARE, DEFAULTS, NO_LOG, BARE_FASTIFY],
+    servers: [BARE, DEFAULTS, IN_THREAD, NO_LOG, BARE_FASTIFY],
     load: { ...WRK50, lua: postLua(1024) },
   },
   {
@@ -747,17 +782,23 @@ async function measure(spec: ServerSpec, load: Load): Promise<Measured> {
   try {
     let sample: Sample;
     let cpuUs = Number.NaN;
+    let workerCpuUs = Number.NaN;
     if (load.grpc !== undefined) await (await import('./grpc-check.ts')).checkGrpcEcho(port, load.grpc);
     if (load.tool === 'h2load' && load.grpc === undefined) {
       sample = await drive(port, load, load.seconds, warmupSeconds);
     } else {
       await drive(port, load, warmupSeconds); // JIT, connections
       const before = mainThreadCpuSeconds(server.child.pid);
+      const workersBefore = workerThreadsCpuSeconds(server.child.pid);
       sample = await drive(port, load, load.seconds);
       const after = mainThreadCpuSeconds(server.child.pid);
-      if (sample.requests > 0) cpuUs = ((after - before) * 1e6) / sample.requests;
+      const workersAfter = workerThreadsCpuSeconds(server.child.pid);
+      if (sample.requests > 0) {
+        cpuUs = ((after - before) * 1e6) / sample.requests;
+        workerCpuUs = ((workersAfter - workersBefore) * 1e6) / sample.requests;
+      }
     }
-    const measured = { ...sample, ...memory(server.child.pid), cpuUs };
+    const measured = { ...sample, ...memory(server.child.pid), cpuUs, workerCpuUs };
     if (load.grpc !== undefined && spec.grpcPort === true)
       await checkGrpcCounted(server.port, load.grpc, sample);
     return measured;
@@ -869,6 +910,8 @@ interface Summary {
   readonly peak: number;
   /** Median main-thread CPU µs a request (NaN when not measured). */
   readonly cpuUs: number;
+  /** Median worker-thread CPU µs a request (the log worker; NaN when not measured). */
+  readonly workerCpuUs: number;
   readonly perRound: string;
 }
 
@@ -892,6 +935,7 @@ function summarize(result: LoadResult): Map<string, Summary> {
       rss: median(xs.map((x) => x.rssMb)),
       peak: Math.max(...xs.map((x) => x.peakMb)),
       cpuUs: median(xs.map((x) => x.cpuUs)),
+      workerCpuUs: median(xs.map((x) => x.workerCpuUs)),
       perRound: xs.map((x) => x.rps.toFixed(0)).join(' / '),
     });
   }
@@ -914,6 +958,7 @@ function loadTable(result: LoadResult): string {
       s.rss.toFixed(0),
       s.peak.toFixed(0),
       Number.isNaN(s.cpuUs) ? 'n/a' : s.cpuUs.toFixed(1),
+      Number.isNaN(s.workerCpuUs) ? 'n/a' : s.workerCpuUs.toFixed(1),
       s.perRound,
     ];
   });
@@ -929,6 +974,7 @@ function loadTable(result: LoadResult): string {
       'RSS after MB',
       'peak RSS MB',
       'main-thread CPU µs / request',
+      'log worker CPU µs / request',
       'req/s per round',
     ],
     rows,

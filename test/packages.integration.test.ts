@@ -510,6 +510,9 @@ describe('packages – installed from their tarballs, outside the repository', {
         100,
       );
       assert.match(stdout, /"msg":"drained"/);
+      // its log lines come from the log worker the package ships (LOG_WORKER), not the fallback
+      assert.match(stdout, /"msg":"127\.0\.0\.1 POST \/hello - 200 /);
+      assert.doesNotMatch(stdout, /the log worker stopped/);
     } finally {
       try {
         process.kill(-child.pid!, 'SIGKILL');
