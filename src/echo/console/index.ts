@@ -4,12 +4,14 @@
  * it is set (admin-auth.ts), which the page sends as `Authorization: Bearer`, never in a URL.
  *
  * - `GET /console/api/live`: the live log, Server-Sent Events (live-stream.ts);
- * - `GET /console/api/entries/<id>`: one history entry as `GET /history` shows it (masked).
+ * - `GET /console/api/entries/<id>`: one history entry as `GET /history` shows it (masked);
+ * - `GET /console/api/faults`: what injects faults now, the switch and the safety valve (fault-summary.ts).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { EchoError } from '../errors.ts';
 import type { EchoState } from '../state.ts';
 import { CONSOLE_FILES, type ConsoleAssets, consoleAssets } from './assets.ts';
+import { faultSummary } from './fault-summary.ts';
 import { LiveFeed } from './live-feed.ts';
 import { liveStream } from './live-stream.ts';
 
@@ -94,5 +96,10 @@ export function registerConsole(app: FastifyInstance, state: EchoState): void {
     if (entry === undefined) throw new EchoError('ECHO_ERR_HISTORY_ENTRY_NOT_FOUND', [request.params.id]);
     reply.type('application/json; charset=utf-8').header('cache-control', 'no-store');
     return reply.send(history.json(entry));
+  });
+
+  app.get(`${CONSOLE_API_PATH}/faults`, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return faultSummary(state);
   });
 }

@@ -8,9 +8,10 @@ import type { LiveRow } from '../live-row.ts';
 import { type CurlSource, curlCommand } from './curl.ts';
 import { type LiveFilter, matchesFilter, STATUS_CLASSES, type StatusClass } from './filter.ts';
 import { SseParser } from './sse-parser.ts';
+import { apiFetch, TOKEN_KEY, token, whenRefused } from './ui/api.ts';
+import { byId, cell } from './ui/dom.ts';
+import { startFaults, stopFaults } from './ui/faults-panel.ts';
 
-/** The session-storage key of the admin token (this tab only; gone when it closes). */
-const TOKEN_KEY = 'echo-chaos.console.token';
 /** Rows the page keeps; the oldest go first. */
 const MAX_ROWS = 2000;
 /** Rows held while paused; past this the oldest waiting go (and are counted as dropped). */
@@ -32,19 +33,6 @@ interface DetailEntry extends CurlSource {
   readonly faults: LiveRow['faults'];
   readonly upstream?: { url: string; status: number | null; duration_ms: number | null; error?: string };
   readonly grpc?: { code: number; status: string };
-}
-
-function byId<T extends HTMLElement = HTMLElement>(id: string): T {
-  const element = document.getElementById(id);
-  if (element === null) throw new TypeError(`the page has no #${id}`);
-  return element as T;
-}
-
-function cell(text: string, className?: string): HTMLTableCellElement {
-  const td = document.createElement('td');
-  td.textContent = text;
-  if (className !== undefined) td.className = className;
-  return td;
 }
 
 function faultText(fault: LiveRow['faults'][number]): string {
@@ -337,22 +325,7 @@ detail.copy.addEventListener('click', async () => {
 
 // ---- the service ------------------------------------------------------------------------------
 
-function token(): string | null {
-  return sessionStorage.getItem(TOKEN_KEY);
-}
-
-/** A call to the console's API with the token; undefined when it was refused (the login shows). */
-async function apiFetch(path: string, init: RequestInit = {}): Promise<Response | undefined> {
-  const headers = new Headers(init.headers);
-  const saved = token();
-  if (saved !== null) headers.set('authorization', `Bearer ${saved}`);
-  const res = await fetch(path, { ...init, headers, cache: 'no-store' });
-  if (res.status === 401) {
-    lock(saved === null ? '' : 'The service refused that token.');
-    return undefined;
-  }
-  return res;
-}
+whenRefused((message) => lock(message));
 
 function setConn(kind: 'connecting' | 'open' | 'closed' | 'locked', text: string = kind): void {
   el.conn.dataset['state'] = kind;
@@ -360,6 +333,7 @@ function setConn(kind: 'connecting' | 'open' | 'closed' | 'locked', text: string
 }
 
 function lock(message: string): void {
+  stopFaults();
   live?.abort();
   live = undefined;
   setConn('locked', 'token needed');
@@ -413,6 +387,7 @@ async function connect(): Promise<void> {
     el.main.hidden = false;
     el.forget.hidden = token() === null;
     setConn('open', 'live');
+    startFaults();
     retryMs = RETRY_MIN_MS;
     const parser = new SseParser();
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -431,6 +406,11 @@ async function connect(): Promise<void> {
     if (live === controller) void connect();
   }, retryMs);
   retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+}
+
+// A dialog's cancel button closes it (no form: the page's policy allows no form action).
+for (const button of document.querySelectorAll<HTMLButtonElement>('dialog [data-close]')) {
+  button.addEventListener('click', () => button.closest('dialog')?.close());
 }
 
 el.example.textContent = `curl ${new URL('/hello', location.origin).href}`;
