@@ -51,6 +51,11 @@ export const ECHO_ERRORS = {
     message: 'the scenario set is already %s (If-None-Match): nothing was replaced, its positions go on',
     when: '`POST /scenario` with `If-None-Match` naming the set this process already holds (the operator sends it with every push, so a pod that holds the set is not restarted by a push)',
   },
+  ECHO_ERR_SCENARIO_SET_CHANGED: {
+    status: 412,
+    message: 'the scenario set changed since it was read (If-Match %s, now %s): nothing was replaced',
+    when: '`POST /scenario` with `If-Match` naming a set this process no longer holds: someone else replaced it since (the console sends the tag of the set it read, so two tabs cannot overwrite each other unseen)',
+  },
   ECHO_ERR_INVALID_SCENARIO_STATE: {
     status: 400,
     message: 'invalid scenario state request: %s',

@@ -29,7 +29,7 @@ import { readJsonBody, readTextBody } from './json-body.ts';
 import { protocolOf } from './pipeline.ts';
 import { loadUndici, parseReplayRequest, parseTarget, replay } from './replay.ts';
 import { createGuardedConnector, ReplayGuard, type ReplayResolver } from './replay-guard.ts';
-import { ifNoneMatchHits } from './scenario-etag.ts';
+import { ifMatchHits, ifNoneMatchHits } from './scenario-etag.ts';
 import type { FleetHistory } from './shared-history.ts';
 import { type EchoState, EVENT_LOOP_RESOLUTION_MS } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
@@ -486,7 +486,17 @@ function registerScenarioPost(app: FastifyInstance, state: EchoState): void {
   let previous: Promise<unknown> = Promise.resolve();
   app.post('/scenario', limit, (request) => {
     const condition = request.headers['if-none-match'];
-    const turn = previous.then(() => loadSet(request.body as unknown, condition));
+    const expected = request.headers['if-match'];
+    const turn = previous.then(() => {
+      // With If-Match (the console: the tag of the set it read), a set changed since is not replaced.
+      if (expected !== undefined) {
+        const etag = `"${scenarios.contentHash()}"`;
+        if (!ifMatchHits(expected, etag)) {
+          throw new EchoError('ECHO_ERR_SCENARIO_SET_CHANGED', [expected.slice(0, 100), etag]);
+        }
+      }
+      return loadSet(request.body as unknown, condition);
+    });
     previous = turn.catch(() => {});
     return turn;
   });

@@ -18,3 +18,14 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
   }
   return false;
 }
+
+/**
+ * Whether an `If-Match` header names `etag` (RFC 9110 §13.1.1: `*`, or a comma-separated list of
+ * entity tags compared strongly, so a weak `W/"x"` never matches). The console sends the tag it
+ * read with the set it changed, so two tabs cannot overwrite each other unseen.
+ */
+export function ifMatchHits(header: string, etag: string): boolean {
+  const text = header.trim();
+  if (text === '*') return true;
+  return text.split(',').some((part) => part.trim() === etag);
+}

@@ -11,6 +11,7 @@ import { SseParser } from './sse-parser.ts';
 import { apiFetch, TOKEN_KEY, token, whenRefused } from './ui/api.ts';
 import { byId, cell } from './ui/dom.ts';
 import { startFaults, stopFaults } from './ui/faults-panel.ts';
+import { openReplay, type ReplaySource } from './ui/replay-panel.ts';
 
 /** Rows the page keeps; the oldest go first. */
 const MAX_ROWS = 2000;
@@ -21,7 +22,7 @@ const BODY_PREVIEW_CHARS = 8192;
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 15_000;
 
-interface DetailEntry extends CurlSource {
+interface DetailEntry extends CurlSource, ReplaySource {
   readonly id: string;
   readonly timestamp: string;
   readonly path: string;
@@ -208,7 +209,10 @@ const detail = {
   copy: byId<HTMLButtonElement>('d-copy'),
   copied: byId('d-copied'),
   close: byId<HTMLButtonElement>('d-close'),
+  replay: byId<HTMLButtonElement>('d-replay'),
 };
+/** The entry the detail shows, once read: what its replay starts from. */
+let shown: DetailEntry | undefined;
 
 function select(id: string | undefined): void {
   state.selected = id;
@@ -235,6 +239,8 @@ async function openDetail(id: string): Promise<void> {
     part.replaceChildren();
   }
   for (const note of [detail.masked, detail.bodyNote, detail.curlNote, detail.copied]) note.textContent = '';
+  shown = undefined;
+  detail.replay.disabled = true;
   const res = await apiFetch(`console/api/entries/${encodeURIComponent(id)}`);
   if (res === undefined) return;
   if (state.selected !== id) return;
@@ -247,6 +253,8 @@ async function openDetail(id: string): Promise<void> {
 }
 
 function renderDetail(entry: DetailEntry): void {
+  shown = entry;
+  detail.replay.disabled = false;
   detail.title.textContent = `${entry.method} ${entry.url}`;
   fact('id', entry.id);
   fact('time', entry.timestamp);
@@ -305,6 +313,10 @@ function renderDetail(entry: DetailEntry): void {
   detail.curl.textContent = curl.command;
   detail.copy.disabled = false;
 }
+
+detail.replay.addEventListener('click', () => {
+  if (shown !== undefined) openReplay(shown);
+});
 
 detail.close.addEventListener('click', () => {
   el.detail.hidden = true;
