@@ -11,10 +11,19 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { GrpcCall } from './grpc-check.ts';
 import {
@@ -82,6 +91,11 @@ interface ServerSpec {
    * (the HTTP port serves too).
    */
   readonly grpcPort?: boolean;
+  /**
+   * stdout is a file (as a container runtime writes it) instead of a pipe this process drains (as
+   * a log shipper reads it); removed when the server stops.
+   */
+  readonly stdoutFile?: boolean;
 }
 
 /**
@@ -164,6 +178,13 @@ const IN_THREAD: ServerSpec = {
   nodeArgs: START_FLAGS,
   env: { LOG_WORKER: 'false' },
 };
+/** The defaults with stdout to a file, as a container runtime (or `npm start > log`) writes it. */
+const DEFAULTS_FILE: ServerSpec = {
+  ...DEFAULTS,
+  id: 'file',
+  label: 'echo-chaos, defaults, stdout to a file',
+  stdoutFile: true,
+};
 const OBS_OFF: ServerSpec = {
   id: 'obsoff',
   label: 'echo-chaos, obs off (every `OBS_*_ENABLED=false`)',
@@ -236,7 +257,9 @@ interface Running {
   readonly port: number;
   /** The gRPC port of a server started with `grpcPort`. */
   readonly grpcPort?: number;
-  /** Bytes the server wrote to stdout (its log lines), drained by this process. */
+  /** The file stdout goes to, with `stdoutFile`. */
+  readonly logFile?: string;
+  /** Bytes the server wrote to stdout (its log lines), drained by this process or read off the file. */
   logBytes: number;
   stderr: string;
 }
@@ -278,18 +301,23 @@ async function startServer(spec: ServerSpec): Promise<Running> {
   while (spec.grpcPort === true && (grpcPort === undefined || grpcPort === port)) grpcPort = await freePort();
   // stdout is a pipe this process drains (as a log shipper would): writing the log lines is part
   // of what a user of `npm start` pays, so it must not go to /dev/null.
+  const logFile =
+    spec.stdoutFile === true ? join(mkdtempSync(join(tmpdir(), 'bench-log-')), 'stdout.log') : undefined;
+  const logFd = logFile === undefined ? undefined : openSync(logFile, 'w');
   const child = spawnWithFiles(process.execPath, [...(spec.nodeArgs ?? []), spec.script], {
     cwd: root,
     env: {
       ...serverEnv(spec, port),
       ...(grpcPort === undefined ? {} : { ECHO_GRPC_PORT: String(grpcPort) }),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', logFd ?? 'pipe', 'pipe'],
   });
+  if (logFd !== undefined) closeSync(logFd);
   const running: Running = {
     child,
     port,
     ...(grpcPort === undefined ? {} : { grpcPort }),
+    ...(logFile === undefined ? {} : { logFile }),
     logBytes: 0,
     stderr: '',
   };
@@ -322,13 +350,20 @@ function withServerState(err: unknown, running: Running): Error {
 
 async function stopServer(running: Running): Promise<void> {
   const { child } = running;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  // SIGINT: the drain without ECHO_DRAIN_DELAY's wait for an endpoint controller (ADR 0014).
-  child.kill('SIGINT');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
+  try {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    // SIGINT: the drain without ECHO_DRAIN_DELAY's wait for an endpoint controller (ADR 0014).
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  } finally {
+    if (running.logFile !== undefined) {
+      running.logBytes = statSync(running.logFile).size;
+      rmSync(dirname(running.logFile), { recursive: true, force: true });
+    }
+  }
 }
 
 /** Clock ticks a second, the unit of /proc's CPU times. */
@@ -627,7 +662,7 @@ const SCENARIOS: readonly Scenario[] = [
     id: 'get',
     title: 'GET summary',
     what: `\`GET ${PATH}\`: the plain-text summary of the request. wrk, 2 threads, 50 connections.`,
-    servers: [BARE, DEFAULTS, IN_THREAD, NO_LOG, BARE_FASTIFY],
+    servers: [BARE, DEFAULTS, DEFAULTS_FILE, IN_THREAD, NO_LOG, BARE_FASTIFY],
     load: WRK50,
   },
   {
@@ -651,7 +686,7 @@ const SCENARIOS: readonly Scenario[] = [
     id: 'delay',
     title: '`X-Echo-Delay: 100ms` at 1,000 connections',
     what: 'GET with `X-Echo-Delay: 100ms` (the bare echo waits on a setTimeout). wrk, 2 threads, 1,000 connections, 10 s, 2 s timeout.',
-    servers: [BARE, DEFAULTS, NO_LOG],
+    servers: [BARE, DEFAULTS, DEFAULTS_FILE, NO_LOG],
     load: {
       tool: 'wrk',
       connections: DELAY_CONNECTIONS,
@@ -1692,6 +1727,20 @@ targets.push(
     op: '<=',
     limit: 1.3,
     measured: delayDefaults?.p99Ratio ?? NA,
+    unit: 'x',
+  },
+  {
+    name: '100 ms delay at 1,000 connections, defaults with stdout to a file: throughput ratio',
+    op: '>=',
+    limit: 0.95,
+    measured: sum('delay', 'file')?.ratio ?? NA,
+    unit: 'ratio',
+  },
+  {
+    name: '100 ms delay at 1,000 connections, defaults with stdout to a file: p99 / baseline p99',
+    op: '<=',
+    limit: 1.3,
+    measured: sum('delay', 'file')?.p99Ratio ?? NA,
     unit: 'x',
   },
   {
