@@ -203,6 +203,11 @@ export const ECHO_ERRORS = {
     message: 'the console cannot be served: %s',
     when: '`/console` of an installation that was neither built (`npm run build` writes `dist/echo/console/static/`) nor has esbuild (a devDependency) to bundle it from the sources',
   },
+  ECHO_ERR_INVALID_CONSOLE_REQUEST: {
+    status: 400,
+    message: 'invalid console request: %s',
+    when: "A call of the console's API (`/console/api/*`) got a body not in its form; nothing changes",
+  },
   ECHO_ERR_BAD_REQUEST: {
     status: 400,
     message: 'bad request: %s',
@@ -238,6 +243,8 @@ export interface ErrorDetail {
   readonly field: string;
   readonly message: string;
   readonly value?: string;
+  /** Where in a text the problem is, 1-based (the console's scenario editor: its YAML line). */
+  readonly line?: number;
 }
 
 /** Options of {@link EchoError}. */

@@ -5,15 +5,20 @@
  *
  * - `GET /console/api/live`: the live log, Server-Sent Events (live-stream.ts);
  * - `GET /console/api/entries/<id>`: one history entry as `GET /history` shows it (masked);
- * - `GET /console/api/faults`: what injects faults now, the switch and the safety valve (fault-summary.ts).
+ * - `GET /console/api/faults`: what injects faults now, the switch and the safety valve (fault-summary.ts);
+ * - `GET /console/api/scenarios`: the set as YAML with its ETag; `POST /console/api/scenarios/check`
+ *   checks a YAML set without storing it, each problem on its line (scenario-check.ts).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { scenarioLimits } from '../config.ts';
 import { EchoError } from '../errors.ts';
+import { MAX_YAML_SET_BYTES } from '../routes.ts';
 import type { EchoState } from '../state.ts';
 import { CONSOLE_FILES, type ConsoleAssets, consoleAssets } from './assets.ts';
 import { faultSummary } from './fault-summary.ts';
 import { LiveFeed } from './live-feed.ts';
 import { liveStream } from './live-stream.ts';
+import { checkScenarioYaml, scenarioSetView } from './scenario-check.ts';
 
 export const CONSOLE_PATH = '/console';
 /** The prefix of the console's API, which needs the admin token when one is set. */
@@ -101,5 +106,25 @@ export function registerConsole(app: FastifyInstance, state: EchoState): void {
   app.get(`${CONSOLE_API_PATH}/faults`, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     return faultSummary(state);
+  });
+
+  app.get(`${CONSOLE_API_PATH}/scenarios`, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return scenarioSetView(state.scenarios);
+  });
+
+  // A YAML set of at most MAX_YAML_SET_BYTES, as POST /scenario takes, escaped in a JSON string.
+  const checkLimit = { bodyLimit: 2 * MAX_YAML_SET_BYTES + 1024 } as const;
+  app.post(`${CONSOLE_API_PATH}/scenarios/check`, checkLimit, async (request) => {
+    const body = request.body as { yaml?: unknown } | null;
+    const yaml = typeof body === 'object' && body !== null ? body.yaml : undefined;
+    if (typeof yaml !== 'string' || Object.keys(body ?? {}).length !== 1) {
+      throw new EchoError('ECHO_ERR_INVALID_CONSOLE_REQUEST', ['expected {"yaml": "<a scenario set>"}']);
+    }
+    if (Buffer.byteLength(yaml) > MAX_YAML_SET_BYTES) {
+      throw new EchoError('ECHO_ERR_SCENARIO_YAML_TOO_LARGE', [MAX_YAML_SET_BYTES]);
+    }
+    const count = await checkScenarioYaml(yaml, scenarioLimits(config));
+    return { status: 'valid', count };
   });
 }

@@ -12,6 +12,7 @@ import { apiFetch, TOKEN_KEY, token, whenRefused } from './ui/api.ts';
 import { byId, cell } from './ui/dom.ts';
 import { startFaults, stopFaults } from './ui/faults-panel.ts';
 import { openReplay, type ReplaySource } from './ui/replay-panel.ts';
+import { loadScenarios } from './ui/scenarios-panel.ts';
 
 /** Rows the page keeps; the oldest go first. */
 const MAX_ROWS = 2000;
@@ -418,6 +419,18 @@ async function connect(): Promise<void> {
     if (live === controller) void connect();
   }, retryMs);
   retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+}
+
+// The tabs: one panel shown at a time; the scenarios are read when their tab opens.
+const tabs = [...document.querySelectorAll<HTMLButtonElement>('.tabs [data-tab]')];
+for (const tab of tabs) {
+  tab.addEventListener('click', () => {
+    for (const other of tabs) {
+      other.setAttribute('aria-selected', String(other === tab));
+      byId(other.dataset['tab'] ?? '').hidden = other !== tab;
+    }
+    if (tab.dataset['tab'] === 'tab-scenarios') void loadScenarios();
+  });
 }
 
 // A dialog's cancel button closes it (no form: the page's policy allows no form action).
