@@ -34,9 +34,12 @@ function shownPaths(page: Page): Promise<string[]> {
 }
 
 async function waitForRows(page: Page, count: number): Promise<void> {
-  await page.waitForFunction(`document.querySelectorAll('#rows tr').length >= ${count}`, undefined, {
-    timeout: WAIT_MS,
-  });
+  // A locator, not waitForFunction with a string: the page's CSP (no 'unsafe-eval') refuses the
+  // eval its polling uses once the first check has not held.
+  await page
+    .locator('#rows tr')
+    .nth(count - 1)
+    .waitFor({ state: 'attached', timeout: WAIT_MS });
 }
 
 /** A screenshot in test-output/, copied to the docs with DOCS_SCREENSHOTS=write, which must have it. */

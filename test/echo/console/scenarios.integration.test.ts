@@ -109,13 +109,10 @@ test('console scenarios – in Chromium, against a running service', async (t) =
     await res.arrayBuffer();
     await page.locator('#s-reload').click();
     await page.locator('#s-state-rows td', { hasText: 'mine' }).waitFor({ timeout: WAIT_MS });
-    await page.waitForFunction(
-      `document.querySelectorAll('#s-state-rows td')[3]?.textContent === '1'`,
-      undefined,
-      {
-        timeout: WAIT_MS,
-      },
-    );
+    // A locator, not waitForFunction with a string: the page's CSP refuses the eval of its polling.
+    await page
+      .locator('#s-state-rows tr:first-child td:nth-child(4)', { hasText: /^1$/ })
+      .waitFor({ timeout: WAIT_MS });
     await page.locator('#s-reset').click();
     await page.locator('#s-status', { hasText: 'starts again' }).waitFor({ timeout: WAIT_MS });
     assert.equal(store.states()[0]?.total, 0);
