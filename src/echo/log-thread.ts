@@ -51,9 +51,10 @@ export const COUNTERS = {
 const SLOTS = 5;
 
 /**
- * A batch goes to the worker once it holds this many lines, or this long after its first line:
- * each message wakes the worker (a system call), so a message per event-loop turn would cost a
- * request more than the lines it carries.
+ * A batch goes to the worker once it holds this many lines, or at the end of the turn when the last
+ * one went at least this long ago (else when it is that old): each message wakes the worker (a
+ * system call), so under load a message per event-loop turn would cost a request more than the
+ * lines it carries, while a quiet log's lines go out at once.
  */
 export const BATCH_LINES = 512;
 export const BATCH_MS = 10;
@@ -140,6 +141,8 @@ export class OffThreadDestination implements AccessRecordSink {
   #pendingLines = 0;
   #scheduled = false;
   #timer: NodeJS.Timeout | undefined;
+  /** When the last batch went to the worker (ms). */
+  #sentAt = 0;
   /** Lines sent to the worker. */
   #sent = 0;
   #droppedHere = 0;
@@ -215,8 +218,10 @@ export class OffThreadDestination implements AccessRecordSink {
     }
     if (!this.#scheduled) {
       this.#scheduled = true;
-      if (this.#worker === undefined) setImmediate(this.#flush);
-      else this.#timer = setTimeout(this.#flush, BATCH_MS);
+      // A quiet log goes out at the end of this turn; under load, a batch at most every BATCH_MS.
+      const since = this.#worker === undefined ? BATCH_MS : Date.now() - this.#sentAt;
+      if (since >= BATCH_MS) setImmediate(this.#flush);
+      else this.#timer = setTimeout(this.#flush, BATCH_MS - since);
     }
   }
 
@@ -272,6 +277,7 @@ export class OffThreadDestination implements AccessRecordSink {
     const worker = this.#worker;
     if (worker !== undefined) {
       batch[0] = chars;
+      this.#sentAt = Date.now();
       Atomics.add(this.#counters, COUNTERS.waiting, chars);
       this.#sent += lines;
       if (this.#format !== undefined) this.#sentState.format = this.#format;

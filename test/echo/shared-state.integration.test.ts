@@ -156,10 +156,14 @@ test('a store unreachable at startup: the service starts within the command time
     assert.equal((await answer(alone, '/hello')).status, 200);
     const body = await health(alone);
     assert.deepEqual(body.store, { url: nowhere, status: 'down' });
-    const lines = alone
-      .stdout()
-      .split('\n')
-      .filter((line) => line.includes('store unreachable at startup'));
+    const unreachable = () =>
+      alone
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('store unreachable at startup'));
+    // the log worker writes it a moment after it was logged
+    await until('the startup line is written', () => unreachable().length > 0, 10_000).catch(() => {});
+    const lines = unreachable();
     assert.equal(lines.length, 1, alone.stdout());
     assert.ok(lines[0]!.includes(nowhere), lines[0]);
   } finally {
