@@ -92,7 +92,10 @@ export const OBS_SCHEMA = group('Observability library settings.', {
   }),
   'timeout-budget': group('Deadline propagation across inbound and outbound calls.', {
     enabled: bool(true, 'Establish a budget per inbound request and stamp it on outbound calls.'),
-    'default-budget': duration('2s', 'Budget of a request that carries no deadline header.'),
+    'default-budget': duration(
+      '2s',
+      'Budget of a request that carries no deadline header; 0 establishes none (nothing stamped, no exhaustion).',
+    ),
     'maximum-budget': duration('30s', 'Ceiling of an inbound budget; larger ones are clamped.'),
     'minimum-budget': duration(
       '100ms',

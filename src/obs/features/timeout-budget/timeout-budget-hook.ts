@@ -51,6 +51,7 @@ export function registerTimeoutBudget(obs: ObsCore): void {
   const exhaustedCounts = Object.fromEntries(TRANSPORTS.map((t) => [t, 0])) as Record<Transport, number>;
   let invalidCount = 0;
   let skipped = 0;
+  let unbudgeted = 0;
   const outboundHeader = config['outbound-header'] ?? config['inbound-header'];
   obs.addSnapshotSection('timeout-budget', () => ({
     enabled: config.enabled,
@@ -61,6 +62,8 @@ export function registerTimeoutBudget(obs: ObsCore): void {
     metrics: [TIMEOUT_BUDGET_METRICS.exhausted, TIMEOUT_BUDGET_METRICS.invalid],
     established: { ...established },
     skipped,
+    // requests that came without a deadline header while `default-budget` is 0
+    without_budget: unbudgeted,
     invalid: invalidCount,
     exhausted: { ...exhaustedCounts },
   }));
@@ -117,6 +120,11 @@ export function registerTimeoutBudget(obs: ObsCore): void {
     for (const header of result.invalidHeaders) {
       invalidCount += 1;
       invalid.inc({ header });
+    }
+    if (result.budget === undefined) {
+      // `default-budget: 0` and no deadline header: nothing to carry, stamp or count.
+      unbudgeted += 1;
+      return;
     }
     established[result.budget.source] += 1;
     const budget: ContextBudget = {

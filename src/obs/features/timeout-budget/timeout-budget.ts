@@ -6,7 +6,8 @@
  * 1. `Obs-Timeout-Deadline-Ms` (absolute, epoch milliseconds) wins; no safety margin is taken off it.
  * 2. Else the remaining-ms header (`inbound-header`, default `Obs-Timeout-Ms`), less `safety-margin`.
  * 3. Else `default-budget`, less `safety-margin`, floored at `minimum-budget` (the floor applies to
- *    the implicit default only, never to a header).
+ *    the implicit default only, never to a header). A `default-budget` of 0 establishes no budget:
+ *    the request has none, as under `enabled-when` (the original starter's contract).
  *
  * Every budget is clamped to `maximum-budget`, so a header of 10^20 ms never overflows anything.
  * An explicit `0` or a deadline in the past is an expired budget (0 ms remaining): it never falls
@@ -34,7 +35,8 @@ export interface EstablishedBudget {
 
 /** What {@link establishBudget} returns: the budget, and the headers that were malformed. */
 export interface BudgetResult {
-  readonly budget: EstablishedBudget;
+  /** Absent when no header carried a deadline and `default-budget` is 0 (no implicit budget). */
+  readonly budget: EstablishedBudget | undefined;
   /** Names (as configured) of the deadline headers present but malformed, ignored. */
   readonly invalidHeaders: readonly string[];
 }
@@ -102,6 +104,8 @@ export function establishBudget(
     };
   }
 
+  // A zero default means "no implicit budget", not an expired one: only a header can expire a budget.
+  if (config['default-budget'] === 0) return { budget: undefined, invalidHeaders };
   const implicit = Math.max(config['minimum-budget'], config['default-budget'] - margin);
   return { budget: { deadlineEpochMs: nowMs + bounded(implicit), source: 'default' }, invalidHeaders };
 }

@@ -159,8 +159,9 @@ export function recordContext(
   if (absolute !== undefined) present[DEADLINE_HEADER.toLowerCase()] = absolute;
   if (remaining !== undefined) present[inbound.toLowerCase()] = remaining;
   const { budget } = establishBudget(present, settings.budgetConfig, nowMs);
-  // Neither header, or only malformed ones: establishBudget fell back to the default; a record has none.
-  if (budget.source === 'default') return base;
+  // Neither header, or only malformed ones: establishBudget fell back to the default (or to none,
+  // with a zero default); a record has none.
+  if (budget === undefined || budget.source === 'default') return base;
   return { ...base, budget: { ...budget, policy } };
 }
 

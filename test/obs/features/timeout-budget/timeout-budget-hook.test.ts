@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
+import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { context, propagation } from '@opentelemetry/api';
@@ -191,6 +192,32 @@ test('timeout budget hook – every log line inside a request carries timeout_re
   );
   app.log.info('outside');
   assert.equal(lines.find((l) => l.msg === 'outside')?.timeout_remaining_ms, undefined);
+});
+
+test('timeout budget hook – default-budget 0: no budget without a header, so nothing stamped; a header still sets one (#40)', async (t) => {
+  const received: Array<string | undefined> = [];
+  const { app } = await withBudgetRoutes(budgetOptions({ 'default-budget': 0 }), (app) => {
+    // What a downstream would receive: the headers obs stamps on a node:http call, read off the request.
+    app.get('/stamped', async () => {
+      const call = httpRequest('http://127.0.0.1:9/');
+      call.on('error', () => {});
+      received.push(call.getHeader('obs-timeout-ms') as string | undefined);
+      call.destroy();
+      return { budget: currentTimeoutBudget() ?? null };
+    });
+  })(t);
+  assert.equal(await seen(app, {}), null);
+  assert.equal(await seen(app, {}, '/stamped'), null);
+  // An explicit 0 is still an expired budget, and stamped.
+  const expired = await seen(app, { 'obs-timeout-ms': '0' }, '/stamped');
+  assert.deepEqual([expired?.remainingMs, expired?.source], [0, 'remaining-header']);
+  assert.deepEqual(received, [undefined, '0'], 'stamped only where a header set a budget');
+  const section = (await app.inject({ url: '/actuator/obs' })).json<{
+    sections: Record<string, Record<string, unknown>>;
+  }>().sections['timeout-budget'];
+  // The snapshot's own request came without a header too.
+  assert.equal(section?.without_budget, 3);
+  assert.deepEqual(section?.established, { 'deadline-header': 0, 'remaining-header': 1, default: 0 });
 });
 
 test('timeout budget hook – /actuator/obs shows the feature with live figures', async (t) => {

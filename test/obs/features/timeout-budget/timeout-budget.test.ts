@@ -18,7 +18,7 @@ const DEFAULTS: TimeoutBudgetConfig = {
 const config = (over: Partial<TimeoutBudgetConfig> = {}): TimeoutBudgetConfig => ({ ...DEFAULTS, ...over });
 const left = (headers: Record<string, string | string[]>, c = config()) => {
   const { budget } = establishBudget(headers, c, NOW);
-  return { remaining: budget.deadlineEpochMs - NOW, source: budget.source };
+  return budget === undefined ? null : { remaining: budget.deadlineEpochMs - NOW, source: budget.source };
 };
 
 test('timeout budget – the shipped defaults are the seed’s: 2s default, 30s maximum, 100ms minimum, 50ms margin', () => {
@@ -61,7 +61,7 @@ test('timeout budget – no header: the default less the margin, floored at mini
   assert.deepEqual(left({}), { remaining: 1950, source: 'default' });
   assert.deepEqual(left({}, config({ 'default-budget': 120 })), { remaining: 100, source: 'default' });
   assert.deepEqual(left({}, config({ 'default-budget': 151 })), { remaining: 101, source: 'default' });
-  assert.deepEqual(left({}, config({ 'default-budget': 0, 'safety-margin': 0 })), {
+  assert.deepEqual(left({}, config({ 'default-budget': 1, 'safety-margin': 0 })), {
     remaining: 100,
     source: 'default',
   });
@@ -69,6 +69,24 @@ test('timeout budget – no header: the default less the margin, floored at mini
   assert.deepEqual(left({ 'obs-timeout-ms': '90' }), { remaining: 40, source: 'remaining-header' });
   assert.deepEqual(left({ 'obs-timeout-deadline-ms': String(NOW + 10) }), {
     remaining: 10,
+    source: 'deadline-header',
+  });
+});
+
+test('timeout budget – default-budget 0 establishes no budget, and a header still does (#40)', () => {
+  const none = config({ 'default-budget': 0 });
+  assert.deepEqual(establishBudget({}, none, NOW), { budget: undefined, invalidHeaders: [] });
+  // Not the minimum-budget floor, whatever the margin.
+  assert.equal(left({}, config({ 'default-budget': 0, 'safety-margin': 0 })), null);
+  assert.deepEqual(establishBudget({ 'obs-timeout-ms': 'soon' }, none, NOW), {
+    budget: undefined,
+    invalidHeaders: ['Obs-Timeout-Ms'],
+  });
+  // An explicit inbound 0 is still an expired budget.
+  assert.deepEqual(left({ 'obs-timeout-ms': '0' }, none), { remaining: 0, source: 'remaining-header' });
+  assert.deepEqual(left({ 'obs-timeout-ms': '500' }, none), { remaining: 450, source: 'remaining-header' });
+  assert.deepEqual(left({ 'obs-timeout-deadline-ms': String(NOW + 70) }, none), {
+    remaining: 70,
     source: 'deadline-header',
   });
 });
@@ -100,7 +118,7 @@ test('timeout budget – maximum-budget clamps every source; 10^20 ms is clamped
   assert.deepEqual(left({ 'obs-timeout-ms': '30049' }), { remaining: 29_999, source: 'remaining-header' });
   assert.deepEqual(left({}, config({ 'default-budget': 60_000 })), { remaining: 30_000, source: 'default' });
   const { budget } = establishBudget({ 'obs-timeout-ms': '9'.repeat(64) }, config(), NOW);
-  assert.ok(Number.isSafeInteger(budget.deadlineEpochMs));
+  assert.ok(Number.isSafeInteger(budget?.deadlineEpochMs));
 });
 
 test('timeout budget – a malformed header is treated as absent and reported', () => {
