@@ -5,8 +5,10 @@
  * never overwritten. With `minimum-budget` or less left, the call counts in
  * `obs_timeout_budget_exhausted_total{transport}` and still runs, unless `abort-on-exhaustion`
  * refuses it with {@link TimeoutBudgetExhaustedError} before a byte is sent. With
- * `apply-client-timeout`, the call is aborted when the budget runs out. Outside a request context
- * nothing is stamped, counted or aborted.
+ * `apply-client-timeout`, the call is aborted when the budget runs out; with 0 ms left it is not
+ * bounded at all, on every transport ({@link boundMs}): an expired budget is stamped and counted,
+ * and the call still runs, as the deadline rules say. Outside a request context nothing is
+ * stamped, counted or aborted.
  *
  * Transports: `fetch` (the global `fetch`, wrapped once per process), `http` (`node:http` and
  * `node:https` through the `http.client.request.created` diagnostics channel, so also got and most
@@ -77,6 +79,18 @@ export interface OutboundCall {
 }
 
 const NOT_LOGGED = (): void => {};
+
+/**
+ * The bound `apply-client-timeout` puts on a call, in milliseconds, or undefined for none: none
+ * without the setting, and none with 0 ms left. An expired budget is stamped `0` and the call still
+ * executes (deadline rule 2), so a timeout of 0 would only turn that call into a failure the
+ * downstream never sees; the original starter's clients read a 0 timeout as "no timeout" too.
+ * One rule for fetch, `node:http`, axios and undici.
+ */
+export function boundMs(budget: OutboundBudget | undefined): number | undefined {
+  if (budget === undefined || !budget.policy.applyClientTimeout || budget.remainingMs <= 0) return undefined;
+  return budget.remainingMs;
+}
 
 /**
  * The decision for an outbound call of `transport` made now, in the current context, with the
@@ -277,8 +291,9 @@ function budgetFetch(original: typeof fetch): typeof fetch {
         const headers = new Headers(init?.headers ?? (isRequest ? input.headers : undefined));
         for (const [name, value] of decision.headers) if (!headers.has(name)) headers.set(name, value);
         next = { ...init, headers };
-        if (decision.budget?.policy.applyClientTimeout) {
-          const timeout = AbortSignal.timeout(decision.budget.remainingMs);
+        const bound = boundMs(decision.budget);
+        if (bound !== undefined) {
+          const timeout = AbortSignal.timeout(bound);
           const caller = init?.signal ?? (isRequest ? input.signal : undefined);
           next.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
         }
@@ -397,12 +412,12 @@ function onHttpRequestCreated(message: unknown): void {
     for (const [name, value] of decision.headers) {
       if (request.getHeader(name) === undefined) request.setHeader(name, value);
     }
-    const budget = decision.budget;
-    if (budget?.policy.applyClientTimeout) {
+    const bound = boundMs(decision.budget);
+    if (bound !== undefined) {
       // The same error as fetch's AbortSignal.timeout gives.
       const timer = setTimeout(() => {
         request.destroy(new DOMException('the timeout budget ran out', 'TimeoutError'));
-      }, budget.remainingMs);
+      }, bound);
       timer.unref();
       request.once('close', () => clearTimeout(timer));
     }
@@ -466,8 +481,9 @@ export function instrumentAxios(instance: AxiosInstanceLike): number {
       decision = decideOutbound('axios', { tally: false });
       if (decision !== undefined && decision.refusal === undefined) {
         stampAxios(config, decision.headers);
-        if (decision.budget?.policy.applyClientTimeout) {
-          const timeout = AbortSignal.timeout(decision.budget.remainingMs);
+        const bound = boundMs(decision.budget);
+        if (bound !== undefined) {
+          const timeout = AbortSignal.timeout(bound);
           const caller = config.signal as AbortSignal | undefined;
           config.signal = caller == null ? timeout : AbortSignal.any([caller, timeout]);
         }
@@ -583,15 +599,13 @@ export function createBudgetInterceptor() {
         }
         if (decision !== undefined && decision.refusal === undefined) {
           next = { ...options, headers: stampUndici(options.headers, decision.headers) };
-          const budget = decision.budget;
-          if (budget?.policy.applyClientTimeout) {
+          const remaining = boundMs(decision.budget);
+          if (remaining !== undefined) {
+            // undici reads 0 (or unset) as its own default: the caller's shorter bound is kept.
             const bound = (set: number | null | undefined) =>
-              set === undefined || set === null || set === 0
-                ? budget.remainingMs
-                : Math.min(set, budget.remainingMs);
-            // undici reads 0 as "no timeout"; an exhausted budget still gets the shortest bound.
-            next.headersTimeout = Math.max(1, bound(options.headersTimeout));
-            next.bodyTimeout = Math.max(1, bound(options.bodyTimeout));
+              set === undefined || set === null || set === 0 ? remaining : Math.min(set, remaining);
+            next.headersTimeout = bound(options.headersTimeout);
+            next.bodyTimeout = bound(options.bodyTimeout);
           }
         }
       } catch (error) {

@@ -205,6 +205,21 @@ for (const client of Object.keys(CLIENTS)) {
     assert.ok((answer.body.tookMs as number) < 4000, String(answer.body.tookMs));
     assert.equal(sink.received.length, 1, 'the call was made, then aborted');
   });
+
+  test(`timeout budget ${client} – apply-client-timeout with 0 ms left leaves the call unbounded: it runs to its answer (#40)`, async (t) => {
+    // An answer later than any 0 ms bound could wait: a bounded call would fail first.
+    const sink = await startSink(t, 300);
+    const app = await startObsApp(budgetOptions({ 'apply-client-timeout': true }), (app) => {
+      app.get('/', async () => CLIENTS[client]!(sink.url));
+    });
+    t.after(() => app.close());
+    const answer = await CLIENTS.fetch!(`${app.url}/`, { 'obs-timeout-ms': '0' });
+    assert.ok('body' in answer, JSON.stringify(answer));
+    assert.deepEqual(answer.body, { status: 200, body: {} }, 'the exhausted call still executes');
+    assert.equal(sink.received.length, 1);
+    assert.equal(sink.received[0]!['obs-timeout-ms'], '0', 'stamped with what is left');
+    assert.equal(await exhaustedCount(app, client), 1);
+  });
 }
 
 test('timeout budget undici – fetch through a dispatcher with the interceptor is stamped and counted once, as fetch', async (t) => {
