@@ -79,7 +79,13 @@ export {
   type ObsLogger,
 } from './core/obs.ts';
 export type { ReadinessCheck, ReadinessReport, ReadinessResult } from './core/readiness.ts';
-export type { FeatureSnapshot, ObsSnapshot, RuntimeSnapshot } from './core/snapshot.ts';
+export type {
+  DryRunChange,
+  DryRunSnapshot,
+  FeatureSnapshot,
+  ObsSnapshot,
+  RuntimeSnapshot,
+} from './core/snapshot.ts';
 export type {
   CgroupVersion,
   ContainerMemoryApi,

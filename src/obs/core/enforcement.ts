@@ -3,6 +3,7 @@
  * restart returns it to `obs.enforcement.mode`. Every guardrail reads it when it acts, so a change
  * is visible on the very next request.
  */
+import { matchWord } from './config/config-fields.ts';
 import { ENFORCEMENT_MODES, type EnforcementMode } from './config/config-schema.ts';
 import { ObsError } from './errors.ts';
 
@@ -23,6 +24,16 @@ export function isEnforcementMode(value: unknown): value is EnforcementMode {
 }
 
 /**
+ * The mode `value` names, in its canonical spelling, or undefined: case, surrounding blanks and
+ * `-` against `_` do not matter (`dry_run`, `Dry-Run` are `DRY_RUN`). The one rule of the lever,
+ * read alike by `obs.enforcement.mode` (`OBS_ENFORCEMENT_MODE`), the enforcement routes and
+ * {@link Enforcement.set}.
+ */
+export function parseEnforcementMode(value: unknown): EnforcementMode | undefined {
+  return matchWord(ENFORCEMENT_MODES, value);
+}
+
+/**
  * The mode lever. Reachable as `app.obs.mode`; the actuator route `POST /actuator/obs/enforcement`
  * calls {@link set}, and code may call it where the actuator routes are not exposed.
  */
@@ -30,10 +41,11 @@ export class Enforcement {
   #mode: EnforcementMode;
   readonly #listeners = new Set<ModeListener>();
 
-  /** @param initial the mode at startup; default ENFORCING. */
+  /** @param initial the mode at startup, read as {@link parseEnforcementMode} reads it; default ENFORCING. */
   constructor(initial: EnforcementMode = 'ENFORCING') {
-    if (!isEnforcementMode(initial)) throw new ObsError('OBS_ERR_INVALID_MODE', [JSON.stringify(initial)]);
-    this.#mode = initial;
+    const mode = parseEnforcementMode(initial);
+    if (mode === undefined) throw new ObsError('OBS_ERR_INVALID_MODE', [JSON.stringify(initial)]);
+    this.#mode = mode;
   }
 
   /** The current mode. */
@@ -47,16 +59,18 @@ export class Enforcement {
   }
 
   /**
-   * Sets the mode for this process, at once.
+   * Sets the mode for this process, at once. The value is read as {@link parseEnforcementMode}
+   * reads it (a JavaScript caller's `'dry_run'` is `DRY_RUN`); the change names the canonical one.
    * @returns the previous and the current mode.
    * @throws {ObsError} `OBS_ERR_INVALID_MODE` for anything but `ENFORCING` or `DRY_RUN`.
    */
   set(mode: EnforcementMode): ModeChange {
-    if (!isEnforcementMode(mode)) throw new ObsError('OBS_ERR_INVALID_MODE', [JSON.stringify(mode)]);
+    const current = parseEnforcementMode(mode);
+    if (current === undefined) throw new ObsError('OBS_ERR_INVALID_MODE', [JSON.stringify(mode)]);
     const previous = this.#mode;
-    this.#mode = mode;
-    const change = { previous, current: mode };
-    if (previous !== mode) {
+    this.#mode = current;
+    const change = { previous, current };
+    if (previous !== current) {
       for (const listener of this.#listeners) {
         try {
           listener(change);

@@ -67,7 +67,7 @@ export const OBS_ERRORS = {
   OBS_ERR_INVALID_MODE: {
     status: 400,
     message: 'invalid enforcement mode %s: expected ENFORCING or DRY_RUN',
-    when: '`POST /actuator/obs/enforcement` (or `Enforcement.set`) got anything but `ENFORCING` or `DRY_RUN`',
+    when: '`POST /actuator/obs/enforcement` (or `Enforcement.set`) got anything but `ENFORCING` or `DRY_RUN` (case, blanks and `-`/`_` aside)',
   },
   OBS_ERR_INVALID_JSON: {
     status: 400,

@@ -41,7 +41,13 @@ import {
 } from './health.ts';
 import { guardMeterProvider } from './meters.ts';
 import { READINESS_TIMEOUT_MS, type ReadinessCheck, type ReadinessReport } from './readiness.ts';
-import { featureSnapshots, type ObsSnapshot, type RuntimeSnapshot, readSections } from './snapshot.ts';
+import {
+  dryRunSnapshot,
+  featureSnapshots,
+  type ObsSnapshot,
+  type RuntimeSnapshot,
+  readSections,
+} from './snapshot.ts';
 
 /** The logger obs writes to: pino, fastify's logger, or anything with these two methods. */
 export interface ObsLogger {
@@ -289,6 +295,7 @@ export function createObsCore(options: CreateObsOptions, seams: ObsCoreSeams): O
         service: core.serviceName,
         version: core.version,
         mode: mode.get(),
+        dry_run: dryRunSnapshot(config, mode.get()),
         config_hash: resolved.hash,
         profile: {
           name: resolved.profile.name ?? null,

@@ -6,7 +6,7 @@
 import type { CardinalityOffender } from './cardinality.ts';
 import type { ResolvedObsConfig } from './config/config.ts';
 import type { JsonValue } from './config/config-hash.ts';
-import type { EnforcementMode } from './config/config-schema.ts';
+import type { EnforcementMode, ObsConfig } from './config/config-schema.ts';
 import type { DrainPhase } from './drain.ts';
 import { FEATURES } from './features.ts';
 
@@ -72,11 +72,68 @@ export interface RuntimeSnapshot {
   readonly drain: { readonly state: DrainPhase; readonly since: string };
 }
 
+/** One setting whose effect depends on the mode, as the snapshot's `dry_run` lists it. */
+export interface DryRunChange {
+  /** The `obs.*` key. */
+  readonly setting: string;
+  /** What the setting does in ENFORCING mode. */
+  readonly enforcing: string;
+  /** What it does instead in DRY_RUN mode. */
+  readonly dry_run: string;
+  /** Whether the setting is on in this process, so that DRY_RUN changes something here. */
+  readonly applies: boolean;
+}
+
+/** What the snapshot says DRY_RUN changes: `dry_run`. */
+export interface DryRunSnapshot {
+  /** Whether this process is in DRY_RUN now. */
+  readonly active: boolean;
+  /** Every setting whose effect depends on the mode; everything else behaves the same in both. */
+  readonly changes: readonly DryRunChange[];
+}
+
+/**
+ * What DRY_RUN changes, setting by setting (ADR 0051): it never refuses or rewrites anything, it
+ * counts and lets it through. Nothing else depends on the mode: stamping, counting, metrics, logs,
+ * Kafka and the rest behave the same in both.
+ */
+export function dryRunSnapshot(config: ObsConfig, mode: EnforcementMode): DryRunSnapshot {
+  const { cardinality } = config;
+  const guard = config['trace-guard'];
+  const budget = config['timeout-budget'];
+  return {
+    active: mode === 'DRY_RUN',
+    changes: [
+      {
+        setting: 'obs.cardinality.max-tag-values-per-meter',
+        enforcing: `a label value past the cap is recorded as "${cardinality['overflow-value']}"`,
+        dry_run: 'the value is recorded as it is; the overflow is counted',
+        applies: cardinality.enabled,
+      },
+      {
+        setting: 'obs.trace-guard.fail-on-missing',
+        enforcing: 'a request without trace context is refused with 400 (OBS_ERR_TRACE_CONTEXT_MISSING)',
+        dry_run: 'the request is logged and counted, never refused',
+        applies: guard.enabled && guard['fail-on-missing'],
+      },
+      {
+        setting: 'obs.timeout-budget.abort-on-exhaustion',
+        enforcing:
+          'an outbound HTTP call with minimum-budget or less left is refused before a byte is sent (OBS_ERR_TIMEOUT_BUDGET_EXHAUSTED)',
+        dry_run: 'the call is counted as exhausted and runs',
+        applies: budget.enabled && budget['abort-on-exhaustion'],
+      },
+    ],
+  };
+}
+
 /** `GET /actuator/obs`: what is on and off, with what configuration, in which mode. */
 export interface ObsSnapshot {
   readonly service: string;
   readonly version: string;
   readonly mode: EnforcementMode;
+  /** What DRY_RUN changes: the settings whose effect depends on the mode, and whether each is on. */
+  readonly dry_run: DryRunSnapshot;
   readonly config_hash: string;
   readonly profile: { readonly name: string | null; readonly applied: boolean; readonly auto_apply: boolean };
   readonly config_file: string | null;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isEnforcementMode } from '../../../src/obs/core/enforcement.ts';
+import { isEnforcementMode, parseEnforcementMode } from '../../../src/obs/core/enforcement.ts';
 import { Enforcement, type EnforcementMode, ObsError } from '../../../src/obs/index.ts';
 
 test('enforcement – starts at the given mode, ENFORCING by default', () => {
@@ -34,9 +34,28 @@ test('enforcement – listeners hear each change once, not a set to the same mod
   assert.equal(mode.get(), 'DRY_RUN');
 });
 
+test('enforcement – a mode is read with the rule of OBS_ENFORCEMENT_MODE: case, blanks, - and _ aside (#40)', () => {
+  for (const [value, mode] of [
+    ['dry_run', 'DRY_RUN'],
+    ['Dry-Run', 'DRY_RUN'],
+    [' DRY_RUN ', 'DRY_RUN'],
+    ['enforcing', 'ENFORCING'],
+    ['ENFORCING', 'ENFORCING'],
+  ] as const) {
+    assert.equal(parseEnforcementMode(value), mode, value);
+  }
+  for (const bad of ['OFF', 'dry run', 'DRYRUN', '', undefined, null, 1, ['DRY_RUN']]) {
+    assert.equal(parseEnforcementMode(bad), undefined, String(bad));
+  }
+  const lever = new Enforcement('dry_run' as EnforcementMode);
+  assert.equal(lever.get(), 'DRY_RUN');
+  assert.deepEqual(lever.set('enforcing' as EnforcementMode), { previous: 'DRY_RUN', current: 'ENFORCING' });
+  assert.equal(lever.get(), 'ENFORCING');
+});
+
 test('enforcement – anything but the two modes is refused with OBS_ERR_INVALID_MODE and changes nothing', () => {
   const mode = new Enforcement();
-  for (const bad of ['OFF', 'dry_run', '', 'ENFORCING ', undefined, 1]) {
+  for (const bad of ['OFF', 'dry run', '', 'ENFORCE', undefined, 1]) {
     assert.throws(
       () => mode.set(bad as EnforcementMode),
       (error: unknown) =>

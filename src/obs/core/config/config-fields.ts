@@ -95,6 +95,17 @@ export const isOptional = (schema: TSchema): boolean => KindGuard.IsOptional(sch
 export const enumValues = (schema: TUnion<TLiteral<string>[]>): string[] =>
   schema.anyOf.map((member) => member.const);
 
+/**
+ * The word of `words` that `raw` stands for, or undefined: relaxed like Spring's enum binding, so
+ * case, surrounding blanks and `-` against `_` do not matter (`dry-run` is `DRY_RUN`). The one rule
+ * for every word obs reads, from the configuration and from the enforcement routes alike.
+ */
+export function matchWord<W extends string>(words: readonly W[], raw: unknown): W | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const wanted = raw.trim().toUpperCase().replaceAll('-', '_');
+  return words.find((w) => w.toUpperCase().replaceAll('-', '_') === wanted);
+}
+
 /** The limits of a number or a duration (the builders always set both). */
 export function bounds(schema: TNumber | TInteger): { readonly min: number; readonly max: number } {
   const { minimum: min, maximum: max } = schema;

@@ -16,6 +16,7 @@ import {
   isStringList,
   isStringMap,
   keywords,
+  matchWord,
 } from './config-fields.ts';
 
 /** A raw subtree as a source wrote it, before it is checked. */
@@ -149,12 +150,7 @@ function convert(schema: TSchema, raw: unknown): unknown {
   if (isDuration(schema)) return parseDurationMs(raw) ?? NOT_A_VALUE;
   if (KindGuard.IsInteger(schema) || KindGuard.IsNumber(schema))
     return numberOf(raw, KindGuard.IsInteger(schema)) ?? NOT_A_VALUE;
-  if (isEnum(schema)) {
-    if (typeof raw !== 'string') return NOT_A_VALUE;
-    // Relaxed like Spring's enum binding: case and `-`/`_` do not matter.
-    const wanted = raw.trim().toUpperCase().replaceAll('-', '_');
-    return enumValues(schema).find((v) => v.toUpperCase().replaceAll('-', '_') === wanted) ?? NOT_A_VALUE;
-  }
+  if (isEnum(schema)) return matchWord(enumValues(schema), raw) ?? NOT_A_VALUE;
   if (isStringList(schema)) return listOf(raw);
   if (isStringMap(schema)) return checkMap(schema, raw) ?? NOT_A_VALUE;
   return raw;

@@ -17,7 +17,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { flattenEffective } from '../../core/config/config-effective.ts';
-import { isEnforcementMode } from '../../core/enforcement.ts';
+import { parseEnforcementMode } from '../../core/enforcement.ts';
 import { isObsError, OBS_ERRORS, ObsError } from '../../core/errors.ts';
 import { healthHttpStatus } from '../../core/health.ts';
 import type { ObsCore } from '../../core/obs.ts';
@@ -126,12 +126,14 @@ export async function registerActuator(app: FastifyInstance, obs: ObsCore & Diag
           typeof body === 'object' && body !== null && !Array.isArray(body)
             ? (body as { value?: unknown }).value
             : undefined;
-        if (!isEnforcementMode(value)) {
+        // The rule of OBS_ENFORCEMENT_MODE: case and `-`/`_` do not matter; the answer is canonical.
+        const mode = parseEnforcementMode(value);
+        if (mode === undefined) {
           throw new ObsError('OBS_ERR_INVALID_MODE', [
             value === undefined ? '(no "value" field)' : JSON.stringify(value),
           ]);
         }
-        const { previous, current } = obs.mode.set(value);
+        const { previous, current } = obs.mode.set(mode);
         return { previous, current, note: MODE_CHANGE_NOTE };
       };
       scope.get(successor, read);

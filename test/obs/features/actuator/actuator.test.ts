@@ -104,6 +104,24 @@ test('actuator – a mode change is visible on the very next request', async (t)
   assert.match(metrics, /obs_enforcement_mode\{mode="DRY_RUN"\} 0/);
 });
 
+test('actuator – the value is read as OBS_ENFORCEMENT_MODE reads it (case, blanks, - and _ aside) and answered canonical (#40)', async (t) => {
+  const obs = await startObsApp();
+  t.after(() => obs.close());
+  const url = `${obs.url}/actuator/obs/enforcement`;
+  const steps: ReadonlyArray<readonly [string, string, string]> = [
+    ['dry_run', 'ENFORCING', 'DRY_RUN'],
+    ['Enforcing', 'DRY_RUN', 'ENFORCING'],
+    [' dry-run ', 'ENFORCING', 'DRY_RUN'],
+    ['DRY_RUN', 'DRY_RUN', 'DRY_RUN'],
+  ];
+  for (const [value, previous, current] of steps) {
+    const response = await post(url, JSON.stringify({ value }));
+    assert.equal(response.status, 200, value);
+    assert.deepEqual(await json(response), { previous, current, note: MODE_CHANGE_NOTE }, value);
+  }
+  assert.deepEqual(await json(await fetch(url)), { mode: 'DRY_RUN' });
+});
+
 test('actuator – the deprecated /actuator/obs/mode alias behaves the same, with Deprecation and Link headers', async (t) => {
   const obs = await startObsApp();
   t.after(() => obs.close());
@@ -140,8 +158,8 @@ test('actuator – anything but the two values or bad JSON is a 400, a body that
   const url = `${obs.url}/actuator/obs/enforcement`;
   const cases: ReadonlyArray<readonly [string, string | null, number, string]> = [
     ['{"value":"OFF"}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
-    ['{"value":"dry_run"}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
-    ['{"value":"DRY_RUN "}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
+    ['{"value":"dry run"}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
+    ['{"value":"DRYRUN"}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
     ['{"value":null}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
     ['{"mode":"DRY_RUN"}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
     ['{}', 'application/json', 400, 'OBS_ERR_INVALID_MODE'],
