@@ -145,6 +145,54 @@ function assertReport(output: string, line: string): void {
   );
 }
 
+/** What test/obs/fixtures/packed-consumer/origin-checks.js prints (issue #40). */
+interface OriginReport {
+  readonly zeroDefault: Record<
+    'none' | 'explicitZero',
+    {
+      readonly budget: { readonly remainingMs: number; readonly source: string } | null;
+      readonly fetch: { readonly status?: number; readonly error?: string };
+      readonly kafka: Readonly<Record<string, string>>;
+      readonly downstream: ReadonlyArray<{
+        readonly remaining: string | null;
+        readonly deadline: string | null;
+      }>;
+      readonly exhausted: Readonly<Record<'fetch' | 'kafka', number>>;
+    }
+  >;
+  readonly zeroRemaining: {
+    readonly results: Readonly<Record<string, { readonly status?: number; readonly error?: string }>>;
+    readonly downstream: Readonly<Record<string, readonly (string | null)[]>>;
+  };
+  readonly lever: {
+    readonly started: string;
+    readonly dryRun: {
+      readonly active: boolean;
+      readonly changes: ReadonlyArray<{
+        readonly setting: string;
+        readonly enforcing: string;
+        readonly dry_run: string;
+        readonly applies: boolean;
+      }>;
+    } | null;
+    readonly dryRunCall: { readonly status?: number; readonly error?: string };
+    readonly dryRunDownstream: number;
+    readonly route: Readonly<
+      Record<
+        string,
+        {
+          readonly status: number;
+          readonly body: {
+            readonly current?: string;
+            readonly error?: { readonly code: string; readonly message: string };
+          };
+        }
+      >
+    >;
+    readonly code: unknown;
+  };
+}
+
 describe('packages – installed from their tarballs, outside the repository', { concurrency: false }, () => {
   const tarballs = { obs: '', service: '', operator: '' };
   const nodes: Record<string, string> = {};
@@ -434,6 +482,99 @@ describe('packages – installed from their tarballs, outside the repository', {
       () => run(process.execPath, [tsc, '-p', 'tsconfig.wrong.json'], dir),
       /not assignable to type 'number'/,
     );
+  });
+
+  /**
+   * Issue #40: the original starter's own checks, black-box against the tarball in a plain fastify
+   * app with undici and axios beside it (test/obs/fixtures/packed-consumer/origin-checks.js), run
+   * once on Node 24; each test below judges its part of what the app saw.
+   */
+  let originReport: OriginReport | undefined;
+  const origin = (): OriginReport => {
+    if (originReport !== undefined) return originReport;
+    const dir = app('origin-checks', { type: 'module' });
+    npmInstall(dir, [tarballs.obs, 'fastify@5', 'undici@7', 'axios@1']);
+    writeFileSync(
+      join(dir, 'origin-checks.js'),
+      readFileSync(join(ROOT, 'test', 'obs', 'fixtures', 'packed-consumer', 'origin-checks.js')),
+    );
+    const output = run(nodes['24']!, ['origin-checks.js'], dir);
+    originReport = JSON.parse(output.trim().split('\n').at(-1)!) as OriginReport;
+    return originReport;
+  };
+
+  test('obs from its tarball: default-budget 0 establishes no budget, nothing stamped on HTTP or Kafka; an inbound 0 is still expired (#40)', () => {
+    const { none, explicitZero } = origin().zeroDefault;
+    assert.equal(none.budget, null, 'currentTimeoutBudget() is empty');
+    assert.equal(none.fetch.status, 200);
+    assert.deepEqual(none.downstream, [{ remaining: null, deadline: null }], 'nothing stamped on HTTP');
+    assert.equal(none.kafka['Obs-Timeout-Ms'], undefined, 'nothing stamped on Kafka');
+    assert.equal(none.kafka['Obs-Timeout-Deadline-Ms'], undefined);
+    assert.equal(none.exhausted.fetch + none.exhausted.kafka, 0, 'no call counted as exhausted');
+    // The explicit 0: an expired budget, stamped 0 and counted, the call still made.
+    assert.equal(explicitZero.budget?.remainingMs, 0);
+    assert.equal(explicitZero.budget?.source, 'remaining-header');
+    assert.equal(explicitZero.fetch.status, 200);
+    assert.equal(explicitZero.downstream[0]?.remaining, '0');
+    assert.equal(explicitZero.kafka['Obs-Timeout-Ms'], '0');
+    assert.deepEqual(
+      { fetch: explicitZero.exhausted.fetch, kafka: explicitZero.exhausted.kafka },
+      { fetch: 1, kafka: 1 },
+    );
+  });
+
+  test('obs from its tarball: with apply-client-timeout and 0 ms left, fetch, undici, node:http and axios calls all run (#40)', () => {
+    const { results, downstream } = origin().zeroRemaining;
+    const everyClient = {
+      fetch: { status: 200 },
+      undici: { status: 200 },
+      http: { status: 200 },
+      axios: { status: 200 },
+    };
+    assert.deepEqual(results, everyClient, 'an exhausted call still executes, whatever the client');
+    assert.deepEqual(
+      downstream,
+      { fetch: ['0'], undici: ['0'], http: ['0'], axios: ['0'] },
+      'the downstream saw each call once, stamped 0',
+    );
+  });
+
+  test('obs from its tarball: the lever reads dry_run as DRY_RUN on the route, the variable and in code; the snapshot says what DRY_RUN changes (#40)', () => {
+    const lever = origin().lever;
+    assert.equal(lever.started, 'DRY_RUN', 'OBS_ENFORCEMENT_MODE=dry_run');
+    assert.deepEqual(
+      Object.fromEntries(
+        Object.entries(lever.route).map(([k, v]) => [k, [v.status, v.body.current ?? v.body.error?.code]]),
+      ),
+      {
+        enforcing: [200, 'ENFORCING'],
+        dryRun: [200, 'DRY_RUN'],
+        dashed: [200, 'DRY_RUN'],
+        canonical: [200, 'ENFORCING'],
+        off: [400, 'OBS_ERR_INVALID_MODE'],
+      },
+      'answered with the canonical spelling',
+    );
+    assert.match(lever.route['off']?.body.error?.message ?? '', /"off"/);
+    assert.deepEqual(
+      lever.code,
+      { previous: 'ENFORCING', current: 'DRY_RUN' },
+      "app.obs.mode.set('dry_run')",
+    );
+    // ADR 0051: DRY_RUN never refuses; abort-on-exhaustion refuses in ENFORCING only.
+    assert.deepEqual(lever.dryRunCall, { status: 200 });
+    assert.equal(lever.dryRunDownstream, 1);
+    assert.ok(lever.dryRun, 'the snapshot has no dry_run section');
+    assert.equal(lever.dryRun.active, true);
+    assert.deepEqual(
+      lever.dryRun.changes.map((c) => [c.setting, c.applies]),
+      [
+        ['obs.cardinality.max-tag-values-per-meter', true],
+        ['obs.trace-guard.fail-on-missing', false],
+        ['obs.timeout-budget.abort-on-exhaustion', true],
+      ],
+    );
+    for (const change of lever.dryRun.changes) assert.ok(change.enforcing !== '' && change.dry_run !== '');
   });
 
   test('npx echo-chaos from its tarball answers /ready and --help lists the variables', async () => {
