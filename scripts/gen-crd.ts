@@ -10,6 +10,7 @@ import { DURATION_PATTERN } from '@echo-chaos/obs/internal';
 import { dump } from 'js-yaml';
 import { MAX_FIXED_PODS, TARGET_MODES } from '../src/operator/blast-radius.ts';
 import { MAX_STATUS_ENDPOINTS } from '../src/operator/endpoint-status.ts';
+import { DEFAULT_FAILURE_THRESHOLD, MAX_FAILURE_THRESHOLD, ON_ERROR } from '../src/operator/lifecycle.ts';
 import { type JsonSchemaObject, ScenarioSchema, toOpenApiV3Schema } from '../src/scenario/index.ts';
 
 export const CRD_GROUP = 'echo-chaos.dev';
@@ -178,7 +179,9 @@ const lifecycleProperties: Record<string, JsonSchemaObject> = {
     description:
       "Steady-state check: when the operator's Prometheus (PROMETHEUS_URL) answers query with a value that " +
       'compares with threshold for the whole of for, the scenario is removed from its pods (reason Aborted) ' +
-      'until the spec changes.',
+      'until the spec changes. A check that cannot be made (PROMETHEUS_URL unset, Prometheus unreachable, an ' +
+      'answer that is no query result) fails closed: after failureThreshold failures in a row the condition ' +
+      'AbortCheckHealthy turns False (naming the URL and the error) and onError applies.',
     required: ['query', 'threshold'],
     properties: {
       query: { type: 'string', description: 'PromQL instant query.', minLength: 1, maxLength: 4096 },
@@ -194,6 +197,22 @@ const lifecycleProperties: Record<string, JsonSchemaObject> = {
         maxLength: 32,
         pattern: `^${DURATION_PATTERN}$`,
       },
+      onError: {
+        type: 'string',
+        description:
+          'What happens while the check cannot be made (after failureThreshold failures in a row). Suspend ' +
+          '(the default): the scenario is removed from its pods (Ready False, reason AbortCheckFailed) until a ' +
+          'check succeeds again, then it goes back. Continue: it keeps running without its steady-state check ' +
+          '(AbortCheckHealthy False and a Warning event say so).',
+        enum: [...ON_ERROR],
+      },
+      failureThreshold: {
+        type: 'integer',
+        format: 'int32',
+        description: `Failed checks in a row before onError applies (1-${MAX_FAILURE_THRESHOLD}). Default ${DEFAULT_FAILURE_THRESHOLD}.`,
+        minimum: 1,
+        maximum: MAX_FAILURE_THRESHOLD,
+      },
     },
   },
 };
@@ -203,7 +222,12 @@ const conditionSchema: JsonSchemaObject = {
   description: 'One aspect of the current state (metav1.Condition).',
   required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
   properties: {
-    type: { type: 'string', description: 'Condition type, e.g. Ready.', maxLength: 316 },
+    type: {
+      type: 'string',
+      description:
+        'Condition type: Ready, or AbortCheckHealthy (with spec.abortWhen: whether its query can be evaluated).',
+      maxLength: 316,
+    },
     status: { type: 'string', description: 'True, False or Unknown.', enum: ['True', 'False', 'Unknown'] },
     observedGeneration: {
       type: 'integer',
@@ -219,7 +243,8 @@ const conditionSchema: JsonSchemaObject = {
     reason: {
       type: 'string',
       description:
-        'CamelCase reason: Synced, Invalid, Conflict, TargetNotFound, PushFailed, Expired, Suspended or Aborted.',
+        'CamelCase reason. Ready: Synced, Invalid, Conflict, TargetNotFound, PushFailed, Expired, Suspended, ' +
+        'Aborted or AbortCheckFailed. AbortCheckHealthy: QuerySucceeded, QueryFailed or PrometheusUnset.',
       minLength: 1,
       maxLength: 1024,
       pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
@@ -355,6 +380,13 @@ export function echoScenarioCrd(): JsonSchemaObject {
               type: 'string',
               priority: 1,
               jsonPath: ".status.conditions[?(@.type=='Ready')].reason",
+            },
+            {
+              name: 'AbortCheck',
+              type: 'string',
+              description:
+                'Whether spec.abortWhen can be evaluated (the AbortCheckHealthy condition); empty without abortWhen.',
+              jsonPath: ".status.conditions[?(@.type=='AbortCheckHealthy')].status",
             },
             { name: 'Started', type: 'date', jsonPath: '.status.startTime' },
             {

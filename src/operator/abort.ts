@@ -3,16 +3,37 @@
  * has its Prometheus query evaluated (`GET <PROMETHEUS_URL>/api/v1/query`, one at a time, each with
  * a timeout); when the comparison with the threshold has held at every poll for `for`, the
  * experiment is aborted (the operator removes it from its pods, reason `Aborted`, until the spec
- * changes). A failed query breaks the streak: only a condition seen to hold aborts.
+ * changes). A failed query breaks the streak: only a condition seen to hold aborts. A check that
+ * cannot be made (no `PROMETHEUS_URL`, Prometheus down, an answer that is no query result) fails
+ * closed: after `failureThreshold` failures in a row the check is unhealthy, and with `onError:
+ * Suspend` (the default) the experiment leaves its pods until a check succeeds again.
  */
 import { parseDurationMs } from '@echo-chaos/obs/internal';
+import type { Counter } from 'prom-client';
 import type { EchoScenario } from './echo-scenario.ts';
 import { OperatorError } from './errors.ts';
-import type { AbortWhen, Comparison } from './lifecycle.ts';
+import {
+  type AbortCheck,
+  type AbortWhen,
+  type Comparison,
+  failureThresholdOf,
+  onErrorOf,
+} from './lifecycle.ts';
 import type { OperatorLogger } from './logger.ts';
 
 /** Longest Prometheus answer read, in bytes. */
 const MAX_BODY_BYTES = 1 << 20;
+
+/** Whether `data` is a query result {@link evaluate} can read: a vector or a scalar. */
+export function isQueryResult(data: unknown): boolean {
+  const d = data as { resultType?: unknown; result?: unknown } | null | undefined;
+  if (typeof d !== 'object' || d === null || !Array.isArray(d.result)) return false;
+  if (d.resultType === 'scalar') return d.result.length === 2;
+  if (d.resultType !== 'vector') return false;
+  return d.result.every(
+    (sample: { value?: unknown } | null) => Array.isArray(sample?.value) && sample.value.length === 2,
+  );
+}
 
 /** Whether a query result holds: any sample of a vector, or the scalar, compared with the threshold. */
 export function evaluate(
@@ -40,14 +61,23 @@ export function evaluate(
   return { holds: hit !== undefined, value: hit ?? finite[0] };
 }
 
-/** One query against Prometheus' HTTP API; rejects with `OPERATOR_ERR_ABORT_QUERY`. */
+/** The URL an instant query goes to (without its query string), as messages name it. */
+export function queryUrlOf(baseUrl: string): URL {
+  return new URL('api/v1/query', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+}
+
+/**
+ * One query against Prometheus' HTTP API: its `data`, a vector or a scalar. Rejects with
+ * `OPERATOR_ERR_ABORT_QUERY`, naming the URL queried and what went wrong.
+ */
 export async function queryPrometheus(baseUrl: string, query: string, timeoutMs: number): Promise<unknown> {
-  const url = new URL('api/v1/query', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+  const url = queryUrlOf(baseUrl);
+  const named = url.href;
   url.searchParams.set('query', query);
   const failed = (detail: string, cause?: unknown) =>
     new OperatorError(
       'OPERATOR_ERR_ABORT_QUERY',
-      [baseUrl, detail],
+      [named, detail],
       cause === undefined ? undefined : { cause },
     );
   let res: Response;
@@ -63,36 +93,54 @@ export async function queryPrometheus(baseUrl: string, query: string, timeoutMs:
     throw failed((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message, error);
   }
   if (text.length > MAX_BODY_BYTES) throw failed(`answer over ${MAX_BODY_BYTES} bytes`);
-  let body: { status?: string; data?: unknown; error?: string };
+  let body: { status?: string; data?: unknown; error?: string } | null;
   try {
     body = JSON.parse(text);
   } catch {
     throw failed(`HTTP ${res.status}, not JSON`);
   }
-  if (!res.ok || body.status !== 'success')
-    throw failed(`HTTP ${res.status}: ${body.error ?? 'query failed'}`);
+  if (!res.ok || body?.status !== 'success')
+    throw failed(`HTTP ${res.status}: ${body?.error ?? 'not a success'}`);
+  if (!isQueryResult(body.data)) throw failed(`HTTP ${res.status}: an answer that is no vector or scalar`);
   return body.data;
 }
 
 export interface AbortWatcherOptions {
-  /** `PROMETHEUS_URL`; undefined: an EchoScenario with `abortWhen` gets `onError`. */
+  /** `PROMETHEUS_URL`; undefined: every check of an EchoScenario with `abortWhen` fails. */
   readonly prometheusUrl: string | undefined;
   readonly intervalMs: number;
   readonly queryTimeoutMs: number;
   readonly logger: Pick<OperatorLogger, 'warn'>;
   readonly now: () => Date;
-  /** The running EchoScenarios that have `spec.abortWhen`. */
+  /** The running EchoScenarios that have `spec.abortWhen`, and those its failing checks stopped. */
   readonly candidates: () => EchoScenario[];
   /** The condition held for `for`: abort this generation. */
   readonly onAbort: (es: EchoScenario, message: string) => void;
-  /** A query failed (or cannot be made); called once per streak of failures. */
+  /** A check failed (or cannot be made); called once per streak of failures, at its first. */
   readonly onError: (es: EchoScenario, message: string) => void;
+  /**
+   * What the checks say changed: healthy at the first success (of a generation, or after failures),
+   * unhealthy once `failureThreshold` checks in a row failed.
+   */
+  readonly onCheck: (es: EchoScenario, check: AbortCheck) => void;
+  /** `echo_operator_abort_checks_total`, by `result`: `held`, `clear` or `failed`. */
+  readonly checks?: Pick<Counter<'result'>, 'inc'>;
+}
+
+interface CheckState {
+  generation: number;
+  /** Since when the condition holds. */
+  since?: number;
+  /** Failed checks in a row. */
+  failures: number;
+  /** What `onCheck` was last told; undefined before the first word. */
+  healthy?: boolean;
 }
 
 export class AbortWatcher {
   readonly #o: AbortWatcherOptions;
-  /** `<ns>/<name>` → the generation and since when its condition holds, or its failing streak. */
-  readonly #state = new Map<string, { generation: number; since?: number; failing?: boolean }>();
+  /** `<ns>/<name>` → the generation, since when its condition holds, and its failing streak. */
+  readonly #state = new Map<string, CheckState>();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = true;
@@ -129,7 +177,7 @@ export class AbortWatcher {
 
   /** One poll of every candidate (exposed for tests). */
   async tick(): Promise<void> {
-    const { prometheusUrl, queryTimeoutMs, logger, now, onAbort, onError } = this.#o;
+    const { prometheusUrl, queryTimeoutMs, logger, now, onAbort, onCheck, checks } = this.#o;
     const candidates = this.#o.candidates();
     const keys = new Set(candidates.map(keyOf));
     for (const key of this.#state.keys()) if (!keys.has(key)) this.#state.delete(key);
@@ -139,20 +187,35 @@ export class AbortWatcher {
       const generation = es.metadata.generation ?? 0;
       let state = this.#state.get(key);
       if (state?.generation !== generation) {
-        state = { generation };
+        state = { generation, failures: 0 };
         this.#state.set(key, state);
       }
       const abort = (es.spec?.abortWhen ?? {}) as AbortWhen;
       const comparison = (abort.comparison ?? '>') as Comparison;
       const threshold = abort.threshold as number;
       const forMs = parseDurationMs(abort.for ?? '0') ?? 0;
-      const fail = (message: string) => {
+      const failureThreshold = failureThresholdOf(abort);
+      const policy = onErrorOf(abort);
+      const fail = (reason: string, detail: string) => {
+        checks?.inc({ result: 'failed' });
         state.since = undefined;
-        if (!state.failing) onError(es, message);
-        state.failing = true;
+        state.failures++;
+        const then =
+          policy === 'Suspend'
+            ? `after ${failureThreshold} in a row, onError Suspend removes it from its pods until a check succeeds`
+            : 'onError is Continue: it goes on without its steady-state check';
+        if (state.failures === 1) this.#o.onError(es, `abortWhen cannot be evaluated: ${detail} (${then})`);
+        if (state.failures >= failureThreshold && state.healthy !== false) {
+          state.healthy = false;
+          onCheck(es, {
+            healthy: false,
+            reason,
+            message: `abortWhen could not be evaluated ${state.failures} times in a row: ${detail}`,
+          });
+        }
       };
       if (prometheusUrl === undefined) {
-        fail('spec.abortWhen needs the operator setting PROMETHEUS_URL, which is not set');
+        fail('PrometheusUnset', 'the operator setting PROMETHEUS_URL is not set');
         continue;
       }
       let result: ReturnType<typeof evaluate>;
@@ -164,10 +227,19 @@ export class AbortWatcher {
         );
       } catch (error) {
         logger.warn({ echoScenario: es.metadata.name, err: String(error) }, 'abortWhen query failed');
-        fail(`abortWhen query failed: ${(error as Error).message}`);
+        fail('QueryFailed', (error as Error).message);
         continue;
       }
-      state.failing = false;
+      checks?.inc({ result: result.holds ? 'held' : 'clear' });
+      state.failures = 0;
+      if (state.healthy !== true) {
+        state.healthy = true;
+        onCheck(es, {
+          healthy: true,
+          reason: 'QuerySucceeded',
+          message: `Prometheus at ${queryUrlOf(prometheusUrl).href} answered the query`,
+        });
+      }
       if (!result.holds) {
         state.since = undefined;
         continue;
@@ -215,5 +287,33 @@ export class AbortedRuns {
 
   forget(es: EchoScenario): void {
     this.#aborted.delete(keyOf(es));
+  }
+}
+
+/**
+ * This leader's last word on each EchoScenario's `abortWhen` checks, for one generation: whether
+ * they can be made. The status keeps it too (`AbortCheckHealthy`), for the next leader.
+ */
+export class AbortChecks {
+  readonly #checks = new Map<string, { generation: number; check: AbortCheck }>();
+
+  set(es: EchoScenario, check: AbortCheck): void {
+    this.#checks.set(keyOf(es), { generation: es.metadata.generation ?? 0, check });
+  }
+
+  /** The last word on `es`'s generation, if this leader has one. */
+  of(es: EchoScenario): AbortCheck | undefined {
+    const key = keyOf(es);
+    const entry = this.#checks.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.generation !== (es.metadata.generation ?? 0)) {
+      this.#checks.delete(key);
+      return undefined;
+    }
+    return entry.check;
+  }
+
+  forget(es: EchoScenario): void {
+    this.#checks.delete(keyOf(es));
   }
 }

@@ -140,7 +140,7 @@ export const OPERATOR_SETTINGS = {
   prometheusUrl: setting(
     'PROMETHEUS_URL',
     Type.Optional(HTTP_URL),
-    'The Prometheus that `spec.abortWhen` queries (chart: `operator.prometheusUrl`); unset, an EchoScenario with `abortWhen` gets one `AbortCheckFailed` Warning event and is never aborted.',
+    'The Prometheus that `spec.abortWhen` queries (chart: `operator.prometheusUrl`); unset or unreachable, every check of an EchoScenario with `abortWhen` fails, and after `abortWhen.failureThreshold` (3) in a row it is taken off its pods (`onError: Suspend`, the default) or runs unguarded (`Continue`), `AbortCheckHealthy` False saying why.',
     { trim: true, form: 'an http or https URL such as http://prometheus:9090' },
   ),
   abortPollIntervalMs: setting(

@@ -25,8 +25,8 @@ export const OPERATOR_ERRORS = {
   },
   OPERATOR_ERR_ABORT_QUERY: {
     status: 502,
-    message: 'Prometheus at %s: %s',
-    when: "A query of an EchoScenario's `spec.abortWhen` failed (unreachable, timed out, an answer over 1 MiB, not JSON, or not a success); the EchoScenario reports it and the query is tried again at the next interval",
+    message: 'Prometheus query GET %s failed: %s',
+    when: "A query of an EchoScenario's `spec.abortWhen` failed (unreachable, timed out, an answer over 1 MiB, not JSON, not a success, or no vector or scalar); the message names the URL queried; the query is tried again at the next interval, and after `failureThreshold` failures in a row the EchoScenario's `AbortCheckHealthy` condition turns False and `onError` applies (`Suspend` by default: off its pods until a check succeeds)",
   },
   OPERATOR_ERR_POD_SYNC: {
     status: 502,

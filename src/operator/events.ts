@@ -27,6 +27,7 @@ export const EVENT_OF_REASON: Readonly<Record<string, { reason: string; type: 'N
   Expired: { reason: 'Expired', type: 'Normal' },
   Suspended: { reason: 'Suspended', type: 'Normal' },
   Aborted: { reason: 'Aborted', type: 'Warning' },
+  AbortCheckFailed: { reason: 'AbortCheckFailed', type: 'Warning' },
 };
 
 /**

@@ -20,13 +20,19 @@ interface EchoScenario {
 /** What the lifecycle reads and writes of an EchoScenario's status. */
 interface EchoScenarioStatus {
   observedGeneration?: number;
-  conditions?: Array<{ type: string; reason: string; message: string; observedGeneration?: number }>;
+  conditions?: Array<{
+    type: string;
+    status?: string;
+    reason: string;
+    message: string;
+    observedGeneration?: number;
+  }>;
   startTime?: string;
   expiresAt?: string;
 }
 
 /** Why an EchoScenario is off its pods although valid and present. */
-export type StopReason = 'Expired' | 'Suspended' | 'Aborted';
+export type StopReason = 'Expired' | 'Suspended' | 'Aborted' | 'AbortCheckFailed';
 
 /** `spec.abortWhen`: a Prometheus query compared with a threshold, holding for `for`. */
 export interface AbortWhen {
@@ -34,6 +40,40 @@ export interface AbortWhen {
   comparison?: unknown;
   threshold?: unknown;
   for?: unknown;
+  /** What a check that cannot be made does once it failed `failureThreshold` times in a row. */
+  onError?: unknown;
+  failureThreshold?: unknown;
+}
+
+/** What `spec.abortWhen.onError` takes; `Suspend` by default (fail closed). */
+export const ON_ERROR = ['Suspend', 'Continue'] as const;
+export type OnError = (typeof ON_ERROR)[number];
+/** Failed checks in a row before `onError` applies, by default (a Kubernetes probe's default too). */
+export const DEFAULT_FAILURE_THRESHOLD = 3;
+/** Largest `spec.abortWhen.failureThreshold`. */
+export const MAX_FAILURE_THRESHOLD = 100;
+/** The condition type that says whether `spec.abortWhen` can be evaluated. */
+export const ABORT_CHECK_HEALTHY = 'AbortCheckHealthy';
+
+/** `spec.abortWhen.onError`, its default applied. */
+export function onErrorOf(abort: AbortWhen | undefined): OnError {
+  return abort?.onError === 'Continue' ? 'Continue' : 'Suspend';
+}
+
+/** `spec.abortWhen.failureThreshold`, its default applied. */
+export function failureThresholdOf(abort: AbortWhen | undefined): number {
+  const n = abort?.failureThreshold;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 1 ? n : DEFAULT_FAILURE_THRESHOLD;
+}
+
+/**
+ * Whether `spec.abortWhen` could be evaluated, as the last checks said: `healthy` false once
+ * `failureThreshold` checks in a row failed (`reason` and `message` name the URL and the error).
+ */
+export interface AbortCheck {
+  readonly healthy: boolean;
+  readonly reason: string;
+  readonly message: string;
 }
 
 /** The comparisons `spec.abortWhen.comparison` takes; `>` by default. */
@@ -96,6 +136,18 @@ export function lifecycleProblems(spec: Record<string, unknown> | undefined): st
             `spec.abortWhen.for: must be a duration of at most 1d, got ${JSON.stringify(abort.for)}`,
           );
       }
+      if (abort.onError !== undefined && !ON_ERROR.includes(abort.onError as OnError))
+        problems.push(
+          `spec.abortWhen.onError: must be one of ${ON_ERROR.join(', ')}, got ${JSON.stringify(abort.onError)}`,
+        );
+      const n = abort.failureThreshold;
+      if (
+        n !== undefined &&
+        (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_FAILURE_THRESHOLD)
+      )
+        problems.push(
+          `spec.abortWhen.failureThreshold: must be an integer from 1 to ${MAX_FAILURE_THRESHOLD}, got ${JSON.stringify(n)}`,
+        );
     }
   }
   return problems;
@@ -108,10 +160,29 @@ export function durationMs(es: EchoScenario): number | undefined {
 }
 
 /**
+ * What the checks of `spec.abortWhen` say for this generation: `check` (this leader's own, newest),
+ * else the `AbortCheckHealthy` condition the status holds for this generation (a new leader picks up
+ * a failing check where the last one left it), else nothing known.
+ */
+export function abortCheckOf(es: EchoScenario, check: AbortCheck | undefined): AbortCheck | undefined {
+  if (check !== undefined) return check;
+  const condition = es.status?.conditions?.find((c) => c.type === ABORT_CHECK_HEALTHY);
+  if (condition === undefined || condition.observedGeneration !== (es.metadata.generation ?? 0))
+    return undefined;
+  return { healthy: condition.status === 'True', reason: condition.reason, message: condition.message };
+}
+
+/**
  * Where a valid EchoScenario stands in its lifecycle at `now`.
  * @param aborted an abort decided by this operator for this generation and not yet in the status.
+ * @param check this operator's last word on whether `spec.abortWhen` can be evaluated (abort.ts).
  */
-export function lifecycleOf(es: EchoScenario, now: Date, aborted?: { message: string }): Lifecycle {
+export function lifecycleOf(
+  es: EchoScenario,
+  now: Date,
+  aborted?: { message: string },
+  check?: AbortCheck,
+): Lifecycle {
   const spec = es.spec as Record<string, unknown> | undefined;
   const generation = es.metadata.generation ?? 0;
   const status = es.status;
@@ -149,6 +220,18 @@ export function lifecycleOf(es: EchoScenario, now: Date, aborted?: { message: st
       startTime,
       expiresAt,
       expiresInMs: undefined,
+    };
+  }
+  // Fail closed: a steady-state check that cannot be made stops the experiment unless told to go on.
+  const abortWhen = spec?.['abortWhen'] as AbortWhen | undefined;
+  const health = abortWhen === undefined ? undefined : abortCheckOf(es, check);
+  if (health !== undefined && !health.healthy && onErrorOf(abortWhen) === 'Suspend') {
+    return {
+      stopped: 'AbortCheckFailed',
+      message: `${health.message}; spec.abortWhen.onError is Suspend: removed from its pods until a check succeeds`,
+      startTime,
+      expiresAt,
+      expiresInMs: expires === undefined ? undefined : expires.getTime() - now.getTime(),
     };
   }
   return {

@@ -18,6 +18,8 @@ export interface OperatorMetrics {
   readonly queueDepth: Gauge;
   /** EchoScenarios in the informer cache, by `condition`, `status` and `reason`, counted at each scrape. */
   readonly echoScenarios: Gauge<'condition' | 'status' | 'reason'>;
+  /** Checks of `spec.abortWhen`, by `result`: `held`, `clear` (the query answered) or `failed` (it could not be evaluated). */
+  readonly abortChecks: Counter<'result'>;
 }
 
 /** What `echo_operator_echoscenarios` reads of one condition of an EchoScenario. */
@@ -102,6 +104,12 @@ export function createOperatorMetrics(
           for (const c of counted) this.inc({ condition: c.type, status: c.status, reason: c.reason ?? '' });
         }
       },
+    }),
+    abortChecks: new Counter({
+      name: 'echo_operator_abort_checks_total',
+      help: 'Checks of spec.abortWhen queries, by result (held: the abort condition holds; clear: it does not; failed: the query could not be evaluated).',
+      labelNames: ['result'],
+      registers: [registry],
     }),
   };
 }

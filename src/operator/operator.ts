@@ -15,14 +15,14 @@ import {
   type KubeConfig,
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { AbortedRuns, AbortWatcher } from './abort.ts';
+import { AbortChecks, AbortedRuns, AbortWatcher } from './abort.ts';
 import { reuseApiConnections } from './api-connections.ts';
 import { type EchoScenario, isDeleting, PLURAL } from './echo-scenario.ts';
 import { createEchoScenarioApi } from './echo-scenario-api.ts';
 import { EventRecorder } from './events.ts';
 import { createInformers } from './informers.ts';
 import { LeaderElector } from './leader.ts';
-import { lifecycleOf } from './lifecycle.ts';
+import { abortCheckOf, lifecycleOf } from './lifecycle.ts';
 import type { OperatorLogger } from './logger.ts';
 import { createOperatorMetrics } from './metrics.ts';
 import { Planner } from './planner.ts';
@@ -135,7 +135,8 @@ export function createOperator(options: OperatorOptions): Operator {
   const ledger = new PushLedger();
   const events = new EventRecorder({ core, logger, instance: options.identity, now });
   const aborts = new AbortedRuns();
-  const lifecycle = (es: EchoScenario) => lifecycleOf(es, now(), aborts.of(es));
+  const abortChecks = new AbortChecks();
+  const lifecycle = (es: EchoScenario) => lifecycleOf(es, now(), aborts.of(es), abortChecks.of(es));
 
   // Plans kept between reconciles, made again only after a change they read (issue #16). What a new
   // plan changed is enqueued; a pod's push waits for its changes to settle (PodReconciler).
@@ -175,6 +176,7 @@ export function createOperator(options: OperatorOptions): Operator {
     ledger,
     queue,
     lifecycle,
+    abortCheck: (es) => abortCheckOf(es, abortChecks.of(es)),
     events,
     logger,
     now,
@@ -192,6 +194,7 @@ export function createOperator(options: OperatorOptions): Operator {
       if (type === 'delete') {
         queue.cancelAfter(key);
         aborts.forget(obj);
+        abortChecks.forget(obj);
         events.forget(obj.metadata.uid ?? '');
       }
       // Itself; what its change does to other EchoScenarios and to pods, the next plan reports.
@@ -249,15 +252,14 @@ export function createOperator(options: OperatorOptions): Operator {
     logger,
     now,
     candidates: () =>
-      scenarios
-        .list()
-        .filter(
-          (es) =>
-            es.spec?.abortWhen !== undefined &&
-            !isDeleting(es) &&
-            specProblems(es) === undefined &&
-            lifecycle(es).stopped === undefined,
-        ),
+      scenarios.list().filter(
+        (es) =>
+          es.spec?.abortWhen !== undefined &&
+          !isDeleting(es) &&
+          specProblems(es) === undefined &&
+          // A check that failed closed keeps being made: its first success puts the experiment back.
+          [undefined, 'AbortCheckFailed'].includes(lifecycle(es).stopped),
+      ),
     onAbort: (es, message) => {
       aborts.set(es, message);
       logger.warn({ echoScenario: es.metadata.name, namespace: es.metadata.namespace, message }, 'aborted');
@@ -266,6 +268,16 @@ export function createOperator(options: OperatorOptions): Operator {
     onError: (es, message) => {
       void events.record(es, 'Warning', 'AbortCheckFailed', message);
     },
+    onCheck: (es, check) => {
+      abortChecks.set(es, check);
+      logger[check.healthy ? 'info' : 'warn'](
+        { echoScenario: es.metadata.name, namespace: es.metadata.namespace, message: check.message },
+        check.healthy ? 'abortWhen check healthy' : 'abortWhen check unhealthy',
+      );
+      // Its status says so, and a check that failed closed (or recovered) changes its plan.
+      queue.add(scenarioKey(es.metadata.namespace ?? '', es.metadata.name ?? ''));
+    },
+    checks: metrics.abortChecks,
   });
 
   // Workers run only while leading: the gate opens when this replica (re)gains the lease.

@@ -9,7 +9,7 @@ import { type EchoScenario, FINALIZER } from './echo-scenario.ts';
 import type { EchoScenarioApi } from './echo-scenario-api.ts';
 import type { Endpoint } from './endpoints.ts';
 import { type EventRecorder, transitionOf } from './events.ts';
-import { clearingRunTimes, type Lifecycle, MAX_TIMER_MS } from './lifecycle.ts';
+import { type AbortCheck, clearingRunTimes, type Lifecycle, MAX_TIMER_MS } from './lifecycle.ts';
 import type { OperatorLogger } from './logger.ts';
 import type { NamespacePlan } from './plan.ts';
 import type { Planner } from './planner.ts';
@@ -27,6 +27,8 @@ export interface ScenarioReconcilerDeps {
   readonly queue: WorkQueue<WorkKey>;
   /** Its experiment lifecycle now (duration, suspend, an abort this leader decided). */
   readonly lifecycle: (es: EchoScenario) => Lifecycle;
+  /** What the checks of its `spec.abortWhen` say (lifecycle.ts `abortCheckOf`). */
+  readonly abortCheck?: (es: EchoScenario) => AbortCheck | undefined;
   readonly events: EventRecorder;
   readonly logger: OperatorLogger;
   readonly now: () => Date;
@@ -76,6 +78,7 @@ export class ScenarioReconciler {
       pushes: ledger,
       now: now(),
       lifecycle: run,
+      abortCheck: this.#deps.abortCheck?.(es),
     });
     // Undefined: pushes still under way; each one re-enqueues this key when it ends.
     if (next === undefined || sameStatus(es.status, next)) return;

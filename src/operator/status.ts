@@ -6,6 +6,7 @@
 
 import type { EchoScenario, EchoScenarioCondition, EchoScenarioStatus } from './echo-scenario.ts';
 import { endpointStatuses, sameEndpoints } from './endpoint-status.ts';
+import { ABORT_CHECK_HEALTHY, type AbortCheck } from './lifecycle.ts';
 import type { NamespacePlan, ScenarioState } from './plan.ts';
 import type { PushRecord } from './push-ledger.ts';
 
@@ -24,6 +25,11 @@ export interface StatusInput {
   readonly now: Date;
   /** Its run (lifecycle.ts): `startTime` and `expiresAt`, written while it runs or once it stopped. */
   readonly lifecycle?: { readonly startTime?: string | undefined; readonly expiresAt?: string | undefined };
+  /**
+   * Whether `spec.abortWhen` can be evaluated (lifecycle.ts `abortCheckOf`): the `AbortCheckHealthy`
+   * condition, written while the spec has an `abortWhen` and a check said something.
+   */
+  readonly abortCheck?: AbortCheck | undefined;
 }
 
 /**
@@ -35,6 +41,27 @@ export interface StatusInput {
  * @returns `undefined` while pushes are still under way and none has failed: nothing to say yet.
  */
 export function buildStatus(input: StatusInput): EchoScenarioStatus | undefined {
+  const status = readyStatus(input);
+  const { echoScenario: es, abortCheck, now } = input;
+  if (status === undefined || es.spec?.abortWhen === undefined || abortCheck === undefined) return status;
+  const previous = es.status?.conditions?.find((c) => c.type === ABORT_CHECK_HEALTHY);
+  const value = abortCheck.healthy ? 'True' : 'False';
+  const condition: EchoScenarioCondition = {
+    type: ABORT_CHECK_HEALTHY,
+    status: value,
+    reason: abortCheck.reason,
+    message: abortCheck.message,
+    observedGeneration: es.metadata.generation ?? 0,
+    lastTransitionTime:
+      previous !== undefined && previous.status === value && previous.lastTransitionTime !== undefined
+        ? previous.lastTransitionTime
+        : timestamp(now),
+  };
+  return { ...status, conditions: [...(status.conditions ?? []), condition] };
+}
+
+/** The status without the `AbortCheckHealthy` condition. */
+function readyStatus(input: StatusInput): EchoScenarioStatus | undefined {
   const { echoScenario: es, state, desired, pushes, now } = input;
   const ready = (status: EchoScenarioCondition['status'], reason: string, message: string) =>
     readyCondition(es, status, reason, message, now);

@@ -73,7 +73,7 @@ describe('EchoScenario CRD', () => {
     assert.deepEqual(version?.subresources, { status: {} });
     assert.deepEqual(
       version?.additionalPrinterColumns.map((c) => c.name),
-      ['Path', 'Pattern', 'Target', 'Ready', 'Reason', 'Started', 'Expires', 'Age'],
+      ['Path', 'Pattern', 'Target', 'Ready', 'Reason', 'AbortCheck', 'Started', 'Expires', 'Age'],
     );
   });
 
