@@ -47,6 +47,8 @@ export class EchoMetrics implements FaultMeters {
   /** The upstream's own answers (reverse proxy), apart from what the echo injected. */
   readonly #upstreamRequests: Counter<'status'>;
   readonly #upstreamDuration: Histogram;
+  readonly #upstreamRequestsBatch: CounterBatch<'status'>;
+  readonly #upstreamDurationBatch: HistogramBatch<never>;
   readonly #chaos: Counter<'type'>;
   readonly #faults: Counter<'kind'>;
   /** The gRPC calls (`ECHO_GRPC_PORT`), registered on the first call so a service without gRPC has none. */
@@ -92,6 +94,9 @@ export class EchoMetrics implements FaultMeters {
     });
     this.#requestsBatch = new CounterBatch(this.#requests, { firewall });
     this.#durationBatch = new HistogramBatch(this.#duration, { firewall });
+    // Every forwarded request records both: batched as the two above.
+    this.#upstreamRequestsBatch = new CounterBatch(this.#upstreamRequests, { firewall });
+    this.#upstreamDurationBatch = new HistogramBatch(this.#upstreamDuration, { firewall });
     this.#chaos = new Counter({
       name: 'echo_chaos_errors_total',
       help: 'Injected failures, by type (chaos, or the X-Echo-Error value)',
@@ -305,8 +310,9 @@ export class EchoMetrics implements FaultMeters {
 
   /** A forwarded request's upstream answered with `status` (or failed: `error`) after `seconds`. */
   upstreamAnswered(status: number | 'error', seconds: number): void {
-    this.#upstreamRequests.labels(String(status)).inc();
-    if (status !== 'error') this.#upstreamDuration.observe(seconds);
+    const label = String(status);
+    this.#upstreamRequestsBatch.inc(label, { status: label });
+    if (status !== 'error') this.#upstreamDurationBatch.observe('', {}, seconds);
   }
 
   recordFault(type: string): void {

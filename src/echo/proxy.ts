@@ -161,6 +161,11 @@ export interface UpstreamMeters {
 /** Names a connection-level header listed in `Connection` (those go no further either). */
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
   if (value === undefined) return undefined;
+  // The common case, `keep-alive` or `close`: hop-by-hop already, so nothing more is named.
+  if (typeof value === 'string' && !value.includes(',')) {
+    const token = value.trim().toLowerCase();
+    return token === '' || HOP_BY_HOP.has(token) ? undefined : new Set([token]);
+  }
   const tokens = new Set<string>();
   for (const part of [value].flat().join(',').split(',')) {
     const token = part.trim().toLowerCase();

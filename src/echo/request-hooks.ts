@@ -1,7 +1,7 @@
 /**
- * The echo's `onRequest` hooks, one per concern, in the order they run: counting (and the request
- * id on every answer), the Host check of HTTP/1.1, the headers every response carries, the fastify
- * route on the OpenTelemetry server span; then, when `ECHO_RATE_LIMIT_RPS` is set, the rate limit.
+ * The echo's `onRequest` hooks: one for counting (and the request id on every answer), the Host
+ * check of HTTP/1.1, the headers every response carries and the fastify route on the OpenTelemetry
+ * server span; then, when `ECHO_RATE_LIMIT_RPS` is set, the rate limit.
  */
 import { trace } from '@opentelemetry/api';
 import type { FastifyInstance } from 'fastify';
@@ -13,22 +13,26 @@ import { UNLIMITED_PATHS } from './routes.ts';
 import type { EchoState } from './state.ts';
 import { formatUptime, HOSTNAME, VERSION } from './version.ts';
 
-/** Counting, the Host check, the response headers and the route on the span: a hook each. */
+/**
+ * Counting, the Host check, the response headers and the route on the span, in that order: one
+ * hook (each hook fastify runs costs a request a call chain of its own). A request the Host check
+ * refuses is counted and carries its id, and gets none of the later headers.
+ */
 export function registerRequestHooks(app: FastifyInstance, state: EchoState, config: EchoConfig): void {
+  const extraHeaders = config.extraHeaders;
+  const startMs = Date.now();
   app.addHook('onRequest', (request, reply, done) => {
     state.requestCount++;
     // One listener a request for the echo's completion (obs counts the requests in flight). `on`,
     // not `once`: a response emits 'close' once (node guards it), and `once` allocates a wrapper.
     reply.raw.on('close', () => recordOnClose(request, reply, state.metrics));
     reply.header('x-request-id', request.id);
-    done();
-  });
-  // HTTP/1.1 requires exactly one Host (RFC 9112, 3.2); node's own refusal of none would have no
-  // body (transport/cleartext.ts), and node keeps the first of two without a word.
-  app.addHook('onRequest', (request, _reply, done) => {
-    if (request.raw.httpVersionMajor === 1) {
-      const hosts = hostFields(request.raw.rawHeaders);
-      if (hosts !== 1 && (hosts > 1 || request.raw.httpVersionMinor === 1)) {
+    // HTTP/1.1 requires exactly one Host (RFC 9112, 3.2); node's own refusal of none would have no
+    // body (transport/cleartext.ts), and node keeps the first of two without a word.
+    const raw = request.raw;
+    if (raw.httpVersionMajor === 1) {
+      const hosts = hostFields(raw.rawHeaders);
+      if (hosts !== 1 && (hosts > 1 || raw.httpVersionMinor === 1)) {
         const problem =
           hosts > 1
             ? `a request must have one Host header, not ${hosts}`
@@ -37,12 +41,7 @@ export function registerRequestHooks(app: FastifyInstance, state: EchoState, con
         return;
       }
     }
-    done();
-  });
-  // The headers every response carries: its number, ECHO_EXTRA_HEADERS, and who answered.
-  const extraHeaders = config.extraHeaders;
-  const startMs = Date.now();
-  app.addHook('onRequest', (request, reply, done) => {
+    // The headers every response carries: its number, ECHO_EXTRA_HEADERS, and who answered.
     reply.header('x-echo-request-count', state.requestCount);
     for (const [name, value] of extraHeaders) reply.header(name, value);
     const info = request.headers['x-echo-server-info'];
@@ -51,11 +50,8 @@ export function registerRequestHooks(app: FastifyInstance, state: EchoState, con
       reply.header('x-echo-version', VERSION);
       reply.header('x-echo-uptime', formatUptime((Date.now() - startMs) / 1000));
     }
-    done();
-  });
-  // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
-  // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
-  app.addHook('onRequest', (request, _reply, done) => {
+    // The fastify route on the HTTP server span, when an OpenTelemetry SDK traces the request (the
+    // http instrumentation knows only the URL): `http.route` and the span name `METHOD route`.
     const span = trace.getActiveSpan();
     if (span !== undefined) {
       const route = request.routeOptions.url;
