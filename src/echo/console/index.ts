@@ -3,7 +3,8 @@
  * data and are public; what they show comes from `/console/api/*`, behind `ECHO_ADMIN_TOKEN` when
  * it is set (admin-auth.ts), which the page sends as `Authorization: Bearer`, never in a URL.
  *
- * - `GET /console/api/live`: the live log, Server-Sent Events (live-stream.ts);
+ * - `GET /console/api/live`: the live log and the charts' points, Server-Sent Events (live-stream.ts,
+ *   chart-series.ts);
  * - `GET /console/api/entries/<id>`: one history entry as `GET /history` shows it (masked);
  * - `GET /console/api/faults`: what injects faults now, the switch and the safety valve (fault-summary.ts);
  * - `GET /console/api/scenarios`: the set as YAML with its ETag; `POST /console/api/scenarios/check`
@@ -15,6 +16,7 @@ import { EchoError } from '../errors.ts';
 import { MAX_YAML_SET_BYTES } from '../routes.ts';
 import type { EchoState } from '../state.ts';
 import { CONSOLE_FILES, type ConsoleAssets, consoleAssets } from './assets.ts';
+import { ChartSeries } from './chart-series.ts';
 import { faultSummary } from './fault-summary.ts';
 import { LiveFeed } from './live-feed.ts';
 import { liveStream } from './live-stream.ts';
@@ -59,6 +61,7 @@ async function sendAsset(reply: FastifyReply, key: keyof ConsoleAssets): Promise
 export function registerConsole(app: FastifyInstance, state: EchoState): void {
   const { config, history } = state;
   const feed = new LiveFeed(history);
+  const charts = new ChartSeries(history);
 
   app.get(CONSOLE_PATH, (_request, reply) => sendAsset(reply, 'html'));
   // The page's files are named relative to it: `/console/` would look for them one level down.
@@ -83,6 +86,7 @@ export function registerConsole(app: FastifyInstance, state: EchoState): void {
       hello: { historySize: config.historySize, masked: config.historySecrets === 'mask' },
       heartbeatMs: LIVE_HEARTBEAT_MS,
       signal: state.drain.signal,
+      charts,
     });
     let counted = true;
     stream.once('close', () => {

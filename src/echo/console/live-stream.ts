@@ -3,9 +3,12 @@
  * `id:` is the entry's sequence number), `event: dropped` with the count of rows this console lost
  * so far whenever it grows, and a comment heartbeat. Rows are written only as fast as the client
  * reads (the stream's buffer, then the subscription's bounded queue, then dropped and counted),
- * and the rows of one turn of the event loop go out in one write.
+ * and the rows of one turn of the event loop go out in one write. With `charts`, the charts' points
+ * too: `event: points` (the window so far) on connecting, then `event: point` once a second (a
+ * point the stream has no room for is skipped: the page shows a gap).
  */
 import { Readable } from 'node:stream';
+import type { ChartSeries } from './chart-series.ts';
 import type { LiveFeed, LiveSubscription } from './live-feed.ts';
 import type { LiveRow } from './live-row.ts';
 
@@ -31,6 +34,8 @@ export interface LiveStreamOptions {
   readonly heartbeatMs: number;
   /** Ends the stream with `event: close` (the server drains). */
   readonly signal: AbortSignal;
+  /** The charts' points, made only while a console is subscribed. */
+  readonly charts?: ChartSeries;
 }
 
 /** The live log of `feed` for one console; subscribed until the stream closes. */
@@ -63,8 +68,11 @@ export function liveStream(feed: LiveFeed, options: LiveStreamOptions): Readable
     if (stream.readableLength < STREAM_BUFFER_BYTES) stream.push(': heartbeat\n\n');
   }, options.heartbeatMs);
   heartbeat.unref();
+  let leaveCharts: (() => void) | undefined;
   const stop = (): void => {
     clearInterval(heartbeat);
+    leaveCharts?.();
+    leaveCharts = undefined;
     options.signal.removeEventListener('abort', onDrain);
     subscription?.close();
     subscription = undefined;
@@ -80,6 +88,15 @@ export function liveStream(feed: LiveFeed, options: LiveStreamOptions): Readable
 
   let text = `retry: 2000\nevent: hello\ndata: ${JSON.stringify(options.hello)}\n\n`;
   for (const row of feed.recent()) text += rowEvent(row);
+  const charts = options.charts;
+  if (charts !== undefined) {
+    leaveCharts = charts.subscribe((point) => {
+      if (stream.readableLength < STREAM_BUFFER_BYTES) {
+        stream.push(`event: point\ndata: ${JSON.stringify(point)}\n\n`);
+      }
+    });
+    text += `event: points\ndata: ${JSON.stringify(charts.points())}\n\n`;
+  }
   stream.push(text);
   subscription = feed.subscribe(schedule);
   return stream;

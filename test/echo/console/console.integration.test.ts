@@ -111,7 +111,11 @@ test('console – in Chromium, against a running service', async (t) => {
         [],
       );
       assert.deepEqual(problems, []);
-      assert.equal(history.completionWatchers.size, 1, 'the open console watches history');
+      assert.equal(
+        history.completionWatchers.size,
+        2,
+        'the open console watches history: its log and its charts',
+      );
     },
   );
 

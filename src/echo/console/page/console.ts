@@ -4,11 +4,13 @@
  * sends only as text, and sends the admin token only in an `Authorization` header.
  */
 import { FAULT_KINDS } from '../../applied.ts';
+import type { ChartPoint } from '../chart-point.ts';
 import type { LiveRow } from '../live-row.ts';
 import { type CurlSource, curlCommand } from './curl.ts';
 import { type LiveFilter, matchesFilter, STATUS_CLASSES, type StatusClass } from './filter.ts';
 import { SseParser } from './sse-parser.ts';
 import { apiFetch, TOKEN_KEY, token, whenRefused } from './ui/api.ts';
+import { chartPoint, chartPoints, showCharts } from './ui/charts-panel.ts';
 import { byId, cell } from './ui/dom.ts';
 import { startFaults, stopFaults } from './ui/faults-panel.ts';
 import { openReplay, type ReplaySource } from './ui/replay-panel.ts';
@@ -377,6 +379,8 @@ let retryMs = RETRY_MIN_MS;
 
 function handle(event: string, data: string): void {
   if (event === 'row') receive(JSON.parse(data) as LiveRow);
+  else if (event === 'point') chartPoint(JSON.parse(data) as ChartPoint);
+  else if (event === 'points') chartPoints(JSON.parse(data) as ChartPoint[]);
   else if (event === 'dropped') state.droppedByService = (JSON.parse(data) as { dropped: number }).dropped;
   else if (event === 'hello') {
     const hello = JSON.parse(data) as { historySize: number; masked: boolean };
@@ -430,6 +434,7 @@ for (const tab of tabs) {
       byId(other.dataset['tab'] ?? '').hidden = other !== tab;
     }
     if (tab.dataset['tab'] === 'tab-scenarios') void loadScenarios();
+    if (tab.dataset['tab'] === 'tab-charts') showCharts();
   });
 }
 
