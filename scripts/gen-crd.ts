@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DURATION_PATTERN } from '@echo-chaos/obs/internal';
 import { dump } from 'js-yaml';
-import { MAX_FIXED_PODS, TARGET_MODES } from '../src/operator/blast-radius.ts';
+import { BOUNDED_MODES, MAX_FIXED_PODS, TARGET_MODES } from '../src/operator/blast-radius.ts';
 import { MAX_STATUS_ENDPOINTS } from '../src/operator/endpoint-status.ts';
 import { DEFAULT_FAILURE_THRESHOLD, MAX_FAILURE_THRESHOLD, ON_ERROR } from '../src/operator/lifecycle.ts';
 import { type JsonSchemaObject, ScenarioSchema, toOpenApiV3Schema } from '../src/scenario/index.ts';
@@ -60,6 +60,20 @@ const targetSchema: JsonSchemaObject = {
         { properties: { value: { maximum: 100 } } },
       ],
     },
+    // minPods only with fixed-percent, maxPods only with all (the default) or fixed-percent.
+    {
+      anyOf: [
+        { not: { required: ['minPods'] } },
+        { required: ['mode'], properties: { mode: { enum: ['fixed-percent'] } } },
+      ],
+    },
+    {
+      anyOf: [
+        { not: { required: ['maxPods'] } },
+        { not: { required: ['mode'] } },
+        { properties: { mode: { enum: [...BOUNDED_MODES] } } },
+      ],
+    },
   ],
   properties: {
     service: {
@@ -103,7 +117,8 @@ const targetSchema: JsonSchemaObject = {
       type: 'string',
       description:
         'Blast radius: which of the ready target pods get this scenario. all (the default): every one; ' +
-        'one: a single pod; fixed: value pods; fixed-percent: value percent of them, rounded up. The pods ' +
+        'one: a single pod; fixed: value pods; fixed-percent: value percent of them, rounded up (10% of 3 ' +
+        'pods is 1 pod), then bounded by minPods and maxPods. The pods ' +
         'are ranked by a hash of their uid and this EchoScenario uid and the first ones taken, so the same ' +
         'pods stay chosen across reconciles and operator restarts; status.endpoints lists the chosen pods only.',
       enum: [...TARGET_MODES],
@@ -114,6 +129,24 @@ const targetSchema: JsonSchemaObject = {
       description:
         `With mode fixed, how many pods (1-${MAX_FIXED_PODS}; more than there are means all of them); with ` +
         'fixed-percent, the percentage of pods (1-100). Required with those two modes, not allowed with the others.',
+      minimum: 1,
+      maximum: MAX_FIXED_PODS,
+    },
+    minPods: {
+      type: 'integer',
+      format: 'int32',
+      description:
+        `With mode fixed-percent: at least this many pods (1-${MAX_FIXED_PODS}; all of them when fewer are ` +
+        'ready). Not above maxPods.',
+      minimum: 1,
+      maximum: MAX_FIXED_PODS,
+    },
+    maxPods: {
+      type: 'integer',
+      format: 'int32',
+      description:
+        `With mode all (the default) or fixed-percent: never more than this many pods (1-${MAX_FIXED_PODS}); ` +
+        '1 says "never more than one". status.blastRadius shows the count chosen and why.',
       minimum: 1,
       maximum: MAX_FIXED_PODS,
     },
@@ -296,6 +329,23 @@ const statusSchema: JsonSchemaObject = {
       type: 'string',
       format: 'date-time',
       description: 'When the scenarios were last pushed to every target pod.',
+    },
+    blastRadius: {
+      type: 'object',
+      description:
+        'How many of the ready target pods spec.target chose and why, while it runs on some of them ' +
+        '(absent when it takes every pod).',
+      required: ['readyPods', 'chosenPods', 'reason'],
+      properties: {
+        readyPods: { type: 'integer', format: 'int32', minimum: 0, description: 'Ready target pods.' },
+        chosenPods: { type: 'integer', format: 'int32', minimum: 0, description: 'The pods chosen of them.' },
+        reason: {
+          type: 'string',
+          maxLength: 1024,
+          description:
+            'The arithmetic, e.g. "fixed-percent 10% of 3 ready pods is 0.3, rounded up to 1, capped at maxPods 1".',
+        },
+      },
     },
     startTime: {
       type: 'string',

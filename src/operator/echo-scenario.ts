@@ -22,6 +22,10 @@ export interface EchoScenarioTarget {
   mode?: TargetMode;
   /** With mode `fixed`, a pod count; with `fixed-percent`, a percentage. */
   value?: number;
+  /** With mode `fixed-percent`: at least this many pods. */
+  minPods?: number;
+  /** With mode `all` or `fixed-percent`: at most this many pods. */
+  maxPods?: number;
 }
 
 export interface EchoScenarioCondition {
@@ -59,6 +63,8 @@ export interface EchoScenarioStatus {
   startTime?: string;
   /** `startTime + spec.duration`. */
   expiresAt?: string;
+  /** How many ready pods the blast radius chose and why (blast-radius.ts); absent when it takes all. */
+  blastRadius?: { readyPods: number; chosenPods: number; reason: string };
 }
 
 export interface EchoScenario {

@@ -29,6 +29,7 @@ interface EchoScenarioStatus {
   }>;
   startTime?: string;
   expiresAt?: string;
+  blastRadius?: unknown;
 }
 
 /** Why an EchoScenario is off its pods although valid and present. */
@@ -245,11 +246,12 @@ export function lifecycleOf(
 
 /**
  * The status as a merge patch: `startTime` and `expiresAt` that `next` no longer has (suspended, or
- * a new run without a duration) are set to null, which removes them.
+ * a new run without a duration), and a `blastRadius` it no longer has (every pod chosen, or not
+ * running), are set to null, which removes them.
  */
 export function clearingRunTimes<S extends EchoScenarioStatus>(current: S | undefined, next: S): S {
   const patch: { [K in keyof S]?: S[K] | null } = { ...next };
-  for (const key of ['startTime', 'expiresAt'] as const)
+  for (const key of ['startTime', 'expiresAt', 'blastRadius'] as const)
     if (next[key] === undefined && current?.[key] !== undefined) patch[key] = null;
   // A merge patch, whose null removes a field; the status type writeStatus takes has no null.
   return patch as S;

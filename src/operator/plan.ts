@@ -4,7 +4,7 @@
  * each EchoScenario stands. A pure function, so the same cluster state always gives the same plan.
  */
 import type { Scenario } from '../scenario/index.ts';
-import { chooseTargets } from './blast-radius.ts';
+import { type BlastRadiusChoice, blastRadiusOf, chooseTargets, isSelective } from './blast-radius.ts';
 import { type EchoScenario, type EchoScenarioTarget, isDeleting } from './echo-scenario.ts';
 import type { Endpoint } from './endpoints.ts';
 import type { StopReason } from './lifecycle.ts';
@@ -14,7 +14,12 @@ export type ScenarioState =
   | { readonly kind: 'Invalid'; readonly message: string }
   | { readonly kind: 'TargetNotFound'; readonly message: string }
   | { readonly kind: 'Conflict'; readonly message: string; readonly endpoints: readonly Endpoint[] }
-  | { readonly kind: 'Active'; readonly endpoints: readonly Endpoint[] }
+  | {
+      readonly kind: 'Active';
+      readonly endpoints: readonly Endpoint[];
+      /** How many of the target's ready pods its blast radius chose and why; absent when it takes them all. */
+      readonly blastRadius?: BlastRadiusChoice;
+    }
   /**
    * Valid but off its pods (expired, suspended or aborted: lifecycle.ts): left out of every array like a
    * deleting one; `endpoints` are pushed their arrays without it.
@@ -146,6 +151,9 @@ export function planScenarios(scenarios: readonly EchoScenario[], context: PlanC
       continue;
     }
     // Blast radius: only the chosen pods get it.
+    const blastRadius = isSelective(target)
+      ? blastRadiusOf(target, new Set(endpoints.map((e) => e.podUid)).size)
+      : undefined;
     endpoints = chooseTargets(endpoints, es.metadata.uid ?? name, target);
     const scenario = spec.scenario!;
     const key = spec.matchKey!;
@@ -185,7 +193,7 @@ export function planScenarios(scenarios: readonly EchoScenario[], context: PlanC
     listOf(endpoints).push(activeScenarios.length);
     activeScenarios.push(scenario);
     activeOwners.push(name);
-    states.set(name, { kind: 'Active', endpoints });
+    states.set(name, { kind: 'Active', endpoints, ...(blastRadius === undefined ? {} : { blastRadius }) });
   }
   return { scenarios: states, desired: desiredOf(lists, activeScenarios, activeOwners) };
 }

@@ -115,6 +115,8 @@ function readyStatus(input: StatusInput): EchoScenarioStatus | undefined {
       // Pushes under way: nothing to say, and no per-pod list to build (issue #16: asked after each push).
       if (failures.length === 0 && synced < total) return undefined;
       const endpoints = endpointStatuses(state.endpoints, desired, pushes);
+      const blast = state.blastRadius;
+      const blastRadius = blast === undefined ? {} : { blastRadius: { ...blast } };
       if (failures.length > 0) {
         const message = `${failures.length} of ${total} endpoints failed: ${failures.join('; ')}`;
         return {
@@ -124,16 +126,20 @@ function readyStatus(input: StatusInput): EchoScenarioStatus | undefined {
           totalEndpoints: total,
           endpoints,
           ...since,
+          ...blastRadius,
         };
       }
+      // The Event of this transition carries the message: `kubectl describe` shows why so many pods.
+      const chose = blast === undefined ? '' : `; blast radius: ${blast.reason}`;
       return {
         observedGeneration: generation,
-        conditions: [ready('True', 'Synced', `scenario pushed to ${total} of ${total} endpoints`)],
+        conditions: [ready('True', 'Synced', `scenario pushed to ${total} of ${total} endpoints${chose}`)],
         syncedEndpoints: synced,
         totalEndpoints: total,
         endpoints,
         lastSyncTime: timestamp(now),
         ...runTimes(input),
+        ...blastRadius,
       };
     }
   }
@@ -153,6 +159,9 @@ export function sameStatus(current: EchoScenarioStatus | undefined, next: EchoSc
     sameEndpoints(current, next.endpoints) &&
     current?.startTime === next.startTime &&
     current?.expiresAt === next.expiresAt &&
+    current?.blastRadius?.readyPods === next.blastRadius?.readyPods &&
+    current?.blastRadius?.chosenPods === next.blastRadius?.chosenPods &&
+    current?.blastRadius?.reason === next.blastRadius?.reason &&
     untimed(current) === untimed(next)
   );
 }

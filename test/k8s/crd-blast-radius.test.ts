@@ -35,6 +35,16 @@ const TARGETS: object[] = [
   { value: 3 },
   { mode: 'some' },
   { mode: 'fixed', value: '3' },
+  { maxPods: 1 },
+  { mode: 'all', maxPods: 10_000 },
+  { mode: 'fixed-percent', value: 10, minPods: 2, maxPods: 3 },
+  { mode: 'fixed-percent', value: 10, minPods: 2 },
+  { mode: 'one', maxPods: 1 },
+  { mode: 'fixed', value: 2, maxPods: 1 },
+  { mode: 'fixed', value: 2, minPods: 1 },
+  { minPods: 1 },
+  { mode: 'fixed-percent', value: 10, maxPods: 0 },
+  { mode: 'fixed-percent', value: 10, minPods: 10_001 },
 ];
 
 test('crd blast radius – the CRD admits exactly the mode and value the operator accepts', () => {
@@ -93,7 +103,13 @@ test('crd blast radius – the status the operator writes for its endpoints pass
   const endpoints = endpointStatuses(list, desired, ledger);
   assert.equal(endpoints.length, MAX_STATUS_ENDPOINTS);
   assert.equal(endpoints[0]?.synced, false);
-  const status = { syncedEndpoints: 50, totalEndpoints: list.length, endpoints };
+  const blastRadius = {
+    readyPods: 3,
+    chosenPods: 1,
+    reason: 'fixed-percent 10% of 3 ready pods is 0.3, rounded up to 1',
+  };
+  const status = { syncedEndpoints: 50, totalEndpoints: list.length, endpoints, blastRadius };
   assert.deepEqual(validate(resource({}, status)), []);
+  assert.notDeepEqual(validate(resource({}, { blastRadius: { readyPods: 3 } })), []);
   assert.notDeepEqual(validate(resource({}, { endpoints: [{ pod: 'p', synced: true }] })), []);
 });

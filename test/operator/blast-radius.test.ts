@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import {
+  blastRadiusOf,
   blastRadiusProblems,
   chooseTargets,
   chosenCount,
@@ -28,6 +29,101 @@ test('blast radius – how many pods each mode chooses', () => {
   assert.equal(chosenCount({ mode: 'fixed-percent', value: 50 }, 5), 3);
   assert.equal(chosenCount({ mode: 'fixed-percent', value: 100 }, 5), 5);
   assert.equal(chosenCount({ mode: 'fixed-percent', value: 50 }, 0), 0);
+});
+
+test('blast radius – fixed-percent rounds up as ADR 0017 says, exactly, for every pod count and percentage', () => {
+  for (let pods = 0; pods <= 200; pods++) {
+    for (let percent = 1; percent <= 100; percent++) {
+      const count = chosenCount({ mode: 'fixed-percent', value: percent }, pods);
+      // The smallest whole count whose share is at least the percentage asked for.
+      assert.ok(count * 100 >= pods * percent, `${percent}% of ${pods}: ${count} is too few`);
+      assert.ok((count - 1) * 100 < pods * percent, `${percent}% of ${pods}: ${count} is too many`);
+      if (pods > 0) assert.ok(count >= 1, `${percent}% of ${pods} chooses at least one pod`);
+    }
+  }
+  // A fraction first would choose 8 here: 100 x 0.07 is 7.000000000000001 in floating point.
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 7 }, 100), 7);
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 29 }, 100), 29);
+});
+
+test('blast radius – the choice says how many and why, in words kubectl describe shows', () => {
+  assert.deepEqual(blastRadiusOf({ mode: 'fixed-percent', value: 10 }, 3), {
+    readyPods: 3,
+    chosenPods: 1,
+    reason: 'fixed-percent 10% of 3 ready pods is 0.3, rounded up to 1',
+  });
+  assert.equal(
+    blastRadiusOf({ mode: 'fixed-percent', value: 50 }, 4).reason,
+    'fixed-percent 50% of 4 ready pods is 2',
+  );
+  assert.equal(blastRadiusOf({ mode: 'one' }, 5).reason, 'one of 5 ready pods');
+  assert.equal(
+    blastRadiusOf({ mode: 'fixed', value: 2 }, 1).reason,
+    'fixed 2 pods, more than the 1 ready pod: all 1',
+  );
+  assert.equal(blastRadiusOf({}, 4).reason, 'all 4 ready pods');
+});
+
+test('blast radius – minPods raises a percentage, maxPods caps it: "never more than one"', () => {
+  // 50% of 3 is 1.5, rounded up to 2; never more than one.
+  assert.deepEqual(blastRadiusOf({ mode: 'fixed-percent', value: 50, maxPods: 1 }, 3), {
+    readyPods: 3,
+    chosenPods: 1,
+    reason: 'fixed-percent 50% of 3 ready pods is 1.5, rounded up to 2, capped at maxPods 1',
+  });
+  assert.deepEqual(blastRadiusOf({ maxPods: 1 }, 40), {
+    readyPods: 40,
+    chosenPods: 1,
+    reason: 'all 40 ready pods, capped at maxPods 1',
+  });
+  assert.equal(chosenCount({ maxPods: 5 }, 3), 3, 'a cap above what is ready changes nothing');
+  assert.deepEqual(blastRadiusOf({ mode: 'fixed-percent', value: 10, minPods: 3 }, 20), {
+    readyPods: 20,
+    chosenPods: 3,
+    reason: 'fixed-percent 10% of 20 ready pods is 2, raised to minPods 3',
+  });
+  assert.deepEqual(blastRadiusOf({ mode: 'fixed-percent', value: 10, minPods: 3 }, 2), {
+    readyPods: 2,
+    chosenPods: 2,
+    reason: 'fixed-percent 10% of 2 ready pods is 0.2, rounded up to 1, raised to minPods 3: only 2 ready',
+  });
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 90, minPods: 2, maxPods: 4 }, 10), 4);
+  assert.equal(chosenCount({ mode: 'fixed-percent', value: 90, minPods: 2, maxPods: 4 }, 0), 0);
+  // chooseTargets takes the bounded count, from the same ranking.
+  const all = endpoints(10);
+  const capped = uids(chooseTargets(all, 'es-1', { mode: 'fixed-percent', value: 50, maxPods: 2 }));
+  const five = uids(chooseTargets(all, 'es-1', { mode: 'fixed-percent', value: 50 }));
+  assert.equal(capped.length, 2);
+  assert.ok(capped.every((uid) => five.includes(uid)));
+  assert.equal(uids(chooseTargets(all, 'es-1', { maxPods: 1 })).length, 1);
+});
+
+test('blast radius – minPods and maxPods are checked: pod counts, only where they mean something, min not above max', () => {
+  assert.deepEqual(blastRadiusProblems({ maxPods: 1 }), []);
+  assert.deepEqual(blastRadiusProblems({ mode: 'all', maxPods: MAX_FIXED_PODS }), []);
+  assert.deepEqual(blastRadiusProblems({ mode: 'fixed-percent', value: 10, minPods: 2, maxPods: 2 }), []);
+  const cases: Array<[object, RegExp]> = [
+    [{ mode: 'one', maxPods: 1 }, /spec\.target\.maxPods: only with mode all or fixed-percent, not one/],
+    [
+      { mode: 'fixed', value: 2, maxPods: 1 },
+      /spec\.target\.maxPods: only with mode all or fixed-percent, not fixed/,
+    ],
+    [{ minPods: 1 }, /spec\.target\.minPods: only with mode fixed-percent, not all/],
+    [
+      { mode: 'fixed-percent', value: 10, maxPods: 0 },
+      /spec\.target\.maxPods: a pod count, an integer from 1 to 10000, got 0/,
+    ],
+    [{ mode: 'fixed-percent', value: 10, minPods: 1.5 }, /spec\.target\.minPods: a pod count.*got 1\.5/],
+    [
+      { mode: 'fixed-percent', value: 10, minPods: 3, maxPods: 2 },
+      /spec\.target\.minPods: must not be above maxPods, got minPods 3 and maxPods 2/,
+    ],
+  ];
+  for (const [target, message] of cases) {
+    const problems = blastRadiusProblems(target);
+    assert.equal(problems.length, 1, `${JSON.stringify(target)}: ${problems.join('; ')}`);
+    assert.match(problems[0]!, message);
+  }
 });
 
 test('blast radius – the choice depends on the pods and the resource only, not on their order', () => {
