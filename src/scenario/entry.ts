@@ -141,6 +141,21 @@ export interface ScenarioState {
   readonly remaining?: number;
 }
 
+/** The condition of a scenario a request does not meet, and how: see {@link Entry.mismatch}. */
+export interface Mismatch {
+  /** The scenario's field whose condition fails. */
+  readonly field: 'path' | 'method' | 'headers' | 'query' | 'body';
+  readonly message: string;
+}
+
+/** Longest condition text a {@link Mismatch} quotes. */
+const MAX_QUOTED_CHARS = 100;
+
+function quoted(text: string): string {
+  const cut = text.length > MAX_QUOTED_CHARS ? `${text.slice(0, MAX_QUOTED_CHARS)}…` : text;
+  return JSON.stringify(cut);
+}
+
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 type CompiledBody =
@@ -244,6 +259,65 @@ export class Entry {
       return found !== undefined && textMatches(body.value, found);
     }
     return true;
+  }
+
+  /**
+   * The first of its conditions `request` does not meet, said for a person (the console's dry run,
+   * {@link ScenarioStore.peek}); `undefined` when it meets them all. It decides as {@link matches}
+   * does (a test holds the two together); `matches` stays the hot path's, allocating nothing.
+   */
+  mismatch(request: ScenarioRequest, lazy: LazyRequest): Mismatch | undefined {
+    const { scenario } = this;
+    if (this.pattern === undefined ? scenario.path !== request.path : !this.pattern.test(request.path)) {
+      return {
+        field: 'path',
+        message:
+          this.pattern === undefined
+            ? `path is not ${quoted(scenario.path ?? '')}`
+            : `path does not match ${quoted(scenario.pathPattern ?? '')}`,
+      };
+    }
+    if (this.methods !== undefined && !this.methods.has(request.method.toUpperCase())) {
+      return { field: 'method', message: `method is not ${[...this.methods].join(' or ')}` };
+    }
+    const headerTexts = Object.values(scenario.headers ?? {});
+    for (const [i, [name, matcher]] of (this.headers ?? []).entries()) {
+      const value = Object.hasOwn(request.headers, name) ? request.headers[name] : undefined;
+      if (value === undefined) return { field: 'headers', message: `no header ${name}` };
+      const values = typeof value === 'string' ? [value] : value;
+      if (!values.some((v) => textMatches(matcher, v))) {
+        return { field: 'headers', message: `header ${name} is not ${quoted(headerTexts[i] ?? '')}` };
+      }
+    }
+    const queryTexts = Object.values(scenario.query ?? {});
+    for (const [i, [name, matcher]] of (this.query ?? []).entries()) {
+      const values = lazy.params().getAll(name);
+      if (values.length === 0) return { field: 'query', message: `no query parameter ${name}` };
+      if (!values.some((v) => textMatches(matcher, v))) {
+        return { field: 'query', message: `query parameter ${name} is not ${quoted(queryTexts[i] ?? '')}` };
+      }
+    }
+    const body = this.body;
+    if (body === undefined) return undefined;
+    if (body.kind === 'contains') {
+      return lazy.text().includes(body.text)
+        ? undefined
+        : { field: 'body', message: `body does not contain ${quoted(body.text)}` };
+    }
+    if (body.kind === 'equals') {
+      return lazy.text() === body.text
+        ? undefined
+        : { field: 'body', message: `body is not ${quoted(body.text)}` };
+    }
+    const document = lazy.json();
+    if (document === NOT_JSON) return { field: 'body', message: 'body is not JSON' };
+    const found = pointedText(document, body.pointer);
+    if (found === undefined) return { field: 'body', message: `body has nothing at ${quoted(body.pointer)}` };
+    if (textMatches(body.value, found)) return undefined;
+    return {
+      field: 'body',
+      message: `body at ${quoted(body.pointer)} is not ${quoted(scenario.body?.value ?? '')}`,
+    };
   }
 
   /** Whether its `activeFor` is over at `now`. */

@@ -29,6 +29,7 @@ export {
 } from './duration.ts';
 export {
   changesNothing,
+  type Mismatch,
   type ScenarioHandle,
   type ScenarioRequest,
   type ScenarioState,
@@ -98,6 +99,7 @@ export {
   type ScenarioOrder,
   WeightedOrder,
 } from './order.ts';
+export { MAX_PEEKED_SCENARIOS, type PeekedScenario, type ScenarioPeek } from './peek.ts';
 export {
   type BodyCondition,
   BodyConditionSchema,

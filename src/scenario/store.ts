@@ -17,6 +17,7 @@ import { ScenarioInvalidError } from './errors.ts';
 import type { FaultLimits } from './faults.ts';
 import { scenarioSetHash } from './hash.ts';
 import { type IndexedItem, PathIndex } from './path-index.ts';
+import { peekEntries, type ScenarioPeek } from './peek.ts';
 import { MAX_TIMER_DELAY_MS, type Scenario } from './schema.ts';
 import { SessionTable } from './sessions.ts';
 import { copyScenario, isPlainPath, type ValidateScenariosOptions, validateScenarios } from './validate.ts';
@@ -337,6 +338,21 @@ export class ScenarioStore {
       cursor.position = best.random.draw(random ?? Math.random);
     }
     return cursor;
+  }
+
+  /**
+   * Which scenario {@link match} would give this request now, and why each other would not (a
+   * condition that fails, an `activeFor` over, `times` answered, an earlier match), with the
+   * response it would serve: a dry run. Nothing changes: no position, draw, session, counter or
+   * session order moves, so a store that peeks answers every later request as one that did not.
+   * Under `order: random` the response is drawn when the request comes (`response: null`).
+   */
+  peek(request: ScenarioRequest, session?: string): ScenarioPeek {
+    return peekEntries(this.#entries, request, {
+      now: this.#now(),
+      cursorOf: (entry) => (session === undefined ? entry.cursor : this.#sessions.find(session, entry)),
+      sharing: this.sharing,
+    });
   }
 
   /** Whether a scenario still matches for `session`: its `activeFor` and its `times` not over. */

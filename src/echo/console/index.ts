@@ -8,7 +8,9 @@
  * - `GET /console/api/entries/<id>`: one history entry as `GET /history` shows it (masked);
  * - `GET /console/api/faults`: what injects faults now, the switch and the safety valve (fault-summary.ts);
  * - `GET /console/api/scenarios`: the set as YAML with its ETag; `POST /console/api/scenarios/check`
- *   checks a YAML set without storing it, each problem on its line (scenario-check.ts).
+ *   checks a YAML set without storing it, each problem on its line (scenario-check.ts);
+ * - `POST /console/api/scenarios/match`: which scenario would answer a described request, and why
+ *   each other would not, moving nothing (dry-run.ts).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { scenarioLimits } from '../config.ts';
@@ -17,6 +19,7 @@ import { MAX_YAML_SET_BYTES } from '../routes.ts';
 import type { EchoState } from '../state.ts';
 import { CONSOLE_FILES, type ConsoleAssets, consoleAssets } from './assets.ts';
 import { ChartSeries } from './chart-series.ts';
+import { dryRun } from './dry-run.ts';
 import { faultSummary } from './fault-summary.ts';
 import { LiveFeed } from './live-feed.ts';
 import { liveStream } from './live-stream.ts';
@@ -130,5 +133,11 @@ export function registerConsole(app: FastifyInstance, state: EchoState): void {
     }
     const count = await checkScenarioYaml(yaml, scenarioLimits(config));
     return { status: 'valid', count };
+  });
+
+  // A dry run: the store's peek moves no position, session or counter.
+  app.post(`${CONSOLE_API_PATH}/scenarios/match`, { bodyLimit: 256 * 1024 }, async (request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return dryRun(state.scenarios, request.body, state.faults.enabled);
   });
 }

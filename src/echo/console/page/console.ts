@@ -12,6 +12,7 @@ import { SseParser } from './sse-parser.ts';
 import { apiFetch, TOKEN_KEY, token, whenRefused } from './ui/api.ts';
 import { chartPoint, chartPoints, showCharts } from './ui/charts-panel.ts';
 import { byId, cell } from './ui/dom.ts';
+import './ui/dry-run-panel.ts';
 import { startFaults, stopFaults } from './ui/faults-panel.ts';
 import { openReplay, type ReplaySource } from './ui/replay-panel.ts';
 import { loadScenarios } from './ui/scenarios-panel.ts';

@@ -62,7 +62,7 @@ export function openReplay(entry: ReplaySource): void {
 }
 
 /** `Name: value` lines as `modify_headers`; a line without a colon is refused, naming it. */
-function parseHeaders(text: string): Record<string, string> {
+export function parseHeaders(text: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [n, line] of text.split('\n').entries()) {
     if (line.trim() === '') continue;
