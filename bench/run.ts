@@ -1286,6 +1286,11 @@ interface ProxyResult {
   readonly load: LoadResult;
   /** Per round: per target id (`upstream` and the proxies), what the paced client measured. */
   readonly paced: Map<string, Paced>[];
+  /**
+   * The same with the proxy under test on a core of its own ({@link PINNING}); empty when this
+   * machine has fewer than two cores or no `taskset`.
+   */
+  readonly pinnedPaced: Map<string, Paced>[];
   readonly transfers: Transfer[];
 }
 
@@ -1300,32 +1305,64 @@ function status(pid: number | undefined): string {
 }
 
 /**
+ * Where the pinned paced run puts each process (`taskset`): the proxies on the last core, the
+ * paced client and the upstream on the others, so the latency a proxy adds is its own and not the
+ * load generator's (on a 2-core machine the client, the upstream and a proxy otherwise contend for
+ * two cores, and a proxy's tail is mostly the scheduler's). Every thread of a proxy (its log worker,
+ * V8's GC helpers) shares its core. Undefined when the machine has fewer than two cores or no taskset.
+ */
+const PINNING: { readonly proxies: string; readonly rest: string; readonly all: string } | undefined =
+  (() => {
+    const n = cpus().length;
+    if (n < 2) return undefined;
+    try {
+      execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    } catch {
+      return undefined;
+    }
+    return { proxies: String(n - 1), rest: n === 2 ? '0' : `0-${n - 2}`, all: `0-${n - 1}` };
+  })();
+
+/** Sets the CPU affinity of every thread of `pid` (new threads inherit it). */
+function pin(pid: number | undefined, cpuList: string): void {
+  if (pid === undefined) return;
+  execFileSync('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { stdio: 'ignore' });
+}
+
+/**
  * The paced measurement of one round: the proxies started afresh and warmed up with wrk, then
  * bench/paced-client.ts at `rate` requests a second, the upstream called directly and each proxy
- * taking turns in slices, `seconds` of load each.
+ * taking turns in slices, `seconds` of load each. `pinned`: with {@link PINNING}'s placement (the
+ * upstream's own affinity restored after).
  */
-async function pacedRound(upstream: Running, specs: readonly ServerSpec[], rate: number) {
+async function pacedRound(upstream: Running, specs: readonly ServerSpec[], rate: number, pinned = false) {
   const servers: Running[] = [];
+  const pinning = pinned ? PINNING : undefined;
   try {
     for (const spec of specs) servers.push(await startServer(spec));
     for (const server of servers) await drive(server.port, WRK50, warmupSeconds);
+    if (pinning !== undefined) {
+      for (const server of servers) pin(server.child.pid, pinning.proxies);
+      pin(upstream.child.pid, pinning.rest);
+    }
     await sleep(500);
     const ids = ['upstream', ...specs.map((s) => s.id)];
     const ports = [upstream.port, ...servers.map((s) => s.port)];
     const before = servers.map((s) => mainThreadCpuSeconds(s.child.pid));
     const clientWarmupS = 1;
+    const client = [
+      join(root, 'bench', 'paced-client.ts'),
+      ports.join(','),
+      PATH,
+      String(rate),
+      String(seconds),
+      String(clientWarmupS),
+      '50',
+      String(PACE_SLICE_MS),
+    ];
     const out = await run(
-      process.execPath,
-      [
-        join(root, 'bench', 'paced-client.ts'),
-        ports.join(','),
-        PATH,
-        String(rate),
-        String(seconds),
-        String(clientWarmupS),
-        '50',
-        String(PACE_SLICE_MS),
-      ],
+      pinning === undefined ? process.execPath : 'taskset',
+      pinning === undefined ? client : ['-c', pinning.rest, process.execPath, ...client],
       ((clientWarmupS + seconds) * ports.length + 40) * 1000,
     );
     const after = servers.map((s) => mainThreadCpuSeconds(s.child.pid));
@@ -1355,6 +1392,7 @@ async function pacedRound(upstream: Running, specs: readonly ServerSpec[], rate:
     return byId;
   } finally {
     for (const server of servers) await stopServer(server);
+    if (pinning !== undefined) pin(upstream.child.pid, pinning.all);
   }
 }
 
@@ -1435,6 +1473,14 @@ async function runProxy(scenario: Scenario): Promise<ProxyResult> {
     };
     const samples = new Map<string, Measured[]>(specs.map((s) => [s.id, []]));
     const paced: Map<string, Paced>[] = [];
+    const pinnedPaced: Map<string, Paced>[] = [];
+    const showPaced = (round: Map<string, Paced>) =>
+      [...round]
+        .map(
+          ([id, p]) =>
+            `${id} p99 ${p.p99Ms.toFixed(2)} ms${p.failed + p.unfinished ? ` ${p.failed + p.unfinished} failed` : ''}`,
+        )
+        .join(', ');
     for (let r = 0; r < rounds; r++) {
       const parts: string[] = [];
       for (const spec of specs) {
@@ -1447,14 +1493,12 @@ async function runProxy(scenario: Scenario): Promise<ProxyResult> {
       const rate = Math.max(1, Math.round((baseline?.rps ?? 0) / 2));
       const round = await pacedRound(upstream, specs, rate);
       paced.push(round);
-      log(
-        `  proxy round ${r + 1}/${rounds}, paced at ${rate} req/s: ${[...round]
-          .map(
-            ([id, p]) =>
-              `${id} p99 ${p.p99Ms.toFixed(2)} ms${p.failed + p.unfinished ? ` ${p.failed + p.unfinished} failed` : ''}`,
-          )
-          .join(', ')}`,
-      );
+      log(`  proxy round ${r + 1}/${rounds}, paced at ${rate} req/s: ${showPaced(round)}`);
+      if (PINNING !== undefined) {
+        const pinnedRound = await pacedRound(upstream, specs, rate, true);
+        pinnedPaced.push(pinnedRound);
+        log(`  proxy round ${r + 1}/${rounds}, paced at ${rate} req/s, pinned: ${showPaced(pinnedRound)}`);
+      }
     }
     const transfers: Transfer[] = [];
     for (const spec of specs.slice(0, 2)) {
@@ -1464,7 +1508,7 @@ async function runProxy(scenario: Scenario): Promise<ProxyResult> {
         `  proxy transfer through ${spec.id}: ${(t.bytes / 2 ** 20).toFixed(0)} MiB in ${t.seconds.toFixed(1)} s, RSS ${t.idleMb.toFixed(0)} -> peak ${t.peakMb.toFixed(0)} MB (+${t.growthMib.toFixed(0)} MiB)`,
       );
     }
-    return { load: { scenario: loadScenario, samples }, paced, transfers };
+    return { load: { scenario: loadScenario, samples }, paced, pinnedPaced, transfers };
   } finally {
     await stopServer(upstream);
   }
@@ -1486,10 +1530,10 @@ interface PacedSummary {
   readonly perRound: string;
 }
 
-function pacedSummary(result: ProxyResult, id: string): PacedSummary {
-  const rounds = result.paced.map((r) => r.get(id)).filter((p): p is Paced => p !== undefined);
+function pacedSummary(paced: readonly Map<string, Paced>[], id: string): PacedSummary {
+  const rounds = paced.map((r) => r.get(id)).filter((p): p is Paced => p !== undefined);
   const added = (other: string) =>
-    median(result.paced.map((r) => (r.get(id)?.p99Ms ?? Number.NaN) - (r.get(other)?.p99Ms ?? Number.NaN)));
+    median(paced.map((r) => (r.get(id)?.p99Ms ?? Number.NaN) - (r.get(other)?.p99Ms ?? Number.NaN)));
   return {
     rate: median(rounds.map((p) => p.rate)),
     p50: median(rounds.map((p) => p.p50Ms)),
@@ -1516,23 +1560,47 @@ function proxySection(result: ProxyResult): string {
   const load = result.load.samples;
   /** The paced rate against the target's own wrk throughput in the same round (median of rounds). */
   const ofOwn = (id: string) => median(rates.map((rate, i) => rate / (load.get(id)?.[i]?.rps ?? Number.NaN)));
-  const pacedRows = ids.map((id) => {
-    const p = pacedSummary(result, id);
-    return [
-      labels.get(id) ?? id,
-      fmt2(p.p50),
-      fmt2(p.p90),
-      fmt2(p.p99),
-      fmt2(p.max),
-      id === 'upstream' ? '0 (reference)' : fmt2(p.addedOverUpstream),
-      fmt2(p.addedOverBare),
-      String(p.failed),
-      fmt2(p.lateP99),
-      Number.isNaN(p.cpuUs) ? 'n/a' : p.cpuUs.toFixed(1),
-      load.has(id) ? fmt2(ofOwn(id)) : 'n/a',
-      p.perRound,
-    ];
-  });
+  const pacedRows = (paced: readonly Map<string, Paced>[]) =>
+    ids.map((id) => {
+      const p = pacedSummary(paced, id);
+      return [
+        labels.get(id) ?? id,
+        fmt2(p.p50),
+        fmt2(p.p90),
+        fmt2(p.p99),
+        fmt2(p.max),
+        id === 'upstream' ? '0 (reference)' : fmt2(p.addedOverUpstream),
+        fmt2(p.addedOverBare),
+        String(p.failed),
+        fmt2(p.lateP99),
+        Number.isNaN(p.cpuUs) ? 'n/a' : p.cpuUs.toFixed(1),
+        load.has(id) ? fmt2(ofOwn(id)) : 'n/a',
+        p.perRound,
+      ];
+    });
+  const pacedHeader = [
+    'target',
+    'p50 ms',
+    'p90 ms',
+    'p99 ms',
+    'max ms',
+    'p99 added over the upstream ms',
+    'p99 added over the minimal proxy ms',
+    'failed',
+    "client's own lateness p99 ms",
+    'main-thread CPU µs / request (paced)',
+    'rate / its own wrk throughput',
+    'p99 ms per round',
+  ];
+  const pinnedPart =
+    PINNING === undefined || result.pinnedPaced.length === 0
+      ? []
+      : [
+          '',
+          `**The same, each proxy on a core of its own** (\`taskset\`: the proxies on CPU ${PINNING.proxies} with all their threads, the paced client and the upstream on CPU ${PINNING.rest}; the same rate, in the same rounds). On this ${cpus().length}-core machine the table above has the client, the upstream and a proxy share two cores, so a proxy's tail there is mostly the scheduler's; here it is the proxy's own work:`,
+          '',
+          table(pacedHeader, pacedRows(result.pinnedPaced)),
+        ];
   const transferRows = result.transfers.map((t) => [
     t.label,
     `${(t.bytes / 2 ** 20).toFixed(0)} MiB (HTTP ${t.status})`,
@@ -1561,23 +1629,8 @@ function proxySection(result: ProxyResult): string {
     '',
     `**Latency at half of the minimal proxy's throughput** (rate per round: ${rates.map((r) => r.toFixed(0)).join(' / ')} req/s; ${seconds} s of paced load per target per round, in ${PACE_SLICE_MS} ms turns; medians of rounds; "added" is the median of each round's p99 minus the other's in the same round):`,
     '',
-    table(
-      [
-        'target',
-        'p50 ms',
-        'p90 ms',
-        'p99 ms',
-        'max ms',
-        'p99 added over the upstream ms',
-        'p99 added over the minimal proxy ms',
-        'failed',
-        "client's own lateness p99 ms",
-        'main-thread CPU µs / request (paced)',
-        'rate / its own wrk throughput',
-        'p99 ms per round',
-      ],
-      pacedRows,
-    ),
+    table(pacedHeader, pacedRows(result.paced)),
+    ...pinnedPart,
     '',
     `**Memory while streaming ${TRANSFER_LABEL}** (upstream → proxy → curl reading at ${TRANSFER_READ_LABEL}; VmRSS every ${RSS_SAMPLE_MS} ms; growth = highest RSS during the transfer − RSS before it; bound: ${TRANSFER_RSS_GROWTH_MIB} MiB):`,
     '',
@@ -1804,8 +1857,16 @@ targets.push(
 
 // Issue #32: what the reverse proxy costs, against a minimal undici proxy in the same run.
 const proxyDefaults = proxy === undefined ? undefined : summarize(proxy.load).get('defaults');
-const proxyPaced = proxy === undefined ? undefined : pacedSummary(proxy, 'defaults');
-const proxyBarePaced = proxy === undefined ? undefined : pacedSummary(proxy, 'bareproxy');
+const proxyPaced = proxy === undefined ? undefined : pacedSummary(proxy.paced, 'defaults');
+const proxyBarePaced = proxy === undefined ? undefined : pacedSummary(proxy.paced, 'bareproxy');
+const pinnedPaced =
+  proxy === undefined || proxy.pinnedPaced.length === 0
+    ? undefined
+    : pacedSummary(proxy.pinnedPaced, 'defaults');
+const pinnedBarePaced =
+  proxy === undefined || proxy.pinnedPaced.length === 0
+    ? undefined
+    : pacedSummary(proxy.pinnedPaced, 'bareproxy');
 const proxyTransfer = proxy?.transfers.find((t) => t.id === 'defaults');
 const proxyBareTransfer = proxy?.transfers.find((t) => t.id === 'bareproxy');
 targets.push(
@@ -1825,6 +1886,18 @@ targets.push(
     ...(proxyPaced && proxyBarePaced
       ? {
           note: `p99 ${proxyPaced.p99.toFixed(2)} ms at ${proxyPaced.rate.toFixed(0)} req/s; the minimal proxy adds ${proxyBarePaced.addedOverUpstream.toFixed(2)} ms`,
+        }
+      : {}),
+  },
+  {
+    name: "Proxy (#32), echo-chaos forwarding, defaults, on a core of its own: p99 added over the upstream called directly, at half of the minimal proxy's throughput",
+    op: '<=',
+    limit: 1,
+    measured: pinnedPaced?.addedOverUpstream ?? NA,
+    unit: 'ms',
+    ...(pinnedPaced && pinnedBarePaced
+      ? {
+          note: `p99 ${pinnedPaced.p99.toFixed(2)} ms; the minimal proxy adds ${pinnedBarePaced.addedOverUpstream.toFixed(2)} ms; echo-chaos over the minimal proxy ${pinnedPaced.addedOverBare.toFixed(2)} ms`,
         }
       : {}),
   },
