@@ -51,6 +51,15 @@ export class SessionTable<K extends object, V> {
     return this.#evicted;
   }
 
+  /**
+   * The ids of at most `limit` sessions, the most recently used first; not a use. One walk of the
+   * table (at most {@link MAX_SESSIONS}).
+   */
+  ids(limit: number): string[] {
+    const all = [...this.#sessions.keys()];
+    return all.slice(Math.max(0, all.length - limit)).reverse();
+  }
+
   /** The state of `key` in `session`, if it has one; not a use (the order stays). */
   find(session: string, key: K): V | undefined {
     return this.#sessions.get(session)?.get(key);

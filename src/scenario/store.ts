@@ -442,6 +442,14 @@ export class ScenarioStore {
   }
 
   /**
+   * The sessions this process keeps a place for (`X-Echo-Session`), at most `limit`, the most
+   * recently used first. Reading is not a use.
+   */
+  sessionIds(limit: number): string[] {
+    return this.#sessions.ids(limit);
+  }
+
+  /**
    * Starts scenarios again at their first response with their counters at zero: all of them, the
    * one with that `name`, or every one whose `path` or `pathPattern` is that `path`. Without a
    * session, for everyone: the requests without a session, every session (all of them dropped, when

@@ -501,3 +501,14 @@ test('ScenarioStore – keeps at most MAX_SESSION_STATES session states in all, 
   assert.equal(store.states('s0')[0]?.total, 0);
   assert.equal(store.states('s1')[0]?.total, 1);
 });
+
+test('ScenarioStore – sessionIds lists the sessions kept, most recently used first, at most the limit; reading is not a use', () => {
+  const store = new ScenarioStore();
+  store.replace([health]);
+  for (const session of ['a', 'b', 'c', 'a']) store.next('/flaky', session);
+  assert.deepEqual(store.sessionIds(10), ['a', 'c', 'b']);
+  assert.deepEqual(store.sessionIds(2), ['a', 'c']);
+  assert.deepEqual(store.sessionIds(10), ['a', 'c', 'b'], 'listing moved the order');
+  store.reset(undefined, 'c');
+  assert.deepEqual(store.sessionIds(10), ['a', 'b']);
+});

@@ -9,6 +9,7 @@
  * - `GET /console/api/faults`: what injects faults now, the switch and the safety valve (fault-summary.ts);
  * - `GET /console/api/scenarios`: the set as YAML with its ETag; `POST /console/api/scenarios/check`
  *   checks a YAML set without storing it, each problem on its line (scenario-check.ts);
+ * - `GET /console/api/sessions`: the sessions the scenario store keeps, most recently used first;
  * - `POST /console/api/scenarios/match`: which scenario would answer a described request, and why
  *   each other would not, moving nothing (dry-run.ts).
  */
@@ -28,6 +29,8 @@ import { checkScenarioYaml, scenarioSetView } from './scenario-check.ts';
 export const CONSOLE_PATH = '/console';
 /** The prefix of the console's API, which needs the admin token when one is set. */
 export const CONSOLE_API_PATH = '/console/api';
+/** Sessions `GET /console/api/sessions` lists, the most recently used first. */
+export const MAX_LISTED_SESSIONS = 100;
 /** A comment on the live stream this often keeps proxies from closing a quiet one. */
 export const LIVE_HEARTBEAT_MS = 15_000;
 
@@ -133,6 +136,12 @@ export function registerConsole(app: FastifyInstance, state: EchoState): void {
     }
     const count = await checkScenarioYaml(yaml, scenarioLimits(config));
     return { status: 'valid', count };
+  });
+
+  app.get(`${CONSOLE_API_PATH}/sessions`, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    const { scenarios } = state;
+    return { count: scenarios.counts().sessions, ids: scenarios.sessionIds(MAX_LISTED_SESSIONS) };
   });
 
   // A dry run: the store's peek moves no position, session or counter.

@@ -40,7 +40,14 @@ test('console scenarios – in Chromium, against a running service', async (t) =
     await page.locator('#tab-scenarios-button').click();
     await page.locator('#s-etag', { hasText: '1 scenario' }).waitFor({ timeout: WAIT_MS });
     assert.match(await page.locator('#s-yaml').inputValue(), /name: pay\n\s+path: \/pay/);
-    assert.deepEqual(await page.locator('#s-state-rows td').allTextContents(), ['0', 'pay', '0', '0', '']);
+    assert.deepEqual(await page.locator('#s-state-rows td').allTextContents(), [
+      '0',
+      'pay',
+      '0',
+      '0 (0 · 0)',
+      '',
+      'Reset',
+    ]);
   });
 
   await t.test(

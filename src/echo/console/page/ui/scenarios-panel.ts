@@ -1,25 +1,16 @@
 /**
  * The scenarios tab: the set as YAML in an editor checked on the service (each problem on its
  * line), saved with `If-Match` (a set changed since it was read is a 412, shown, never
- * overwritten), and where each scenario stands, with a reset.
+ * overwritten), and where each scenario stands (state-panel.ts).
  */
 import { apiFetch, apiSend } from './api.ts';
-import { byId, cell, element } from './dom.ts';
+import { byId, element } from './dom.ts';
+import { loadState } from './state-panel.ts';
 
 interface Problem {
   readonly field: string;
   readonly message: string;
   readonly line?: number;
-}
-
-interface StateRow {
-  readonly index: number;
-  readonly name?: string;
-  readonly path?: string;
-  readonly pathPattern?: string;
-  readonly position: number;
-  readonly total: number;
-  readonly expired: boolean;
 }
 
 const el = {
@@ -28,13 +19,10 @@ const el = {
   reload: byId<HTMLButtonElement>('s-reload'),
   check: byId<HTMLButtonElement>('s-check'),
   save: byId<HTMLButtonElement>('s-save'),
-  reset: byId<HTMLButtonElement>('s-reset'),
   etag: byId('s-etag'),
   status: byId('s-status'),
   error: byId('s-error'),
   problems: byId('s-problems'),
-  state: byId<HTMLTableSectionElement>('s-state-rows'),
-  sessions: byId('s-sessions'),
 };
 
 /** The ETag of the set the editor was loaded from: what a save sends in `If-Match`. */
@@ -102,26 +90,6 @@ export async function loadScenarios(): Promise<void> {
   await loadState();
 }
 
-async function loadState(): Promise<void> {
-  const res = await apiFetch('scenario/state');
-  if (res === undefined || !res.ok) return;
-  const { scenarios, sessions } = (await res.json()) as { scenarios: StateRow[]; sessions: number };
-  el.state.replaceChildren(
-    ...scenarios.map((s) => {
-      const tr = element('tr');
-      tr.append(
-        cell(String(s.index)),
-        cell(s.name ?? s.path ?? s.pathPattern ?? ''),
-        cell(String(s.position)),
-        cell(String(s.total)),
-        cell(s.expired ? 'expired' : ''),
-      );
-      return tr;
-    }),
-  );
-  el.sessions.textContent = `${sessions} session${sessions === 1 ? '' : 's'} with a place of their own`;
-}
-
 /** Checks the editor's text on the service; true when it is a valid set. */
 async function check(): Promise<boolean> {
   el.error.textContent = '';
@@ -162,11 +130,4 @@ el.save.addEventListener('click', async () => {
   if (!res.ok) return failed(res);
   await loadScenarios();
   el.status.textContent = 'saved';
-});
-
-el.reset.addEventListener('click', async () => {
-  const res = await apiSend('scenario/reset', 'POST', {});
-  if (res !== undefined && !res.ok) return failed(res);
-  el.status.textContent = 'every scenario starts again';
-  await loadState();
 });
