@@ -1594,7 +1594,10 @@ function proxySection(result: ProxyResult): string {
   ];
   const pinnedPart =
     PINNING === undefined || result.pinnedPaced.length === 0
-      ? []
+      ? [
+          '',
+          '(The same with each proxy on a core of its own was not measured: this machine has one core or no `taskset`.)',
+        ]
       : [
           '',
           `**The same, each proxy on a core of its own** (\`taskset\`: the proxies on CPU ${PINNING.proxies} with all their threads, the paced client and the upstream on CPU ${PINNING.rest}; the same rate, in the same rounds). On this ${cpus().length}-core machine the table above has the client, the upstream and a proxy share two cores, so a proxy's tail there is mostly the scheduler's; here it is the proxy's own work:`,
