@@ -96,6 +96,13 @@ interface ServerSpec {
    * a log shipper reads it); removed when the server stops.
    */
   readonly stdoutFile?: boolean;
+  /**
+   * The web console (issue #37): `open`, one console's live stream (`GET /console/api/live`, its
+   * rows and chart points read and discarded) is held through the warm-up and the measured run;
+   * `closed`, one is opened and closed before the warm-up, so the server has had a console and
+   * has none during the load.
+   */
+  readonly console?: 'open' | 'closed';
 }
 
 /**
@@ -656,6 +663,23 @@ const SHARED_SERVERS: readonly ServerSpec[] = [
   },
 ];
 
+/** The console scenario's servers: the defaults never having had a console, with one closed, with one open. */
+const CONSOLE_SERVERS: readonly ServerSpec[] = [
+  { ...DEFAULTS, id: 'noconsole', label: 'echo-chaos, defaults, no console ever opened' },
+  {
+    ...DEFAULTS,
+    id: 'consoleclosed',
+    label: 'echo-chaos, defaults, a console opened and closed before the load',
+    console: 'closed',
+  },
+  {
+    ...DEFAULTS,
+    id: 'consoleopen',
+    label: 'echo-chaos, defaults, a console open through the load (its live stream read)',
+    console: 'open',
+  },
+];
+
 const SCENARIOS: readonly Scenario[] = [
   {
     kind: 'load',
@@ -747,6 +771,14 @@ const SCENARIOS: readonly Scenario[] = [
     redis: true,
   },
   {
+    kind: 'load',
+    id: 'console',
+    title: 'the web console: nothing while none is open (issue #37)',
+    what: `\`GET ${PATH}\` against echo-chaos with its defaults: never having had a console, after one was opened and closed (\`GET /console/api/live\`, the stream the page reads), and with one open through the load, its stream read and discarded by the bench (a row a request, a chart point a second). The first two should differ by the machine's noise only: with no console open the live log and the charts watch nothing (a request costs one \`Set.size\` check). wrk, 2 threads, 50 connections.`,
+    servers: CONSOLE_SERVERS,
+    load: WRK50,
+  },
+  {
     kind: 'streams',
     id: 'streams',
     title: 'open SSE streams and WebSockets',
@@ -811,10 +843,42 @@ if (selected.some((s) => s.kind === 'load' && s.load.tool === 'h2load')) ensure(
 // ---------------------------------------------------------------------------------------------------
 // Running a load scenario
 
+/**
+ * One console's live stream on `port`, read and discarded until the returned function closes it
+ * (the `console` scenario). Resolves once its first bytes (the `hello` event) arrived.
+ */
+async function openConsoleStream(port: number): Promise<() => Promise<void>> {
+  const controller = new AbortController();
+  const res = await fetch(`http://127.0.0.1:${port}/console/api/live`, { signal: controller.signal });
+  if (!res.ok || res.body === null) throw new Error(`GET /console/api/live answered ${res.status}`);
+  const reader = res.body.getReader();
+  await reader.read();
+  const drained = (async () => {
+    try {
+      for (;;) if ((await reader.read()).done) return;
+    } catch {
+      // Aborted: the console closed.
+    }
+  })();
+  return async () => {
+    controller.abort();
+    await drained;
+  };
+}
+
 async function measure(spec: ServerSpec, load: Load): Promise<Measured> {
   const server = await startServer(spec);
   const port = server.grpcPort ?? server.port;
+  let closeConsole: (() => Promise<void>) | undefined;
   try {
+    if (spec.console !== undefined) {
+      closeConsole = await openConsoleStream(server.port);
+      if (spec.console === 'closed') {
+        await closeConsole();
+        closeConsole = undefined;
+        await sleep(200); // the server sees the stream close
+      }
+    }
     let sample: Sample;
     let cpuUs = Number.NaN;
     let workerCpuUs = Number.NaN;
@@ -840,6 +904,7 @@ async function measure(spec: ServerSpec, load: Load): Promise<Measured> {
   } catch (err) {
     throw withServerState(err, server);
   } finally {
+    await closeConsole?.();
     await stopServer(server);
   }
 }
