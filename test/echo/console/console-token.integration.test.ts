@@ -21,7 +21,7 @@ test('console – with ECHO_ADMIN_TOKEN set', async (t) => {
     await fetch(`${base}/seen`).then((res) => res.arrayBuffer());
     const [entry] = echo.app.echo.history.list();
     assert.ok(entry);
-    for (const path of ['/console/api/live', `/console/api/entries/${entry.id}`]) {
+    for (const path of ['/console/api/live', `/console/api/entries/${entry.id}`, '/console/api/sessions']) {
       for (const authorization of [undefined, 'Bearer wrong', TOKEN]) {
         const res = await fetch(
           `${base}${path}`,
@@ -31,6 +31,19 @@ test('console – with ECHO_ADMIN_TOKEN set', async (t) => {
         assert.equal(res.headers.get('www-authenticate'), ADMIN_CHALLENGE);
         assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'ECHO_ERR_UNAUTHORIZED');
       }
+    }
+    // The dry run too: it reads the scenarios' state.
+    for (const authorization of [undefined, 'Bearer wrong']) {
+      const res = await fetch(`${base}/console/api/scenarios/match`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(authorization === undefined ? {} : { authorization }),
+        },
+        body: JSON.stringify({ path: '/seen' }),
+      });
+      assert.equal(res.status, 401, `the dry run with ${authorization}`);
+      await res.arrayBuffer();
     }
     const detail = await fetch(`${base}/console/api/entries/${entry.id}`, {
       headers: { authorization: `Bearer ${TOKEN}` },
