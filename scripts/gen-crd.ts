@@ -31,6 +31,76 @@ const MAX_CONDITIONS = 8;
 
 const scenario = toOpenApiV3Schema(ScenarioSchema) as { properties: Record<string, JsonSchemaObject> };
 
+/**
+ * A CEL rule of the CRD (`x-kubernetes-validations`), with the message the API server answers when it
+ * does not hold: what OpenAPI value validation cannot say, or says only as a regular expression.
+ * Only `rule` and `message`, the fields Kubernetes 1.25 (the chart's floor) knows.
+ */
+export interface CelRule {
+  readonly rule: string;
+  readonly message: string;
+}
+
+/** The duration grammar as a CEL raw string (RE2, as Kubernetes evaluates `matches`). */
+const CEL_DURATION = `r'^${DURATION_PATTERN}$'`;
+/** How a duration is written, for messages. */
+const DURATION_EXAMPLES = '90s, 10m, 2h, 1h30m or 1h30m15s (units ms, s, m, h, d)';
+
+/** The blast radius's rules (src/operator/blast-radius.ts `blastRadiusProblems` says the same). */
+export const TARGET_RULES: readonly CelRule[] = [
+  {
+    rule: "!has(self.mode) || !(self.mode in ['fixed', 'fixed-percent']) || has(self.value)",
+    message:
+      'mode fixed needs value, a pod count; mode fixed-percent needs value, a percentage from 1 to 100',
+  },
+  {
+    rule: "!has(self.value) || (has(self.mode) && self.mode in ['fixed', 'fixed-percent'])",
+    message:
+      'value is only for mode fixed (a pod count) or fixed-percent (a percentage); all and one take none',
+  },
+  {
+    rule: "!has(self.value) || !has(self.mode) || self.mode != 'fixed-percent' || self.value <= 100",
+    message: 'with mode fixed-percent, value is a percentage from 1 to 100',
+  },
+  {
+    rule: "!has(self.minPods) || (has(self.mode) && self.mode == 'fixed-percent')",
+    message: 'minPods is only for mode fixed-percent (it raises the rounded percentage)',
+  },
+  {
+    rule: "!has(self.maxPods) || !has(self.mode) || self.mode in ['all', 'fixed-percent']",
+    message: 'maxPods is only for mode all (the default) or fixed-percent',
+  },
+  {
+    rule: '!has(self.minPods) || !has(self.maxPods) || self.minPods <= self.maxPods',
+    message: 'minPods must not be above maxPods',
+  },
+];
+
+/** `spec.duration`: the form, shown, and above 0 (a zero duration would expire at once). */
+export const DURATION_RULES: readonly CelRule[] = [
+  {
+    rule: `self.matches(${CEL_DURATION})`,
+    message: `duration must be a duration such as ${DURATION_EXAMPLES}`,
+  },
+  { rule: "self.matches('[1-9]')", message: 'duration must be above 0, e.g. 90s or 1h30m' },
+];
+
+/** `spec.abortWhen`: its keys, and a query that says something. */
+export const ABORT_WHEN_RULES: readonly CelRule[] = [
+  {
+    rule: 'has(self.query) && has(self.threshold)',
+    message:
+      'abortWhen needs query (a PromQL instant query) and threshold (a number); it may also have comparison, ' +
+      'for, onError and failureThreshold',
+  },
+  { rule: "!has(self.query) || self.query.matches(r'\\S')", message: 'abortWhen.query must not be blank' },
+];
+
+/** `spec.abortWhen.for`: the form, shown (0 is allowed: the first poll). */
+export const FOR_RULES: readonly CelRule[] = [
+  { rule: `self.matches(${CEL_DURATION})`, message: `for must be a duration such as ${DURATION_EXAMPLES}` },
+];
+
 const targetSchema: JsonSchemaObject = {
   type: 'object',
   description:
@@ -38,6 +108,7 @@ const targetSchema: JsonSchemaObject = {
     'selector matches (echo-chaos as a sidecar), plus the port of the echo container.',
   required: ['port'],
   oneOf: [{ required: ['service'] }, { required: ['selector'] }],
+  'x-kubernetes-validations': [...TARGET_RULES],
   // The blast radius's rules, as value validation: value required with fixed and fixed-percent and
   // only with them; a percentage at most 100.
   allOf: [
@@ -196,11 +267,12 @@ const lifecycleProperties: Record<string, JsonSchemaObject> = {
   duration: {
     type: 'string',
     description:
-      'How long the experiment runs (a ceiling), e.g. 10m: from status.startTime on, after it the scenario is ' +
-      'removed from its pods and Ready turns False with reason Expired; the resource stays. A spec change ' +
-      'starts a new run.',
+      'How long the experiment runs (a ceiling), e.g. 10m or 1h30m: from status.startTime on, after it the ' +
+      'scenario is removed from its pods and Ready turns False with reason Expired; the resource stays. A spec ' +
+      `change starts a new run. Above 0, at most 366d; written as ${DURATION_EXAMPLES}.`,
     maxLength: 32,
     pattern: `^${DURATION_PATTERN}$`,
+    'x-kubernetes-validations': [...DURATION_RULES],
   },
   suspend: {
     type: 'boolean',
@@ -214,8 +286,10 @@ const lifecycleProperties: Record<string, JsonSchemaObject> = {
       'compares with threshold for the whole of for, the scenario is removed from its pods (reason Aborted) ' +
       'until the spec changes. A check that cannot be made (PROMETHEUS_URL unset, Prometheus unreachable, an ' +
       'answer that is no query result) fails closed: after failureThreshold failures in a row the condition ' +
-      'AbortCheckHealthy turns False (naming the URL and the error) and onError applies.',
+      'AbortCheckHealthy turns False (naming the URL and the error) and onError applies. Other keys are ' +
+      'pruned, as everywhere in this schema.',
     required: ['query', 'threshold'],
+    'x-kubernetes-validations': [...ABORT_WHEN_RULES],
     properties: {
       query: { type: 'string', description: 'PromQL instant query.', minLength: 1, maxLength: 4096 },
       comparison: {
@@ -226,9 +300,11 @@ const lifecycleProperties: Record<string, JsonSchemaObject> = {
       threshold: { type: 'number', description: 'The value the query is compared with.' },
       for: {
         type: 'string',
-        description: 'How long the condition must hold (at every poll), e.g. 30s. Default 0: the first poll.',
+        description:
+          'How long the condition must hold (at every poll), e.g. 30s or 1m30s, at most 1d. Default 0: the first poll.',
         maxLength: 32,
         pattern: `^${DURATION_PATTERN}$`,
+        'x-kubernetes-validations': [...FOR_RULES],
       },
       onError: {
         type: 'string',

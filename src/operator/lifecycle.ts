@@ -111,7 +111,7 @@ export function lifecycleProblems(spec: Record<string, unknown> | undefined): st
     const ms = typeof duration === 'string' ? parseDurationMs(duration) : undefined;
     if (ms === undefined || ms <= 0 || ms > MAX_DURATION_MS)
       problems.push(
-        `spec.duration: must be a duration such as 10m or 2h, above 0 and at most 366d, got ${JSON.stringify(duration)}`,
+        `spec.duration: must be a duration such as 90s, 10m or 1h30m, above 0 and at most 366d, got ${JSON.stringify(duration)}`,
       );
   }
   const suspend = spec?.['suspend'];
@@ -134,7 +134,7 @@ export function lifecycleProblems(spec: Record<string, unknown> | undefined): st
         const ms = typeof abort.for === 'string' ? parseDurationMs(abort.for) : undefined;
         if (ms === undefined || ms > MAX_FOR_MS)
           problems.push(
-            `spec.abortWhen.for: must be a duration of at most 1d, got ${JSON.stringify(abort.for)}`,
+            `spec.abortWhen.for: must be a duration such as 30s or 1m30s, at most 1d, got ${JSON.stringify(abort.for)}`,
           );
       }
       if (abort.onError !== undefined && !ON_ERROR.includes(abort.onError as OnError))

@@ -17,7 +17,8 @@ export const activeForArb = fc.oneof(
 
 /** The ceiling of `activeFor`, written out here rather than read from the code under test. */
 const DAYS_366_MS = 366 * 86_400_000;
-const DURATION = /^\d+(?:\.\d+)?(?:ms|s|m|h|d)?$/;
+/** Terms with units (`1h30m`), or a bare number of milliseconds. */
+const DURATION = /^(?:(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+|\d+(?:\.\d+)?)$/;
 
 const isInteger = (value: unknown, min: number, max: number) =>
   Number.isInteger(value) && (value as number) >= min && (value as number) <= max;

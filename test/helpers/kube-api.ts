@@ -36,13 +36,18 @@
  *   hand-made slices;
  * - `labelSelector` of the `a=b,c=d` form on list and watch;
  * - EchoScenario admission against the generated CRD's `openAPIV3Schema` (`scripts/gen-crd.ts`, built
- *   from the scenario schema), rejected with a 422 `Status` (Invalid) listing the causes.
+ *   from the scenario schema): first structural pruning (fields the schema does not name are dropped,
+ *   `x-kubernetes-preserve-unknown-fields` honored, each one named in a `Warning` header as the
+ *   server's default `fieldValidation=Warn` does; on `/status`, within status), then OpenAPI value
+ *   validation (ajv) and the `x-kubernetes-validations` CEL rules (crd-structural.ts), rejected with a
+ *   422 `Status` (Invalid) listing the causes.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Ajv } from 'ajv';
 import { echoScenarioSchema } from '../../scripts/gen-crd.ts';
+import { celViolations, pruneUnknownFields, type StructuralSchema } from './crd-structural.ts';
 
 export type KubeObject = {
   apiVersion?: string;
@@ -70,22 +75,35 @@ interface ResourceType {
   /** Namespaces and nodes: no namespace in their paths, none on the object. */
   readonly clusterScoped?: boolean;
   readonly validate?: (obj: KubeObject) => Array<{ field: string; message: string }>;
+  /**
+   * Structural pruning of a whole object (`part` undefined) or of its status (`part: 'status'`):
+   * the value without the fields its schema does not name, and their paths.
+   */
+  readonly prune?: (value: unknown, part?: 'status') => { value: unknown; pruned: string[] };
 }
 
-// The generated CRD's openAPIV3Schema (from the one scenario schema), as the API server would apply it.
-// ajv ignores the x-kubernetes-* keywords; the API server would also prune unknown fields, which this
-// double keeps instead.
-const crdCheck = new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(
-  echoScenarioSchema(),
-);
+// The generated CRD's openAPIV3Schema (from the one scenario schema), as the API server would apply it:
+// ajv for its value validation (ajv ignores the x-kubernetes-* keywords), crd-structural.ts for its
+// pruning and its CEL rules.
+const crdSchema = echoScenarioSchema() as StructuralSchema;
+const crdCheck = new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(crdSchema);
 
-/** The checks the generated CRD's schema makes on an EchoScenario. */
+/** The checks the generated CRD's schema makes on an EchoScenario: OpenAPI, then CEL. */
 function validateEchoScenario(obj: KubeObject): Array<{ field: string; message: string }> {
-  if (crdCheck(obj)) return [];
-  return (crdCheck.errors ?? []).map((e) => ({
-    field: e.instancePath.slice(1).replaceAll('/', '.') || '<root>',
-    message: e.message ?? 'invalid',
-  }));
+  const causes = crdCheck(obj)
+    ? []
+    : (crdCheck.errors ?? []).map((e) => ({
+        field: e.instancePath.slice(1).replaceAll('/', '.') || '<root>',
+        message: e.message ?? 'invalid',
+      }));
+  for (const v of celViolations(obj, crdSchema)) causes.push({ field: v.field, message: v.message });
+  return causes;
+}
+
+function pruneEchoScenario(value: unknown, part?: 'status'): { value: unknown; pruned: string[] } {
+  return part === 'status'
+    ? pruneUnknownFields(value, crdSchema.properties?.['status'] ?? {}, { path: 'status' })
+    : pruneUnknownFields(value, crdSchema, { root: true });
 }
 
 /**
@@ -129,6 +147,7 @@ const RESOURCES: Record<string, ResourceType> = {
     kind: 'EchoScenario',
     statusSubresource: true,
     validate: validateEchoScenario,
+    prune: pruneEchoScenario,
   },
 };
 
@@ -561,19 +580,36 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
     return Buffer.concat(chunks).toString('utf8');
   }
 
+  /**
+   * Structural pruning of what a client sent (a whole object, or the status of a `/status` write), each
+   * field dropped named in a `Warning` header, as the server's default `fieldValidation=Warn` does.
+   */
+  function pruned<T>(res: ServerResponse, plural: string, value: T, part?: 'status'): T {
+    const prune = RESOURCES[plural]!.prune;
+    if (prune === undefined || value === undefined) return value;
+    const out = prune(value, part);
+    if (out.pruned.length > 0)
+      res.setHeader(
+        'Warning',
+        out.pruned.map((path) => `299 - ${JSON.stringify(`unknown field ${JSON.stringify(path)}`)}`),
+      );
+    return out.value as T;
+  }
+
   /** Applies a create/update result to the store: status subresource rules, generation, validation. */
   function write(
     res: ServerResponse,
     plural: string,
     existing: KubeObject,
-    next: KubeObject,
+    sent: KubeObject,
     subresource: string | undefined,
   ): void {
     const type = RESOURCES[plural]!;
     const result = clone(existing);
     if (subresource === 'status') {
-      result.status = next.status;
+      result.status = pruned(res, plural, sent.status, 'status');
     } else {
+      const next = pruned(res, plural, sent);
       const { status: _ignored, ...rest } = next;
       Object.assign(result, type.statusSubresource ? { ...rest, status: existing.status } : next);
       if (!type.statusSubresource && next.status === undefined) delete result.status;
@@ -677,7 +713,7 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
         });
       }
       if (req.method === 'POST' && (namespace !== undefined || type.clusterScoped === true)) {
-        const obj = JSON.parse(await readBody(req)) as KubeObject;
+        let obj = JSON.parse(await readBody(req)) as KubeObject;
         const { namespace: _ignored, ...metadata } = obj.metadata;
         obj.metadata = namespace === undefined ? metadata : { ...metadata, namespace };
         if (items.has(keyOf(obj))) {
@@ -689,6 +725,7 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
           );
         }
         if (type.statusSubresource && plural === 'echoscenarios') delete obj.status;
+        obj = pruned(res, plural, obj);
         const causes = type.validate?.(obj) ?? [];
         if (causes.length > 0) return invalid(res, plural, obj, causes);
         return send(res, 201, createDirect(plural, obj));

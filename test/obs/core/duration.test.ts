@@ -14,8 +14,35 @@ test('duration – reads ms, s, m, h, d, decimals and bare milliseconds', () => 
   assert.equal(parseDurationMs(' 2s '), 2000);
 });
 
+test('duration – reads compound forms as Go and Kubernetes write them: the terms add up', () => {
+  assert.equal(parseDurationMs('1h30m'), 5_400_000);
+  assert.equal(parseDurationMs('90s'), 90_000);
+  assert.equal(parseDurationMs('1h30m15s'), 5_415_000);
+  assert.equal(parseDurationMs('1m5s'), 65_000);
+  assert.equal(parseDurationMs('2s500ms'), 2500);
+  assert.equal(parseDurationMs('1d12h'), 129_600_000);
+  assert.equal(parseDurationMs('1.5h30m'), 7_200_000);
+  assert.equal(parseDurationMs('0h0m0s'), 0);
+});
+
 test('duration – refuses everything else', () => {
-  for (const bad of ['', 's', '2 s', '-1s', '2x', '1e3', 'PT2S', '1h30m', '9'.repeat(400)]) {
+  for (const bad of [
+    '',
+    's',
+    '2 s',
+    '-1s',
+    '2x',
+    '1e3',
+    'PT2S',
+    '9'.repeat(400),
+    // A bare number is milliseconds alone; terms have a unit and no blanks or signs between them.
+    '1h30',
+    '30 1h',
+    '1h 30m',
+    '1h-30m',
+    'h30m',
+    '1hh',
+  ]) {
     assert.equal(parseDurationMs(bad), undefined, bad);
   }
   for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, true, null, undefined, {}]) {
