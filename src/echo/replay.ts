@@ -1,12 +1,12 @@
 import type { Readable } from 'node:stream';
 import { createBudgetInterceptor, isObsError } from '@echo-chaos/obs';
-import { DEADLINE_HEADER } from '@echo-chaos/obs/internal';
 import type { Dispatcher } from 'undici';
 import { HEADER_VALUE_PATTERN } from '../scenario/index.ts';
 import { EchoError, isEchoError } from './errors.ts';
 import type { HistoryEntry, HistoryReader } from './history.ts';
 import { replayableEntry } from './history-secrets.ts';
 import { TOKEN } from './http-grammar.ts';
+import { NOT_REPLAYED_HEADERS } from './replay-headers.ts';
 
 const HEADER_VALUE = new RegExp(HEADER_VALUE_PATTERN);
 
@@ -42,25 +42,8 @@ export interface ReplayOptions {
 /** The values of `ECHO_REPLAY_CREDENTIALS`. */
 export type ReplayCredentials = 'original' | 'masked';
 
-/** Request headers not replayed: hop-by-hop, framing, and the host (the target's own is used). */
-const DROPPED = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'content-length',
-  'host',
-  'expect',
-  'http2-settings',
-  // The stored request's deadline expired with it: the replay carries the replaying caller's budget.
-  DEADLINE_HEADER.toLowerCase(),
-  'obs-timeout-ms',
-]);
+/** Request headers not replayed (replay-headers.ts). */
+const DROPPED: ReadonlySet<string> = new Set(NOT_REPLAYED_HEADERS);
 
 const MAX_MODIFIED_HEADERS = 100;
 

@@ -4,6 +4,8 @@
  * stored deadline: replay.ts), and so are the masked ones, which would send `[MASKED]`.
  */
 
+import { NOT_REPLAYED_HEADERS } from '../../replay-headers.ts';
+
 /** The part of a history entry the command is made of. */
 export interface CurlSource {
   readonly method: string;
@@ -26,23 +28,7 @@ export interface CurlCommand {
 export const MASKED_VALUE = '[MASKED]';
 
 /** Headers replay.ts does not send again; the same here. */
-const LEFT_OUT: ReadonlySet<string> = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'content-length',
-  'host',
-  'expect',
-  'http2-settings',
-  'obs-timeout-deadline-ms',
-  'obs-timeout-ms',
-]);
+const LEFT_OUT: ReadonlySet<string> = new Set(NOT_REPLAYED_HEADERS);
 
 /** `text` as one single-quoted shell word. */
 export function shellQuote(text: string): string {
