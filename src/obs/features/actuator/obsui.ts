@@ -196,6 +196,17 @@ export function renderObsUi(snapshot: ObsSnapshot, basePath: string): string {
     .join('')}</tbody>
 </table>
 <p class="muted" id="planned-note">A planned feature has no code yet and does nothing; setting one of its keys stops startup, except the keys shown with it, which built features read already.</p>
+<h2>What DRY_RUN changes${snapshot.dry_run.active ? ' (this process is in DRY_RUN)' : ''}</h2>
+<table id="dry-run">
+<thead><tr><th>Setting</th><th>ENFORCING</th><th>DRY_RUN</th><th>On here</th></tr></thead>
+<tbody>${snapshot.dry_run.changes
+    .map(
+      (c) =>
+        `<tr><td class="mono">${e(c.setting)}</td><td>${e(c.enforcing)}</td><td>${e(c.dry_run)}</td><td>${c.applies ? 'yes' : 'no'}</td></tr>`,
+    )
+    .join('')}</tbody>
+</table>
+<p class="muted">Nothing else depends on the mode: stamping, counting, metrics and logs behave the same in both.</p>
 <h2>Runtime</h2>
 <table id="runtime"><tbody>
 ${row('uptime', `${e(String(rt.uptime_seconds))} s (since ${e(rt.started_at)})`)}

@@ -41,6 +41,21 @@ test('obsui – an HTML page of the snapshot: every feature, the mode, the hash,
   assert.match(html, /enabled-when\.path-excludes:/);
   assert.match(html, /in-flight requests/);
   assert.match(html, /"value":"ENFORCING"/, 'the page says how to switch back');
+  // What DRY_RUN changes, as the snapshot's dry_run section says it, each setting with whether it is on here.
+  const snapshot = (await (await fetch(`${obs.url}/actuator/obs`)).json()) as {
+    dry_run: { changes: { setting: string; applies: boolean }[] };
+  };
+  assert.match(html, /<h2>What DRY_RUN changes \(this process is in DRY_RUN\)<\/h2>/);
+  assert.ok(snapshot.dry_run.changes.length > 0);
+  for (const change of snapshot.dry_run.changes) {
+    assert.ok(
+      html.includes(`<td class="mono">${change.setting}</td>`) &&
+        new RegExp(
+          `${change.setting.replaceAll('.', '\\.')}</td><td>[^<]*</td><td>[^<]*</td><td>${change.applies ? 'yes' : 'no'}</td>`,
+        ).test(html),
+      change.setting,
+    );
+  }
 });
 
 test('obsui – no feature shows as planned; each built one shows on or off with its configuration', async (t) => {
