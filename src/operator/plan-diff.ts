@@ -47,6 +47,13 @@ function sameEndpoint(a: Endpoint, b: Endpoint): boolean {
 function sameState(a: ScenarioState, b: ScenarioState): boolean {
   if (a.kind !== b.kind) return false;
   if ('message' in a && 'message' in b && a.message !== b.message) return false;
+  // The same pods chosen out of another number of ready pods: its status says why, so it changed.
+  if ('blastRadius' in a || 'blastRadius' in b) {
+    const ba = 'blastRadius' in a ? a.blastRadius : undefined;
+    const bb = 'blastRadius' in b ? b.blastRadius : undefined;
+    if (ba?.readyPods !== bb?.readyPods || ba?.chosenPods !== bb?.chosenPods || ba?.reason !== bb?.reason)
+      return false;
+  }
   const ea = 'endpoints' in a ? a.endpoints : [];
   const eb = 'endpoints' in b ? b.endpoints : [];
   if (ea === eb) return true;

@@ -70,6 +70,20 @@ describe('operator blast radius says what it chose', () => {
       (await pushedEvents(f!, 'tenth')).some((m) => m.endsWith(`blast radius: ${reason}`)),
     );
 
+    // A fourth pod: still one pod chosen (10% of 4 is 0.4), and the status says of how many.
+    await f.addEchoPod('echo-3');
+    await until(
+      'status.blastRadius counts 4 ready pods',
+      async () => (await blastRadius(f!, 'tenth'))?.readyPods === 4,
+    );
+    assert.deepEqual(await blastRadius(f, 'tenth'), {
+      readyPods: 4,
+      chosenPods: 1,
+      reason: 'fixed-percent 10% of 4 ready pods is 0.4, rounded up to 1',
+    });
+    await f.deletePod('echo-3');
+    await until('back to 3 ready pods', async () => (await blastRadius(f!, 'tenth'))?.readyPods === 3);
+
     // 50% of 3 rounds up to 2; "never more than one".
     await f.patchScenario('tenth', { spec: { target: { ...target, value: 50, maxPods: 1 } } });
     await until('generation 2 Synced', async () => {

@@ -9,6 +9,8 @@ import {
   MAX_FIXED_PODS,
 } from '../../src/operator/blast-radius.ts';
 import type { EchoScenario } from '../../src/operator/echo-scenario.ts';
+import type { Plan } from '../../src/operator/plan.ts';
+import { planChanges } from '../../src/operator/plan-diff.ts';
 import { specProblems } from '../../src/operator/scenario-spec.ts';
 import { planNamespace } from './plan-namespace.ts';
 
@@ -231,4 +233,25 @@ test('blast radius – the plan pushes a fixed-percent EchoScenario to its chose
   assert.equal(bad?.kind, 'Invalid');
   assert.match(bad.kind === 'Invalid' ? bad.message : '', /spec\.target\.value: required with mode fixed/);
   assert.match(specProblems(es('x', { ...selector, mode: 'all', value: 3 })) ?? '', /only with mode fixed/);
+});
+
+test('blast radius – a new count of ready pods is a change of the plan, though the same pod stays chosen', () => {
+  const endpoint = { key: 'u0:8080', podName: 'p0', podUid: 'u0', ip: '10.0.0.1', port: 8080 };
+  const planOf = (readyPods: number): Plan => ({
+    scenarios: new Map([
+      [
+        'tenth',
+        {
+          kind: 'Active',
+          endpoints: [endpoint],
+          blastRadius: blastRadiusOf({ mode: 'fixed-percent', value: 10 }, readyPods),
+        },
+      ],
+    ]),
+    desired: new Map(),
+    byPod: new Map(),
+    stops: new Map([['tenth', '']]),
+  });
+  assert.deepEqual(planChanges(planOf(3), planOf(3)).scenarios, []);
+  assert.deepEqual(planChanges(planOf(3), planOf(4)).scenarios, ['tenth']);
 });
