@@ -106,7 +106,7 @@ export function createEchoHandler(deps: PipelineDeps) {
   const decide = createFaultDecider(config, deps.scenarios);
   const { compression } = deps;
 
-  return async function echo(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const echo = async function echo(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const raw = request.raw;
     const state = stateOf(request);
     // A seeded request draws everything from its own source, so its answer is a function of the
@@ -184,7 +184,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       ) {
         metrics.recordFault('chaos');
         state.fault = 'chaos';
-        return sendFault(reply, compression, controls, chaosStatus, 'chaos', slow());
+        return underway(sendFault(reply, compression, controls, chaosStatus, 'chaos', slow()));
       }
     }
 
@@ -200,13 +200,13 @@ export function createEchoHandler(deps: PipelineDeps) {
         switch (error.kind) {
           case 'status':
             metrics.recordFault(error.name);
-            return sendFault(reply, compression, controls, error.status, 'error', slow());
+            return underway(sendFault(reply, compression, controls, error.status, 'error', slow()));
           case 'timeout':
             metrics.recordFault('timeout');
             if ((await waits.wait(config.errorTimeoutMs, reply)) === 'client-gone') {
               return abandon(request, reply, deps);
             }
-            return sendFault(reply, compression, controls, 504, 'timeout', slow());
+            return underway(sendFault(reply, compression, controls, 504, 'timeout', slow()));
           case 'reset':
           case 'close':
             metrics.recordFault(error.kind);
@@ -239,7 +239,7 @@ export function createEchoHandler(deps: PipelineDeps) {
             if (target !== undefined && (error.kind === 'truncate' || error.kind === 'malformed')) {
               const answer = await callUpstream(target, request, reply, deps, arrived);
               if (answer === undefined) return;
-              if (answer === 'answered') return reply;
+              if (answer === 'answered') return UNDER_WAY;
               const upstreamAnswer = await upstreamToBreak(answer);
               scripted = {
                 status: step?.status ?? upstreamAnswer.status,
@@ -263,9 +263,7 @@ export function createEchoHandler(deps: PipelineDeps) {
     const found = upstreamOf(deps, decided);
     const target = found instanceof Promise ? await found : found;
     if (target !== undefined) {
-      // Awaited, then the reply returned once: a reply is a thenable, and each adoption of it while
-      // its body streams adds listeners to the response.
-      if (await forward(target, request, reply, deps, controls, arrived, fault, slow, step)) return reply;
+      if (await forward(target, request, reply, deps, controls, arrived, fault, slow, step)) return UNDER_WAY;
       return;
     }
 
@@ -288,7 +286,7 @@ export function createEchoHandler(deps: PipelineDeps) {
       // No content may follow 204, 205 or 304: a Content-Length announcing the echo that never comes
       // breaks strict clients (undici fails the response), so send none.
       applyModifiers(reply, controls);
-      return reply.send();
+      return underway(reply.send());
     }
 
     if (controls.responseSize !== undefined) {
@@ -296,7 +294,9 @@ export function createEchoHandler(deps: PipelineDeps) {
       if (controls.compress === undefined) reply.header('content-length', controls.responseSize);
       // A seeded body's bytes come from the request's source too (its last draw), so they replay.
       const bytes = seed === undefined ? undefined : seededBytes(drawSeed(random));
-      return send(reply, compression, controls, new RandomBody(controls.responseSize, bytes), slow());
+      return underway(
+        send(reply, compression, controls, new RandomBody(controls.responseSize, bytes), slow()),
+      );
     }
     if (step !== undefined && step.body !== undefined) {
       reply.type(
@@ -305,14 +305,25 @@ export function createEchoHandler(deps: PipelineDeps) {
           step.headers['Content-Type'] ??
           'text/plain; charset=utf-8',
       );
-      return send(reply, compression, controls, step.body, slow());
+      return underway(send(reply, compression, controls, step.body, slow()));
     }
     if (body === undefined && (raw.method === 'GET' || raw.method === 'HEAD')) {
       reply.type(controls.contentType ?? 'text/plain; charset=utf-8');
-      return send(reply, compression, controls, requestSummary(raw, request.ip, protocolOf(request)), slow());
+      return underway(
+        send(reply, compression, controls, requestSummary(raw, request.ip, protocolOf(request)), slow()),
+      );
     }
     reply.type(controls.contentType ?? contentTypeOf(request, 'text/plain'));
-    return send(reply, compression, controls, body ?? EMPTY, slow());
+    return underway(send(reply, compression, controls, body ?? EMPTY, slow()));
+  };
+
+  // A handler that returns nothing: fastify would adopt the promise of an async one and then look
+  // at what it resolved with (settle() does that part here, for what this handler resolves with).
+  return function echoRoute(request: FastifyRequest, reply: FastifyReply): void {
+    echo(request, reply).then(
+      (result) => settle(request, reply, result),
+      (error: unknown) => fail(reply, error),
+    );
   };
 }
 
@@ -678,6 +689,44 @@ function sendInterim(reply: FastifyReply, status: number): void {
 }
 
 /** The client left during a wait: stop here, record it, send nothing. */
+/**
+ * What the echo handler resolves with once its answer is sent or under way: never the reply itself,
+ * which is a thenable, so an async function returning it adopts it and waits for the response to end
+ * (an `eos` on it: listeners and closures for every streamed answer, a microtask for every other).
+ */
+const UNDER_WAY = Symbol('echo-chaos.under-way');
+
+/** {@link UNDER_WAY}, once `reply` (sent, streaming, or to be sent by fastify's hooks) is on its way. */
+function underway(_reply: FastifyReply): typeof UNDER_WAY {
+  return UNDER_WAY;
+}
+
+/**
+ * After the echo handler: what fastify does after an async handler (its `wrap-thenable.js`), for a
+ * handler that answers through `reply` itself. {@link UNDER_WAY} says its answer is on its way (a
+ * stream, sent as it comes); having sent or hijacked it says so too. A handler that returned with
+ * nothing sent would leave the request hanging: it gets fastify's empty answer, as before.
+ */
+function settle(request: FastifyRequest, reply: FastifyReply, result: unknown): void {
+  if (result === UNDER_WAY || reply.sent || reply.raw.headersSent) return;
+  const socket = request.raw.socket;
+  if (result === undefined && (request.raw.aborted || socket === null || socket.destroyed)) return;
+  try {
+    reply.send(result);
+  } catch (error) {
+    reply.send(error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
+/** A failed echo handler: its error answered through fastify's error handling, as an async handler's is. */
+function fail(reply: FastifyReply, error: unknown): void {
+  if (reply.sent) {
+    reply.log.error({ err: error }, 'Promise errored, but reply.sent = true was set');
+    return;
+  }
+  reply.send(error instanceof Error ? error : new Error(String(error)));
+}
+
 function abandon(request: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): void {
   reply.hijack();
   recordCompletion(request, reply, deps.metrics, CLIENT_CLOSED_STATUS);
