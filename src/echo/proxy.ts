@@ -242,10 +242,13 @@ export class Upstream {
   readonly #agent: Dispatcher;
   /** The base path requests are appended to (`/v2` of `https://api.example/v2`; empty for `/`). */
   readonly #basePath: string;
+  /** `settings.url.origin`, made once: the URL's getter builds a new string on every read. */
+  readonly #origin: string;
 
   constructor(settings: UpstreamSettings, agent: Dispatcher) {
     this.settings = settings;
     this.#agent = agent;
+    this.#origin = settings.url.origin;
     const path = settings.url.pathname;
     this.#basePath = path === '/' ? '' : path.replace(/\/$/, '');
   }
@@ -280,7 +283,7 @@ export class Upstream {
     const started = performance.now();
     try {
       const answer = await this.#agent.request({
-        origin: this.settings.url.origin,
+        origin: this.#origin,
         path: `${this.#basePath}${raw.url ?? '/'}`,
         method: (raw.method ?? 'GET') as Dispatcher.HttpMethod,
         headers,
@@ -350,7 +353,7 @@ export class Upstream {
     this.#agent
       // An Agent serves many origins: it needs `origin`, which undici's upgrade types leave out.
       .upgrade({
-        origin: this.settings.url.origin,
+        origin: this.#origin,
         path: `${this.#basePath}${request.url ?? '/'}`,
         method: 'GET',
         headers,
