@@ -391,7 +391,7 @@ describe('chart echo-chaos', { skip }, () => {
     const alerts = groups.flatMap((g: Any) => g.rules.filter((r: Any) => r.alert !== undefined));
     assert.deepEqual(
       alerts.map((a: Any) => a.labels.severity),
-      ['page', 'page', 'ticket'],
+      ['page', 'page', 'ticket', 'ticket'],
     );
     assert.match(alerts[0].expr, /rate1h.*> \(14\.4 \* \(1 - 0\.995\)\)[\s\S]*rate5m/);
     const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-rules-'));
@@ -400,7 +400,7 @@ describe('chart echo-chaos', { skip }, () => {
     writeFileSync(file, dump({ groups }));
     const result = spawnSync('promtool', ['check', 'rules', file], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(result.status, 0, `promtool check rules:\n${result.stdout}${result.stderr}`);
-    assert.match(result.stdout, /SUCCESS: 8 rules found/);
+    assert.match(result.stdout, /SUCCESS: 9 rules found/);
     // Injected faults never page; the service's own 5xx do (promtool test rules, synthetic series).
     const series = (ownBad: number, faults: number) =>
       [
@@ -415,7 +415,9 @@ describe('chart echo-chaos', { skip }, () => {
         values: `0+${perMinute}x90`,
       }));
     const fired = (name: string) => ({ eval_time: '1h', alertname: name, exp_alerts: [] as unknown[] });
-    const names = alerts.map((a: Any) => a.alert as string);
+    const names = alerts
+      .filter((a: Any) => a.alert !== 'EchoChaosConfigDrift')
+      .map((a: Any) => a.alert as string);
     const quiet = { interval: '1m', input_series: series(0, 500), alert_rule_test: names.map(fired) };
     const paging = {
       interval: '1m',
@@ -430,6 +432,88 @@ describe('chart echo-chaos', { skip }, () => {
     };
     const tests = join(dir, 'tests.yaml');
     writeFileSync(tests, dump({ rule_files: [file], evaluation_interval: '1m', tests: [quiet, paging] }));
+    const unit = spawnSync('promtool', ['test', 'rules', tests], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(unit.status, 0, `promtool test rules:\n${unit.stdout}${unit.stderr}`);
+  });
+
+  test('chart – EchoChaosConfigDrift fires on replicas that disagree for 15m, not during a rollout (promtool test rules)', (t) => {
+    const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
+    if (probe.error !== undefined || probe.status !== 0) {
+      const why = 'promtool not found on PATH (Debian package prometheus); .ci/run installs it';
+      if (process.env['CI']) assert.fail(`${why}: required in CI`);
+      t.skip(why);
+      return;
+    }
+    const [rule] = byKind(render('-f', ALL_ON), 'PrometheusRule') as Any[];
+    const group = rule.spec.groups.find((g: Any) => g.name === 'echo-chaos-config-drift');
+    assert.ok(group, 'the PrometheusRule has a config-drift group');
+    const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-drift-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'rules.yaml');
+    writeFileSync(file, dump({ groups: [group] }));
+    const info = (job: string, pod: string, hash: string, values: string) => ({
+      series: `obs_config_info{namespace="default",job="${job}",pod="${pod}",hash="${hash}"}`,
+      values,
+    });
+    const OPERATOR = 'default/echo-chaos-operator'; // a PodMonitor's job label
+    const alert = group.rules.find((r: Any) => r.alert === 'EchoChaosConfigDrift');
+    // promtool compares annotations too: the rule's own, with the template filled in.
+    const annotations = (job: string, hashes: number) =>
+      Object.fromEntries(
+        Object.entries(alert.annotations as Record<string, string>).map(([k, v]) => [
+          k,
+          v
+            .replaceAll('{{ $labels.job }}', job)
+            .replaceAll('{{ $labels.namespace }}', 'default')
+            .replaceAll('{{ $value }}', String(hashes)),
+        ]),
+      );
+    assert.match(alert.annotations.description, /\{\{ \$labels\.job \}\}.*\{\{ \$value \}\} different/s);
+    const drifted = {
+      interval: '1m',
+      input_series: [
+        info('echo-chaos', 'echo-a', 'aaa', '1x40'),
+        info('echo-chaos', 'echo-b', 'aaa', '1x40'),
+        info('echo-chaos', 'echo-c', 'bbb', '1x40'),
+        info(OPERATOR, 'operator-a', 'ccc', '1x40'),
+        info(OPERATOR, 'operator-b', 'ddd', '1x40'),
+        // Another application using the obs library: not this release's business.
+        info('someone-else', 'x-a', 'eee', '1x40'),
+        info('someone-else', 'x-b', 'fff', '1x40'),
+      ],
+      alert_rule_test: [
+        // Still pending: two hashes for 10 minutes is what a rollout looks like.
+        { eval_time: '10m', alertname: 'EchoChaosConfigDrift', exp_alerts: [] },
+        {
+          eval_time: '20m',
+          alertname: 'EchoChaosConfigDrift',
+          exp_alerts: ['echo-chaos', OPERATOR].map((job) => ({
+            exp_labels: { severity: 'ticket', namespace: 'default', job },
+            exp_annotations: annotations(job, 2),
+          })),
+        },
+      ],
+    };
+    // A rollout: the new pods report the new hash from minute 5, the old ones go at minute 12 (a
+    // stale marker, as when a target disappears); two hashes for 7 minutes, never 15.
+    const rollout = {
+      interval: '1m',
+      input_series: [
+        info('echo-chaos', 'echo-old-a', 'aaa', '1x12 stale'),
+        info('echo-chaos', 'echo-old-b', 'aaa', '1x12 stale'),
+        info('echo-chaos', 'echo-new-a', 'bbb', '_x5 1x35'),
+        info('echo-chaos', 'echo-new-b', 'bbb', '_x5 1x35'),
+        info(OPERATOR, 'operator-old', 'ccc', '1x8 stale'),
+        info(OPERATOR, 'operator-new', 'ddd', '_x6 1x34'),
+      ],
+      alert_rule_test: [10, 20, 30, 40].map((minute) => ({
+        eval_time: `${minute}m`,
+        alertname: 'EchoChaosConfigDrift',
+        exp_alerts: [],
+      })),
+    };
+    const tests = join(dir, 'tests.yaml');
+    writeFileSync(tests, dump({ rule_files: [file], evaluation_interval: '1m', tests: [drifted, rollout] }));
     const unit = spawnSync('promtool', ['test', 'rules', tests], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(unit.status, 0, `promtool test rules:\n${unit.stdout}${unit.stderr}`);
   });

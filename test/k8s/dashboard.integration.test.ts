@@ -183,6 +183,7 @@ describe('dashboard echo-chaos.json', () => {
       'Latency p50 / p99',
       'Operator pushes and failures',
       'EchoScenarios by condition',
+      'Config hashes per job',
     ]);
     for (const p of dashboard.panels) assert.ok(p.targets.length > 0, p.title);
     assert.equal(dashboard.uid, 'echo-chaos');
@@ -234,6 +235,7 @@ describe('dashboard echo-chaos.json', () => {
       'echo_request_duration_seconds_bucket',
       'echo_operator_pushes_total',
       'echo_operator_echoscenarios',
+      'obs_config_info',
     ]) {
       assert.ok(used.has(name), name);
     }
