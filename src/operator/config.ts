@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { HTTP_URL, loadSettings, setting } from '@echo-chaos/obs/internal';
+import { HTTP_URL, loadSettings, parseDurationMs, setting } from '@echo-chaos/obs/internal';
 import { Type } from '@sinclair/typebox';
 import { OperatorConfigError } from './errors.ts';
 
@@ -47,7 +47,15 @@ export interface OperatorConfig {
   readonly abortPollIntervalMs: number;
   /** `ABORT_QUERY_TIMEOUT_MS`, default 5000, at least 100 and below the poll interval. */
   readonly abortQueryTimeoutMs: number;
+  /**
+   * `OPERATOR_RESYNC_PERIOD`, default `5m`, at least 1 s: how often every pushed pod's scenario hash
+   * is read back (and re-pushed where it differs), jittered by up to 10% (resync.ts), in ms.
+   */
+  readonly resyncPeriodMs: number;
 }
+
+/** The shortest `OPERATOR_RESYNC_PERIOD`, in ms: a read-back of every pod more often is a load, not a check. */
+const MIN_RESYNC_PERIOD_MS = 1000;
 
 /** What a pino level can be (`LOG_LEVEL`). */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -152,6 +160,20 @@ export const OPERATOR_SETTINGS = {
     'ABORT_QUERY_TIMEOUT_MS',
     Type.Integer({ minimum: 100, default: 5000 }),
     'Timeout of one such query, in ms (below the poll interval).',
+  ),
+  resyncPeriodMs: setting(
+    'OPERATOR_RESYNC_PERIOD',
+    Type.Integer({ minimum: MIN_RESYNC_PERIOD_MS }),
+    "How often every pod pushed to is re-checked (its scenario hash read back, re-pushed where it differs: a container restarted in the same pod starts empty), jittered by up to 10%; a container's restart count that changes re-checks its pod at once (chart: `operator.resyncPeriod`).",
+    {
+      defaultText: '5m',
+      trim: true,
+      decode: (text) => {
+        const ms = parseDurationMs(text);
+        return ms === undefined || ms < MIN_RESYNC_PERIOD_MS ? { ok: false } : { ok: true, value: ms };
+      },
+      form: 'a duration of at least 1s such as 30s, 5m or 1h30m (a bare number is milliseconds)',
+    },
   ),
 } as const;
 

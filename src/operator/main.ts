@@ -188,6 +188,7 @@ const operator = createOperator({
   prometheusUrl: config.prometheusUrl,
   abortPollIntervalMs: config.abortPollIntervalMs,
   abortQueryTimeoutMs: config.abortQueryTimeoutMs,
+  resyncPeriodMs: config.resyncPeriodMs,
 });
 let draining = false;
 const server = createOperatorServer({

@@ -2,7 +2,11 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export interface OperatorMetrics {
-  /** Scenario arrays POSTed to echo endpoints, by `result` (`success`, `failure`). */
+  /**
+   * Scenario arrays POSTed to echo endpoints, by `result`: `success` and `unchanged` (412) only once
+   * the read-back proved the pod holds the array, `not_applied` (answered, then read back holding
+   * something else), `failure`.
+   */
   readonly pushes: Counter<'result'>;
   /** Duration of one push, in seconds. */
   readonly pushSeconds: Histogram;
@@ -44,7 +48,7 @@ export function createOperatorMetrics(
   return {
     pushes: new Counter({
       name: 'echo_operator_pushes_total',
-      help: 'Scenario arrays POSTed to echo endpoints, by result (success; unchanged: the endpoint held the array already; failure).',
+      help: 'Scenario arrays POSTed to echo endpoints, by result (success and unchanged, the endpoint held the array already: both proven by a read-back; not_applied: answered, but the read-back shows it does not hold it; failure).',
       labelNames: ['result'],
       registers: [registry],
     }),

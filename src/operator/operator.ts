@@ -30,6 +30,7 @@ import { createPodDispatcher, createPushClient } from './push-client.ts';
 import { PushLedger } from './push-ledger.ts';
 import { PodReconciler, PushSettling } from './reconcile-pod.ts';
 import { ScenarioReconciler } from './reconcile-scenario.ts';
+import { Rechecks, RestartCounts, ResyncTimer, type SetTimer } from './resync.ts';
 import { specProblems } from './scenario-spec.ts';
 import { createReadBackClient, createVerifiedPush } from './verify.ts';
 import { idOfKey, podKey, scenarioKey, type WorkKey } from './work-key.ts';
@@ -79,6 +80,15 @@ export interface OperatorOptions {
   readonly abortPollIntervalMs?: number;
   /** `ABORT_QUERY_TIMEOUT_MS`: timeout of one query. Default 5000. */
   readonly abortQueryTimeoutMs?: number;
+  /**
+   * `OPERATOR_RESYNC_PERIOD`: how often every pod pushed to is re-checked (read back, re-pushed where
+   * it differs), plus up to 10% jitter, in ms. Default 300000 (5 minutes).
+   */
+  readonly resyncPeriodMs?: number;
+  /** The jitter's randomness, [0, 1). Default `Math.random`. */
+  readonly random?: () => number;
+  /** The resync's timer. Default `setTimeout`. */
+  readonly setTimer?: SetTimer;
 }
 
 export interface Operator {
@@ -124,14 +134,15 @@ export function createOperator(options: OperatorOptions): Operator {
     dispatcher: podDispatcher,
   });
   // Every push is read back (GET /scenario, its ETag): a 2xx alone proves nothing.
-  const verifiedPush = createVerifiedPush(
-    push,
-    createReadBackClient({
-      timeoutMs: options.pushTimeoutMs ?? 5000,
-      adminToken: options.adminToken,
-      dispatcher: podDispatcher,
-    }),
-  );
+  const readBack = createReadBackClient({
+    timeoutMs: options.pushTimeoutMs ?? 5000,
+    adminToken: options.adminToken,
+    dispatcher: podDispatcher,
+  });
+  // Counted a success only once read back (a push a pod drops silently is `not_applied`).
+  const verifiedPush = createVerifiedPush(push, readBack, metrics);
+  const rechecks = new Rechecks();
+  const restarts = new RestartCounts();
   const ledger = new PushLedger();
   const events = new EventRecorder({ core, logger, instance: options.identity, now });
   const aborts = new AbortedRuns();
@@ -168,6 +179,8 @@ export function createOperator(options: OperatorOptions): Operator {
     now,
     settling,
     quietMs: options.pushQuietMs ?? QUIET_MS,
+    readBack,
+    rechecks,
   });
   const scenario = new ScenarioReconciler({
     planner,
@@ -210,6 +223,11 @@ export function createOperator(options: OperatorOptions): Operator {
       if (type === 'delete') {
         ledger.forgetPod(obj.metadata?.uid ?? '');
         settling.forget(namespace, name);
+        restarts.forget(obj.metadata?.uid ?? '');
+      } else if (restarts.changed(obj) && type === 'update') {
+        // A container restarted in the same pod (same uid and IP) starts with no scenarios.
+        logger.info({ namespace, pod: name }, 'container restarted; re-checking its scenarios');
+        rechecks.add(podKey(namespace, name).id);
       }
       // Itself; the EchoScenarios whose endpoints it changed, the next plan reports.
       planner.podChanged(type, obj);
@@ -244,6 +262,21 @@ export function createOperator(options: OperatorOptions): Operator {
       for (const es of scenarios.list(namespace)) queue.add(scenarioKey(namespace, es.metadata.name ?? ''));
     }
   }
+
+  // Re-checks what no event reports (a container restarted without a restart count seen, a pod
+  // that lost its scenarios otherwise): every pod pushed to is read back, re-pushed where it differs.
+  const resync = new ResyncTimer({
+    periodMs: options.resyncPeriodMs ?? 300_000,
+    ...(options.random === undefined ? {} : { random: options.random }),
+    ...(options.setTimer === undefined ? {} : { setTimer: options.setTimer }),
+    onResync: () => {
+      for (const [namespace, name] of ledger.pods()) {
+        const key = podKey(namespace, name);
+        rechecks.add(key.id);
+        queue.add(key);
+      }
+    },
+  });
 
   const abortWatcher = new AbortWatcher({
     prometheusUrl: options.prometheusUrl,
@@ -304,7 +337,9 @@ export function createOperator(options: OperatorOptions): Operator {
         enqueueAll();
         gate.open();
         abortWatcher.start();
+        resync.start();
       } else {
+        resync.stop();
         void abortWatcher.stop();
         gate.close();
       }
@@ -336,6 +371,7 @@ export function createOperator(options: OperatorOptions): Operator {
       elector.start();
     },
     async stop(stopOptions = {}) {
+      resync.stop();
       await abortWatcher.stop();
       await workers.stop();
       await elector.stop(!stopOptions.crash);

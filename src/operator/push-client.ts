@@ -11,10 +11,17 @@ import { isOperatorError, OperatorError } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
 
 /**
- * Sends `body` (a JSON scenario array whose content hash is `hash`) to `endpoint` unless it holds
- * it already; rejects with `OPERATOR_ERR_PUSH` naming the endpoint.
+ * What a pod answered a push: `pushed` (2xx) or `unchanged` (412: it held the array already). Neither
+ * is counted as a success in `echo_operator_pushes_total` here: only the read-back that follows
+ * proves it (verify.ts), so a push a pod dropped silently is never one.
  */
-export type Push = (endpoint: Endpoint, body: string, hash?: string) => Promise<void>;
+export type PushOutcome = 'pushed' | 'unchanged';
+
+/**
+ * Sends `body` (a JSON scenario array whose content hash is `hash`) to `endpoint` unless it holds
+ * it already; rejects with `OPERATOR_ERR_PUSH` naming the endpoint (counted as a `failure`).
+ */
+export type Push = (endpoint: Endpoint, body: string, hash?: string) => Promise<PushOutcome>;
 
 export interface PushClientOptions {
   /** Timeout of one push, in ms. */
@@ -53,13 +60,10 @@ export function createPushClient(options: PushClientOptions): Push {
       });
       const text = await res.text();
       // 412: the pod holds this array already (what the read-back that follows proves).
-      if (res.status === 412 && hash !== undefined) {
-        metrics.pushes.inc({ result: 'unchanged' });
-        return;
-      }
+      if (res.status === 412 && hash !== undefined) return 'unchanged';
       if (!res.ok)
         throw new OperatorError('OPERATOR_ERR_PUSH', [url, `HTTP ${res.status}: ${text.slice(0, 500)}`]);
-      metrics.pushes.inc({ result: 'success' });
+      return 'pushed';
     } catch (error) {
       metrics.pushes.inc({ result: 'failure' });
       if (isOperatorError(error)) throw error;

@@ -148,6 +148,14 @@ export class PushLedger implements PushRecord {
     for (const entry of this.#pushed) if (entry[1].namespace === namespace) yield entry;
   }
 
+  /** Every pod with an endpoint pushed to, as `[namespace, pod name]` (what a resync re-checks). */
+  *pods(): IterableIterator<[string, string]> {
+    for (const id of this.#byPod.keys()) {
+      const slash = id.indexOf('/');
+      yield [id.slice(0, slash), id.slice(slash + 1)];
+    }
+  }
+
   /** The endpoints of pod `podName` in `namespace` pushed to, by key. */
   ofPod(namespace: string, podName: string): Array<[string, Pushed]> {
     const keys = this.#byPod.get(`${namespace}/${podName}`);

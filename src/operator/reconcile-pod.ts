@@ -5,13 +5,15 @@
  * status may have changed with it. Level-based: everything comes from the caches and the plan.
  */
 import type { V1Pod } from '@kubernetes/client-node';
+import { scenarioSetHash } from '../scenario/index.ts';
 import { type EchoScenario, FINALIZER } from './echo-scenario.ts';
 import { isPodReady } from './endpoints.ts';
 import { OperatorError } from './errors.ts';
 import type { OperatorLogger } from './logger.ts';
 import type { Planner } from './planner.ts';
 import { bodyOf, type PushLedger } from './push-ledger.ts';
-import { heldHashOf, type VerifiedPush } from './verify.ts';
+import type { Rechecks } from './resync.ts';
+import { heldHashOf, type ReadBack, type VerifiedPush } from './verify.ts';
 import { podKey, scenarioKey, type WorkKey } from './work-key.ts';
 import type { WorkQueue } from './work-queue.ts';
 
@@ -71,6 +73,10 @@ export interface PodReconcilerDeps {
   readonly settling: PushSettling;
   /** How long a pod's array must have stayed the same before it is pushed, in ms. */
   readonly quietMs: number;
+  /** Reads back what an endpoint holds: a re-check (resync, restart) of an endpoint the ledger says is synced. */
+  readonly readBack: ReadBack;
+  /** Pods due a re-check at their next reconcile (resync.ts). */
+  readonly rechecks: Rechecks;
 }
 
 export class PodReconciler {
@@ -98,6 +104,7 @@ export class PodReconciler {
     }
     const pod = this.#deps.pod(name, namespace);
     const uid = pod?.metadata?.uid;
+    const recheck = this.#deps.rechecks.take(key.id);
     const errors: string[] = [];
     // The EchoScenarios whose status or finalizer may depend on what this pod holds: those whose
     // target holds it, and those that its endpoints held before (enqueued if something changed).
@@ -109,7 +116,26 @@ export class PodReconciler {
     for (const { endpoint, scenarios: array, owners } of wanted) {
       // One text per array: the ledger keeps this very string, so `holds` compares it by reference.
       const body = bodyOf(array);
-      if (ledger.body(endpoint.key) === body) continue;
+      if (ledger.body(endpoint.key) === body) {
+        if (!recheck) continue;
+        // A re-check: the ledger says it holds the array; its read-back says whether it still does
+        // (a container restarted in the same pod starts empty). Only where it differs is it pushed.
+        const expected = scenarioSetHash(array);
+        try {
+          const held = await this.#deps.readBack(endpoint, expected);
+          if (held === expected) continue;
+          ledger.readBackDiffers(endpoint.key, held);
+          logger.warn(
+            { namespace, pod: name, port: endpoint.port, held, expected },
+            'scenarios lost; pushing again',
+          );
+        } catch (error) {
+          ledger.pushFailed(endpoint, namespace, owners, (error as Error).message);
+          errors.push((error as Error).message);
+          changed = true;
+          continue;
+        }
+      }
       // Only what carries the finalizer is pushed, so no deletion can skip the clean-up: an
       // EchoScenario waits for its own reconcile to add it (that change enqueues this pod again).
       const unguarded = owners.filter(

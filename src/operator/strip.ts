@@ -4,7 +4,13 @@
  * pod's spec and status (volumes, env, probes, container statuses) and every object's managed fields
  * are most of its size, and the operator reads none of it.
  */
-import type { KubernetesObject, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1ContainerStatus,
+  V1EndpointSlice,
+  V1Pod,
+  V1Service,
+} from '@kubernetes/client-node';
 import type { EchoScenario } from './echo-scenario.ts';
 import { compactEndpoints } from './endpoint-status.ts';
 
@@ -29,7 +35,7 @@ export function stripEchoScenario(es: EchoScenario): void {
 
 /**
  * A pod as planning reads it (plan.ts: `isPodReady`, `resolvePort`, labels, uid, deletion): its
- * containers' names and ports, its phase, IP and Ready condition.
+ * containers' names and ports, its phase, IP and Ready condition, and its containers' restart counts.
  */
 export function stripPod(pod: V1Pod): void {
   stripMetadata(pod);
@@ -41,11 +47,19 @@ export function stripPod(pod: V1Pod): void {
       })),
     };
   if (pod.status !== undefined) {
-    const { phase, podIP, conditions } = pod.status;
+    const { phase, podIP, conditions, containerStatuses } = pod.status;
     pod.status = {
       ...(phase === undefined ? {} : { phase }),
       ...(podIP === undefined ? {} : { podIP }),
       ...(conditions === undefined ? {} : { conditions: conditions.filter((c) => c.type === 'Ready') }),
+      // Restart counts: a container restarted in the same pod lost its scenarios (resync.ts).
+      ...(containerStatuses === undefined
+        ? {}
+        : {
+            containerStatuses: containerStatuses.map(
+              (c) => ({ name: c.name, restartCount: c.restartCount }) as V1ContainerStatus,
+            ),
+          }),
     };
   }
 }

@@ -9,6 +9,7 @@ import { type Dispatcher, fetch } from 'undici';
 import { scenarioSetHash } from '../scenario/index.ts';
 import type { Endpoint } from './endpoints.ts';
 import { isOperatorError, OperatorError } from './errors.ts';
+import type { OperatorMetrics } from './metrics.ts';
 import type { Push } from './push-client.ts';
 
 /** Reads back what `endpoint` holds: the content hash of its scenario set. */
@@ -94,8 +95,18 @@ export function heldHashOf(error: unknown): string | undefined {
   return (error as Partial<NotApplied> | null)?.heldHash;
 }
 
-/** Push, then read back: rejects with `OPERATOR_ERR_PUSH`, `OPERATOR_ERR_READ_BACK` or `OPERATOR_ERR_NOT_APPLIED`. */
-export function createVerifiedPush(push: Push, readBack: ReadBack): VerifiedPush {
+/**
+ * Push, then read back: rejects with `OPERATOR_ERR_PUSH`, `OPERATOR_ERR_READ_BACK` or
+ * `OPERATOR_ERR_NOT_APPLIED`. `metrics.pushes` counts a push by what the read-back showed: `success`
+ * or `unchanged` (412) only when the pod proved it holds the array, `not_applied` when it answered
+ * the push and holds something else (dropped silently), `failure` when the read-back failed (the
+ * push client counts its own failures).
+ */
+export function createVerifiedPush(
+  push: Push,
+  readBack: ReadBack,
+  metrics?: Pick<OperatorMetrics, 'pushes'>,
+): VerifiedPush {
   // A plan gives every pod with the same EchoScenarios one array (planner.ts): hashed once, not per pod.
   const hashes = new WeakMap<object, string>();
   return async function verifiedPush(endpoint, scenarios, body) {
@@ -104,13 +115,21 @@ export function createVerifiedPush(push: Push, readBack: ReadBack): VerifiedPush
       expected = scenarioSetHash(scenarios);
       hashes.set(scenarios, expected);
     }
-    await push(endpoint, body, expected);
-    const held = await readBack(endpoint, expected);
+    const outcome = await push(endpoint, body, expected);
+    let held: string;
+    try {
+      held = await readBack(endpoint, expected);
+    } catch (error) {
+      metrics?.pushes.inc({ result: 'failure' });
+      throw error;
+    }
     if (held !== expected) {
+      metrics?.pushes.inc({ result: 'not_applied' });
       const url = `http://${endpoint.ip}:${endpoint.port}/scenario`;
       const error = new OperatorError('OPERATOR_ERR_NOT_APPLIED', [url, held, expected]);
       throw Object.assign(error, { heldHash: held });
     }
+    metrics?.pushes.inc({ result: outcome === 'unchanged' ? 'unchanged' : 'success' });
     return held;
   };
 }

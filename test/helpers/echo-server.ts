@@ -16,12 +16,12 @@ export interface RunningEcho {
 }
 
 /**
- * Starts a real echo server on 127.0.0.1 (or `env.HOST`) and a free port. `env` is the environment
+ * Starts a real echo server on 127.0.0.1 (or `env.HOST`) and a free port (or `options.port`). `env` is the environment
  * the config is read from; scenarios start empty unless `ECHO_SCENARIO_FILE` is given.
  */
 export async function startEcho(
   env: Record<string, string> = {},
-  options: BuildOptions & { captureLogs?: boolean } = {},
+  options: BuildOptions & { captureLogs?: boolean; port?: number } = {},
 ): Promise<RunningEcho> {
   const config = loadConfig({
     LOG_LEVEL: options.captureLogs ? 'info' : 'silent',
@@ -48,7 +48,8 @@ export async function startEcho(
     logger,
     ...(env['ECHO_SCENARIO_FILE'] === undefined && options.scenarios === undefined ? { scenarios: [] } : {}),
   });
-  await app.listen({ port: 0, host: config.host });
+  // `port`: a fixed one, e.g. the same pod's container restarted (test/operator/resync.integration.test.ts).
+  await app.listen({ port: options.port ?? 0, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { loadObsConfig } from '../../src/obs/index.ts';
+import { loadOperatorConfig } from '../../src/operator/config.ts';
 import { validateScenarios } from '../../src/scenario/index.ts';
 import { helm, helmSkip } from '../helpers/helm.ts';
 import { loadYamlDocuments } from './crd-schema.ts';
@@ -42,6 +43,7 @@ describe('chart echo-chaos', { skip }, () => {
       ['--set', 'operator.enabld=true'],
       ['--set', 'grafanaDashboard.enabeld=true'],
       ['--set', 'grafanaDashboard.label=not a label'],
+      ['--set', 'operator.resyncPeriod=soon'],
     ]) {
       assert.throws(
         () => helm(['template', 'x', CHART, ...bad]),
@@ -370,6 +372,19 @@ describe('chart echo-chaos', { skip }, () => {
     ]);
     const namespaced = byKind(render('--set', 'operator.enabled=true'), 'Role');
     assert.equal(namespaced.length, 2, 'without watchAllNamespaces the scenario rules are a Role too');
+  });
+
+  test("chart – operator.resyncPeriod is the operator's OPERATOR_RESYNC_PERIOD, which it reads", () => {
+    const env = (args: string[]) => {
+      const [deployment] = byKind(render('--set', 'operator.enabled=true', ...args), 'Deployment').filter(
+        (d) => d.metadata.name.endsWith('-operator'),
+      ) as Any[];
+      const vars = deployment.spec.template.spec.containers[0].env as Array<{ name: string; value?: string }>;
+      return vars.find((v) => v.name === 'OPERATOR_RESYNC_PERIOD')?.value;
+    };
+    assert.equal(env([]), '5m');
+    assert.equal(env(['--set', 'operator.resyncPeriod=1h30m']), '1h30m');
+    assert.equal(loadOperatorConfig({ OPERATOR_RESYNC_PERIOD: env([]) }).resyncPeriodMs, 300_000);
   });
 
   test('chart – the helm test hook curls /health', () => {

@@ -41,8 +41,10 @@ test('verify – a push to a real echo is read back with a 304 and resolves with
 test('verify – a pod that keeps other scenarios: OPERATOR_ERR_NOT_APPLIED with the hash it holds', async (t) => {
   const echo = await startEcho();
   t.after(() => echo.close());
-  const dropAll = async () => {};
-  const verified = createVerifiedPush(dropAll, readBack);
+  const dropAll = async () => 'pushed' as const;
+  const results: string[] = [];
+  const metrics = { pushes: { inc: ({ result }: { result: string }) => results.push(result) } } as never;
+  const verified = createVerifiedPush(dropAll, readBack, metrics);
   const wanted = [{ path: '/a', responses: [{ status: 503 }] }];
   await assert.rejects(verified(endpoint(echo.port), wanted, JSON.stringify(wanted)), (error: unknown) => {
     assert.ok(isOperatorError(error) && error.code === 'OPERATOR_ERR_NOT_APPLIED', String(error));
@@ -53,6 +55,19 @@ test('verify – a pod that keeps other scenarios: OPERATOR_ERR_NOT_APPLIED with
     );
     return true;
   });
+  assert.deepEqual(results, ['not_applied'], 'a push the pod dropped silently is no success');
+});
+
+test('verify – pushes_total counts success only once read back, unchanged for a 412 proven', async (t) => {
+  const echo = await startEcho();
+  t.after(() => echo.close());
+  const results: string[] = [];
+  const metrics = { pushes: { inc: ({ result }: { result: string }) => results.push(result) } } as never;
+  const verified = createVerifiedPush(push, readBack, metrics);
+  const wanted = [{ path: '/a', responses: [{ status: 503 }] }];
+  await verified(endpoint(echo.port), wanted, JSON.stringify(wanted));
+  await verified(endpoint(echo.port), wanted, JSON.stringify(wanted));
+  assert.deepEqual(results, ['success', 'unchanged']);
 });
 
 test('verify – without an ETag the array read back is hashed; a bad answer is OPERATOR_ERR_READ_BACK', async (t) => {
