@@ -118,3 +118,24 @@ test('operator config – PROMETHEUS_URL and the abortWhen poll: defaults, and o
     /ABORT_QUERY_TIMEOUT_MS must be shorter than ABORT_POLL_INTERVAL_MS/,
   );
 });
+
+test('operator config – OPERATOR_RESYNC_PERIOD: 5m by default, any duration of at least 1s, one line per bad value', () => {
+  assert.equal(loadOperatorConfig({}).resyncPeriodMs, 300_000);
+  assert.equal(loadOperatorConfig({ OPERATOR_RESYNC_PERIOD: '30s' }).resyncPeriodMs, 30_000);
+  assert.equal(loadOperatorConfig({ OPERATOR_RESYNC_PERIOD: ' 1h30m ' }).resyncPeriodMs, 5_400_000);
+  assert.equal(loadOperatorConfig({ OPERATOR_RESYNC_PERIOD: '1000' }).resyncPeriodMs, 1000);
+  for (const bad of ['0', '500ms', 'soon', '-5m', '5 minutes']) {
+    assert.throws(
+      () => loadOperatorConfig({ OPERATOR_RESYNC_PERIOD: bad }),
+      (error: unknown) => {
+        assert.ok(isOperatorError(error) && error.code === 'OPERATOR_ERR_CONFIG', String(error));
+        assert.equal(
+          error.message,
+          `invalid operator configuration: OPERATOR_RESYNC_PERIOD=${JSON.stringify(bad)} is invalid: expected a duration of at least 1s such as 30s, 5m or 1h30m (a bare number is milliseconds)`,
+        );
+        return true;
+      },
+      bad,
+    );
+  }
+});

@@ -32,6 +32,14 @@ test('echo-chaos-operator – a bad setting stops startup with one line each, na
   ]);
 });
 
+test('echo-chaos-operator – a bad OPERATOR_RESYNC_PERIOD stops startup with one line', async () => {
+  const result = await run({ OPERATOR_RESYNC_PERIOD: '100ms' });
+  assert.equal(result.code, 1);
+  assert.deepEqual(result.lines, [
+    'echo-chaos-operator: OPERATOR_RESYNC_PERIOD="100ms" is invalid: expected a duration of at least 1s such as 30s, 5m or 1h30m (a bare number is milliseconds)',
+  ]);
+});
+
 test('echo-chaos-operator – every problem at once: its settings, obs, OpenTelemetry and the cluster, one line each', async () => {
   const result = await run({
     WORKERS: '0',

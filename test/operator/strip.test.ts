@@ -54,6 +54,8 @@ test('strip – a pod keeps what planning reads and little else', () => {
   assert.equal(pod.metadata?.managedFields, undefined);
   assert.equal(pod.metadata?.resourceVersion, '42', 'the cache compares versions');
   assert.deepEqual(pod.status?.conditions, [{ type: 'Ready', status: 'True' }]);
+  // Restart counts (and names) only: a restart re-checks the pod's scenarios (resync.ts).
+  assert.deepEqual(pod.status?.containerStatuses, [{ name: 'echo', restartCount: 0 }]);
   assert.deepEqual(
     pod.spec?.containers.map((c) => c.name),
     ['echo', 'sidecar'],
