@@ -1665,7 +1665,7 @@ function proxySection(result: ProxyResult): string {
         ]
       : [
           '',
-          `**The same, each proxy on a core of its own** (\`taskset\`: the proxies on CPU ${PINNING.proxies} with all their threads, the paced client and the upstream on CPU ${PINNING.rest}; the same rate, in the same rounds). On this ${cpus().length}-core machine the table above has the client, the upstream and a proxy share two cores, so a proxy's tail there is mostly the scheduler's; here it is the proxy's own work:`,
+          `**The same, each proxy on a core of its own** (\`taskset\`: the proxies on CPU ${PINNING.proxies} with all their threads, the paced client and the upstream on CPU ${PINNING.rest}; the same rate, in the same rounds). On this ${cpus().length}-core machine the table above has the client, the upstream and a proxy share two cores; this one keeps the load generator off the proxy's core, to tell its share of a proxy's tail from the proxy's own:`,
           '',
           table(pacedHeader, pacedRows(result.pinnedPaced)),
         ];
