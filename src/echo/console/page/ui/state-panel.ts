@@ -5,24 +5,12 @@
  * scenario or of all, for everyone or for the session shown. Read from `GET /scenario/state`,
  * reset with `POST /scenario/reset`.
  */
+import type { ScenarioState } from '../../../../scenario/state.ts';
 import { apiFetch, apiSend, errorText } from './api.ts';
 import { byId, cell, element } from './dom.ts';
 
-interface StateRow {
-  readonly index: number;
-  readonly name?: string;
-  readonly path?: string;
-  readonly pathPattern?: string;
-  readonly order: 'cycle' | 'random';
-  readonly cycle: boolean;
-  readonly position: number;
-  readonly positionServed: number;
-  readonly served?: number[];
-  readonly total: number;
-  readonly expired: boolean;
-  readonly activeUntil?: string;
-  readonly remaining?: number;
-}
+/** A row of `GET /scenario/state`: the type the service writes. */
+type StateRow = ScenarioState;
 
 const el = {
   rows: byId<HTMLTableSectionElement>('s-state-rows'),
