@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, describe, type TestContext, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { loadObsConfig } from '../../src/obs/index.ts';
 import { loadOperatorConfig } from '../../src/operator/config.ts';
@@ -28,6 +28,25 @@ function render(...args: string[]): Doc[] {
 
 function byKind(docs: Doc[], kind: string): Doc[] {
   return docs.filter((d) => d.kind === kind);
+}
+
+/** Whether promtool runs here; skips the test when not (a failure in CI, where .ci/run installs it). */
+function hasPromtool(t: TestContext): boolean {
+  const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
+  if (probe.error === undefined && probe.status === 0) return true;
+  const why = 'promtool not found on PATH (Debian package prometheus); .ci/run installs it';
+  if (process.env['CI']) assert.fail(`${why}: required in CI`);
+  t.skip(why);
+  return false;
+}
+
+/** A rule file holding `groups` in a temporary directory removed after the tests. */
+function ruleFile(prefix: string, groups: unknown[]): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'rules.yaml');
+  writeFileSync(file, dump({ groups }));
+  return { dir, file };
 }
 
 describe('chart echo-chaos', { skip }, () => {
@@ -394,13 +413,7 @@ describe('chart echo-chaos', { skip }, () => {
   });
 
   test('chart – promtool check rules accepts the PrometheusRule', (t) => {
-    const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
-    if (probe.error !== undefined || probe.status !== 0) {
-      const why = 'promtool not found on PATH (Debian package prometheus); .ci/run installs it';
-      if (process.env['CI']) assert.fail(`${why}: required in CI`);
-      t.skip(why);
-      return;
-    }
+    if (!hasPromtool(t)) return;
     const [rule] = byKind(render('-f', ALL_ON), 'PrometheusRule') as Any[];
     const groups = rule.spec.groups;
     const alerts = groups.flatMap((g: Any) => g.rules.filter((r: Any) => r.alert !== undefined));
@@ -409,10 +422,7 @@ describe('chart echo-chaos', { skip }, () => {
       ['page', 'page', 'ticket', 'ticket'],
     );
     assert.match(alerts[0].expr, /rate1h.*> \(14\.4 \* \(1 - 0\.995\)\)[\s\S]*rate5m/);
-    const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-rules-'));
-    after(() => rmSync(dir, { recursive: true, force: true }));
-    const file = join(dir, 'rules.yaml');
-    writeFileSync(file, dump({ groups }));
+    const { dir, file } = ruleFile('echo-chaos-rules-', groups);
     const result = spawnSync('promtool', ['check', 'rules', file], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(result.status, 0, `promtool check rules:\n${result.stdout}${result.stderr}`);
     assert.match(result.stdout, /SUCCESS: 9 rules found/);
@@ -452,20 +462,11 @@ describe('chart echo-chaos', { skip }, () => {
   });
 
   test('chart – EchoChaosConfigDrift fires on replicas that disagree for 15m, not during a rollout (promtool test rules)', (t) => {
-    const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
-    if (probe.error !== undefined || probe.status !== 0) {
-      const why = 'promtool not found on PATH (Debian package prometheus); .ci/run installs it';
-      if (process.env['CI']) assert.fail(`${why}: required in CI`);
-      t.skip(why);
-      return;
-    }
+    if (!hasPromtool(t)) return;
     const [rule] = byKind(render('-f', ALL_ON), 'PrometheusRule') as Any[];
     const group = rule.spec.groups.find((g: Any) => g.name === 'echo-chaos-config-drift');
     assert.ok(group, 'the PrometheusRule has a config-drift group');
-    const dir = mkdtempSync(join(tmpdir(), 'echo-chaos-drift-'));
-    after(() => rmSync(dir, { recursive: true, force: true }));
-    const file = join(dir, 'rules.yaml');
-    writeFileSync(file, dump({ groups: [group] }));
+    const { dir, file } = ruleFile('echo-chaos-drift-', [group]);
     const info = (job: string, pod: string, hash: string, values: string) => ({
       series: `obs_config_info{namespace="default",job="${job}",pod="${pod}",hash="${hash}"}`,
       values,
