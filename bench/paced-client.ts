@@ -5,7 +5,7 @@
  * counted, then SECONDS a port are measured. Each port gets at most CONNECTIONS keep-alive HTTP/1.1
  * connections; a request waits in this client's queue while all of them are busy, and that wait is
  * in its latency; one not answered within 2 s of its hand-over fails (and its connection is closed),
- * as with wrk's timeout. A connection idle for 2 s is closed (before a server's keep-alive timeout).
+ * as with wrk's timeout. A connection idle for 4 s is closed (before a server's keep-alive timeout).
  *
  *   node bench/paced-client.ts PORT[,PORT...] PATH RATE SECONDS [WARMUP=1] [CONNECTIONS=50] [SLICE_MS=250]
  *
@@ -56,9 +56,20 @@ interface Connection {
 
 /**
  * An idle connection is closed by this client after this long, before a server's keep-alive
- * timeout (node's default: 5 s) closes it: a request written as the server closes would fail.
+ * timeout (node's default: 5 s) closes it: a request written as the server closes would fail. Longer
+ * than a target waits for its next turn (the other targets' slices: 2 s for bench/run.ts's five
+ * targets of 500 ms), so that a turn goes on with the connections of the last one, as a steady
+ * client's would. At 2 s, a turn could start with every connection closed and open up to
+ * CONNECTIONS new ones at once, a burst of accepts a steady client never sends: it showed as the
+ * first 50 ms of a turn having several times the p99 of the rest.
  */
-const IDLE_CLOSE_MS = 2000;
+const IDLE_CLOSE_MS = 4000;
+if ((ports.length - 1) * sliceMs >= IDLE_CLOSE_MS) {
+  process.stderr.write(
+    `paced-client: ${ports.length} targets of ${sliceMs} ms leave each idle for ${(ports.length - 1) * sliceMs} ms, not below the ${IDLE_CLOSE_MS} ms after which an idle connection is closed\n`,
+  );
+  process.exit(2);
+}
 
 /** Up to `maxConnections` keep-alive connections to one port, and the requests waiting for one. */
 class Target {
