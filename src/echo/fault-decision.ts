@@ -9,12 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { drawDelayMs } from '../scenario/duration.ts';
 import { FAULT_FIELDS, type FaultField } from '../scenario/faults.ts';
-import {
-  changesNothing,
-  type ScenarioHandle,
-  type ScenarioRequest,
-  type ScenarioStep,
-} from '../scenario/index.ts';
+import type { ScenarioHandle, ScenarioRequest, ScenarioStep } from '../scenario/index.ts';
 import type { EchoConfig } from './config.ts';
 import type { Controls, Fallback, ParseResult } from './controls.ts';
 import { withFallbacks } from './controls.ts';
@@ -135,9 +130,17 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
     return { controls, ...matched, chaosStatus, chaosFromHeader, delayMs };
   };
 
-  /** Whether a step changes nothing and is forwarded: taken without a `scenario` fault. */
-  const passesThrough = (step: ScenarioStep) =>
-    changesNothing(step) && (step.upstream !== undefined || config.upstream !== undefined);
+  /**
+   * Whether a step is forwarded and only adds faults drawn one by one (a delay, an error, a throttle,
+   * each with its percentage), or nothing at all: taken without a `scenario` fault, so the meters,
+   * X-Echo-Fault and history name only the faults that were drawn, and a forwarded request that got
+   * none is no fault. A step with a status or headers changes every answer it gives: a fault.
+   */
+  const addsOnlyFaults = (step: ScenarioStep) =>
+    step.status === undefined &&
+    Object.keys(step.headers).length === 0 &&
+    (step.upstream !== undefined ||
+      (config.upstream !== undefined && forwardTo({ step, route: undefined }) === 'default'));
 
   /**
    * Decides a request's faults. A promise only when its step is taken in a shared home
@@ -173,17 +176,19 @@ export function createFaultDecider(config: EchoConfig, scenarios: ScenarioMatche
       const position = handle.position;
       return scenarios.takeShared(handle).then((step) => {
         const applied =
-          step !== undefined && !passesThrough(step) && fault('scenario', scenario!, 'scenario', position);
+          step !== undefined && !addsOnlyFaults(step) && fault('scenario', scenario!, 'scenario', position);
         const matched = { step, scenarioApplied: applied, route: undefined, scenario };
         return finish(input, controls, matched, chaosStatus, chaosFromHeader);
       });
     }
-    // A forwarded step that changes nothing is no fault: it is taken without one, so the meters,
-    // X-Echo-Fault and history tell it from an injected answer.
+    // A forwarded step that only adds faults is no fault itself: its faults are admitted one by one
+    // (finish), so the meters, X-Echo-Fault and history tell a request that drew none from an
+    // injected answer.
     let step: ScenarioStep | undefined;
     let scenarioApplied = false;
     let route: string | undefined;
-    if (handle.untouched && (handle.upstream !== undefined || config.upstream !== undefined)) {
+    const next = handle.next;
+    if (next !== undefined && addsOnlyFaults(next)) {
       step = scenarios.take(handle);
     } else if (fault('scenario', scenario!, 'scenario', handle.position)) {
       step = scenarios.take(handle);

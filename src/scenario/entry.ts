@@ -64,20 +64,6 @@ export interface ScenarioStep {
   readonly grpcTrailers: Readonly<Record<string, GrpcMetadataValue>>;
 }
 
-/**
- * Whether a response does nothing to an HTTP answer: no status, body, headers, delay or fault. Its
- * gRPC fields are not looked at: an HTTP request uses none of them.
- */
-export function changesNothing(step: ScenarioStep): boolean {
-  return (
-    step.status === undefined &&
-    step.body === undefined &&
-    step.delay === undefined &&
-    step.faults === undefined &&
-    Object.keys(step.headers).length === 0
-  );
-}
-
 /** What a scenario may match on, from one request. */
 export interface ScenarioRequest {
   /** The request method, e.g. `GET` (compared case-insensitively). */
@@ -101,11 +87,10 @@ export interface ScenarioHandle {
   /** The scenario's `upstream`: where what it matches goes, even when its faults are not applied. */
   readonly upstream: string | undefined;
   /**
-   * Whether the response {@link ScenarioStore.take} would serve now does nothing to an HTTP answer:
-   * no status, body, headers, delay or fault (a forwarding scenario's pass-through step); see
-   * {@link changesNothing}.
+   * The response {@link ScenarioStore.take} would serve now, read without taking it: whether it
+   * forwards and what it changes decide whether taking it is a `scenario` fault.
    */
-  readonly untouched: boolean;
+  readonly next: ScenarioStep | undefined;
 }
 
 /** The condition of a scenario a request does not meet, and how: see {@link Entry.mismatch}. */
@@ -350,9 +335,8 @@ export class Cursor implements ScenarioHandle {
     return this.entry.steps[0]?.upstream;
   }
 
-  get untouched(): boolean {
-    const step = this.entry.steps[this.position];
-    return step !== undefined && changesNothing(step);
+  get next(): ScenarioStep | undefined {
+    return this.entry.steps[this.position];
   }
 
   reset(): void {

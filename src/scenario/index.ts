@@ -27,13 +27,12 @@ export {
   parseDelaySpec,
   readDelaySpec,
 } from './duration.ts';
-export {
-  changesNothing,
-  type Mismatch,
-  type ScenarioHandle,
-  type ScenarioRequest,
-  type ScenarioState,
-  type ScenarioStep,
+export type {
+  Mismatch,
+  ScenarioHandle,
+  ScenarioRequest,
+  ScenarioState,
+  ScenarioStep,
 } from './entry.ts';
 export {
   isScenarioError,

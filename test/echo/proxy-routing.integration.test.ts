@@ -232,6 +232,41 @@ describe('what the proxy says about itself', () => {
     }
   });
 
+  test('a forwarding step with only drawn faults is no scenario fault: a request that drew none is plain, one that drew an error names the error', async () => {
+    await setScenarios([
+      { path: '/never', upstream: ownUrl, responses: [{ error: '503:0', delay: '2s:0' }] },
+      { path: '/always', upstream: ownUrl, responses: [{ error: '503:100' }] },
+    ]);
+    try {
+      const scenarioFaults = await scrapeValue(echo.url, 'echo_faults_injected_total{kind="scenario"}');
+      const errorFaults = await scrapeValue(echo.url, 'echo_faults_injected_total{kind="error"}');
+      const hits = ownHits.length;
+      const plain = await request(`${echo.url}/never`, { headers: { 'x-request-id': 'drew-none-1' } });
+      assert.equal(await plain.body.text(), 'own /never');
+      assert.equal(plain.statusCode, 200);
+      assert.equal(plain.headers['x-echo-fault'], undefined);
+      assert.equal(plain.headers['x-echo-applied'], undefined);
+      assert.deepEqual((await historyOf('drew-none-1'))?.faults, []);
+      const failed = await request(`${echo.url}/always`, { headers: { 'x-request-id': 'drew-error-1' } });
+      await failed.body.text();
+      assert.equal(failed.statusCode, 503);
+      assert.equal(failed.headers['x-echo-fault'], 'error');
+      assert.deepEqual(
+        (await historyOf('drew-error-1'))?.faults.map((f) => f.kind),
+        ['error'],
+      );
+      assert.equal(ownHits.length, hits + 1, 'the upstream was called for /never only');
+      assert.equal(
+        await scrapeValue(echo.url, 'echo_faults_injected_total{kind="scenario"}'),
+        scenarioFaults,
+        'neither request counts as a scenario fault',
+      );
+      assert.equal(await scrapeValue(echo.url, 'echo_faults_injected_total{kind="error"}'), errorFaults + 1);
+    } finally {
+      await setScenarios([]);
+    }
+  });
+
   test('the request id goes to the upstream, the one the client sent or the one made for it', async () => {
     const res = await request(`${echo.url}/with-id`);
     await res.body.text();

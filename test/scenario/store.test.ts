@@ -177,14 +177,16 @@ test('ScenarioStore – match finds without advancing; take serves and advances'
   assert.ok(handle);
   assert.equal(handle.label, '/flaky');
   assert.equal(handle.position, 0);
+  assert.equal(handle.next?.status, 500, 'the response take would serve, read without taking it');
   assert.equal(store.match(get('/flaky'))?.position, 0, 'matching again moves nothing');
   assert.equal(store.take(handle).status, 500);
+  assert.equal(handle.next?.status, 200);
   assert.equal(handle.position, 1);
   assert.equal(store.take(handle).status, 200);
   assert.equal(handle.position, 0);
   assert.equal(store.match(get('/other')), undefined);
   assert.throws(
-    () => store.take({ label: 'x', position: 0, upstream: undefined, untouched: false }),
+    () => store.take({ label: 'x', position: 0, upstream: undefined, next: undefined }),
     TypeError,
   );
 });
