@@ -62,7 +62,8 @@ test('console replay – in Chromium, against a running service', async (t) => {
       assert.equal(saved?.responses[0]?.status, 503);
       const res = await fetch(`${base}/orders/7`, { method: 'POST', body: '{}' });
       assert.equal(res.status, 503);
-      assert.equal(await res.text(), '{\n  "qty": 3\n}');
+      // The body as the target sent it, not as the page shows it (indented, to compare by line).
+      assert.equal(await res.text(), '{"qty":3}');
       assert.deepEqual(pageProblems(), []);
     },
   );

@@ -24,7 +24,10 @@ const MAX_ANSWER_CHARS = 256 * 1024;
 interface Answer {
   readonly status: number;
   readonly contentType: string;
+  /** As shown and compared: JSON indented, anything else as it came. */
   readonly body: string;
+  /** As it came: what a scenario made of this answer sends. */
+  readonly raw: string;
   readonly cut: boolean;
 }
 
@@ -75,10 +78,12 @@ export function parseHeaders(text: string): Record<string, string> {
 
 async function readAnswer(res: Response): Promise<Answer> {
   const text = await res.text();
+  const raw = text.slice(0, MAX_ANSWER_CHARS);
   return {
     status: res.status,
     contentType: res.headers.get('content-type') ?? '',
-    body: pretty(text.slice(0, MAX_ANSWER_CHARS)),
+    body: pretty(raw),
+    raw,
     cut: text.length > MAX_ANSWER_CHARS,
   };
 }
@@ -158,6 +163,11 @@ async function saveAsScenario(which: 'original' | 'edited'): Promise<void> {
   const answer = answers?.[which];
   if (source === undefined || answer === undefined) return;
   el.saved.textContent = '';
+  el.error.textContent = '';
+  if (answer.cut) {
+    el.error.textContent = `The answer is longer than ${MAX_ANSWER_CHARS} characters: only its start was read, so it was not saved.`;
+    return;
+  }
   const read = await apiFetch('scenario');
   if (read === undefined) return;
   if (!read.ok) {
@@ -169,7 +179,8 @@ async function saveAsScenario(which: 'original' | 'edited'): Promise<void> {
   const names = new Set(set.map((s) => s['name']));
   let name = `replay-${source.id.slice(0, 8)}`;
   for (let n = 2; names.has(name); n++) name = `replay-${source.id.slice(0, 8)}-${n}`;
-  const response: Record<string, unknown> = { status: answer.status, body: answer.body };
+  // The body as it came, not as shown: the scenario answers byte for byte as the target did.
+  const response: Record<string, unknown> = { status: answer.status, body: answer.raw };
   if (answer.contentType !== '') response['headers'] = { 'content-type': answer.contentType };
   set.push({ name, method: source.method, path: source.path, responses: [response] });
   const res = await apiSend('scenario', 'POST', set, { 'if-match': etag });
