@@ -554,6 +554,11 @@ async function callUpstream(
     outcome.error = failure.message;
     outcome.duration_ms = Math.round(performance.now() - started);
     deps.metrics.upstreamAnswered('error', 0);
+    // The access line says 502 or 504; this line says why, as a proxy's error log does.
+    request.log.warn(
+      { upstream: upstream.label, code: failure.code, cause: failure.message },
+      'upstream failed',
+    );
     // An upstream that is down is an answer of this service (502, 504), not one of its own errors:
     // sent here, in the JSON error shape, rather than thrown past obs's exception handler.
     reply

@@ -51,7 +51,10 @@ before(async () => {
   own = upstreamServer('own', ownHits);
   fallbackUrl = await listenLocal(fallback);
   ownUrl = await listenLocal(own);
-  echo = await startEcho({ ECHO_UPSTREAM: fallbackUrl, ECHO_UPSTREAM_TIMEOUT: '150ms' });
+  echo = await startEcho(
+    { ECHO_UPSTREAM: fallbackUrl, ECHO_UPSTREAM_TIMEOUT: '150ms' },
+    { captureLogs: true },
+  );
 });
 
 after(async () => {
@@ -97,6 +100,12 @@ describe('an upstream that stalls', () => {
     const entry = await historyOf('stall-head-1');
     assert.equal(entry?.status, 504);
     assert.match(entry?.upstream?.error ?? '', /ECHO_UPSTREAM_TIMEOUT/);
+    // The log says why, beside the access line's 504.
+    const line = echo.logs.find((l) => l['reqId'] === 'stall-head-1' && l['msg'] === 'upstream failed');
+    assert.equal(line?.['level'], 40);
+    assert.equal(line?.['code'], 'ECHO_ERR_PROXY_TIMEOUT');
+    assert.equal(line?.['upstream'], fallbackUrl);
+    assert.match(String(line?.['cause']), /did not answer within 150 ms/);
   });
 
   test('a head, then no body: the answer starts and its connection ends; never a 500 of our own', async () => {
