@@ -42,6 +42,9 @@ test('console replay – in Chromium, against a running service', async (t) => {
     assert.equal(await page.locator('.r-original .r-status').textContent(), '200');
     assert.equal(await page.locator('.r-edited .r-status').textContent(), '503');
     assert.match((await page.locator('.r-edited .r-status').getAttribute('class')) ?? '', /differs/);
+    // Each status in its class's colour, as in the log: the 200 is not drawn as an error.
+    assert.match((await page.locator('.r-original .r-status').getAttribute('class')) ?? '', /\bs-2\b/);
+    assert.match((await page.locator('.r-edited .r-status').getAttribute('class')) ?? '', /\bs-5\b/);
     // The body was edited too: its changed line is marked on each side, the rest is not.
     assert.deepEqual(await page.locator('.r-original .line.differs').allTextContents(), ['  "qty": 2\n']);
     assert.deepEqual(await page.locator('.r-edited .line.differs').allTextContents(), ['  "qty": 3\n']);

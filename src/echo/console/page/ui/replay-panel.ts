@@ -133,7 +133,7 @@ el.send.addEventListener('click', async () => {
 function column(which: 'original' | 'edited', answer: Answer, changed: readonly boolean[], other: Answer) {
   const box = element('section', `r-answer r-${which}`);
   box.append(element('h3', undefined, which === 'original' ? 'As recorded' : 'With your edits'));
-  const status = element('p', 'r-status', String(answer.status));
+  const status = element('p', `r-status s-${Math.floor(answer.status / 100)}`, String(answer.status));
   if (answer.status !== other.status) status.classList.add('differs');
   box.append(status, element('p', 'muted r-type', answer.contentType || '(no content type)'));
   const pre = element('pre', 'r-body');
