@@ -58,9 +58,12 @@ test('console state – in Chromium, against a running service', async (t) => {
 
   await t.test('a session chosen shows its own state; a reset there leaves the others', async () => {
     await page.locator('#s-session').selectOption('alice');
+    // Waited on what only alice's table shows: the table for the requests without a session also
+    // says "served 1×" in its first row, and read before alice's came it failed the check below.
     await page
-      .locator('#s-state-rows tr[data-index="0"] td', { hasText: 'served 1×' })
+      .locator('#s-state-rows tr[data-index="1"] td', { hasText: '2 left' })
       .waitFor({ timeout: WAIT_MS });
+    assert.match((await cells(0))[2] ?? '', /served 1×/);
     assert.deepEqual((await cells(1)).slice(2, 5), ['0', '0', '2 left']);
     await page.locator('#s-state-rows tr[data-index="0"] button').click();
     await page
