@@ -8,14 +8,15 @@
  * its own count, and what echo-chaos's history says of each attempt.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, type TestContext, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { parseCommand, runCommands, shellBlocks } from './helpers/doc-commands.ts';
 import { type EchoProcess, startEchoProcess } from './helpers/liveness.ts';
 import { freePort } from './helpers/runtime.ts';
+import { needTools } from './helpers/tools.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const EXAMPLE_README = readFileSync(join(ROOT, 'examples', 'proxy-retries', 'README.md'), 'utf8');
@@ -129,18 +130,6 @@ after(async () => {
   }
 });
 
-const missingTools = ['curl', 'jq'].filter(
-  (tool) => spawnSync(tool, ['--version'], { timeout: 10_000 }).status !== 0,
-);
-
-function needTools(t: TestContext): boolean {
-  if (missingTools.length === 0) return true;
-  const why = `${missingTools.join(' and ')} not found on PATH (Debian packages curl, jq); .ci/run installs them`;
-  if (process.env['CI']) assert.fail(`${why}: required in CI`);
-  t.skip(why);
-  return false;
-}
-
 interface Order {
   order: string;
   item?: { id: string; stock: number };
@@ -164,7 +153,7 @@ test('examples – proxy-retries: the README starts the inventory, echo-chaos in
 });
 
 test('examples – proxy-retries: every command of the README runs and answers as the README says', (t) => {
-  if (!needTools(t)) return;
+  if (!needTools(t, ['curl', 'jq'], 'Debian packages curl, jq')) return;
   runCommands([...calls, ...proofs].map(parseCommand), rewrite);
 });
 

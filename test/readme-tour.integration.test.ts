@@ -9,11 +9,12 @@
  * port, curl's version and the `Content-Length` of a summary that holds them.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { after, before, describe, type TestContext, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { readerTexts } from '../scripts/docs-site.ts';
 import { type RunningEcho, startEcho } from './helpers/echo-server.ts';
+import { missingTools, needTools } from './helpers/tools.ts';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 const MARKER = '<!-- tour -->';
@@ -98,18 +99,6 @@ function runStep(command: string, port: number): Promise<string> {
   });
 }
 
-const missingTools = ['curl', 'jq'].filter(
-  (tool) => spawnSync(tool, ['--version'], { encoding: 'utf8', timeout: 10_000 }).status !== 0,
-);
-
-function needTools(t: TestContext): boolean {
-  if (missingTools.length === 0) return true;
-  const why = `${missingTools.join(' and ')} not found on PATH (Debian packages curl, jq); .ci/run installs them`;
-  if (process.env['CI']) assert.fail(`${why}: required in CI`);
-  t.skip(why);
-  return false;
-}
-
 const steps = tourSteps(README);
 
 test('README tour – the steps are found, each a command with its shown output, covering the tour', () => {
@@ -180,7 +169,7 @@ describe('README tour – every command, in order, prints what the README shows'
   const printed = new Map<number, string>();
 
   before(async () => {
-    if (missingTools.length === 0) echo = await startEcho();
+    if (missingTools(['curl', 'jq']).length === 0) echo = await startEcho();
   });
   after(async () => {
     await echo?.close();
@@ -189,7 +178,7 @@ describe('README tour – every command, in order, prints what the README shows'
   for (const step of steps) {
     const title = step.command.split('\n', 1)[0]!;
     test(`README line ${step.line}: ${title.length > 90 ? `${title.slice(0, 90)}…` : title}`, async (t) => {
-      if (!needTools(t) || echo === undefined) return;
+      if (!needTools(t, ['curl', 'jq'], 'Debian packages curl, jq') || echo === undefined) return;
       const output = await runStep(step.command, echo.port);
       printed.set(step.line, output);
       assert.equal(
@@ -201,7 +190,7 @@ describe('README tour – every command, in order, prints what the README shows'
   }
 
   test('a drifted shown output fails: one digit changed in any step is noticed', (t) => {
-    if (!needTools(t)) return;
+    if (!needTools(t, ['curl', 'jq'], 'Debian packages curl, jq')) return;
     let checked = 0;
     for (const step of steps) {
       const output = printed.get(step.line);

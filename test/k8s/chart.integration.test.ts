@@ -3,12 +3,13 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, type TestContext, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { loadObsConfig } from '../../src/obs/index.ts';
 import { loadOperatorConfig } from '../../src/operator/config.ts';
 import { validateScenarios } from '../../src/scenario/index.ts';
 import { helm, helmSkip } from '../helpers/helm.ts';
+import { needTools } from '../helpers/tools.ts';
 import { loadYamlDocuments } from './crd-schema.ts';
 import { kubernetesProblems } from './k8s-models.ts';
 
@@ -28,16 +29,6 @@ function render(...args: string[]): Doc[] {
 
 function byKind(docs: Doc[], kind: string): Doc[] {
   return docs.filter((d) => d.kind === kind);
-}
-
-/** Whether promtool runs here; skips the test when not (a failure in CI, where .ci/run installs it). */
-function hasPromtool(t: TestContext): boolean {
-  const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
-  if (probe.error === undefined && probe.status === 0) return true;
-  const why = 'promtool not found on PATH (Debian package prometheus); .ci/run installs it';
-  if (process.env['CI']) assert.fail(`${why}: required in CI`);
-  t.skip(why);
-  return false;
 }
 
 /** A rule file holding `groups` in a temporary directory removed after the tests. */
@@ -413,7 +404,7 @@ describe('chart echo-chaos', { skip }, () => {
   });
 
   test('chart – promtool check rules accepts the PrometheusRule', (t) => {
-    if (!hasPromtool(t)) return;
+    if (!needTools(t, ['promtool'], 'Debian package prometheus')) return;
     const [rule] = byKind(render('-f', ALL_ON), 'PrometheusRule') as Any[];
     const groups = rule.spec.groups;
     const alerts = groups.flatMap((g: Any) => g.rules.filter((r: Any) => r.alert !== undefined));
@@ -462,7 +453,7 @@ describe('chart echo-chaos', { skip }, () => {
   });
 
   test('chart – EchoChaosConfigDrift fires on replicas that disagree for 15m, not during a rollout (promtool test rules)', (t) => {
-    if (!hasPromtool(t)) return;
+    if (!needTools(t, ['promtool'], 'Debian package prometheus')) return;
     const [rule] = byKind(render('-f', ALL_ON), 'PrometheusRule') as Any[];
     const group = rule.spec.groups.find((g: Any) => g.name === 'echo-chaos-config-drift');
     assert.ok(group, 'the PrometheusRule has a config-drift group');

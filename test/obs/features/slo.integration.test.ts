@@ -26,6 +26,7 @@ import {
   sloRecordName,
 } from '../../../src/obs/features/slo.ts';
 import { loadObsConfig, type ObsConfigInput } from '../../../src/obs/index.ts';
+import { needTools } from '../../helpers/tools.ts';
 import { injectableObsApp } from '../helpers.ts';
 
 const AVAILABILITY: SloObjective = {
@@ -344,15 +345,6 @@ test('slo – startup stops when an objective does not fit its metric (kind, thr
 // ---------------------------------------------------------------------------------------------
 // promtool
 
-function promtoolOr(t: { skip(message: string): void }): boolean {
-  const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 });
-  if (probe.error === undefined && probe.status === 0) return true;
-  const why = 'promtool not found on PATH (Debian package prometheus); .ci/run installs it';
-  if (process.env['CI']) assert.fail(`${why}: required in CI`);
-  t.skip(why);
-  return false;
-}
-
 function tempDir(t: { after(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'obs-slo-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -364,7 +356,7 @@ function promtool(...args: string[]) {
 }
 
 test('slo – promtool check rules accepts the rules of both SLIs', (t) => {
-  if (!promtoolOr(t)) return;
+  if (!needTools(t, ['promtool'], 'Debian package prometheus')) return;
   const dir = tempDir(t);
   const file = join(dir, 'rules.yaml');
   const rule = load(sloPrometheusRuleYaml([AVAILABILITY, LATENCY], 'orders')) as { spec: unknown };
@@ -395,7 +387,7 @@ function series(ok: number, bad: number, faults: number, minutes: number) {
 }
 
 test('slo – promtool test rules: 14.4x pages, 6x pages on the slower pair, 1.2x only tickets, none and faults alone stay quiet', (t) => {
-  if (!promtoolOr(t)) return;
+  if (!needTools(t, ['promtool'], 'Debian package prometheus')) return;
   const dir = tempDir(t);
   const rulesFile = join(dir, 'rules.yaml');
   const rule = sloPrometheusRule([AVAILABILITY], 'orders');
@@ -469,7 +461,7 @@ test('slo – promtool test rules: 14.4x pages, 6x pages on the slower pair, 1.2
 });
 
 test('slo – promtool test rules: a latency burn pages, injected delays alone stay quiet', (t) => {
-  if (!promtoolOr(t)) return;
+  if (!needTools(t, ['promtool'], 'Debian package prometheus')) return;
   const dir = tempDir(t);
   const rulesFile = join(dir, 'rules.yaml');
   writeFileSync(rulesFile, dump(JSON.parse(JSON.stringify(sloPrometheusRule([LATENCY], 'orders').spec))));
