@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { asText, sentAsIs } from '../../src/echo/pipeline.ts';
+import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
+
+// Short text answers go to fastify as strings (node writes them with the head in one write), and
+// everything else as bytes: what the client receives must not change either way.
+
+test('asText – a string as it is, a short ASCII buffer as its characters, anything else not', () => {
+  assert.equal(asText('héllo'), 'héllo');
+  assert.equal(asText(Buffer.from('plain ascii\n')), 'plain ascii\n');
+  assert.equal(asText(Buffer.alloc(16 * 1024, 0x61)), 'a'.repeat(16 * 1024));
+  // Past 16 KiB, or a byte above 0x7f (a latin1 character would be written as two UTF-8 bytes).
+  assert.equal(asText(Buffer.alloc(16 * 1024 + 1, 0x61)), undefined);
+  assert.equal(asText(Buffer.from([0x61, 0xe9])), undefined);
+  assert.equal(asText(Buffer.from('é')), undefined);
+  assert.equal(asText(undefined), undefined);
+});
+
+test('sentAsIs – fastify leaves a string alone unless the type is missing or JSON-like without a charset', () => {
+  assert.equal(sentAsIs('text/plain; charset=utf-8'), true);
+  assert.equal(sentAsIs('application/octet-stream'), true);
+  assert.equal(sentAsIs('application/json; charset=utf-8'), true);
+  assert.equal(sentAsIs('application/json'), false);
+  assert.equal(sentAsIs('application/problem+json'), false);
+  assert.equal(sentAsIs(undefined), false);
+  assert.equal(sentAsIs(['text/plain']), false);
+});
+
+let echo: RunningEcho;
+before(async () => {
+  echo = await startEcho();
+});
+after(() => echo.close());
+
+async function post(type: string, body: Buffer, headers: Record<string, string> = {}) {
+  const res = await fetch(`${echo.url}/text-bodies`, {
+    method: 'POST',
+    headers: { 'content-type': type, ...headers },
+    body,
+  });
+  return { res, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+test('text bodies – ASCII, UTF-8 and binary bodies come back byte for byte, with their length and type', async () => {
+  const ascii = Buffer.from('a'.repeat(1024));
+  const utf8 = Buffer.from('naïve café ✓\n');
+  const binary = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+  const large = Buffer.alloc(64 * 1024, 0x62);
+  for (const [type, body] of [
+    ['application/octet-stream', ascii],
+    ['text/plain; charset=utf-8', utf8],
+    ['application/octet-stream', binary],
+    ['application/octet-stream', large],
+  ] as const) {
+    const { res, bytes } = await post(type, body);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), type);
+    assert.equal(res.headers.get('content-length'), String(body.length));
+    assert.deepEqual(bytes, body, `${type}, ${body.length} bytes`);
+  }
+});
+
+test('text bodies – a JSON type without a charset reaches the client exactly as sent', async () => {
+  const body = Buffer.from('{"ok":true}');
+  const { res, bytes } = await post('application/json', body);
+  assert.equal(res.headers.get('content-type'), 'application/json');
+  assert.deepEqual(bytes, body);
+  const asked = await fetch(`${echo.url}/typed`, { headers: { 'x-echo-content-type': 'application/json' } });
+  assert.equal(asked.headers.get('content-type'), 'application/json');
+  assert.match(await asked.text(), /^GET \/typed HTTP\/1\.1/);
+});
+
+test('text bodies – the default GET answer is text with its length', async () => {
+  const res = await fetch(`${echo.url}/plain?x=1`);
+  const text = await res.text();
+  assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
+  assert.equal(res.headers.get('content-length'), String(Buffer.byteLength(text)));
+  assert.match(text, /^GET \/plain\?x=1 HTTP\/1\.1\n/);
+});
