@@ -624,16 +624,41 @@ function answerWith(
     reply.send();
     return true;
   }
+  // An answer the upstream already encoded is not encoded again.
+  const own =
+    answer.headers['content-encoding'] === undefined ? controls : { ...controls, compress: undefined };
+  // A short body that has already arrived whole goes with the head in one piece (see `send`);
+  // one still arriving is piped as it comes.
+  const whole = arrivedWhole(answer);
+  if (whole !== undefined) {
+    answer.body.resume();
+    send(reply, compression, own, whole, slow(), injected);
+    return true;
+  }
   // The head goes as soon as fastify pipes the body, not with its first byte: a body that then fails
   // ends a started answer, never one fastify's error handling would answer as its own 500.
   if (answer.body.readableLength === 0 && !answer.body.readableEnded) {
     reply.raw.once('pipe', () => reply.raw.flushHeaders());
   }
-  // An answer the upstream already encoded is not encoded again.
-  const own =
-    answer.headers['content-encoding'] === undefined ? controls : { ...controls, compress: undefined };
   send(reply, compression, own, answer.body, slow(), injected);
   return true;
+}
+
+/**
+ * The upstream's body, taken from its stream, when it has a `Content-Length` of at most 16 KiB and
+ * every byte of it has already arrived (a small answer usually comes in the head's packet);
+ * undefined otherwise, and the stream is left as it was.
+ */
+export function arrivedWhole(answer: Pick<UpstreamAnswer, 'headers' | 'body'>): Buffer | undefined {
+  const announced = answer.headers['content-length'];
+  if (typeof announced !== 'string') return undefined;
+  const length = Number(announced);
+  if (!(length > 0 && length <= TEXT_BODY_MAX_BYTES) || answer.body.readableLength !== length)
+    return undefined;
+  const bytes: unknown = answer.body.read(length);
+  if (Buffer.isBuffer(bytes) && bytes.length === length) return bytes;
+  if (Buffer.isBuffer(bytes)) answer.body.unshift(bytes);
+  return undefined;
 }
 
 /** The most of an upstream's answer `truncate` and `malformed` read before breaking it: 16 MiB. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { asText, sentAsIs } from '../../src/echo/pipeline.ts';
+import { arrivedWhole, asText, sentAsIs } from '../../src/echo/pipeline.ts';
 import { type RunningEcho, startEcho } from '../helpers/echo-server.ts';
 
 // Short text answers go to fastify as strings (node writes them with the head in one write), and
@@ -25,6 +26,28 @@ test('sentAsIs – fastify leaves a string alone unless the type is missing or J
   assert.equal(sentAsIs('application/problem+json'), false);
   assert.equal(sentAsIs(undefined), false);
   assert.equal(sentAsIs(['text/plain']), false);
+});
+
+test('arrivedWhole – an upstream body taken whole only when its announced length has all arrived', () => {
+  const answer = (length: string | undefined, ...chunks: string[]) => {
+    const body = new PassThrough();
+    for (const chunk of chunks) body.write(chunk);
+    return { headers: length === undefined ? {} : { 'content-length': length }, body };
+  };
+  const whole = answer('11', 'hello ', 'world');
+  assert.deepEqual(whole.body.readableLength, 11);
+  assert.equal(arrivedWhole(whole)?.toString(), 'hello world');
+  assert.equal(whole.body.readableLength, 0);
+  // Not yet all there, no length, too long: the stream keeps every byte it had.
+  for (const partial of [answer('12', 'hello ', 'world'), answer(undefined, 'hello'), answer('0')]) {
+    const before = partial.body.readableLength;
+    assert.equal(arrivedWhole(partial), undefined);
+    assert.equal(partial.body.readableLength, before);
+  }
+  const long = 'x'.repeat(16 * 1024 + 1);
+  const large = answer(String(long.length), long);
+  assert.equal(arrivedWhole(large), undefined);
+  assert.equal(large.body.readableLength, long.length);
 });
 
 let echo: RunningEcho;
