@@ -812,12 +812,22 @@ export function asText(body: unknown): string | undefined {
   return undefined;
 }
 
+/** A media type as fastify's `ContentType` accepts one: a token, a slash, a token. */
+const MEDIA_TYPE = /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+$/;
+
 /**
- * Whether fastify sends a string body under this `Content-Type` exactly as given: it sets a type
- * of its own when there is none, and appends `; charset=utf-8` to a JSON-like type without one
- * (fastify's `reply.send`).
+ * Whether fastify sends a string body under this `Content-Type` exactly as given (fastify's
+ * `reply.send`): not when there is none or fastify cannot parse it (it sets a type of its own),
+ * nor for a JSON-like type (it may append `; charset=utf-8`). The answer for the last type asked
+ * is kept: a server sends the same few types again and again.
  */
 export function sentAsIs(contentType: unknown): boolean {
   if (typeof contentType !== 'string') return false;
-  return !contentType.includes('json') || contentType.includes('charset');
+  if (contentType === lastType.type) return lastType.asIs;
+  const semi = contentType.indexOf(';');
+  const media = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+  const asIs = MEDIA_TYPE.test(media) && !media.includes('json');
+  lastType = { type: contentType, asIs };
+  return asIs;
 }
+let lastType = { type: '', asIs: false };

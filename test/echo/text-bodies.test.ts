@@ -18,12 +18,28 @@ test('asText – a string as it is, a short ASCII buffer as its characters, anyt
   assert.equal(asText(undefined), undefined);
 });
 
-test('sentAsIs – fastify leaves a string alone unless the type is missing or JSON-like without a charset', () => {
-  assert.equal(sentAsIs('text/plain; charset=utf-8'), true);
-  assert.equal(sentAsIs('application/octet-stream'), true);
-  assert.equal(sentAsIs('application/json; charset=utf-8'), true);
-  assert.equal(sentAsIs('application/json'), false);
-  assert.equal(sentAsIs('application/problem+json'), false);
+test('sentAsIs – a string only under a type fastify parses and leaves alone (not JSON-like, not one it cannot read)', () => {
+  for (const type of [
+    'text/plain; charset=utf-8',
+    'application/octet-stream',
+    'Text/Plain',
+    ' text/html ; q=1',
+  ]) {
+    assert.equal(sentAsIs(type), true, type);
+    assert.equal(sentAsIs(type), true, `${type}, asked again`);
+  }
+  for (const type of [
+    'application/json',
+    'Application/JSON',
+    'application/problem+json',
+    'application/json; charset=utf-8',
+    'weird',
+    'text /plain',
+    '',
+  ]) {
+    assert.equal(sentAsIs(type), false, type);
+    assert.equal(sentAsIs(type), false, `${type}, asked again`);
+  }
   assert.equal(sentAsIs(undefined), false);
   assert.equal(sentAsIs(['text/plain']), false);
 });
@@ -32,7 +48,8 @@ test('arrivedWhole – an upstream body taken whole only when its announced leng
   const answer = (length: string | undefined, ...chunks: string[]) => {
     const body = new PassThrough();
     for (const chunk of chunks) body.write(chunk);
-    return { headers: length === undefined ? {} : { 'content-length': length }, body };
+    const headers: Record<string, string> = length === undefined ? {} : { 'content-length': length };
+    return { headers, body };
   };
   const whole = answer('11', 'hello ', 'world');
   assert.deepEqual(whole.body.readableLength, 11);
