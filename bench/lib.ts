@@ -134,8 +134,8 @@ export interface Target {
   readonly limit: number;
   /** NaN when the scenario did not run. */
   readonly measured: number;
-  /** How to print the numbers: a ratio (`0.83`), a factor (`1.2×`), MB (10^6 bytes), MiB, ms or a count. */
-  readonly unit: 'ratio' | 'x' | 'MB' | 'MiB' | 'ms' | 'count';
+  /** How to print the numbers: a ratio (`0.83`), a factor (`1.2×`), MB (10^6 bytes), MiB, ms, µs or a count. */
+  readonly unit: 'ratio' | 'x' | 'MB' | 'MiB' | 'ms' | 'us' | 'count';
   readonly note?: string;
 }
 
@@ -152,6 +152,8 @@ export function formatValue(value: number, unit: Target['unit']): string {
       return `${value.toFixed(0)} MiB`;
     case 'ms':
       return `${value.toFixed(1)} ms`;
+    case 'us':
+      return `${value.toFixed(1)} µs`;
     case 'count':
       return String(Math.round(value));
   }

@@ -463,9 +463,13 @@ interface Load {
    * server is checked before (bench/grpc-check.ts) and, for echo-chaos, after the load.
    */
   readonly grpc?: GrpcCall;
+  /** h2load: concurrent streams a connection (`-m`); default 1. */
+  readonly streams?: number;
 }
 
 const PATH = '/bench/path?x=1';
+/** Streams a connection in the h2c scenario: issue #39 measures h2c with 50 clients × 10 streams. */
+const H2_STREAMS = 10;
 
 async function drive(port: number, load: Load, durationS: number, warmupS = 0): Promise<Sample> {
   const url = `http://127.0.0.1:${port}${load.grpc?.path ?? PATH}`;
@@ -484,7 +488,7 @@ async function drive(port: number, load: Load, durationS: number, warmupS = 0): 
       [
         `-c${load.connections}`,
         '-t2',
-        '-m1',
+        `-m${load.streams ?? 1}`,
         `-D${durationS}`,
         ...(warmupS > 0 ? [`--warm-up-time=${warmupS}`] : []),
         `--log-file=${logFile}`,
@@ -735,9 +739,9 @@ const SCENARIOS: readonly Scenario[] = [
     kind: 'load',
     id: 'h2',
     title: 'HTTP/2 (h2c, prior knowledge)',
-    what: `\`GET ${PATH}\` over cleartext HTTP/2 with prior knowledge. h2load, 2 threads, 50 connections, 1 stream each; p50/p99 from its per-request log. The baseline is a bare node:http2 server.`,
+    what: `\`GET ${PATH}\` over cleartext HTTP/2 with prior knowledge. h2load, 2 threads, 50 connections, ${H2_STREAMS} streams each (issue #39); p50/p99 from its per-request log. The baseline is a bare node:http2 server.`,
     servers: [BARE_H2, DEFAULTS, NO_LOG],
-    load: { tool: 'h2load', connections: 50, seconds },
+    load: { tool: 'h2load', connections: 50, streams: H2_STREAMS, seconds },
   },
   {
     kind: 'load',
@@ -1983,6 +1987,72 @@ targets.push(
   },
 );
 
+// Issue #39: performance by design. Ratios to bare node:http (h2c: to a bare node:http2 server) in
+// the same run; the main thread's CPU a request, with the log worker's beside it.
+const getDefaults = sum('get', 'defaults');
+const perRequestNote = (x: Summary | undefined) =>
+  x === undefined || Number.isNaN(x.cpuUs)
+    ? {}
+    : {
+        note: `the log worker ${Number.isNaN(x.workerCpuUs) ? 'n/a' : x.workerCpuUs.toFixed(1)} µs a request beside it`,
+      };
+const targets39: Target[] = [
+  {
+    name: 'GET, defaults: main-thread CPU a request',
+    op: '<=',
+    limit: 30,
+    measured: getDefaults?.cpuUs ?? NA,
+    unit: 'us',
+    ...perRequestNote(getDefaults),
+  },
+  ...(
+    [
+      ['get', 'GET'],
+      ['post-1k', 'POST 1 KiB'],
+    ] as const
+  ).flatMap(([scenario, name]): Target[] => [
+    {
+      name: `${name}, defaults: throughput ratio`,
+      op: '>=',
+      limit: 0.6,
+      measured: sum(scenario, 'defaults')?.ratio ?? NA,
+      unit: 'ratio',
+    },
+    {
+      name: `${name}, \`LOG_REQUESTS=false\`: throughput ratio`,
+      op: '>=',
+      limit: 0.75,
+      measured: sum(scenario, 'nolog')?.ratio ?? NA,
+      unit: 'ratio',
+    },
+    {
+      name: `${name}, defaults: p99 / baseline p99`,
+      op: '<=',
+      limit: 1.5,
+      measured: sum(scenario, 'defaults')?.p99Ratio ?? NA,
+      unit: 'x',
+    },
+  ]),
+  {
+    name: 'obs on / obs off throughput',
+    op: '>=',
+    limit: 0.9,
+    measured: sum('obs', 'defaults')?.ratio ?? NA,
+    unit: 'ratio',
+  },
+  {
+    name: `h2c GET, defaults (h2load, 50 clients × ${H2_STREAMS} streams): throughput / a bare node:http2 server`,
+    op: '>=',
+    limit: 0.7,
+    measured: sum('h2', 'defaults')?.ratio ?? NA,
+    unit: 'ratio',
+  },
+  // Nothing regresses: the same targets as issue #13's, above.
+  ...targets.filter(
+    (t) => t.name.startsWith('100 ms delay at 1,000 connections, defaults:') || /RSS|SSE/.test(t.name),
+  ),
+];
+
 // ---------------------------------------------------------------------------------------------------
 // What limits the throughput targets: CPU a request, measured in this run
 
@@ -2098,6 +2168,10 @@ const out: string[] = [
   '## Targets (issues #13 and #32)',
   '',
   targetsSection(targets),
+  '',
+  '## Targets (issue #39)',
+  '',
+  targetsSection(targets39),
   '',
   ...limitsSection(),
 ];
