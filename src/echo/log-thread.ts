@@ -34,6 +34,7 @@ import {
   MAX_BUFFERED_BYTES,
   MAX_PENDING_CHARS,
 } from './log-destination.ts';
+import { WORKER_BOOTSTRAP, workerSources } from './worker-source.ts';
 
 /** The slots of the counters the worker and this thread share (an `Int32Array` on a `SharedArrayBuffer`). */
 export const COUNTERS = {
@@ -120,6 +121,15 @@ export interface AccessRecordSink {
   ): boolean;
 }
 
+/** A package's specifier as this module would import it; undefined when it cannot be. */
+function resolveHere(specifier: string): string | undefined {
+  try {
+    return import.meta.resolve(specifier);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Where the worker's code is: beside this module, as TypeScript from a clone, as JavaScript from the package. */
 function workerUrl(): URL {
   const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
@@ -168,8 +178,13 @@ export class OffThreadDestination implements AccessRecordSink {
       maxQueuedBytes: options.maxQueuedBytes ?? MAX_BUFFERED_BYTES,
       counters,
     };
-    const worker = new Worker(workerUrl(), {
-      workerData: data,
+    const url = workerUrl();
+    // From the TypeScript sources, the worker's modules come stripped from this thread, so that it
+    // does not load node's TypeScript stripper again (worker-source.ts).
+    const prepared = workerSources(url, resolveHere);
+    const worker = new Worker(prepared === undefined ? url : WORKER_BOOTSTRAP, {
+      ...(prepared === undefined ? {} : { eval: true }),
+      workerData: prepared === undefined ? data : { ...data, workerSources: prepared },
       stdout: false,
       stderr: false,
       // none of the main thread's node options: `--input-type`, `-e` or an `--import` hook are its own
