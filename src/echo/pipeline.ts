@@ -28,6 +28,7 @@ import {
   scenarioRequestOf,
 } from './fault-decision.ts';
 import type { History } from './history.ts';
+import { TOKEN } from './http-grammar.ts';
 import type { EchoMetrics } from './metrics.ts';
 import {
   StreamedBody,
@@ -812,9 +813,6 @@ export function asText(body: unknown): string | undefined {
   return undefined;
 }
 
-/** A media type as fastify's `ContentType` accepts one: a token, a slash, a token. */
-const MEDIA_TYPE = /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+$/;
-
 /**
  * Whether fastify sends a string body under this `Content-Type` exactly as given (fastify's
  * `reply.send`): not when there is none or fastify cannot parse it (it sets a type of its own),
@@ -826,7 +824,13 @@ export function sentAsIs(contentType: unknown): boolean {
   if (contentType === lastType.type) return lastType.asIs;
   const semi = contentType.indexOf(';');
   const media = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
-  const asIs = MEDIA_TYPE.test(media) && !media.includes('json');
+  // A media type as fastify's `ContentType` accepts one: a token, a slash, a token.
+  const slash = media.indexOf('/');
+  const asIs =
+    slash > 0 &&
+    TOKEN.test(media.slice(0, slash)) &&
+    TOKEN.test(media.slice(slash + 1)) &&
+    !media.includes('json');
   lastType = { type: contentType, asIs };
   return asIs;
 }

@@ -21,8 +21,8 @@ export interface WorkerSources {
 /** The specifiers a module's static `import`s and `export … from`s name. */
 const IMPORTS = /(?:^|[;\s])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]/g;
 
-/** Node's `stripTypeScriptTypes`, without its one-time experimental warning. */
-function strip(source: string): string {
+/** `work`, without node's one-time warning that `stripTypeScriptTypes` is experimental. */
+function quietly<T>(work: () => T): T {
   const emit = process.emitWarning;
   process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
     const text = typeof warning === 'string' ? warning : warning.message;
@@ -30,7 +30,7 @@ function strip(source: string): string {
     (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
   }) as typeof process.emitWarning;
   try {
-    return nodeModule.stripTypeScriptTypes(source);
+    return work();
   } finally {
     process.emitWarning = emit;
   }
@@ -48,11 +48,16 @@ export function workerSources(
   if (!entry.pathname.endsWith('.ts') || typeof nodeModule.stripTypeScriptTypes !== 'function')
     return undefined;
   if (typeof nodeModule.registerHooks !== 'function') return undefined;
+  return { entry: entry.href, sources: quietly(() => stripAll(entry.href, resolve)) };
+}
+
+/** Each TypeScript module `entry` reaches through its imports, by URL, its types stripped. */
+function stripAll(entry: string, resolve: (specifier: string) => string | undefined): Record<string, string> {
   const sources: Record<string, string> = {};
-  const queue = [entry.href];
+  const queue = [entry];
   for (let url = queue.pop(); url !== undefined; url = queue.pop()) {
     if (Object.hasOwn(sources, url) || !url.startsWith('file:') || !url.endsWith('.ts')) continue;
-    const js = strip(readFileSync(new URL(url), 'utf8'));
+    const js = nodeModule.stripTypeScriptTypes(readFileSync(new URL(url), 'utf8'));
     sources[url] = js;
     for (const match of js.matchAll(IMPORTS)) {
       const specifier = match[1]!;
@@ -64,7 +69,7 @@ export function workerSources(
       if (target !== undefined) queue.push(target);
     }
   }
-  return { entry: entry.href, sources };
+  return sources;
 }
 
 /**
