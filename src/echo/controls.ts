@@ -357,4 +357,13 @@ export function withFallbacks(
   return merged;
 }
 
-const EMPTY: ParseResult = Object.freeze({ controls: Object.freeze({}) as Controls, problems: NO_PROBLEMS });
+/** The controls of a request that sent no `X-Echo-*` header: none. */
+export const NO_CONTROLS: Controls = Object.freeze({}) as Controls;
+
+const EMPTY: ParseResult = Object.freeze({ controls: NO_CONTROLS, problems: NO_PROBLEMS });
+
+/** Whether a request sent any `X-Echo-*` header (a control, or one the pipeline reads itself). */
+export function hasControlHeader(headers: IncomingHttpHeaders): boolean {
+  for (const name in headers) if (name.startsWith('x-echo-')) return true;
+  return false;
+}

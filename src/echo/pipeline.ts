@@ -17,7 +17,14 @@ import {
 import { brokenContent, type ScriptedAnswer, sendBrokenBody } from './broken-bodies.ts';
 import { CLIENT_CLOSED_STATUS, NO_RESPONSE_STATUS, recordCompletion } from './completion.ts';
 import type { EchoConfig } from './config.ts';
-import { type Controls, dashCase, originOf, parseControls } from './controls.ts';
+import {
+  type Controls,
+  dashCase,
+  hasControlHeader,
+  NO_CONTROLS,
+  originOf,
+  parseControls,
+} from './controls.ts';
 import { errorBody } from './error-handler.ts';
 import { EchoError, isEchoError } from './errors.ts';
 import {
@@ -319,9 +326,57 @@ export function createEchoHandler(deps: PipelineDeps) {
     return underway(send(reply, compression, controls, body ?? EMPTY, slow()));
   };
 
+  /**
+   * The common case, answered at once (issue #39, item 4): a request with no `X-Echo-*` header to a
+   * service with no scenario, no fault of the environment (`ECHO_CHAOS`, `ECHO_LATENCY`, ...), no
+   * `ECHO_SEED` and no upstream gets its echo, and nothing else can happen to it. The same answer
+   * and history entry the pipeline above would give, without the decision, its closures and its
+   * promise (`test/echo/plain-route.test.ts` compares the two).
+   */
+  const plainService = () =>
+    deps.scenarios.size === 0 &&
+    config.chaosPercent === 0 &&
+    config.faultDefaults === undefined &&
+    deps.seeds === undefined &&
+    deps.upstream === undefined;
+  const plain = (request: FastifyRequest, reply: FastifyReply): void => {
+    const raw = request.raw;
+    const body = request.body as Buffer | undefined;
+    const state = stateOf(request);
+    state.historyEntry = history.record({
+      requestId: request.id,
+      method: raw.method ?? 'GET',
+      url: raw.url ?? '/',
+      headers: raw.headers,
+      body,
+      bodySize: undefined,
+      remoteAddr: request.ip,
+      protocol: protocolOf(request),
+      idMayRepeat: raw.headers['x-request-id'] === request.id,
+    });
+    const stored = state.historyEntry?.id;
+    if (stored !== undefined && stored !== request.id) reply.header('x-echo-history-id', stored);
+    reply.code(200);
+    if (body === undefined && (raw.method === 'GET' || raw.method === 'HEAD')) {
+      reply.type('text/plain; charset=utf-8');
+      send(reply, compression, NO_CONTROLS, requestSummary(raw, request.ip, protocolOf(request)));
+      return;
+    }
+    reply.type(contentTypeOf(request, 'text/plain'));
+    send(reply, compression, NO_CONTROLS, body ?? EMPTY);
+  };
+
   // A handler that returns nothing: fastify would adopt the promise of an async one and then look
   // at what it resolved with (settle() does that part here, for what this handler resolves with).
   return function echoRoute(request: FastifyRequest, reply: FastifyReply): void {
+    if (plainService() && !hasControlHeader(request.raw.headers)) {
+      try {
+        plain(request, reply);
+      } catch (error) {
+        fail(reply, error);
+      }
+      return;
+    }
     echo(request, reply).then(
       (result) => settle(request, reply, result),
       (error: unknown) => fail(reply, error),
