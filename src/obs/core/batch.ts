@@ -11,12 +11,18 @@
  * bound into a string), and obs's cardinality guard admits every label of every recording. On a
  * request that does little else, those recordings were a tenth of the server's work (issue #13).
  *
+ * A histogram's observations are added to prom-client's own store of the series when they are
+ * handed over (what its `observe` does with each value, without the closure, the label check, the
+ * key string and the guard's wrapper each time): prom-client 15's `hashMap`, found by its own
+ * `hashObject`. A metric of another shape is observed value by value.
+ *
  * A series is admitted through the registry's cardinality firewall once, when its key is first
  * seen ({@link CardinalityFirewall.keeps}); only a series all of whose values are kept as they are
  * is cached. A value past the cap is recorded directly, every time, so the guard rewrites and counts
  * it exactly as without a batch. At most `maxSeries` series are cached (default 2048); past that,
  * new series are recorded directly too. Memory stays bounded by the cap, never by traffic.
  */
+import { createRequire } from 'node:module';
 import type { Counter, Histogram } from 'prom-client';
 import type { CardinalityFirewall } from './cardinality.ts';
 
@@ -175,15 +181,87 @@ interface HistogramSeries<L extends string> {
   readonly labels: Labels<L>;
   readonly values: Float64Array;
   n: number;
+  /**
+   * prom-client's key of the series in its store, once worked out ({@link PromHistogramStore});
+   * null when the series' labels do not name every label of the metric (obs's context labels fill
+   * the rest as they are observed): its observations go through `observe`.
+   */
+  hash?: string | null;
+}
+
+/** One series as prom-client 15 keeps it in a histogram's `hashMap` (`lib/histogram.js`). */
+interface PromHistogramEntry {
+  readonly bucketValues: Record<number, number>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * What prom-client 15 keeps on a histogram object: its series by key (`hashMap`, the key built by
+ * `lib/util.js`'s `hashObject` from the sorted label names) and its bucket bounds. A flush adds a
+ * series' observations there itself, as prom-client's `observe` would one by one, rather than
+ * calling `observe` (a closure, an object, the label check and the key string each time, and the
+ * cardinality guard's wrapper around it) per observation.
+ */
+interface PromHistogramStore {
+  readonly hashMap: Record<string, PromHistogramEntry | undefined>;
+  readonly upperBounds: readonly number[];
+  readonly sortedLabelNames: readonly string[];
+  zero(labels: object): void;
+}
+
+type HashObject = (labels: object, labelNames: readonly string[]) => string;
+
+/** prom-client's own `hashObject`, when the prom-client this module resolves has it where 15.x does. */
+const promHashObject: HashObject | undefined = (() => {
+  try {
+    const util = createRequire(import.meta.url)('prom-client/lib/util.js') as { hashObject?: unknown };
+    return typeof util.hashObject === 'function' ? (util.hashObject as HashObject) : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+/**
+ * `histogram` as a {@link PromHistogramStore} when it has that shape (prom-client 15), else
+ * undefined: its observations are then handed over by `observe`, one by one.
+ */
+function promStore(histogram: object): PromHistogramStore | undefined {
+  const h = histogram as Partial<Record<keyof PromHistogramStore | 'observeWithoutExemplar', unknown>>;
+  if (
+    promHashObject === undefined ||
+    // prom-client 15's mark (14 has no exemplars, and keys its series otherwise)
+    typeof h.observeWithoutExemplar !== 'function' ||
+    typeof h.hashMap !== 'object' ||
+    h.hashMap === null ||
+    !Array.isArray(h.upperBounds) ||
+    !h.upperBounds.every((b) => typeof b === 'number') ||
+    !Array.isArray(h.sortedLabelNames) ||
+    typeof h.zero !== 'function'
+  ) {
+    return undefined;
+  }
+  return histogram as PromHistogramStore;
+}
+
+/** prom-client's bucket of `value`: the first bound at or above it, -1 past the last (`findBound`). */
+function boundOf(upperBounds: readonly number[], value: number): number {
+  for (let i = 0; i < upperBounds.length; i++) {
+    const bound = upperBounds[i]!;
+    if (value <= bound) return bound;
+  }
+  return -1;
 }
 
 /** Observations of a histogram, batched per series; see the module comment. */
 export class HistogramBatch<L extends string> {
   readonly #histogram: Histogram<L>;
+  readonly #store: PromHistogramStore | undefined;
   readonly #series: SeriesMap<L, HistogramSeries<L>>;
 
   constructor(histogram: Histogram<L>, options: MeterBatchOptions = {}) {
     this.#histogram = histogram;
+    this.#store = promStore(histogram);
     this.#series = new SeriesMap(histogram, options, (labels) => ({
       labels,
       values: new Float64Array(OBSERVATIONS_PER_SERIES),
@@ -217,7 +295,51 @@ export class HistogramBatch<L extends string> {
 
   #flushSeries(series: HistogramSeries<L>): void {
     const n = series.n;
+    if (n === 0) return;
     series.n = 0;
-    for (let i = 0; i < n; i++) this.#histogram.observe(series.labels as never, series.values[i]!);
+    const entry = this.#entryOf(series);
+    if (entry === undefined) {
+      for (let i = 0; i < n; i++) this.#histogram.observe(series.labels as never, series.values[i]!);
+      return;
+    }
+    // What prom-client's observe does with each value, in the same order (the sum too, so that it
+    // rounds as it would).
+    const { upperBounds } = this.#store!;
+    const buckets = entry.bucketValues;
+    for (let i = 0; i < n; i++) {
+      const value = series.values[i]!;
+      const bound = boundOf(upperBounds, value);
+      entry.sum += value;
+      entry.count += 1;
+      if (Object.hasOwn(buckets, bound)) buckets[bound]! += 1;
+    }
+  }
+
+  /** prom-client's entry of the series, made (with `zero`) when it has none yet; undefined: observe. */
+  #entryOf(series: HistogramSeries<L>): PromHistogramEntry | undefined {
+    const store = this.#store;
+    if (store === undefined) return undefined;
+    if (series.hash === undefined) {
+      const labels = series.labels as Record<string, unknown>;
+      series.hash = store.sortedLabelNames.every((name) => labels[name] !== undefined)
+        ? promHashObject!(labels, store.sortedLabelNames)
+        : null;
+    }
+    if (series.hash === null) return undefined;
+    let entry = store.hashMap[series.hash];
+    if (entry === undefined) {
+      store.zero(series.labels);
+      entry = store.hashMap[series.hash];
+    }
+    if (
+      entry === undefined ||
+      typeof entry.sum !== 'number' ||
+      typeof entry.count !== 'number' ||
+      typeof entry.bucketValues !== 'object' ||
+      entry.bucketValues === null
+    ) {
+      return undefined;
+    }
+    return entry;
   }
 }

@@ -243,8 +243,10 @@ export function registerFanOut(app: FastifyInstance, obs: ObsCore, options: FanO
         const endpoint = routeOf(request);
         const calls = tally.calls;
         const hosts = tally.dependencies;
-        fanOutBatch.observe(endpoint, { endpoint }, calls);
-        dependenciesBatch.observe(endpoint, { endpoint }, hosts);
+        // One label object for both (read only when the endpoint's series is new).
+        const labels = { endpoint };
+        fanOutBatch.observe(endpoint, labels, calls);
+        dependenciesBatch.observe(endpoint, labels, hosts);
         record(endpoint, calls, hosts);
         if (calls > threshold) warn(endpoint, calls, hosts);
       }

@@ -152,3 +152,53 @@ test('batch – reset() drops what waits as well as what prom-client holds', asy
   assert.match(text, /^h_seconds_count\{k="a"\} 1$/m);
   assert.match(text, /^h_seconds_sum\{k="a"\} 2$/m);
 });
+
+test("batch – a histogram series is added to prom-client's own store, not observed value by value", async () => {
+  const { registry, histogram, observations } = oneLabel();
+  let observed = 0;
+  const observe = histogram.observe.bind(histogram);
+  histogram.observe = ((...args: Parameters<typeof observe>) => {
+    observed++;
+    return observe(...args);
+  }) as typeof histogram.observe;
+  // 64 values fill the series' buffer: handed over at once; the rest at the scrape.
+  for (let i = 0; i < 70; i++) observations.observe('a', { k: 'a' }, i % 2 === 0 ? 0.25 : 3);
+  const text = await registry.metrics();
+  assert.equal(observed, 0);
+  assert.match(text, /^h_seconds_bucket\{le="1",k="a"\} 35$/m);
+  assert.match(text, /^h_seconds_bucket\{le="\+Inf",k="a"\} 70$/m);
+  assert.match(text, /^h_seconds_sum\{k="a"\} 113\.75$/m);
+  assert.match(text, /^h_seconds_count\{k="a"\} 70$/m);
+});
+
+test('batch – a histogram series that leaves a label of the metric out is observed value by value, as directly', async () => {
+  const make = () => {
+    const registry = new Registry();
+    const histogram = new Histogram({
+      name: 'partial_seconds',
+      help: 'h',
+      labelNames: ['path', 'tenant'],
+      buckets: [0.1, 1],
+      registers: [registry],
+    });
+    return { registry, histogram };
+  };
+  const direct = make();
+  const batched = make();
+  const batch = new HistogramBatch(batched.histogram);
+  let observed = 0;
+  const observe = batched.histogram.observe.bind(batched.histogram);
+  batched.histogram.observe = ((...args: Parameters<typeof observe>) => {
+    observed++;
+    return observe(...args);
+  }) as typeof batched.histogram.observe;
+  for (const value of [0.05, 0.5, 5, 0.5]) {
+    direct.histogram.observe({ path: '/a' }, value);
+    batch.observe('/a', { path: '/a' }, value);
+    direct.histogram.observe({ path: '/b', tenant: 't' }, value);
+    batch.observe('/b t', { path: '/b', tenant: 't' }, value);
+  }
+  assert.deepEqual(await scrape(batched.registry), await scrape(direct.registry));
+  // '/a' lacks `tenant`: its four values went through observe; '/b t' names both: none did.
+  assert.equal(observed, 4);
+});
