@@ -159,6 +159,19 @@ export function formatValue(value: number, unit: Target['unit']): string {
   }
 }
 
+/**
+ * `value` as {@link formatValue} prints it, with one more decimal when that print would read the same
+ * as `than` (150.4 MB against a limit of 150 MB reads 150.4, not 150).
+ */
+export function formatApart(value: number, than: number, unit: Target['unit']): string {
+  const text = formatValue(value, unit);
+  if (value === than || text !== formatValue(than, unit)) return text;
+  const [number = '', ...rest] = text.split(' ');
+  const decimals = (number.split('.')[1] ?? '').replace(/\D/g, '').length + 1;
+  const suffix = unit === 'x' ? '×' : rest.length > 0 ? ` ${rest.join(' ')}` : '';
+  return `${value.toFixed(decimals)}${suffix}`;
+}
+
 /** `met`, `not met (…short/over…)` or `not measured`. */
 export function verdict(t: Target): { met: boolean | undefined; text: string } {
   if (Number.isNaN(t.measured)) return { met: undefined, text: 'not measured' };
@@ -174,7 +187,7 @@ export function verdict(t: Target): { met: boolean | undefined; text: string } {
   if (t.limit === 0) return { met, text: `not met: ${formatValue(t.measured, t.unit)} instead of none` };
   return {
     met,
-    text: `not met: ${(t.measured / t.limit).toFixed(2)} times the limit (${formatValue(t.measured - t.limit, t.unit === 'x' ? 'ratio' : t.unit)} over)`,
+    text: `not met: ${(t.measured / t.limit).toFixed(2)} times the limit (${formatApart(t.measured - t.limit, 0, t.unit === 'x' ? 'ratio' : t.unit)} over)`,
   };
 }
 
@@ -191,7 +204,7 @@ export function targetsSection(targets: readonly Target[]): string {
     return [
       t.name,
       `${t.op === '>=' ? '≥' : '≤'} ${formatValue(t.limit, t.unit)}`,
-      formatValue(t.measured, t.unit),
+      formatApart(t.measured, t.limit, t.unit),
       v.text + (t.note ? ` (${t.note})` : ''),
     ];
   });

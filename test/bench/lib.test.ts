@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import {
   cpuSecondsOfStat,
+  formatApart,
   formatValue,
   halvesMax,
   median,
@@ -285,4 +286,18 @@ test('the highest sample of each half: a bounded RSS stops rising', () => {
   const [first, second] = halvesMax([5]);
   assert.equal(first, 5);
   assert.ok(Number.isNaN(second));
+});
+
+test('a measured value just over its limit is printed with the decimal that shows it over', () => {
+  assert.equal(formatApart(150.4, 150, 'MB'), '150.4 MB');
+  assert.equal(formatApart(150, 150, 'MB'), '150 MB');
+  assert.equal(formatApart(149.6, 150, 'MB'), '149.6 MB');
+  assert.equal(formatApart(163.2, 150, 'MB'), '163 MB');
+  assert.equal(formatApart(1.504, 1.5, 'x'), '1.504×');
+  assert.equal(formatApart(0.598, 0.6, 'ratio'), '0.598');
+  assert.equal(formatApart(30.04, 30, 'us'), '30.04 µs');
+  const text = targetsSection([
+    { name: 'RSS after a million requests, defaults', op: '<=', limit: 150, measured: 150.4, unit: 'MB' },
+  ]);
+  assert.match(text, /\| ≤ 150 MB \| 150\.4 MB \| not met: 1\.00 times the limit \(0\.4 MB over\) \|/);
 });
