@@ -2120,6 +2120,16 @@ function limitsSection(): string[] {
         '',
       );
   }
+  if (loadResults.has('h2'))
+    out.push(
+      "- **h2c** (0.70 of a bare node:http2 server asked): a request's profile under h2load ([README.md](README.md), \"A plain route, and histograms added where prom-client keeps them\") has node's HTTP/2 JavaScript, garbage collection, `malloc` and `free` of nghttp2's and node's objects per stream, and HPACK's work on the headers every response carries anew (`x-request-id`, `x-echo-request-count`, added to each connection's table) each larger than the bare server's, which sends neither header. No single part is large.",
+      '',
+    );
+  if (million !== undefined)
+    out.push(
+      `- **RSS after a million requests** is mostly what the server holds before any request (${million.rssIdleMb.toFixed(0)} MB idle here, the log worker's isolate about 20 MB of it); the burst's own memory is given back once it is idle (${million.peakMb.toFixed(0)} MB at the peak, ${million.rssMb.toFixed(0)} MB 25 s after).`,
+      '',
+    );
   if (rows.length > 0)
     out.push(
       "- **p99** follows throughput: with 50 connections always waiting on one thread, a request's latency is about 50 / throughput (Little's law), so a server at a third of the baseline's throughput has about three times its p99. The p99 targets (at most 1.5×) need a throughput ratio of about 0.67 or more.",
