@@ -2120,6 +2120,11 @@ function limitsSection(): string[] {
         '',
       );
   }
+  if (loadResults.has('post-1k'))
+    out.push(
+      "- **POST 1 KiB** costs more than a GET mostly outside echo-chaos's own code: its profile ([README.md](README.md), \"One write a response\") has the kernel's `write` of the 1 KiB answer at about 29 µs and the body read through node's streams and fastify's parser, and bare fastify alone spends more on it than bare node:http (the table above).",
+      '',
+    );
   if (loadResults.has('h2'))
     out.push(
       "- **h2c** (0.70 of a bare node:http2 server asked): a request's profile under h2load ([README.md](README.md), \"A plain route, and histograms added where prom-client keeps them\") has node's HTTP/2 JavaScript, garbage collection, `malloc` and `free` of nghttp2's and node's objects per stream, and HPACK's work on the headers every response carries anew (`x-request-id`, `x-echo-request-count`, added to each connection's table) each larger than the bare server's, which sends neither header. No single part is large.",
