@@ -16,6 +16,10 @@
  * key string and the guard's wrapper each time): prom-client 15's `hashMap`, found by its own
  * `hashObject`. A metric of another shape is observed value by value.
  *
+ * A series that gives every label of the metric is batched; one that leaves a label out (obs's
+ * context meter labels, `tag-meters`, add one filled from the request being recorded) is recorded
+ * directly, so that the label is filled in the request's own context.
+ *
  * A series is admitted through the registry's cardinality firewall once, when its key is first
  * seen ({@link CardinalityFirewall.keeps}); only a series all of whose values are kept as they are
  * is cached. A value past the cap is recorded directly, every time, so the guard rewrites and counts
@@ -82,6 +86,10 @@ function admitSeries<L extends string>(
   // A label the metric does not have goes the direct way, where prom-client throws at the call
   // (not at the next scrape).
   const names = metric.labelNames ?? [];
+  // So does a series that leaves a label of the metric out: obs's context meter labels
+  // (`tag-meters`) fill theirs from the request context of the recording, which a hand-over, made
+  // at a scrape or in another request, does not have.
+  for (const name of names) if (labels[name as L] === undefined) return undefined;
   const out: Labels<L> = {};
   for (const key in labels) {
     if (!Object.hasOwn(labels, key)) continue;
@@ -183,8 +191,8 @@ interface HistogramSeries<L extends string> {
   n: number;
   /**
    * prom-client's key of the series in its store, once worked out ({@link PromHistogramStore});
-   * null when the series' labels do not name every label of the metric (obs's context labels fill
-   * the rest as they are observed): its observations go through `observe`.
+   * null when the series' labels do not name every label of the metric (one that gained a context
+   * label after the series was cached): its observations go through `observe`.
    */
   hash?: string | null;
 }
