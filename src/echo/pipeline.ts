@@ -139,24 +139,11 @@ export function createEchoHandler(deps: PipelineDeps) {
     const body = arrived instanceof StreamedBody ? arrived.head : arrived;
 
     if (controls.historyEnabled !== false) {
-      state.historyEntry = history.record({
-        requestId: request.id,
-        method: raw.method ?? 'GET',
-        url: raw.url ?? '/',
-        headers: raw.headers,
-        body,
-        // A streamed body's head is all history keeps: its size is the announced one, so the entry
-        // says it was cut (a chunked one's is unknown, and shows as its head's).
-        bodySize:
-          arrived instanceof StreamedBody ? streamedSize(raw.headers['content-length'], body) : undefined,
-        remoteAddr: request.ip,
-        protocol: protocolOf(request),
-        // fastify took the id from X-Request-ID when the client sent one, else made a random UUID.
-        idMayRepeat: raw.headers['x-request-id'] === request.id,
-      });
-      // A sent id that another stored entry has is stored suffixed: the client learns its entry's id.
-      const stored = state.historyEntry?.id;
-      if (stored !== undefined && stored !== request.id) reply.header('x-echo-history-id', stored);
+      // A streamed body's head is all history keeps: its size is the announced one, so the entry
+      // says it was cut (a chunked one's is unknown, and shows as its head's).
+      const bodySize =
+        arrived instanceof StreamedBody ? streamedSize(raw.headers['content-length'], body) : undefined;
+      recordHistory(history, request, reply, body, bodySize);
     }
 
     if (controls.explain === true) state.explain = true;
@@ -342,20 +329,7 @@ export function createEchoHandler(deps: PipelineDeps) {
   const plain = (request: FastifyRequest, reply: FastifyReply): void => {
     const raw = request.raw;
     const body = request.body as Buffer | undefined;
-    const state = stateOf(request);
-    state.historyEntry = history.record({
-      requestId: request.id,
-      method: raw.method ?? 'GET',
-      url: raw.url ?? '/',
-      headers: raw.headers,
-      body,
-      bodySize: undefined,
-      remoteAddr: request.ip,
-      protocol: protocolOf(request),
-      idMayRepeat: raw.headers['x-request-id'] === request.id,
-    });
-    const stored = state.historyEntry?.id;
-    if (stored !== undefined && stored !== request.id) reply.header('x-echo-history-id', stored);
+    recordHistory(history, request, reply, body, undefined);
     reply.code(200);
     if (body === undefined && (raw.method === 'GET' || raw.method === 'HEAD')) {
       reply.type('text/plain; charset=utf-8');
@@ -387,6 +361,35 @@ export function createEchoHandler(deps: PipelineDeps) {
 const EMPTY = Buffer.alloc(0);
 /** Statuses whose responses carry no content (RFC 9110 15.3.5, 15.3.6, 15.4.5). */
 const NO_CONTENT_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
+
+/**
+ * Records the request in history. A sent id that another stored entry has is stored suffixed: the
+ * client learns its entry's id (`X-Echo-History-Id`).
+ */
+function recordHistory(
+  history: History,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: Buffer | undefined,
+  bodySize: number | undefined,
+): void {
+  const raw = request.raw;
+  const state = stateOf(request);
+  state.historyEntry = history.record({
+    requestId: request.id,
+    method: raw.method ?? 'GET',
+    url: raw.url ?? '/',
+    headers: raw.headers,
+    body,
+    bodySize,
+    remoteAddr: request.ip,
+    protocol: protocolOf(request),
+    // fastify took the id from X-Request-ID when the client sent one, else made a random UUID.
+    idMayRepeat: raw.headers['x-request-id'] === request.id,
+  });
+  const stored = state.historyEntry?.id;
+  if (stored !== undefined && stored !== request.id) reply.header('x-echo-history-id', stored);
+}
 
 /** The size a streamed body announced (`Content-Length`), else its head's. */
 function streamedSize(length: string | undefined, head: Buffer | undefined): number | undefined {
